@@ -1,0 +1,24 @@
+/**
+ * The stores a function uses, built once per cold start from the environment. Each function
+ * asks only for what it uses, so it only needs the variables (and permissions) of its tables.
+ */
+import { requireEnv } from '../../lib/config/env.ts';
+import { connectionFromEnv, createDocumentClient } from '../../lib/dynamodb/client.ts';
+import { DynamoDbKeyStore } from '../../lib/dynamodb/keys-table.ts';
+import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
+import { TABLES } from '../../lib/dynamodb/tables.ts';
+
+let client: ReturnType<typeof createDocumentClient> | undefined;
+
+function documentClient(): ReturnType<typeof createDocumentClient> {
+  client ??= createDocumentClient(connectionFromEnv());
+  return client;
+}
+
+export function orderStoreFromEnv(): DynamoDbOrderStore {
+  return new DynamoDbOrderStore(documentClient(), requireEnv(TABLES.orders.envVar));
+}
+
+export function keyStoreFromEnv(): DynamoDbKeyStore {
+  return new DynamoDbKeyStore(documentClient(), requireEnv(TABLES.apiKeys.envVar));
+}

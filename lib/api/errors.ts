@@ -1,0 +1,70 @@
+/**
+ * The error catalogue: every error code the API can answer with, its HTTP status and its
+ * default message. Handlers, the gateway responses, the local emulator and the OpenAPI document
+ * all take their codes from here.
+ */
+export const ERROR_CATALOGUE = {
+  BAD_REQUEST: { status: 400, message: 'The request could not be understood.' },
+  INVALID_ORDER_ID: {
+    status: 400,
+    message: 'The order id must be a base-10 integer in the int64 range.',
+  },
+  UNAUTHORIZED: { status: 401, message: 'The API key is missing or invalid.' },
+  ORDER_NOT_FOUND: { status: 404, message: 'The order was not found.' },
+  ROUTE_NOT_FOUND: { status: 404, message: 'No resource exists at this path.' },
+  METHOD_NOT_ALLOWED: { status: 405, message: 'This method is not allowed on this resource.' },
+  ORDER_ALREADY_SHIPPED: {
+    status: 409,
+    message: 'The order has already shipped and cannot be cancelled.',
+  },
+  REQUEST_TOO_LARGE: { status: 413, message: 'The request is too large.' },
+  RATE_LIMITED: { status: 429, message: 'Too many requests: the rate limit is exceeded.' },
+  API_KEY_TEMPORARILY_BANNED: {
+    status: 429,
+    message: 'The API key is temporarily banned after repeated requests over its rate limit.',
+  },
+  INTERNAL_ERROR: { status: 500, message: 'An internal error occurred.' },
+  SERVICE_UNAVAILABLE: {
+    status: 503,
+    message: 'The service is temporarily unavailable; retry after the indicated time.',
+  },
+} as const satisfies Record<string, { status: number; message: string }>;
+
+export type ErrorCode = keyof typeof ERROR_CATALOGUE;
+
+/** The Error object of the API: `status` always equals the HTTP status. */
+export interface ErrorBody {
+  code: ErrorCode;
+  message: string;
+  status: number;
+}
+
+/** Seconds a client should wait after a 503, when nothing better is known. */
+export const DEFAULT_RETRY_AFTER_SECONDS = 1;
+
+/** A failure the API reports to its client with a code of the catalogue. */
+export class ApiError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly headers: Readonly<Record<string, string>>;
+
+  constructor(
+    code: ErrorCode,
+    options: { message?: string; headers?: Record<string, string>; cause?: unknown } = {},
+  ) {
+    super(options.message ?? ERROR_CATALOGUE[code].message, { cause: options.cause });
+    this.name = 'ApiError';
+    this.code = code;
+    this.status = ERROR_CATALOGUE[code].status;
+    this.headers = options.headers ?? {};
+  }
+
+  get body(): ErrorBody {
+    return { code: this.code, message: this.message, status: this.status };
+  }
+}
+
+export function errorBody(code: ErrorCode, message?: string): ErrorBody {
+  const entry = ERROR_CATALOGUE[code];
+  return { code, message: message ?? entry.message, status: entry.status };
+}

@@ -1,0 +1,67 @@
+/**
+ * The DynamoDB client, created once per process. Integers come back as NumberValue (exact
+ * digits), never as JS numbers; timeouts are short so a slow dependency becomes a 503 well
+ * inside the function's own timeout.
+ */
+import { DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { requireEnv } from '../config/env.ts';
+import { TABLES, type TableNames } from './tables.ts';
+
+export interface DynamoDbConnection {
+  /** e.g. http://127.0.0.1:8000 for DynamoDB Local; AWS's endpoint when absent. */
+  readonly endpoint?: string;
+  readonly region?: string;
+}
+
+/** Credentials DynamoDB Local accepts (it checks nothing but their presence). */
+export const LOCAL_CREDENTIALS = { accessKeyId: 'local', secretAccessKey: 'local' };
+export const LOCAL_REGION = 'local';
+
+export function createDocumentClient(
+  connection: DynamoDbConnection = {},
+  overrides: Partial<DynamoDBClientConfig> = {},
+): DynamoDBDocumentClient {
+  const local = connection.endpoint !== undefined;
+  const client = new DynamoDBClient({
+    maxAttempts: 3,
+    requestHandler: { connectionTimeout: 1_000, requestTimeout: 3_000 },
+    ...(local
+      ? {
+          endpoint: connection.endpoint,
+          region: connection.region ?? LOCAL_REGION,
+          credentials: LOCAL_CREDENTIALS,
+        }
+      : connection.region
+        ? { region: connection.region }
+        : {}),
+    ...overrides,
+  });
+  return DynamoDBDocumentClient.from(client, {
+    marshallOptions: { removeUndefinedValues: true },
+    unmarshallOptions: { wrapNumbers: true },
+  });
+}
+
+/** The connection a function uses: AWS's, or DYNAMODB_ENDPOINT when running locally. */
+export function connectionFromEnv(env: NodeJS.ProcessEnv = process.env): DynamoDbConnection {
+  const endpoint = env.DYNAMODB_ENDPOINT;
+  return endpoint ? { endpoint, region: env.AWS_REGION ?? LOCAL_REGION } : {};
+}
+
+export function tableNamesFromEnv(env: NodeJS.ProcessEnv = process.env): TableNames {
+  return {
+    orders: requireEnv(TABLES.orders.envVar, env),
+    apiKeys: requireEnv(TABLES.apiKeys.envVar, env),
+    rateLimits: requireEnv(TABLES.rateLimits.envVar, env),
+  };
+}
+
+/** The environment that hands table names to a function. */
+export function tableEnv(names: Partial<TableNames>): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [table, name] of Object.entries(names)) {
+    env[TABLES[table as keyof TableNames].envVar] = name;
+  }
+  return env;
+}

@@ -1,0 +1,78 @@
+/** Creating tables from the shared definitions (DynamoDB Local, tests); CDK has its own translation. */
+import {
+  CreateTableCommand,
+  DescribeTableCommand,
+  ResourceInUseException,
+  UpdateTimeToLiveCommand,
+  type CreateTableCommandInput,
+} from '@aws-sdk/client-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { TABLES, type TableDefinition, type TableName, type TableNames } from './tables.ts';
+
+export function createTableInput(
+  definition: TableDefinition,
+  tableName: string,
+): CreateTableCommandInput {
+  const attributes = new Map<string, string>();
+  const keyOf = (key: { name: string; type: string }) => {
+    attributes.set(key.name, key.type);
+    return key.name;
+  };
+  const keySchema = [{ AttributeName: keyOf(definition.partitionKey), KeyType: 'HASH' as const }];
+  if (definition.sortKey)
+    keySchema.push({ AttributeName: keyOf(definition.sortKey), KeyType: 'RANGE' as never });
+  const indexes = (definition.globalIndexes ?? []).map((index) => ({
+    IndexName: index.name,
+    KeySchema: [{ AttributeName: keyOf(index.partitionKey), KeyType: 'HASH' as const }],
+    Projection: { ProjectionType: 'ALL' as const },
+  }));
+  return {
+    TableName: tableName,
+    BillingMode: 'PAY_PER_REQUEST',
+    KeySchema: keySchema,
+    AttributeDefinitions: [...attributes].map(([AttributeName, AttributeType]) => ({
+      AttributeName,
+      AttributeType: AttributeType as 'S' | 'N',
+    })),
+    ...(indexes.length > 0 ? { GlobalSecondaryIndexes: indexes } : {}),
+  };
+}
+
+async function tableExists(client: DynamoDBDocumentClient, tableName: string): Promise<boolean> {
+  try {
+    await client.send(new DescribeTableCommand({ TableName: tableName }));
+    return true;
+  } catch (error) {
+    if ((error as Error).name === 'ResourceNotFoundException') return false;
+    throw error;
+  }
+}
+
+/** Creates the tables that do not exist yet; returns those it created. Existing tables are left as they are. */
+export async function ensureTables(
+  client: DynamoDBDocumentClient,
+  names: TableNames,
+): Promise<TableName[]> {
+  const created: TableName[] = [];
+  for (const table of Object.keys(TABLES) as TableName[]) {
+    const definition: TableDefinition = TABLES[table];
+    const tableName = names[table];
+    if (await tableExists(client, tableName)) continue;
+    try {
+      await client.send(new CreateTableCommand(createTableInput(definition, tableName)));
+      created.push(table);
+    } catch (error) {
+      if (!(error instanceof ResourceInUseException)) throw error;
+      continue;
+    }
+    if (definition.timeToLiveAttribute) {
+      await client.send(
+        new UpdateTimeToLiveCommand({
+          TableName: tableName,
+          TimeToLiveSpecification: { AttributeName: definition.timeToLiveAttribute, Enabled: true },
+        }),
+      );
+    }
+  }
+  return created;
+}

@@ -1,0 +1,123 @@
+/** The OrderStore on DynamoDB: one item per order, keyed by (shard, id). */
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import {
+  QueryCommand,
+  UpdateCommand,
+  type DynamoDBDocumentClient,
+  type QueryCommandOutput,
+} from '@aws-sdk/lib-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { mergeSorted } from '../orders/merge.ts';
+import { compareIds, isOrderStatus, type Order } from '../orders/order.ts';
+import type { CancelOutcome, OrderStore } from '../orders/order-store.ts';
+import { readBigInt, readOptionalBigInt, readOptionalNumber } from './attributes.ts';
+import { translateDynamoDbError } from './errors.ts';
+import { writeInBatches, type BatchWriteOptions } from './batch-write.ts';
+import { ORDER_SHARDS, orderShard } from './tables.ts';
+
+/** Items per Query page: bounds what each shard holds in memory while the list streams. */
+export const ORDER_PAGE_SIZE = 1_000;
+
+type Item = Record<string, unknown>;
+
+export function orderToItem(order: Order): Item {
+  return { shard: orderShard(order.id), ...order };
+}
+
+export function itemToOrder(item: Item): Order {
+  const status = item.status;
+  if (!isOrderStatus(status)) throw new Error(`Stored order has an unknown status`);
+  const order: { -readonly [K in keyof Order]: Order[K] } = {
+    id: readBigInt(item.id, 'id'),
+    status,
+  };
+  const petId = readOptionalBigInt(item.petId, 'petId');
+  if (petId !== undefined) order.petId = petId;
+  const quantity = readOptionalNumber(item.quantity, 'quantity');
+  if (quantity !== undefined) order.quantity = quantity;
+  if (typeof item.shipDate === 'string') order.shipDate = item.shipDate;
+  if (typeof item.complete === 'boolean') order.complete = item.complete;
+  return order;
+}
+
+export class DynamoDbOrderStore implements OrderStore {
+  private readonly client: DynamoDBDocumentClient;
+  private readonly tableName: string;
+  private readonly pageSize: number;
+
+  constructor(
+    client: DynamoDBDocumentClient,
+    tableName: string,
+    options: { pageSize?: number } = {},
+  ) {
+    this.client = client;
+    this.tableName = tableName;
+    this.pageSize = options.pageSize ?? ORDER_PAGE_SIZE;
+  }
+
+  async openOrderStream(): Promise<AsyncIterable<Order>> {
+    const shards = Array.from({ length: ORDER_SHARDS }, (_, shard) => shard);
+    const firstPages = await Promise.all(shards.map((shard) => this.queryPage(shard)));
+    const sources = firstPages.map((page, shard) => this.readShard(shard, page));
+    return mergeSorted(sources, (a, b) => compareIds(a.id, b.id));
+  }
+
+  /** One shard in id order, reading the next page while the current one is consumed. */
+  private async *readShard(shard: number, firstPage: QueryCommandOutput): AsyncGenerator<Order> {
+    let page = firstPage;
+    for (;;) {
+      const next = page.LastEvaluatedKey ? this.queryPage(shard, page.LastEvaluatedKey) : undefined;
+      // Observed below; this keeps an abandoned prefetch from being an unhandled rejection.
+      next?.catch(() => undefined);
+      for (const item of page.Items ?? []) yield itemToOrder(item);
+      if (!next) return;
+      page = await next;
+    }
+  }
+
+  private async queryPage(shard: number, startKey?: Item): Promise<QueryCommandOutput> {
+    try {
+      return await this.client.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          KeyConditionExpression: '#shard = :shard',
+          ExpressionAttributeNames: { '#shard': 'shard' },
+          ExpressionAttributeValues: { ':shard': shard },
+          ExclusiveStartKey: startKey,
+          Limit: this.pageSize,
+        }),
+      );
+    } catch (error) {
+      return translateDynamoDbError(error);
+    }
+  }
+
+  async cancel(id: bigint): Promise<CancelOutcome> {
+    try {
+      await this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { shard: orderShard(id), id },
+          UpdateExpression: 'SET #status = :cancelled',
+          ConditionExpression: '#status = :pending',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: { ':pending': 'pending', ':cancelled': 'cancelled' },
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return 'cancelled';
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) return translateDynamoDbError(error);
+      // lib-dynamodb leaves the failed item marshalled.
+      if (!error.Item) return 'not-found';
+      const { status } = unmarshall(error.Item) as { status?: unknown };
+      if (status === 'cancelled') return 'already-cancelled';
+      if (status === 'shipped') return 'shipped';
+      throw new Error(`Order ${id} has an unexpected status`, { cause: error });
+    }
+  }
+
+  async putOrders(orders: readonly Order[], options: BatchWriteOptions = {}): Promise<void> {
+    await writeInBatches(this.client, this.tableName, orders.map(orderToItem), options);
+  }
+}

@@ -1,0 +1,50 @@
+import { isPlanName, resolveLimits } from '../limits/plans.ts';
+import { hashApiKey, mayBeApiKey, parseBearerToken } from './api-key.ts';
+import { isUsable, type Caller } from './key-record.ts';
+import type { KeyStore } from './key-store.ts';
+
+/**
+ * The caller behind an Authorization header, or undefined when the header is not
+ * `Bearer <token>` or the key is unknown, revoked or expired.
+ */
+export async function authenticate(
+  store: KeyStore,
+  authorization: string | undefined,
+  now: Date,
+): Promise<Caller | undefined> {
+  const token = parseBearerToken(authorization);
+  if (token === undefined || !mayBeApiKey(token)) return undefined;
+  const record = await store.findByHash(hashApiKey(token));
+  if (!record || !isUsable(record, now)) return undefined;
+  return {
+    keyId: record.keyId,
+    plan: record.plan,
+    limits:
+      record.plan === 'enterprise'
+        ? resolveLimits('enterprise', record.limits)
+        : resolveLimits(record.plan),
+  };
+}
+
+/** The caller as the flat string map an API Gateway authorizer context can carry. */
+export function callerToContext(caller: Caller): Record<string, string> {
+  return {
+    keyId: caller.keyId,
+    plan: caller.plan,
+    perMinute: String(caller.limits.perMinute),
+    perDay: String(caller.limits.perDay),
+  };
+}
+
+/** The caller from an authorizer context (values arrive as strings), or undefined. */
+export function callerFromContext(
+  context: Record<string, unknown> | null | undefined,
+): Caller | undefined {
+  if (!context) return undefined;
+  const { keyId, plan } = context;
+  const perMinute = Number(context.perMinute);
+  const perDay = Number(context.perDay);
+  if (typeof keyId !== 'string' || !isPlanName(plan)) return undefined;
+  if (!Number.isInteger(perMinute) || !Number.isInteger(perDay)) return undefined;
+  return { keyId, plan, limits: { perMinute, perDay } };
+}

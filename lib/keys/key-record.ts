@@ -1,0 +1,30 @@
+import type { Limits, PlanName } from '../limits/plans.ts';
+
+export type KeyStatus = 'active' | 'revoked';
+
+/** A stored API key: never the key itself, only its hash. */
+export interface ApiKeyRecord {
+  readonly keyId: string;
+  readonly keyHash: string;
+  readonly plan: PlanName;
+  /** Custom limits of an enterprise key. */
+  readonly limits?: Limits;
+  readonly label?: string;
+  readonly status: KeyStatus;
+  /** ISO 8601 instants. */
+  readonly createdAt: string;
+  /** After this instant the key no longer works (the old key of a rotation). */
+  readonly expiresAt?: string;
+}
+
+/** The identified caller that the authorizer hands to the functions. */
+export interface Caller {
+  readonly keyId: string;
+  readonly plan: PlanName;
+  readonly limits: Limits;
+}
+
+export function isUsable(record: ApiKeyRecord, now: Date): boolean {
+  if (record.status !== 'active') return false;
+  return record.expiresAt === undefined || Date.parse(record.expiresAt) > now.getTime();
+}

@@ -1,0 +1,157 @@
+/**
+ * Reading orders from JSON text (seed files, imports) without losing an int64 digit: number
+ * literals are taken from their source text, never from a parsed JS `number`.
+ */
+import {
+  isOrderStatus,
+  ORDER_STATUSES,
+  parseInt64,
+  QUANTITY_MAX,
+  QUANTITY_MIN,
+  type Order,
+} from './order.ts';
+
+export interface RecordProblem {
+  /** Position of the record in the array (0-based). */
+  readonly index: number;
+  readonly message: string;
+}
+
+export type OrdersParseResult =
+  | { readonly ok: true; readonly orders: Order[] }
+  | { readonly ok: false; readonly problems: RecordProblem[] };
+
+/** A JSON number as it was written in the source text. */
+class NumberLiteral {
+  readonly source: string;
+  constructor(source: string) {
+    this.source = source;
+  }
+}
+
+type Reviver = (
+  this: unknown,
+  key: string,
+  value: unknown,
+  context?: { source?: string },
+) => unknown;
+
+function parseKeepingNumberLiterals(text: string): unknown {
+  const reviver: Reviver = (_key, value, context) =>
+    typeof value === 'number' ? new NumberLiteral(context?.source ?? String(value)) : value;
+  return JSON.parse(text, reviver as Parameters<typeof JSON.parse>[1]);
+}
+
+const ALLOWED_FIELDS = ['id', 'petId', 'quantity', 'shipDate', 'complete', 'status'] as const;
+// RFC 3339 date-time, as OpenAPI's `format: date-time` means it.
+const DATE_TIME = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
+
+function int64Field(value: unknown, field: string, problems: string[]): bigint | undefined {
+  if (value instanceof NumberLiteral) {
+    const parsed = parseInt64(value.source);
+    if (parsed !== undefined) return parsed;
+    problems.push(`${field} ${value.source} is not an integer in the int64 range`);
+  } else {
+    problems.push(`${field} must be an integer (int64), got ${describe(value)}`);
+  }
+  return undefined;
+}
+
+function describe(value: unknown): string {
+  if (value instanceof NumberLiteral) return value.source;
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  return typeof value === 'string' ? JSON.stringify(value) : typeof value;
+}
+
+function readRecord(record: unknown, problems: string[]): Order | undefined {
+  if (typeof record !== 'object' || record === null || Array.isArray(record)) {
+    problems.push(`must be an object, got ${describe(record)}`);
+    return undefined;
+  }
+  const fields = record as Record<string, unknown>;
+  for (const name of Object.keys(fields)) {
+    if (!(ALLOWED_FIELDS as readonly string[]).includes(name)) {
+      problems.push(`unknown field "${name}" (allowed: ${ALLOWED_FIELDS.join(', ')})`);
+    }
+  }
+  const order: { -readonly [K in keyof Order]: Order[K] } = { id: 0n, status: 'pending' };
+  if (fields.id === undefined) {
+    problems.push('id is required');
+  } else {
+    const id = int64Field(fields.id, 'id', problems);
+    if (id !== undefined) order.id = id;
+  }
+  if (fields.petId !== undefined) order.petId = int64Field(fields.petId, 'petId', problems);
+  if (fields.quantity !== undefined) {
+    const q = fields.quantity;
+    const n = q instanceof NumberLiteral && /^-?\d+$/.test(q.source) ? Number(q.source) : NaN;
+    if (Number.isInteger(n) && n >= QUANTITY_MIN && n <= QUANTITY_MAX) order.quantity = n;
+    else {
+      problems.push(
+        `quantity must be an integer from ${QUANTITY_MIN} to ${QUANTITY_MAX}, got ${describe(q)}`,
+      );
+    }
+  }
+  if (fields.shipDate !== undefined) {
+    const d = fields.shipDate;
+    if (typeof d === 'string' && DATE_TIME.test(d) && !Number.isNaN(Date.parse(d))) {
+      order.shipDate = d;
+    } else {
+      problems.push(`shipDate must be an ISO 8601 date-time string, got ${describe(d)}`);
+    }
+  }
+  if (fields.complete !== undefined) {
+    if (typeof fields.complete === 'boolean') order.complete = fields.complete;
+    else problems.push(`complete must be true or false, got ${describe(fields.complete)}`);
+  }
+  if (fields.status !== undefined) {
+    if (isOrderStatus(fields.status)) order.status = fields.status;
+    else {
+      problems.push(
+        `status must be one of ${ORDER_STATUSES.join(', ')}, got ${describe(fields.status)}`,
+      );
+    }
+  }
+  return order;
+}
+
+/**
+ * Validates a JSON array of orders in the API's shape. Every record is checked and every
+ * problem reported; the orders are returned only when all records are valid. `status` defaults
+ * to `pending`; ids must be unique.
+ */
+export function parseOrders(text: string): OrdersParseResult {
+  let parsed: unknown;
+  try {
+    parsed = parseKeepingNumberLiterals(text);
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    return { ok: false, problems: [{ index: -1, message: `not valid JSON: ${reason}` }] };
+  }
+  if (!Array.isArray(parsed)) {
+    return { ok: false, problems: [{ index: -1, message: 'expected a JSON array of orders' }] };
+  }
+  const orders: Order[] = [];
+  const problems: RecordProblem[] = [];
+  const seen = new Map<bigint, number>();
+  parsed.forEach((record: unknown, index) => {
+    const recordProblems: string[] = [];
+    const order = readRecord(record, recordProblems);
+    if (order && recordProblems.length === 0) {
+      const first = seen.get(order.id);
+      if (first !== undefined) {
+        recordProblems.push(`id ${order.id} repeats the id of record ${first}`);
+      } else {
+        seen.set(order.id, index);
+        orders.push(order);
+      }
+    }
+    for (const message of recordProblems) problems.push({ index, message });
+  });
+  return problems.length === 0 ? { ok: true, orders } : { ok: false, problems };
+}
+
+export function formatProblem(problem: RecordProblem): string {
+  return problem.index < 0 ? problem.message : `record ${problem.index}: ${problem.message}`;
+}

@@ -1,0 +1,56 @@
+/**
+ * The order model. Ids and pet ids are int64 and live as `bigint` from the moment they are
+ * parsed to the moment their digits are written: they never pass through a JS `number`.
+ */
+export const ORDER_STATUSES = ['pending', 'shipped', 'cancelled'] as const;
+export type OrderStatus = (typeof ORDER_STATUSES)[number];
+
+export interface Order {
+  readonly id: bigint;
+  readonly petId?: bigint;
+  readonly quantity?: number;
+  readonly shipDate?: string;
+  readonly complete?: boolean;
+  readonly status: OrderStatus;
+}
+
+export const INT64_MIN = -(2n ** 63n);
+export const INT64_MAX = 2n ** 63n - 1n;
+/** Bounds of `quantity` (a count of units: int32, not negative). */
+export const QUANTITY_MIN = 0;
+export const QUANTITY_MAX = 2 ** 31 - 1;
+
+const DECIMAL_INTEGER = /^-?[0-9]+$/;
+
+/**
+ * Parses a base-10 integer in the int64 range: optional minus sign, digits only (no `+`, no
+ * exponent, no fraction, no hex, no spaces). Leading zeros are accepted (`007` is 7).
+ * Returns undefined for anything else.
+ */
+export function parseInt64(text: string): bigint | undefined {
+  // 64 characters is far beyond any int64 with leading zeros a client would send.
+  if (text.length === 0 || text.length > 64 || !DECIMAL_INTEGER.test(text)) return undefined;
+  const value = BigInt(text);
+  return value >= INT64_MIN && value <= INT64_MAX ? value : undefined;
+}
+
+export function isOrderStatus(value: unknown): value is OrderStatus {
+  return typeof value === 'string' && (ORDER_STATUSES as readonly string[]).includes(value);
+}
+
+export function compareIds(a: bigint, b: bigint): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/**
+ * The JSON text of one order, fields in schema order, absent fields omitted, int64 digits exact.
+ */
+export function orderToJson(order: Order): string {
+  let json = `{"id":${order.id}`;
+  if (order.petId !== undefined) json += `,"petId":${order.petId}`;
+  if (order.quantity !== undefined) json += `,"quantity":${order.quantity}`;
+  if (order.shipDate !== undefined) json += `,"shipDate":${JSON.stringify(order.shipDate)}`;
+  if (order.complete !== undefined) json += `,"complete":${order.complete}`;
+  json += `,"status":"${order.status}"}`;
+  return json;
+}

@@ -1,0 +1,162 @@
+/**
+ * What the Lambda Node.js runtime provides, for running the real handlers on this machine:
+ * the `awslambda` global of response streaming (streamifyResponse, HttpResponseStream with its
+ * JSON prelude + 8 NUL bytes framing), a context object, and invocation in buffered or
+ * streaming mode with the 6 MB limit on buffered responses.
+ */
+import { randomUUID } from 'node:crypto';
+import { PassThrough, Readable } from 'node:stream';
+
+const STREAMING = Symbol.for('aws.lambda.runtime.handler.streaming');
+const PRELUDE_DELIMITER = Buffer.alloc(8);
+
+/** Lambda's limit on a buffered (non-streamed) response payload. */
+export const BUFFERED_RESPONSE_LIMIT_BYTES = 6 * 1024 * 1024;
+
+type StreamingHandler = (
+  event: unknown,
+  stream: NodeJS.WritableStream,
+  context: unknown,
+) => Promise<unknown>;
+type AnyHandler = ((event: unknown, context: unknown) => Promise<unknown>) & {
+  [STREAMING]?: string;
+};
+
+/** Installs the `awslambda` global (once); handlers that stream need it when they are loaded. */
+export function installLambdaRuntimeGlobals(): void {
+  // The AWS SDK (lambda-invoke-store) may already have created an empty `awslambda` object.
+  const globals = globalThis as unknown as { awslambda?: Record<string, unknown> };
+  const runtime = (globals.awslambda ??= {});
+  runtime.streamifyResponse ??= (handler: StreamingHandler) => {
+    (handler as unknown as AnyHandler)[STREAMING] = 'response';
+    return handler;
+  };
+  runtime.HttpResponseStream ??= {
+    from: (stream: NodeJS.WritableStream, prelude: unknown) => {
+      stream.write(JSON.stringify(prelude));
+      stream.write(PRELUDE_DELIMITER);
+      return stream;
+    },
+  };
+}
+
+export function isStreamingHandler(handler: unknown): boolean {
+  return typeof handler === 'function' && (handler as AnyHandler)[STREAMING] === 'response';
+}
+
+export interface LambdaContext {
+  functionName: string;
+  awsRequestId: string;
+  getRemainingTimeInMillis: () => number;
+  [key: string]: unknown;
+}
+
+export function createContext(functionName: string, timeoutMs = 29_000): LambdaContext {
+  const deadline = Date.now() + timeoutMs;
+  return {
+    functionName,
+    functionVersion: '$LATEST',
+    invokedFunctionArn: `arn:aws:lambda:local:000000000000:function:${functionName}`,
+    memoryLimitInMB: '1024',
+    awsRequestId: randomUUID(),
+    logGroupName: `/aws/lambda/${functionName}`,
+    logStreamName: 'local',
+    callbackWaitsForEmptyEventLoop: true,
+    getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
+  };
+}
+
+export class PayloadTooLargeError extends Error {
+  constructor(bytes: number) {
+    super(
+      `Response payload size (${bytes} bytes) exceeded the maximum allowed (${BUFFERED_RESPONSE_LIMIT_BYTES} bytes)`,
+    );
+    this.name = 'PayloadTooLargeError';
+  }
+}
+
+/** Invokes a buffered handler; its serialised result must fit in 6 MB, as in Lambda. */
+export async function invokeBuffered(
+  handler: unknown,
+  event: unknown,
+  context: LambdaContext,
+): Promise<unknown> {
+  const result = await (handler as AnyHandler)(event, context);
+  const bytes = Buffer.byteLength(JSON.stringify(result ?? null));
+  if (bytes > BUFFERED_RESPONSE_LIMIT_BYTES) throw new PayloadTooLargeError(bytes);
+  return result;
+}
+
+export interface StreamedResponse {
+  /** The HTTP prelude the handler wrote (statusCode, headers), if any. */
+  readonly prelude: { statusCode?: number; headers?: Record<string, string> } | undefined;
+  readonly body: Readable;
+  /** Settles when the handler has finished; rejects when it failed. */
+  readonly done: Promise<void>;
+}
+
+/**
+ * Invokes a streaming handler and resolves as soon as its prelude is written (or the body
+ * starts without one), so the caller can pipe the body while the handler still produces it.
+ */
+export function invokeStreaming(
+  handler: unknown,
+  event: unknown,
+  context: LambdaContext,
+): Promise<StreamedResponse> {
+  const responseStream = new PassThrough();
+  const done = (handler as StreamingHandler)(event, responseStream, context).then(
+    () => undefined,
+    (error: unknown) => {
+      responseStream.destroy(error instanceof Error ? error : new Error(String(error)));
+      throw error;
+    },
+  );
+  done.catch(() => undefined);
+  return new Promise((resolve, reject) => {
+    let head = Buffer.alloc(0);
+    const onData = (chunk: Buffer | string): void => {
+      head = Buffer.concat([head, Buffer.from(chunk)]);
+      const at = head.indexOf(PRELUDE_DELIMITER);
+      if (at < 0 && head.length < 64 * 1024) return;
+      responseStream.off('data', onData);
+      responseStream.off('end', onEnd);
+      responseStream.off('error', onError);
+      responseStream.pause();
+      let prelude: StreamedResponse['prelude'];
+      let rest = head;
+      if (at >= 0) {
+        try {
+          prelude = JSON.parse(
+            head.subarray(0, at).toString('utf8'),
+          ) as StreamedResponse['prelude'];
+          rest = head.subarray(at + PRELUDE_DELIMITER.length);
+        } catch {
+          prelude = undefined;
+        }
+      }
+      const body = new PassThrough();
+      if (rest.length > 0) body.write(rest);
+      responseStream.on('error', (error) => body.destroy(error));
+      responseStream.pipe(body);
+      resolve({ prelude, body, done });
+    };
+    const onEnd = (): void => {
+      responseStream.off('data', onData);
+      const at = head.indexOf(PRELUDE_DELIMITER);
+      const prelude =
+        at >= 0
+          ? (JSON.parse(head.subarray(0, at).toString('utf8')) as StreamedResponse['prelude'])
+          : undefined;
+      resolve({
+        prelude,
+        body: Readable.from(at >= 0 ? [head.subarray(at + PRELUDE_DELIMITER.length)] : [head]),
+        done,
+      });
+    };
+    const onError = (error: Error): void => reject(error);
+    responseStream.on('data', onData);
+    responseStream.on('end', onEnd);
+    responseStream.on('error', onError);
+  });
+}

@@ -1,0 +1,136 @@
+/**
+ * The local stack behind `npm start`, `npm run invoke` and the end-to-end tests: DynamoDB
+ * (DynamoDB Local started here, or a given endpoint), the tables from the shared definitions,
+ * the seed data, the function environment and the real handlers.
+ */
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { createDocumentClient, LOCAL_REGION, tableEnv } from '../lib/dynamodb/client.ts';
+import { ensureTables } from '../lib/dynamodb/create-table.ts';
+import { DynamoDbKeyStore } from '../lib/dynamodb/keys-table.ts';
+import { DynamoDbOrderStore } from '../lib/dynamodb/orders-table.ts';
+import { TABLES, type TableName, type TableNames } from '../lib/dynamodb/tables.ts';
+import type { KeyEntry } from '../lib/keys/key-input.ts';
+import { registerKeys } from '../lib/keys/register.ts';
+import type { OperationId } from '../lib/api/routes.ts';
+import type { Order } from '../lib/orders/order.ts';
+import { DEMO_KEYS, DEMO_ORDERS } from './demo-data.ts';
+import { startDynamoDbLocal } from './dynamodb-local.ts';
+import { installLambdaRuntimeGlobals } from './lambda-runtime.ts';
+
+export const DEFAULT_TABLE_PREFIX = 'store-orders-local';
+export const PROJECT_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+/** Where a running `npm start` records its endpoint and tables for the other local tools. */
+export const LOCAL_STATE_FILE = join(PROJECT_ROOT, '.local', 'stack.json');
+
+export function localTableNames(prefix: string = DEFAULT_TABLE_PREFIX): TableNames {
+  const names = {} as TableNames;
+  for (const table of Object.keys(TABLES) as TableName[]) {
+    names[table] =
+      `${prefix}-${TABLES[table].id.replace(/[A-Z]/g, (c, i: number) => `${i > 0 ? '-' : ''}${c.toLowerCase()}`)}`;
+  }
+  return names;
+}
+
+export interface LocalStackOptions {
+  /** Use this DynamoDB instead of starting DynamoDB Local. */
+  readonly dynamodbEndpoint?: string;
+  readonly tablePrefix?: string;
+  /** Orders to load; when absent, demo orders go into a newly created orders table. */
+  readonly seedOrders?: readonly Order[];
+  /** Keys to register; the demo keys when absent. */
+  readonly keys?: readonly KeyEntry[];
+}
+
+export interface LocalStack {
+  readonly endpoint: string;
+  readonly tables: TableNames;
+  readonly client: DynamoDBDocumentClient;
+  readonly keys: readonly KeyEntry[];
+  readonly ordersLoaded: number;
+  readonly dynamoDbPid: number | undefined;
+  stop(): Promise<void>;
+}
+
+export async function startLocalStack(options: LocalStackOptions = {}): Promise<LocalStack> {
+  const dynamo = options.dynamodbEndpoint
+    ? { endpoint: options.dynamodbEndpoint, pid: undefined, stop: () => Promise.resolve() }
+    : await startDynamoDbLocal();
+  const client = createDocumentClient({ endpoint: dynamo.endpoint });
+  try {
+    const tables = localTableNames(options.tablePrefix);
+    const created = await ensureTables(client, tables);
+    const orders = options.seedOrders ?? (created.includes('orders') ? DEMO_ORDERS : []);
+    await new DynamoDbOrderStore(client, tables.orders).putOrders(orders);
+    const keys = options.keys ?? DEMO_KEYS;
+    await registerKeys(new DynamoDbKeyStore(client, tables.apiKeys), keys, new Date());
+    return {
+      endpoint: dynamo.endpoint,
+      tables,
+      client,
+      keys,
+      ordersLoaded: orders.length,
+      dynamoDbPid: dynamo.pid,
+      stop: async () => {
+        client.destroy();
+        await dynamo.stop();
+      },
+    };
+  } catch (error) {
+    client.destroy();
+    await dynamo.stop();
+    throw error;
+  }
+}
+
+/** The environment the functions read, pointing at the local stack. */
+export function functionEnvironment(
+  stack: Pick<LocalStack, 'endpoint' | 'tables'>,
+): Record<string, string> {
+  return {
+    ...tableEnv(stack.tables),
+    DYNAMODB_ENDPOINT: stack.endpoint,
+    AWS_REGION: LOCAL_REGION,
+    POWERTOOLS_SERVICE_NAME: 'store-orders',
+    POWERTOOLS_LOG_LEVEL: process.env.POWERTOOLS_LOG_LEVEL ?? 'WARN',
+  };
+}
+
+export type LocalFunctions = Record<OperationId | 'authorizer', unknown>;
+
+/** Loads the real handlers, as Lambda would: after the environment and runtime globals are set. */
+export async function loadFunctions(
+  stack: Pick<LocalStack, 'endpoint' | 'tables'>,
+): Promise<LocalFunctions> {
+  Object.assign(process.env, functionEnvironment(stack));
+  installLambdaRuntimeGlobals();
+  const [listOrders, cancelOrder, authorizer] = await Promise.all([
+    import('../functions/list-orders.ts'),
+    import('../functions/cancel-order.ts'),
+    import('../functions/authorizer.ts'),
+  ]);
+  return {
+    listOrders: listOrders.handler,
+    cancelOrder: cancelOrder.handler,
+    authorizer: authorizer.handler,
+  };
+}
+
+export interface LocalState {
+  readonly apiUrl: string;
+  readonly endpoint: string;
+  readonly region: string;
+  readonly tables: TableNames;
+  readonly pid: number;
+}
+
+export async function writeLocalState(state: LocalState): Promise<void> {
+  await mkdir(dirname(LOCAL_STATE_FILE), { recursive: true });
+  await writeFile(LOCAL_STATE_FILE, `${JSON.stringify(state, null, 2)}\n`);
+}
+
+export async function removeLocalState(): Promise<void> {
+  await rm(LOCAL_STATE_FILE, { force: true });
+}

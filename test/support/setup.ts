@@ -1,0 +1,5 @@
+// Handlers that stream need the Lambda runtime's `awslambda` global when they are loaded.
+import { installLambdaRuntimeGlobals } from '../../local/lambda-runtime.ts';
+
+installLambdaRuntimeGlobals();
+process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';

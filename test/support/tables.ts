@@ -1,0 +1,47 @@
+/** Isolated tables per test file, on the run's DynamoDB Local. */
+import { randomBytes } from 'node:crypto';
+import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { inject } from 'vitest';
+import { createDocumentClient } from '../../lib/dynamodb/client.ts';
+import { ensureTables } from '../../lib/dynamodb/create-table.ts';
+import type { TableNames } from '../../lib/dynamodb/tables.ts';
+import { localTableNames } from '../../local/local-stack.ts';
+
+export interface TestTables {
+  readonly endpoint: string;
+  readonly client: DynamoDBDocumentClient;
+  readonly tables: TableNames;
+  readonly prefix: string;
+  drop(): Promise<void>;
+}
+
+export function dynamodbEndpoint(): string {
+  return inject('dynamodbEndpoint');
+}
+
+export function uniquePrefix(label: string): string {
+  return `t-${label}-${randomBytes(4).toString('hex')}`;
+}
+
+export async function createTestTables(label: string): Promise<TestTables> {
+  const endpoint = dynamodbEndpoint();
+  const client = createDocumentClient({ endpoint });
+  const prefix = uniquePrefix(label);
+  const tables = localTableNames(prefix);
+  await ensureTables(client, tables);
+  return {
+    endpoint,
+    client,
+    tables,
+    prefix,
+    drop: async () => {
+      await Promise.all(
+        Object.values(tables).map((TableName) =>
+          client.send(new DeleteTableCommand({ TableName })).catch(() => undefined),
+        ),
+      );
+      client.destroy();
+    },
+  };
+}
