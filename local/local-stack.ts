@@ -3,7 +3,7 @@
  * (DynamoDB Local started here, or a given endpoint), the tables from the shared definitions,
  * the seed data, the function environment and the real handlers.
  */
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
@@ -22,8 +22,13 @@ import { installLambdaRuntimeGlobals } from './lambda-runtime.ts';
 
 export const DEFAULT_TABLE_PREFIX = 'store-orders-local';
 export const PROJECT_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
-/** Where a running `npm start` records its endpoint and tables for the other local tools. */
-export const LOCAL_STATE_FILE = join(PROJECT_ROOT, '.local', 'stack.json');
+/**
+ * Where a running `npm start` records its endpoint and tables for the other local tools
+ * (STORE_ORDERS_LOCAL_STATE moves it, e.g. for tests running several local APIs at once).
+ */
+export function localStateFile(): string {
+  return process.env.STORE_ORDERS_LOCAL_STATE ?? join(PROJECT_ROOT, '.local', 'stack.json');
+}
 
 export function localTableNames(prefix: string = DEFAULT_TABLE_PREFIX): TableNames {
   const names = {} as TableNames;
@@ -124,13 +129,31 @@ export interface LocalState {
   readonly region: string;
   readonly tables: TableNames;
   readonly pid: number;
+  /** The DynamoDB Local process started by `npm start`, if it started one. */
+  readonly dynamoDbPid?: number;
 }
 
 export async function writeLocalState(state: LocalState): Promise<void> {
-  await mkdir(dirname(LOCAL_STATE_FILE), { recursive: true });
-  await writeFile(LOCAL_STATE_FILE, `${JSON.stringify(state, null, 2)}\n`);
+  await mkdir(dirname(localStateFile()), { recursive: true });
+  await writeFile(localStateFile(), `${JSON.stringify(state, null, 2)}\n`);
 }
 
 export async function removeLocalState(): Promise<void> {
-  await rm(LOCAL_STATE_FILE, { force: true });
+  await rm(localStateFile(), { force: true });
+}
+
+/** The state of a running `npm start`, if there is one (its process still alive). */
+export async function readLocalState(): Promise<LocalState | undefined> {
+  let state: LocalState;
+  try {
+    state = JSON.parse(await readFile(localStateFile(), 'utf8')) as LocalState;
+  } catch {
+    return undefined;
+  }
+  try {
+    process.kill(state.pid, 0);
+    return state;
+  } catch {
+    return undefined;
+  }
 }

@@ -228,6 +228,7 @@ async function main(argv: string[]): Promise<void> {
     region: LOCAL_REGION,
     tables: stack.tables,
     pid: process.pid,
+    dynamoDbPid: stack.dynamoDbPid,
   });
 
   const { DEMO_ORDERS } = await import('./demo-data.ts');

@@ -1,0 +1,122 @@
+/**
+ * `npm run invoke -- <function> <event.json>`: runs one handler on one event, like
+ * `sam local invoke`, and prints what the function returned. DynamoDB is the running local
+ * API's (`npm start`), or --dynamodb-endpoint, or else a DynamoDB Local started for this call
+ * with the demo data.
+ */
+import { readFile } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+import { createContext, invokeStreaming, isStreamingHandler } from './lambda-runtime.ts';
+import {
+  loadFunctions,
+  readLocalState,
+  startLocalStack,
+  type LocalFunctions,
+  type LocalStack,
+} from './local-stack.ts';
+
+const USAGE = `Usage: npm run invoke -- <function> <event.json> [--dynamodb-endpoint URL] [--table-prefix NAME]
+
+Functions: listOrders, cancelOrder, authorizer. Sample events are in events/.`;
+
+class UsageError extends Error {}
+
+async function main(argv: string[]): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      options: {
+        'dynamodb-endpoint': { type: 'string' },
+        'table-prefix': { type: 'string' },
+        help: { type: 'boolean' },
+      },
+      allowPositionals: true,
+    });
+  } catch (error) {
+    throw new UsageError((error as Error).message.split('\n')[0]);
+  }
+  const { values, positionals } = parsed;
+  if (values.help) {
+    console.log(USAGE);
+    return 0;
+  }
+  const [name, eventFile] = positionals;
+  const names = ['listOrders', 'cancelOrder', 'authorizer'];
+  if (!name || !eventFile || positionals.length > 2)
+    throw new UsageError(`expected <function> <event.json>\n${USAGE}`);
+  if (!names.includes(name))
+    throw new UsageError(`unknown function "${name}" (one of ${names.join(', ')})`);
+  let event: unknown;
+  try {
+    event = JSON.parse(await readFile(eventFile, 'utf8'));
+  } catch (error) {
+    throw new UsageError(
+      `${eventFile}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
+    );
+  }
+
+  const running = values['dynamodb-endpoint'] ? undefined : await readLocalState();
+  let stack: Pick<LocalStack, 'endpoint' | 'tables'> & { stop?: () => Promise<void> };
+  if (running) {
+    stack = { endpoint: running.endpoint, tables: running.tables };
+    console.error(`Using the running local API's DynamoDB (${running.endpoint})`);
+  } else {
+    if (!values['dynamodb-endpoint'])
+      console.error(
+        'No local API running: starting DynamoDB Local with the demo data for this call',
+      );
+    stack = await startLocalStack({
+      dynamodbEndpoint: values['dynamodb-endpoint'],
+      tablePrefix: values['table-prefix'],
+    });
+  }
+  try {
+    const functions: LocalFunctions = await loadFunctions(stack);
+    const handler = functions[name as keyof LocalFunctions];
+    const context = createContext(name);
+    try {
+      if (isStreamingHandler(handler)) {
+        const response = await invokeStreaming(handler, event, context);
+        const chunks: Buffer[] = [];
+        for await (const chunk of response.body) chunks.push(Buffer.from(chunk as Buffer));
+        await response.done;
+        console.log(
+          JSON.stringify(
+            { ...response.prelude, body: Buffer.concat(chunks).toString('utf8') },
+            null,
+            2,
+          ),
+        );
+      } else {
+        const result = await (handler as (e: unknown, c: unknown) => Promise<unknown>)(
+          event,
+          context,
+        );
+        console.log(JSON.stringify(result, null, 2));
+      }
+      return 0;
+    } catch (error) {
+      console.log(
+        JSON.stringify(
+          { errorType: (error as Error).name, errorMessage: (error as Error).message },
+          null,
+          2,
+        ),
+      );
+      return 1;
+    }
+  } finally {
+    await stack.stop?.();
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    console.error(
+      `error: ${error instanceof UsageError ? error.message : (error as Error).message}`,
+    );
+    process.exit(1);
+  },
+);

@@ -1,0 +1,104 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createAuthorizerHandler, stageWideResource } from '../../functions/authorizer.ts';
+import { DynamoDbKeyStore } from '../../lib/dynamodb/keys-table.ts';
+import { generateApiKey } from '../../lib/keys/api-key.ts';
+import { registerKeys } from '../../lib/keys/register.ts';
+import { countDynamoDbCalls, failDynamoDbCalls } from '../support/lambda.ts';
+import { createTestTables, type TestTables } from '../support/tables.ts';
+import { ScanCommand } from '@aws-sdk/lib-dynamodb';
+
+let t: TestTables;
+let keys: DynamoDbKeyStore;
+const freeKey = generateApiKey();
+const enterpriseKey = generateApiKey();
+const methodArn = 'arn:aws:execute-api:eu-west-1:123456789012:abc123/v1/DELETE/store/orders/42';
+const authorize = (token: string) =>
+  createAuthorizerHandler({ keys: () => keys })({
+    type: 'TOKEN',
+    authorizationToken: token,
+    methodArn,
+  });
+
+beforeAll(async () => {
+  t = await createTestTables('authorizer');
+  keys = new DynamoDbKeyStore(t.client, t.tables.apiKeys);
+  await registerKeys(
+    keys,
+    [
+      { key: freeKey, plan: 'free' },
+      { key: enterpriseKey, plan: 'enterprise', limits: { perMinute: 7, perDay: 5 } },
+    ],
+    new Date(),
+  );
+});
+afterAll(() => t.drop());
+
+describe('authorizer against DynamoDB', () => {
+  it('allows a known key for every method of the stage and passes its plan and limits', async () => {
+    const result = await authorize(`Bearer ${freeKey}`);
+    expect(result.principalId).toMatch(/^key_/);
+    expect(result.policyDocument.Statement).toEqual([
+      {
+        Action: 'execute-api:Invoke',
+        Effect: 'Allow',
+        Resource: 'arn:aws:execute-api:eu-west-1:123456789012:abc123/v1/*/*',
+      },
+    ]);
+    expect(result.context).toEqual({
+      keyId: result.principalId,
+      plan: 'free',
+      perMinute: '60',
+      perDay: '1000',
+    });
+  });
+
+  it('passes an enterprise key its own limits', async () => {
+    expect((await authorize(`bearer ${enterpriseKey}`)).context).toMatchObject({
+      plan: 'enterprise',
+      perMinute: '7',
+      perDay: '5',
+    });
+  });
+
+  it.each([
+    ['an unknown key', `Bearer ${generateApiKey()}`],
+    ['another scheme', `Basic ${freeKey}`],
+    ['an empty token', 'Bearer '],
+    ['no scheme', freeKey],
+  ])('throws Unauthorized for %s', async (_, header) => {
+    await expect(authorize(header)).rejects.toThrow(/^Unauthorized$/);
+  });
+
+  it('reads the key table once per authorization', async () => {
+    const counter = countDynamoDbCalls(t.client);
+    await authorize(`Bearer ${freeKey}`);
+    expect(counter.calls).toEqual(['GetItemCommand']);
+  });
+
+  it('fails with another error than Unauthorized when DynamoDB is down (API Gateway: 503)', async () => {
+    const restore = failDynamoDbCalls(t.client, () =>
+      Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }),
+    );
+    try {
+      await expect(authorize(`Bearer ${freeKey}`)).rejects.toMatchObject({
+        code: 'SERVICE_UNAVAILABLE',
+      });
+    } finally {
+      restore();
+    }
+  });
+
+  it('stores keys only as hashes', async () => {
+    const { Items = [] } = await t.client.send(new ScanCommand({ TableName: t.tables.apiKeys }));
+    const stored = JSON.stringify(Items);
+    expect(Items).toHaveLength(2);
+    expect(stored).not.toContain(freeKey);
+    expect(stored).not.toContain(enterpriseKey.slice(4, 20));
+  });
+
+  it('builds the stage-wide resource from any method ARN', () => {
+    expect(
+      stageWideResource('arn:aws:execute-api:local:000000000000:local/v1/GET/store/orders'),
+    ).toBe('arn:aws:execute-api:local:000000000000:local/v1/*/*');
+  });
+});

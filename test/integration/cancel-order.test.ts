@@ -1,0 +1,195 @@
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createCancelOrderHandler } from '../../functions/cancel-order.ts';
+import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
+import { orderShard } from '../../lib/dynamodb/tables.ts';
+import type { Order } from '../../lib/orders/order.ts';
+import {
+  countDynamoDbCalls,
+  failDynamoDbCalls,
+  invokeHttp,
+  proxyEvent,
+} from '../support/lambda.ts';
+import { createTestTables, type TestTables } from '../support/tables.ts';
+
+let t: TestTables;
+let store: DynamoDbOrderStore;
+const handler = createCancelOrderHandler({ orders: () => store });
+
+const cancel = (orderId: string) =>
+  invokeHttp(
+    handler,
+    proxyEvent({
+      method: 'DELETE',
+      resource: '/store/orders/{orderId}',
+      path: `/store/orders/${orderId}`,
+      pathParameters: { orderId },
+    }),
+  );
+
+async function statusOf(id: bigint): Promise<string | undefined> {
+  const { Item } = await t.client.send(
+    new GetCommand({ TableName: t.tables.orders, Key: { shard: orderShard(id), id } }),
+  );
+  return Item?.status as string | undefined;
+}
+
+const ORDERS: Order[] = [
+  { id: 1n, petId: 10n, quantity: 1, status: 'pending' },
+  { id: 2n, status: 'shipped', complete: true },
+  { id: 3n, status: 'cancelled' },
+  { id: 9223372036854775807n, petId: 9223372036854775806n, status: 'pending' },
+  { id: -9223372036854775808n, status: 'pending' },
+];
+
+beforeAll(async () => {
+  t = await createTestTables('cancel');
+  store = new DynamoDbOrderStore(t.client, t.tables.orders);
+});
+afterAll(() => t.drop());
+beforeEach(() => store.putOrders(ORDERS));
+
+describe('cancelOrder against DynamoDB', () => {
+  it('cancels a pending order with 204 and no body', async () => {
+    const response = await cancel('1');
+    expect(response).toMatchObject({ statusCode: 204, body: '' });
+    expect(await statusOf(1n)).toBe('cancelled');
+  });
+
+  it('answers 204 again for an order already cancelled, changing nothing', async () => {
+    expect((await cancel('3')).statusCode).toBe(204);
+    expect((await cancel('1')).statusCode).toBe(204);
+    expect((await cancel('1')).statusCode).toBe(204);
+    expect(await statusOf(1n)).toBe('cancelled');
+  });
+
+  it('answers 409 ORDER_ALREADY_SHIPPED and leaves a shipped order shipped', async () => {
+    const response = await cancel('2');
+    expect(response.statusCode).toBe(409);
+    expect(response.headers['Content-Type']).toBe('application/json');
+    expect(JSON.parse(response.body)).toEqual({
+      code: 'ORDER_ALREADY_SHIPPED',
+      message: 'Order 2 has already shipped and cannot be cancelled.',
+      status: 409,
+    });
+    expect(await statusOf(2n)).toBe('shipped');
+  });
+
+  it('answers 404 ORDER_NOT_FOUND for an id that does not exist, creating nothing', async () => {
+    const response = await cancel('42');
+    expect(response.statusCode).toBe(404);
+    expect(JSON.parse(response.body)).toEqual({
+      code: 'ORDER_NOT_FOUND',
+      message: 'Order 42 was not found.',
+      status: 404,
+    });
+    expect(await statusOf(42n)).toBeUndefined();
+  });
+
+  it('cancels the int64 extremes by their exact ids', async () => {
+    expect((await cancel('9223372036854775807')).statusCode).toBe(204);
+    expect((await cancel('-9223372036854775808')).statusCode).toBe(204);
+    expect(await statusOf(9223372036854775807n)).toBe('cancelled');
+    // The neighbour that a JS number would round to is not touched.
+    expect((await cancel('9223372036854775806')).statusCode).toBe(404);
+  });
+
+  it.each(['abc', '1.5', '1e3', '0x10', '9223372036854775808', '-9223372036854775809', ' 1'])(
+    'answers 400 INVALID_ORDER_ID for %j without calling DynamoDB',
+    async (orderId) => {
+      const counter = countDynamoDbCalls(t.client);
+      const response = await cancel(orderId);
+      expect(response.statusCode).toBe(400);
+      expect(JSON.parse(response.body)).toMatchObject({ code: 'INVALID_ORDER_ID', status: 400 });
+      expect(counter.calls).toEqual([]);
+    },
+  );
+
+  it('makes exactly one DynamoDB call per cancel, whatever the outcome', async () => {
+    const counter = countDynamoDbCalls(t.client);
+    for (const id of ['1', '1', '2', '42']) {
+      counter.reset();
+      await cancel(id);
+      expect(counter.calls).toEqual(['UpdateItemCommand']);
+    }
+  });
+
+  it('many parallel cancels of one order all answer 204 and cancel it once', async () => {
+    const responses = await Promise.all(Array.from({ length: 100 }, () => cancel('1')));
+    expect(responses.map((r) => r.statusCode)).toEqual(Array(100).fill(204));
+    expect(await statusOf(1n)).toBe('cancelled');
+  });
+
+  it('a cancel racing shipments never leaves a shipped order cancelled', async () => {
+    const ship = () =>
+      t.client
+        .send(
+          new UpdateCommand({
+            TableName: t.tables.orders,
+            Key: { shard: orderShard(1n), id: 1n },
+            UpdateExpression: 'SET #s = :shipped',
+            ConditionExpression: '#s = :pending',
+            ExpressionAttributeNames: { '#s': 'status' },
+            ExpressionAttributeValues: { ':pending': 'pending', ':shipped': 'shipped' },
+          }),
+        )
+        .then(
+          () => 'shipped',
+          () => 'refused',
+        );
+    const work: Promise<unknown>[] = [];
+    for (let i = 0; i < 40; i++) work.push(cancel('1'), ship());
+    const results = await Promise.all(work);
+    const cancels = results.filter((_, i) => i % 2 === 0) as { statusCode: number }[];
+    const ships = results.filter((_, i) => i % 2 === 1);
+    const final = await statusOf(1n);
+    if (final === 'shipped') {
+      expect(cancels.every((r) => r.statusCode === 409)).toBe(true);
+      expect(ships.filter((s) => s === 'shipped')).toHaveLength(1);
+    } else {
+      expect(final).toBe('cancelled');
+      expect(cancels.every((r) => r.statusCode === 204)).toBe(true);
+      expect(ships.every((s) => s === 'refused')).toBe(true);
+    }
+  });
+
+  it('answers 503 SERVICE_UNAVAILABLE with Retry-After when DynamoDB is throttling', async () => {
+    const restore = failDynamoDbCalls(t.client, () =>
+      Object.assign(new Error('Rate of requests exceeds the allowed throughput.'), {
+        name: 'ThrottlingException',
+        $metadata: {},
+      }),
+    );
+    try {
+      const response = await cancel('1');
+      expect(response.statusCode).toBe(503);
+      expect(response.headers['Retry-After']).toBe('1');
+      expect(JSON.parse(response.body)).toEqual({
+        code: 'SERVICE_UNAVAILABLE',
+        message: 'The service is temporarily unavailable; retry after the indicated time.',
+        status: 503,
+      });
+    } finally {
+      restore();
+    }
+    expect(await statusOf(1n)).toBe('pending');
+  });
+
+  it('answers 500 INTERNAL_ERROR without internal detail on a bug', async () => {
+    const restore = failDynamoDbCalls(t.client, () =>
+      Object.assign(new Error('One or more parameter values were invalid: secret detail'), {
+        name: 'ValidationException',
+        $metadata: { httpStatusCode: 400 },
+      }),
+    );
+    try {
+      const response = await cancel('1');
+      expect(response.statusCode).toBe(500);
+      expect(response.body).toBe(
+        '{"code":"INTERNAL_ERROR","message":"An internal error occurred.","status":500}',
+      );
+    } finally {
+      restore();
+    }
+  });
+});

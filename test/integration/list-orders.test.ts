@@ -1,0 +1,99 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createListOrdersHandler } from '../../functions/list-orders.ts';
+import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
+import { ORDER_SHARDS } from '../../lib/dynamodb/tables.ts';
+import { compareIds, INT64_MAX, INT64_MIN, type Order } from '../../lib/orders/order.ts';
+import {
+  countDynamoDbCalls,
+  failDynamoDbCalls,
+  invokeHttp,
+  proxyEvent,
+} from '../support/lambda.ts';
+import { createTestTables, type TestTables } from '../support/tables.ts';
+
+let t: TestTables;
+let store: DynamoDbOrderStore;
+const event = proxyEvent({ method: 'GET', resource: '/store/orders', path: '/store/orders' });
+
+/** The id digits of a JSON array of orders, read from the text so no precision is lost. */
+function idsOf(body: string): string[] {
+  return [...body.matchAll(/\{"id":(-?\d+)/g)].map((m) => m[1] as string);
+}
+
+beforeAll(async () => {
+  t = await createTestTables('list');
+});
+afterAll(() => t.drop());
+
+describe('listOrders against DynamoDB', () => {
+  it('answers [] for an empty store', async () => {
+    store = new DynamoDbOrderStore(t.client, t.tables.orders);
+    const response = await invokeHttp(createListOrdersHandler({ orders: () => store }), event);
+    expect(response).toEqual({
+      statusCode: 200,
+      headers: { 'Content-Type': 'application/json' },
+      body: '[]',
+    });
+  });
+
+  it('answers every order, sorted by id, across shards and pages, with exact int64 digits', async () => {
+    // A small page size forces many pages per shard.
+    store = new DynamoDbOrderStore(t.client, t.tables.orders, { pageSize: 7 });
+    const ids = new Set<bigint>([
+      INT64_MAX,
+      INT64_MIN,
+      0n,
+      -1n,
+      9007199254740993n,
+      9007199254740992n,
+    ]);
+    for (let i = 0; ids.size < 300; i++) ids.add(BigInt(i * 7919) * 1_000_000_007n - 3n ** 33n);
+    const orders: Order[] = [...ids].map((id, i) => ({
+      id,
+      petId: id === INT64_MAX ? INT64_MAX - 1n : BigInt(i),
+      status: (['pending', 'shipped', 'cancelled'] as const)[i % 3] as Order['status'],
+      ...(i % 2 === 0
+        ? { quantity: i, shipDate: '2026-11-22T10:00:00Z', complete: i % 4 === 0 }
+        : {}),
+    }));
+    await store.putOrders(orders);
+    const response = await invokeHttp(createListOrdersHandler({ orders: () => store }), event);
+    expect(response.statusCode).toBe(200);
+    const expected = [...ids].sort(compareIds).map(String);
+    expect(idsOf(response.body)).toEqual(expected);
+    expect(response.body).toContain('{"id":9223372036854775807,"petId":9223372036854775806,');
+    const parsed = JSON.parse(response.body) as Record<string, unknown>[];
+    expect(parsed).toHaveLength(300);
+    expect(parsed.filter((o) => o.status === 'cancelled')).toHaveLength(100);
+    expect(parsed.find((o) => o.quantity === undefined)).not.toHaveProperty('shipDate');
+  });
+
+  it('queries every shard in parallel, then follows each one page by page', async () => {
+    store = new DynamoDbOrderStore(t.client, t.tables.orders, { pageSize: 1000 });
+    const counter = countDynamoDbCalls(t.client);
+    await invokeHttp(createListOrdersHandler({ orders: () => store }), event);
+    // 300 orders over 8 shards fit one page each; a last page is read only when one is full.
+    expect(counter.calls).toEqual(Array(ORDER_SHARDS).fill('QueryCommand'));
+  });
+
+  it('answers 503 with Retry-After, before any byte of the list, when DynamoDB fails', async () => {
+    store = new DynamoDbOrderStore(t.client, t.tables.orders);
+    const restore = failDynamoDbCalls(t.client, () =>
+      Object.assign(new Error('throughput exceeded'), {
+        name: 'ProvisionedThroughputExceededException',
+        $metadata: {},
+      }),
+    );
+    try {
+      const response = await invokeHttp(createListOrdersHandler({ orders: () => store }), event);
+      expect(response.statusCode).toBe(503);
+      expect(response.headers).toMatchObject({
+        'Content-Type': 'application/json',
+        'Retry-After': '1',
+      });
+      expect(JSON.parse(response.body)).toMatchObject({ code: 'SERVICE_UNAVAILABLE', status: 503 });
+    } finally {
+      restore();
+    }
+  });
+});

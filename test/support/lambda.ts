@@ -1,0 +1,95 @@
+/** Invoking handlers as Lambda would, with REST v1 proxy events, and counting DynamoDB calls. */
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { createContext, invokeStreaming, isStreamingHandler } from '../../local/lambda-runtime.ts';
+
+export interface HttpResult {
+  statusCode: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+export function proxyEvent(options: {
+  method: string;
+  resource: string;
+  path: string;
+  pathParameters?: Record<string, string> | null;
+  authorizer?: Record<string, string>;
+}) {
+  return {
+    resource: options.resource,
+    path: options.path,
+    httpMethod: options.method,
+    headers: {},
+    multiValueHeaders: {},
+    queryStringParameters: null,
+    multiValueQueryStringParameters: null,
+    pathParameters: options.pathParameters ?? null,
+    stageVariables: null,
+    requestContext: {
+      authorizer: { principalId: 'key_test', ...(options.authorizer ?? {}) },
+      httpMethod: options.method,
+      path: `/v1${options.path}`,
+      requestId: 'test',
+      resourcePath: options.resource,
+      stage: 'v1',
+    },
+    body: null,
+    isBase64Encoded: false,
+  };
+}
+
+async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(Buffer.from(chunk as Buffer));
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** Runs a buffered or streaming HTTP handler and returns status, headers and the whole body. */
+export async function invokeHttp(handler: unknown, event: unknown): Promise<HttpResult> {
+  const context = createContext('test');
+  if (isStreamingHandler(handler)) {
+    const response = await invokeStreaming(handler, event, context);
+    const body = await readAll(response.body);
+    await response.done;
+    return {
+      statusCode: response.prelude?.statusCode ?? 200,
+      headers: response.prelude?.headers ?? {},
+      body,
+    };
+  }
+  const result = (await (handler as (e: unknown, c: unknown) => Promise<unknown>)(
+    event,
+    context,
+  )) as HttpResult;
+  return { statusCode: result.statusCode, headers: result.headers ?? {}, body: result.body ?? '' };
+}
+
+/** Counts the DynamoDB operations a client sends (after SDK retries: one per HTTP attempt). */
+export function countDynamoDbCalls(client: DynamoDBDocumentClient): {
+  calls: string[];
+  reset(): void;
+} {
+  const calls: string[] = [];
+  client.middlewareStack.add(
+    (next, context) => (args) => {
+      calls.push(context.commandName ?? 'unknown');
+      return next(args);
+    },
+    { step: 'finalizeRequest', name: `countCalls${Math.random()}` },
+  );
+  return { calls, reset: () => void calls.splice(0) };
+}
+
+/** Makes every DynamoDB call of a client fail with the given error (fault injection). */
+export function failDynamoDbCalls(
+  client: DynamoDBDocumentClient,
+  makeError: () => Error,
+): () => void {
+  const name = `fault${Math.random()}`;
+  client.middlewareStack.add(() => () => Promise.reject(makeError()), {
+    step: 'finalizeRequest',
+    name,
+    priority: 'high',
+  });
+  return () => void client.middlewareStack.remove(name);
+}

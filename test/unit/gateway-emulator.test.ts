@@ -1,0 +1,220 @@
+/** The API Gateway emulation of `npm start`, with stand-in functions. */
+import { createServer, type Server } from 'node:http';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createGateway, type GatewayOptions } from '../../local/gateway.ts';
+import {
+  BUFFERED_RESPONSE_LIMIT_BYTES,
+  installLambdaRuntimeGlobals,
+} from '../../local/lambda-runtime.ts';
+
+installLambdaRuntimeGlobals();
+
+const allowAll = (
+  principalId = 'key_1',
+  context: Record<string, unknown> = { keyId: 'key_1', perMinute: 60 },
+) => ({
+  principalId,
+  policyDocument: {
+    Version: '2012-10-17',
+    Statement: [
+      {
+        Action: 'execute-api:Invoke',
+        Effect: 'Allow',
+        Resource: 'arn:aws:execute-api:local:000000000000:local/v1/*/*',
+      },
+    ],
+  },
+  context,
+});
+
+let server: Server | undefined;
+afterEach(() => {
+  server?.closeAllConnections();
+  server?.close();
+});
+
+async function gateway(options: Partial<GatewayOptions>): Promise<string> {
+  const listener = createGateway({
+    functions: {
+      listOrders: () => Promise.resolve({ statusCode: 200, headers: {}, body: '[]' }),
+      cancelOrder: () => Promise.resolve({ statusCode: 204, headers: {}, body: '' }),
+    },
+    authorizer: () => Promise.resolve(allowAll()),
+    authorizerTtlSeconds: 60,
+    ...options,
+  });
+  server = createServer((req, res) => void listener(req, res));
+  await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
+  return `http://127.0.0.1:${(server.address() as { port: number }).port}/v1`;
+}
+
+const auth = (token = 'tok') => ({ headers: { Authorization: `Bearer ${token}` } });
+
+describe('authorizer emulation', () => {
+  it('caches an Allow by token for the TTL, then asks again', async () => {
+    let clock = 0;
+    const tokens: string[] = [];
+    const url = await gateway({
+      now: () => clock,
+      authorizerTtlSeconds: 60,
+      authorizer: (event: { authorizationToken: string }) => {
+        tokens.push(event.authorizationToken);
+        return Promise.resolve(allowAll());
+      },
+    });
+    await fetch(`${url}/store/orders`, auth('a'));
+    await fetch(`${url}/store/orders/1`, { ...auth('a'), method: 'DELETE' });
+    await fetch(`${url}/store/orders`, auth('b'));
+    expect(tokens).toEqual(['Bearer a', 'Bearer b']);
+    clock = 60_001;
+    await fetch(`${url}/store/orders`, auth('a'));
+    expect(tokens).toEqual(['Bearer a', 'Bearer b', 'Bearer a']);
+  });
+
+  it('does not cache a refusal: a key created a moment later works at once', async () => {
+    let known = false;
+    const url = await gateway({
+      authorizer: () =>
+        known ? Promise.resolve(allowAll()) : Promise.reject(new Error('Unauthorized')),
+    });
+    expect((await fetch(`${url}/store/orders`, auth())).status).toBe(401);
+    known = true;
+    expect((await fetch(`${url}/store/orders`, auth())).status).toBe(200);
+  });
+
+  it('answers 403-turned-401 when a cached policy does not cover another route', async () => {
+    const narrow = allowAll();
+    narrow.policyDocument.Statement[0]!.Resource =
+      'arn:aws:execute-api:local:000000000000:local/v1/GET/store/orders';
+    const url = await gateway({ authorizer: () => Promise.resolve(narrow) });
+    expect((await fetch(`${url}/store/orders`, auth())).status).toBe(200);
+    const denied = await fetch(`${url}/store/orders/1`, { ...auth(), method: 'DELETE' });
+    expect(denied.status).toBe(401);
+    expect(await denied.json()).toMatchObject({ code: 'UNAUTHORIZED' });
+  });
+
+  it('answers 503 SERVICE_UNAVAILABLE with Retry-After when the authorizer fails otherwise', async () => {
+    const url = await gateway({ authorizer: () => Promise.reject(new Error('DynamoDB is down')) });
+    const response = await fetch(`${url}/store/orders`, auth());
+    expect(response.status).toBe(503);
+    expect(response.headers.get('retry-after')).toBe('1');
+    expect(await response.json()).toMatchObject({ code: 'SERVICE_UNAVAILABLE', status: 503 });
+  });
+
+  it('answers 500 when the authorizer returns something API Gateway cannot use', async () => {
+    const url = await gateway({
+      authorizer: () =>
+        Promise.resolve({
+          principalId: 'x',
+          context: { nested: { no: 1 } },
+          policyDocument: { Statement: [] },
+        }),
+    });
+    expect((await fetch(`${url}/store/orders`, auth())).status).toBe(500);
+  });
+
+  it('hands the authorizer context to the function as strings, with a REST v1 proxy event', async () => {
+    let seen: Record<string, unknown> | undefined;
+    const url = await gateway({
+      authorizer: () =>
+        Promise.resolve(allowAll('key_9', { keyId: 'key_9', perMinute: 60, pro: true })),
+      functions: {
+        listOrders: () => Promise.resolve({ statusCode: 200, headers: {}, body: '[]' }),
+        cancelOrder: (event: Record<string, unknown>) => {
+          seen = event;
+          return Promise.resolve({ statusCode: 204, headers: {}, body: '' });
+        },
+      },
+    });
+    await fetch(`${url}/store/orders/4%32?x=1&x=2`, { ...auth(), method: 'DELETE' });
+    expect(seen).toMatchObject({
+      resource: '/store/orders/{orderId}',
+      path: '/store/orders/4%32',
+      httpMethod: 'DELETE',
+      pathParameters: { orderId: '42' },
+      queryStringParameters: { x: '2' },
+      multiValueQueryStringParameters: { x: ['1', '2'] },
+      requestContext: {
+        stage: 'v1',
+        resourcePath: '/store/orders/{orderId}',
+        authorizer: { principalId: 'key_9', keyId: 'key_9', perMinute: '60', pro: 'true' },
+      },
+    });
+    expect((seen!.headers as Record<string, string>).Authorization).toBe('Bearer tok');
+  });
+});
+
+describe('integration emulation', () => {
+  it('refuses a buffered response over 6 MB like Lambda: 500 INTERNAL_ERROR', async () => {
+    const url = await gateway({
+      functions: {
+        listOrders: () =>
+          Promise.resolve({
+            statusCode: 200,
+            headers: {},
+            body: 'x'.repeat(BUFFERED_RESPONSE_LIMIT_BYTES),
+          }),
+        cancelOrder: () => Promise.resolve({ statusCode: 204, headers: {}, body: '' }),
+      },
+    });
+    const response = await fetch(`${url}/store/orders`, auth());
+    expect(response.status).toBe(500);
+    expect(await response.json()).toEqual({
+      code: 'INTERNAL_ERROR',
+      message: 'An internal error occurred.',
+      status: 500,
+    });
+  });
+
+  it('streams a response larger than 6 MB from a streaming function', async () => {
+    const chunk = 'y'.repeat(1024 * 1024);
+    const streaming = globalThis.awslambda.streamifyResponse(async (_event, stream) => {
+      const out = globalThis.awslambda.HttpResponseStream.from(stream, {
+        statusCode: 200,
+        headers: { 'Content-Type': 'text/plain' },
+      });
+      for (let i = 0; i < 8; i++) out.write(chunk);
+      out.end();
+      await Promise.resolve();
+    });
+    const url = await gateway({
+      functions: { listOrders: streaming, cancelOrder: () => Promise.resolve({}) },
+    });
+    const response = await fetch(`${url}/store/orders`, auth());
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toBe('text/plain');
+    expect((await response.text()).length).toBe(8 * chunk.length);
+  });
+
+  it('cuts the connection when a stream fails after its status line', async () => {
+    const streaming = globalThis.awslambda.streamifyResponse(async (_event, stream) => {
+      const out = globalThis.awslambda.HttpResponseStream.from(stream, {
+        statusCode: 200,
+        headers: {},
+      });
+      out.write('[{"id":1}');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      throw new Error('DynamoDB failed mid-stream');
+    });
+    const url = await gateway({
+      functions: { listOrders: streaming, cancelOrder: () => Promise.resolve({}) },
+    });
+    const response = await fetch(`${url}/store/orders`, auth());
+    expect(response.status).toBe(200);
+    await expect(response.text()).rejects.toThrow();
+  });
+
+  it('answers 500 when a function throws, and 503 when it times out', async () => {
+    const url = await gateway({
+      integrationTimeoutMs: 50,
+      functions: {
+        listOrders: () => Promise.reject(new Error('crash')),
+        cancelOrder: () => new Promise((resolve) => setTimeout(resolve, 500)),
+      },
+    });
+    expect((await fetch(`${url}/store/orders`, auth())).status).toBe(500);
+    const timedOut = await fetch(`${url}/store/orders/1`, { ...auth(), method: 'DELETE' });
+    expect(timedOut.status).toBe(503);
+    expect(await timedOut.json()).toMatchObject({ code: 'SERVICE_UNAVAILABLE' });
+  });
+});

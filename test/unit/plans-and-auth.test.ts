@@ -1,0 +1,147 @@
+import { describe, expect, it } from 'vitest';
+import { apiKeyFromBody, hashApiKey } from '../../lib/keys/api-key.ts';
+import { authenticate, callerFromContext, callerToContext } from '../../lib/keys/authenticate.ts';
+import type { ApiKeyRecord } from '../../lib/keys/key-record.ts';
+import type { KeyStore } from '../../lib/keys/key-store.ts';
+import { parseKeyEntries } from '../../lib/keys/key-input.ts';
+import { PLAN_LIMITS, resolveLimits } from '../../lib/limits/plans.ts';
+
+class MemoryKeyStore implements KeyStore {
+  readonly lookups: string[] = [];
+  private readonly records: ApiKeyRecord[];
+  constructor(records: ApiKeyRecord[]) {
+    this.records = records;
+  }
+  findByHash(keyHash: string): Promise<ApiKeyRecord | undefined> {
+    this.lookups.push(keyHash);
+    return Promise.resolve(this.records.find((r) => r.keyHash === keyHash));
+  }
+  create(): Promise<boolean> {
+    return Promise.resolve(true);
+  }
+}
+
+const key = apiKeyFromBody('K'.repeat(32));
+const now = new Date('2026-11-22T12:00:00Z');
+const record = (overrides: Partial<ApiKeyRecord> = {}): ApiKeyRecord => ({
+  keyId: 'key_1',
+  keyHash: hashApiKey(key),
+  plan: 'pro',
+  status: 'active',
+  createdAt: '2026-01-01T00:00:00Z',
+  ...overrides,
+});
+
+describe('plans', () => {
+  it('hold the contract numbers', () => {
+    expect(PLAN_LIMITS).toEqual({
+      free: { perMinute: 60, perDay: 1000 },
+      pro: { perMinute: 300, perDay: 10000 },
+      business: { perMinute: 1000, perDay: 100000 },
+    });
+  });
+
+  it('enterprise needs its own numbers; the other plans refuse them', () => {
+    expect(resolveLimits('enterprise', { perMinute: 5, perDay: 7 })).toEqual({
+      perMinute: 5,
+      perDay: 7,
+    });
+    expect(() => resolveLimits('enterprise')).toThrow(/needs limits/);
+    expect(() => resolveLimits('enterprise', { perMinute: 0, perDay: 7 })).toThrow(/needs limits/);
+    expect(() => resolveLimits('free', { perMinute: 5 })).toThrow(/only for the enterprise plan/);
+  });
+});
+
+describe('authenticate', () => {
+  it('identifies an active key with its plan limits', async () => {
+    const caller = await authenticate(new MemoryKeyStore([record()]), `Bearer ${key}`, now);
+    expect(caller).toEqual({ keyId: 'key_1', plan: 'pro', limits: PLAN_LIMITS.pro });
+  });
+
+  it('gives an enterprise key its own limits', async () => {
+    const store = new MemoryKeyStore([
+      record({ plan: 'enterprise', limits: { perMinute: 9, perDay: 3 } }),
+    ]);
+    expect((await authenticate(store, `bearer ${key}`, now))?.limits).toEqual({
+      perMinute: 9,
+      perDay: 3,
+    });
+  });
+
+  it.each([
+    ['a revoked key', record({ status: 'revoked' })],
+    ['an expired key', record({ expiresAt: '2026-11-22T11:59:59Z' })],
+  ])('refuses %s', async (_, stored) => {
+    expect(await authenticate(new MemoryKeyStore([stored]), `Bearer ${key}`, now)).toBeUndefined();
+  });
+
+  it('keeps a rotated key working until its expiry', async () => {
+    const stored = record({ expiresAt: '2026-11-22T12:00:01Z' });
+    expect(await authenticate(new MemoryKeyStore([stored]), `Bearer ${key}`, now)).toBeDefined();
+  });
+
+  it('refuses a key with a wrong checksum without reading the store', async () => {
+    const store = new MemoryKeyStore([record()]);
+    expect(await authenticate(store, `Bearer ${key.slice(0, -1)}x`, now)).toBeUndefined();
+    expect(store.lookups).toEqual([]);
+  });
+
+  it.each([undefined, '', 'Basic abc', 'Bearer ', key])(
+    'refuses the header %j without reading the store',
+    async (header) => {
+      const store = new MemoryKeyStore([record()]);
+      expect(await authenticate(store, header, now)).toBeUndefined();
+      expect(store.lookups).toEqual([]);
+    },
+  );
+
+  it('passes the caller through the authorizer context as strings and back', () => {
+    const caller = {
+      keyId: 'key_1',
+      plan: 'enterprise' as const,
+      limits: { perMinute: 5, perDay: 9 },
+    };
+    const context = callerToContext(caller);
+    expect(Object.values(context).every((v) => typeof v === 'string')).toBe(true);
+    expect(callerFromContext(context)).toEqual(caller);
+    expect(
+      callerFromContext({ keyId: 'k', plan: 'gold', perMinute: '1', perDay: '1' }),
+    ).toBeUndefined();
+  });
+});
+
+describe('parseKeyEntries', () => {
+  it('reads keys with their plans', () => {
+    expect(
+      parseKeyEntries(
+        '[{"key":"abc","plan":"free"},{"key":"def","plan":"enterprise","limits":{"perMinute":5,"perDay":9}}]',
+      ),
+    ).toEqual({
+      ok: true,
+      entries: [
+        { key: 'abc', plan: 'free' },
+        { key: 'def', plan: 'enterprise', limits: { perMinute: 5, perDay: 9 } },
+      ],
+    });
+  });
+
+  it('reports unknown plans, missing enterprise limits, unusable keys and repeats', () => {
+    const result = parseKeyEntries(
+      '[{"key":"a","plan":"gold"},{"key":"b","plan":"enterprise"},{"key":"has space","plan":"free"},{"key":"c","plan":"free"},{"key":"c","plan":"pro"}]',
+    );
+    expect(result.ok ? [] : result.problems).toEqual([
+      { index: 0, message: 'plan must be one of free, pro, business, enterprise, got "gold"' },
+      {
+        index: 1,
+        message:
+          'the enterprise plan needs limits.perMinute and limits.perDay as integers from 1 to 1000000000',
+      },
+      {
+        index: 2,
+        message:
+          'key must be a non-empty string of letters, digits and -._~+/ (at most 512 characters)',
+      },
+      { index: 4, message: 'the same key appears twice' },
+    ]);
+  });
+});
