@@ -4,16 +4,18 @@ import type { APIGatewayProxyEvent } from 'aws-lambda';
 import { noContent } from '../lib/api/http.ts';
 import { cancelOrder, parseOrderId } from '../lib/orders/operations.ts';
 import type { OrderStore } from '../lib/orders/order-store.ts';
-import { orderStoreFromEnv } from './shared/dependencies.ts';
-import { httpErrors } from './shared/http-errors.ts';
+import { orderStoreFromEnv, rateLimiterFromEnv } from './shared/dependencies.ts';
+import { httpMiddlewares } from './shared/http-function.ts';
+import type { RateLimitDependencies } from './shared/rate-limit.ts';
+import type { RateLimiter } from '../lib/limits/limiter.ts';
 
-export interface CancelOrderDependencies {
+export interface CancelOrderDependencies extends RateLimitDependencies {
   readonly orders: () => OrderStore;
 }
 
 export function createCancelOrderHandler(deps: CancelOrderDependencies) {
   return middy<APIGatewayProxyEvent>()
-    .use(httpErrors())
+    .use(httpMiddlewares(deps))
     .handler(async (event) => {
       const id = parseOrderId(event.pathParameters?.orderId);
       await cancelOrder(deps.orders(), id);
@@ -22,4 +24,8 @@ export function createCancelOrderHandler(deps: CancelOrderDependencies) {
 }
 
 let store: OrderStore | undefined;
-export const handler = createCancelOrderHandler({ orders: () => (store ??= orderStoreFromEnv()) });
+let limiter: RateLimiter | undefined;
+export const handler = createCancelOrderHandler({
+  orders: () => (store ??= orderStoreFromEnv()),
+  limiter: () => (limiter ??= rateLimiterFromEnv()),
+});

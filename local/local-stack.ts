@@ -100,6 +100,8 @@ export function functionEnvironment(
     AWS_REGION: LOCAL_REGION,
     POWERTOOLS_SERVICE_NAME: 'store-orders',
     POWERTOOLS_LOG_LEVEL: process.env.POWERTOOLS_LOG_LEVEL ?? 'WARN',
+    // CloudWatch embedded metrics would only clutter the terminal here.
+    POWERTOOLS_METRICS_DISABLED: process.env.POWERTOOLS_METRICS_DISABLED ?? 'true',
   };
 }
 

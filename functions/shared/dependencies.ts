@@ -7,6 +7,12 @@ import { connectionFromEnv, createDocumentClient } from '../../lib/dynamodb/clie
 import { DynamoDbKeyStore } from '../../lib/dynamodb/keys-table.ts';
 import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
 import { TABLES } from '../../lib/dynamodb/tables.ts';
+import { DynamoDbRateLimiter } from '../../lib/dynamodb/rate-limit-table.ts';
+import { limiterSettingsFromEnv } from '../../lib/limits/limiter.ts';
+import { METRIC_NAMES } from '../../lib/metrics.ts';
+import { MetricUnit } from '@aws-lambda-powertools/metrics';
+import { logger } from './logger.ts';
+import { metrics } from './metrics.ts';
 
 let client: ReturnType<typeof createDocumentClient> | undefined;
 
@@ -21,4 +27,17 @@ export function orderStoreFromEnv(): DynamoDbOrderStore {
 
 export function keyStoreFromEnv(): DynamoDbKeyStore {
   return new DynamoDbKeyStore(documentClient(), requireEnv(TABLES.apiKeys.envVar));
+}
+
+export function rateLimiterFromEnv(): DynamoDbRateLimiter {
+  const settings = limiterSettingsFromEnv();
+  return new DynamoDbRateLimiter(documentClient(), requireEnv(TABLES.rateLimits.envVar), {
+    settings,
+    onStoreFailure: (error) => {
+      metrics.addMetric(METRIC_NAMES.limiterStoreFailures, MetricUnit.Count, 1);
+      logger.warn(`Rate limiter store failed: failing ${settings.failureMode}`, {
+        error: error as Error,
+      });
+    },
+  });
 }

@@ -3,8 +3,9 @@
  * anything logged goes through `redact` first.
  */
 import { Logger } from '@aws-lambda-powertools/logger';
+import { SERVICE_NAME } from '../../lib/metrics.ts';
 
-export const logger = new Logger({ serviceName: 'store-orders' });
+export const logger = new Logger({ serviceName: SERVICE_NAME });
 
 const SECRET_FIELDS = /authorization|api[-_]?key|token|secret|keyhash/i;
 

@@ -2,6 +2,7 @@ import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createCancelOrderHandler } from '../../functions/cancel-order.ts';
 import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
+import { DynamoDbRateLimiter } from '../../lib/dynamodb/rate-limit-table.ts';
 import { orderShard } from '../../lib/dynamodb/tables.ts';
 import type { Order } from '../../lib/orders/order.ts';
 import {
@@ -14,7 +15,8 @@ import { createTestTables, type TestTables } from '../support/tables.ts';
 
 let t: TestTables;
 let store: DynamoDbOrderStore;
-const handler = createCancelOrderHandler({ orders: () => store });
+let limiter: DynamoDbRateLimiter;
+const handler = createCancelOrderHandler({ orders: () => store, limiter: () => limiter });
 
 const cancel = (orderId: string) =>
   invokeHttp(
@@ -45,6 +47,7 @@ const ORDERS: Order[] = [
 beforeAll(async () => {
   t = await createTestTables('cancel');
   store = new DynamoDbOrderStore(t.client, t.tables.orders);
+  limiter = new DynamoDbRateLimiter(t.client, t.tables.rateLimits);
 });
 afterAll(() => t.drop());
 beforeEach(() => store.putOrders(ORDERS));
@@ -97,7 +100,7 @@ describe('cancelOrder against DynamoDB', () => {
   it.each(['abc', '1.5', '1e3', '0x10', '9223372036854775808', '-9223372036854775809', ' 1'])(
     'answers 400 INVALID_ORDER_ID for %j without calling DynamoDB',
     async (orderId) => {
-      const counter = countDynamoDbCalls(t.client);
+      const counter = countDynamoDbCalls(t.client, t.tables.orders);
       const response = await cancel(orderId);
       expect(response.statusCode).toBe(400);
       expect(JSON.parse(response.body)).toMatchObject({ code: 'INVALID_ORDER_ID', status: 400 });
@@ -105,8 +108,8 @@ describe('cancelOrder against DynamoDB', () => {
     },
   );
 
-  it('makes exactly one DynamoDB call per cancel, whatever the outcome', async () => {
-    const counter = countDynamoDbCalls(t.client);
+  it('makes exactly one call to the orders table per cancel, whatever the outcome', async () => {
+    const counter = countDynamoDbCalls(t.client, t.tables.orders);
     for (const id of ['1', '1', '2', '42']) {
       counter.reset();
       await cancel(id);

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createListOrdersHandler } from '../../functions/list-orders.ts';
 import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
+import { DynamoDbRateLimiter } from '../../lib/dynamodb/rate-limit-table.ts';
 import { ORDER_SHARDS } from '../../lib/dynamodb/tables.ts';
 import { compareIds, INT64_MAX, INT64_MIN, type Order } from '../../lib/orders/order.ts';
 import {
@@ -13,6 +14,7 @@ import { createTestTables, type TestTables } from '../support/tables.ts';
 
 let t: TestTables;
 let store: DynamoDbOrderStore;
+let limiter: DynamoDbRateLimiter;
 const event = proxyEvent({ method: 'GET', resource: '/store/orders', path: '/store/orders' });
 
 /** The id digits of a JSON array of orders, read from the text so no precision is lost. */
@@ -22,14 +24,18 @@ function idsOf(body: string): string[] {
 
 beforeAll(async () => {
   t = await createTestTables('list');
+  limiter = new DynamoDbRateLimiter(t.client, t.tables.rateLimits);
 });
 afterAll(() => t.drop());
 
 describe('listOrders against DynamoDB', () => {
   it('answers [] for an empty store', async () => {
     store = new DynamoDbOrderStore(t.client, t.tables.orders);
-    const response = await invokeHttp(createListOrdersHandler({ orders: () => store }), event);
-    expect(response).toEqual({
+    const response = await invokeHttp(
+      createListOrdersHandler({ orders: () => store, limiter: () => limiter }),
+      event,
+    );
+    expect(response).toMatchObject({
       statusCode: 200,
       headers: { 'Content-Type': 'application/json' },
       body: '[]',
@@ -57,7 +63,10 @@ describe('listOrders against DynamoDB', () => {
         : {}),
     }));
     await store.putOrders(orders);
-    const response = await invokeHttp(createListOrdersHandler({ orders: () => store }), event);
+    const response = await invokeHttp(
+      createListOrdersHandler({ orders: () => store, limiter: () => limiter }),
+      event,
+    );
     expect(response.statusCode).toBe(200);
     const expected = [...ids].sort(compareIds).map(String);
     expect(idsOf(response.body)).toEqual(expected);
@@ -70,8 +79,11 @@ describe('listOrders against DynamoDB', () => {
 
   it('queries every shard in parallel, then follows each one page by page', async () => {
     store = new DynamoDbOrderStore(t.client, t.tables.orders, { pageSize: 1000 });
-    const counter = countDynamoDbCalls(t.client);
-    await invokeHttp(createListOrdersHandler({ orders: () => store }), event);
+    const counter = countDynamoDbCalls(t.client, t.tables.orders);
+    await invokeHttp(
+      createListOrdersHandler({ orders: () => store, limiter: () => limiter }),
+      event,
+    );
     // 300 orders over 8 shards fit one page each; a last page is read only when one is full.
     expect(counter.calls).toEqual(Array(ORDER_SHARDS).fill('QueryCommand'));
   });
@@ -85,7 +97,10 @@ describe('listOrders against DynamoDB', () => {
       }),
     );
     try {
-      const response = await invokeHttp(createListOrdersHandler({ orders: () => store }), event);
+      const response = await invokeHttp(
+        createListOrdersHandler({ orders: () => store, limiter: () => limiter }),
+        event,
+      );
       expect(response.statusCode).toBe(503);
       expect(response.headers).toMatchObject({
         'Content-Type': 'application/json',

@@ -8,6 +8,15 @@ export interface HttpResult {
   body: string;
 }
 
+/** An identified caller with limits no test reaches (tests of the limits give their own). */
+export const TEST_CALLER_CONTEXT: Record<string, string> = {
+  principalId: 'key_test',
+  keyId: 'key_test',
+  plan: 'enterprise',
+  perMinute: '1000000',
+  perDay: '1000000000',
+};
+
 export function proxyEvent(options: {
   method: string;
   resource: string;
@@ -26,7 +35,7 @@ export function proxyEvent(options: {
     pathParameters: options.pathParameters ?? null,
     stageVariables: null,
     requestContext: {
-      authorizer: { principalId: 'key_test', ...(options.authorizer ?? {}) },
+      authorizer: options.authorizer ?? TEST_CALLER_CONTEXT,
       httpMethod: options.method,
       path: `/v1${options.path}`,
       requestId: 'test',
@@ -65,14 +74,17 @@ export async function invokeHttp(handler: unknown, event: unknown): Promise<Http
 }
 
 /** Counts the DynamoDB operations a client sends (after SDK retries: one per HTTP attempt). */
-export function countDynamoDbCalls(client: DynamoDBDocumentClient): {
-  calls: string[];
-  reset(): void;
-} {
+export function countDynamoDbCalls(
+  client: DynamoDBDocumentClient,
+  tableName?: string,
+): { calls: string[]; reset(): void } {
   const calls: string[] = [];
   client.middlewareStack.add(
     (next, context) => (args) => {
-      calls.push(context.commandName ?? 'unknown');
+      const input = args.input as { TableName?: string };
+      if (tableName === undefined || input.TableName === tableName) {
+        calls.push(context.commandName ?? 'unknown');
+      }
       return next(args);
     },
     { step: 'finalizeRequest', name: `countCalls${Math.random()}` },

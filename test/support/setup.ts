@@ -3,3 +3,5 @@ import { installLambdaRuntimeGlobals } from '../../local/lambda-runtime.ts';
 
 installLambdaRuntimeGlobals();
 process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
+// Metrics are checked where they matter, not printed by every test.
+process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';

@@ -26,7 +26,11 @@ export function uniquePrefix(label: string): string {
 
 export async function createTestTables(label: string): Promise<TestTables> {
   const endpoint = dynamodbEndpoint();
-  const client = createDocumentClient({ endpoint });
+  // One process sends what many Lambda containers would: allow for queueing on the sockets.
+  const client = createDocumentClient(
+    { endpoint },
+    { requestHandler: { connectionTimeout: 15_000, requestTimeout: 30_000 } },
+  );
   const prefix = uniquePrefix(label);
   const tables = localTableNames(prefix);
   await ensureTables(client, tables);

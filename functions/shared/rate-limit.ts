@@ -1,0 +1,66 @@
+/**
+ * The rate limiter in the middy chain of every HTTP function: counts the request before the
+ * handler runs (429 when refused), and puts the rate-limit headers on every response to the
+ * identified caller, success or error. Handlers do not know it is there.
+ */
+import { MetricUnit } from '@aws-lambda-powertools/metrics';
+import type { MiddlewareObj, Request } from '@middy/core';
+import type { APIGatewayProxyEvent } from 'aws-lambda';
+import { ApiError, DEFAULT_RETRY_AFTER_SECONDS } from '../../lib/api/errors.ts';
+import { callerFromContext } from '../../lib/keys/authenticate.ts';
+import { rateLimitHeaders, type RateLimiter } from '../../lib/limits/limiter.ts';
+import { METRIC_NAMES } from '../../lib/metrics.ts';
+import { metrics } from './metrics.ts';
+
+export interface RateLimitDependencies {
+  readonly limiter: () => RateLimiter;
+  readonly now?: () => number;
+}
+
+export function rateLimit(deps: RateLimitDependencies): MiddlewareObj<APIGatewayProxyEvent> {
+  const headersOf = new WeakMap<object, Record<string, string>>();
+
+  const addHeaders = (request: Request<APIGatewayProxyEvent>): void => {
+    const headers = headersOf.get(request);
+    const response = request.response as { headers?: Record<string, string> } | undefined;
+    if (!headers || !response) return;
+    // The limiter's Retry-After belongs to its own 429 (set with the error); others keep theirs.
+    const rateHeaders = Object.entries(headers).filter(([name]) => name !== 'Retry-After');
+    response.headers = { ...response.headers, ...Object.fromEntries(rateHeaders) };
+  };
+
+  return {
+    before: async (request) => {
+      const caller = callerFromContext(request.event.requestContext?.authorizer);
+      if (!caller)
+        throw new Error(
+          'No caller in the authorizer context: is the function behind the authorizer?',
+        );
+      const now = deps.now?.() ?? Date.now();
+      const { decision, unavailable } = await deps.limiter().consume(caller, now);
+      const headers = rateLimitHeaders(decision, now, caller.limits);
+      headersOf.set(request, headers);
+      if (unavailable) {
+        throw new ApiError('SERVICE_UNAVAILABLE', {
+          headers: { 'Retry-After': String(DEFAULT_RETRY_AFTER_SECONDS) },
+        });
+      }
+      if (decision.outcome === 'limited') {
+        metrics.addMetric(METRIC_NAMES.rateLimited, MetricUnit.Count, 1);
+        throw new ApiError('RATE_LIMITED', {
+          message: `Rate limit exceeded: retry after ${headers['Retry-After']} seconds.`,
+          headers: { 'Retry-After': headers['Retry-After'] as string },
+        });
+      }
+      if (decision.outcome === 'banned') {
+        metrics.addMetric(METRIC_NAMES.bannedRequests, MetricUnit.Count, 1);
+        throw new ApiError('API_KEY_TEMPORARILY_BANNED', {
+          message: `The API key is temporarily banned for repeated requests over its rate limit: retry after ${headers['Retry-After']} seconds.`,
+          headers: { 'Retry-After': headers['Retry-After'] as string },
+        });
+      }
+    },
+    after: addHeaders,
+    onError: addHeaders,
+  };
+}

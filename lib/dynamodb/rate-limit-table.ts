@@ -1,0 +1,309 @@
+/**
+ * The rate limiter on DynamoDB: one item per key holding both windows, the refusal count and the
+ * ban. Admission and increment are ONE conditional UpdateItem: the condition pins the state the
+ * decision was made on (window starts and the previous windows' counts, which are immutable once
+ * closed) and folds the previous window's weighted share into a bound on the current count, so
+ * any number of concurrent writers admit exactly up to the limit.
+ *
+ * The last state seen per key is cached in the container: in the steady state a request costs
+ * one round trip. A stale cache only costs a failed condition, whose ALL_OLD item is the fresh
+ * state for the retry.
+ */
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import { UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import type { Caller } from '../keys/key-record.ts';
+import {
+  DEFAULT_LIMITER_SETTINGS,
+  type LimiterSettings,
+  type LimitResult,
+  type RateLimiter,
+} from '../limits/limiter.ts';
+import {
+  DAY_MS,
+  decide,
+  MINUTE_MS,
+  previousShare,
+  rollWindow,
+  windowStart,
+  type CounterState,
+  type Decision,
+  type WindowCount,
+} from '../limits/sliding-window.ts';
+import { readOptionalNumber } from './attributes.ts';
+import { TABLES } from './tables.ts';
+
+/**
+ * Writes per request before the store counts as failing. Each kind of conflict can hit a request
+ * at most once, because the state only moves forward: a stale cache, a lost window-rollover
+ * race, the limit reached meanwhile, a lost refusal-window race, a ban set meanwhile (then
+ * final). Five conflicts and the final write: six; two more for margin.
+ */
+const MAX_ATTEMPTS = 8;
+/** Keys whose state a container remembers. */
+const CACHE_SIZE = 10_000;
+
+const TTL = TABLES.rateLimits.timeToLiveAttribute;
+
+type Item = Record<string, unknown>;
+
+export function counterKey(keyId: string): string {
+  return `key#${keyId}`;
+}
+
+export function itemToState(item: Item | undefined): CounterState {
+  if (!item) return {};
+  const n = (name: string) => readOptionalNumber(item[name], name);
+  const window = (prefix: 'm' | 'd'): WindowCount | undefined => {
+    const start = n(`${prefix}w`);
+    return start === undefined
+      ? undefined
+      : { start, current: n(`${prefix}c`) ?? 0, previous: n(`${prefix}p`) ?? 0 };
+  };
+  const rw = n('rw');
+  const bu = n('bu');
+  return {
+    ...(window('m') ? { minute: window('m') } : {}),
+    ...(window('d') ? { day: window('d') } : {}),
+    ...(rw !== undefined ? { refusals: { start: rw, count: n('rc') ?? 0 } } : {}),
+    ...(bu !== undefined ? { bannedUntil: bu } : {}),
+  };
+}
+
+/** Builds one UpdateItem: conditions, SET clauses and values, with generated placeholders. */
+class UpdateBuilder {
+  private readonly conditions: string[] = [];
+  private readonly sets: string[] = [];
+  private readonly values: Record<string, unknown> = {};
+  private readonly names: Record<string, string> = {};
+
+  value(v: unknown): string {
+    const placeholder = `:v${Object.keys(this.values).length}`;
+    this.values[placeholder] = v;
+    return placeholder;
+  }
+
+  name(attribute: string): string {
+    this.names[`#${attribute}`] = attribute;
+    return `#${attribute}`;
+  }
+
+  condition(text: string): void {
+    this.conditions.push(text);
+  }
+
+  set(text: string): void {
+    this.sets.push(text);
+  }
+
+  equalsOrAbsent(attribute: string, expected: number | undefined): void {
+    this.condition(
+      expected === undefined
+        ? `attribute_not_exists(${this.name(attribute)})`
+        : `${this.name(attribute)} = ${this.value(expected)}`,
+    );
+  }
+
+  notBanned(now: number): void {
+    const bu = this.name('bu');
+    this.condition(`(attribute_not_exists(${bu}) OR ${bu} <= ${this.value(now)})`);
+  }
+
+  command(tableName: string, pk: string) {
+    return new UpdateCommand({
+      TableName: tableName,
+      Key: { pk },
+      UpdateExpression: `SET ${this.sets.join(', ')}`,
+      ConditionExpression: this.conditions.join(' AND '),
+      ExpressionAttributeNames: this.names,
+      ExpressionAttributeValues: this.values,
+      ReturnValues: 'ALL_NEW',
+      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+    });
+  }
+}
+
+/** The item expires two days after its day window starts, and not before its ban ends. */
+function expiry(day: WindowCount, bannedUntil: number | undefined): number {
+  return Math.ceil(Math.max(day.start + 2 * DAY_MS, bannedUntil ?? 0) / 1000);
+}
+
+/**
+ * Admission write for one window: in the same window, pin the previous count and bound the
+ * current; in a new window, pin the old count exactly (it becomes `previous`) and start at 1.
+ */
+function admitWindow(
+  b: UpdateBuilder,
+  prefix: 'm' | 'd',
+  known: WindowCount | undefined,
+  now: number,
+  windowMs: number,
+  limit: number,
+): void {
+  const [w, c, p] = [b.name(`${prefix}w`), b.name(`${prefix}c`), b.name(`${prefix}p`)];
+  const rolled = rollWindow(known, now, windowMs);
+  if (known && known.start === rolled.start) {
+    b.condition(`${w} = ${b.value(known.start)}`);
+    b.condition(`${p} = ${b.value(known.previous)}`);
+    b.condition(`${c} < ${b.value(limit - previousShare(rolled, now, windowMs))}`);
+    b.set(`${c} = ${c} + ${b.value(1)}`);
+  } else {
+    b.equalsOrAbsent(`${prefix}w`, known?.start);
+    b.equalsOrAbsent(`${prefix}c`, known?.current);
+    b.set(`${w} = ${b.value(rolled.start)}`);
+    b.set(`${p} = ${b.value(rolled.previous)}`);
+    b.set(`${c} = ${b.value(1)}`);
+  }
+}
+
+export class DynamoDbRateLimiter implements RateLimiter {
+  private readonly client: DynamoDBDocumentClient;
+  private readonly tableName: string;
+  private readonly settings: LimiterSettings;
+  private readonly cache = new Map<string, CounterState>();
+  private readonly onStoreFailure: (error: unknown) => void;
+
+  constructor(
+    client: DynamoDBDocumentClient,
+    tableName: string,
+    options: { settings?: LimiterSettings; onStoreFailure?: (error: unknown) => void } = {},
+  ) {
+    this.client = client;
+    this.tableName = tableName;
+    this.settings = options.settings ?? DEFAULT_LIMITER_SETTINGS;
+    this.onStoreFailure = options.onStoreFailure ?? (() => undefined);
+  }
+
+  private remember(keyId: string, state: CounterState): void {
+    this.cache.delete(keyId);
+    if (this.cache.size >= CACHE_SIZE) this.cache.delete(this.cache.keys().next().value as string);
+    this.cache.set(keyId, state);
+  }
+
+  async consume(caller: Caller, now: number): Promise<LimitResult> {
+    const known = this.cache.get(caller.keyId) ?? {};
+    try {
+      return {
+        decision: await this.consumeFrom(caller, now, known),
+        degraded: false,
+        unavailable: false,
+      };
+    } catch (error) {
+      this.onStoreFailure(error);
+      // Counts only grow within a window, so a refusal read from the last known state holds.
+      const decision = decide(known, now, caller.limits);
+      if (decision.outcome !== 'admitted') return { decision, degraded: true, unavailable: false };
+      // Admitted without being counted: the headers show the last known counts.
+      const uncounted = {
+        outcome: 'admitted' as const,
+        minute: rollWindow(known.minute, now, MINUTE_MS),
+        day: rollWindow(known.day, now, DAY_MS),
+      };
+      return {
+        decision: uncounted,
+        degraded: true,
+        unavailable: this.settings.failureMode === 'closed',
+      };
+    }
+  }
+
+  private async consumeFrom(caller: Caller, now: number, initial: CounterState): Promise<Decision> {
+    let state = initial;
+    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+      const decision = decide(state, now, caller.limits);
+      if (decision.outcome === 'banned') return decision;
+      if (decision.outcome === 'admitted') {
+        const admitted = await this.admit(caller, now, state);
+        state = admitted.state;
+        this.remember(caller.keyId, state);
+        if (admitted.written) return this.admittedFrom(state, now);
+        continue;
+      }
+      const refused = await this.refuse(caller, now, state);
+      state = refused.state;
+      this.remember(caller.keyId, state);
+      if (!refused.written) continue;
+      // This request was refused with RATE_LIMITED (and counted as such), even when that refusal
+      // started a ban: the wait is then the ban's.
+      const after = decide(state, now, caller.limits);
+      const retryAfterMs = after.outcome === 'admitted' ? 0 : after.retryAfterMs;
+      return {
+        ...decision,
+        minute: after.minute,
+        day: after.day,
+        retryAfterMs: Math.max(decision.retryAfterMs, retryAfterMs),
+      };
+    }
+    throw new Error(`Rate limiter: no consistent write after ${MAX_ATTEMPTS} attempts`);
+  }
+
+  /** The admitted decision as the stored state shows it after the write. */
+  private admittedFrom(state: CounterState, now: number): Decision {
+    return {
+      outcome: 'admitted',
+      minute: rollWindow(state.minute, now, MINUTE_MS),
+      day: rollWindow(state.day, now, DAY_MS),
+    };
+  }
+
+  private async admit(caller: Caller, now: number, known: CounterState) {
+    const b = new UpdateBuilder();
+    admitWindow(b, 'm', known.minute, now, MINUTE_MS, caller.limits.perMinute);
+    admitWindow(b, 'd', known.day, now, DAY_MS, caller.limits.perDay);
+    b.notBanned(now);
+    const day = rollWindow(known.day, now, DAY_MS);
+    b.set(`${b.name(TTL)} = ${b.value(expiry(day, known.bannedUntil))}`);
+    return this.write(b, caller.keyId);
+  }
+
+  /**
+   * Counts a refusal in the current minute window; the refusal that goes over the threshold
+   * bans the key (unless a ban already runs: a ban is never extended).
+   */
+  private async refuse(caller: Caller, now: number, known: CounterState) {
+    const start = windowStart(now, MINUTE_MS);
+    const b = new UpdateBuilder();
+    const [rw, rc] = [b.name('rw'), b.name('rc')];
+    if (known.refusals?.start === start) {
+      b.condition(`${rw} = ${b.value(start)}`);
+      b.set(`${rc} = ${rc} + ${b.value(1)}`);
+    } else {
+      b.equalsOrAbsent('rw', known.refusals?.start);
+      b.set(`${rw} = ${b.value(start)}`);
+      b.set(`${rc} = ${b.value(1)}`);
+    }
+    b.notBanned(now);
+    const result = await this.write(b, caller.keyId);
+    if (!result.written) return result;
+    const count = result.state.refusals?.count ?? 0;
+    if (count <= this.settings.maxRefusalsPerMinute) return result;
+    const ban = new UpdateBuilder();
+    const until = now + this.settings.banMs;
+    ban.notBanned(now);
+    ban.set(`${ban.name('bu')} = ${ban.value(until)}`);
+    ban.set(
+      `${ban.name(TTL)} = ${ban.value(expiry(rollWindow(result.state.day, now, DAY_MS), until))}`,
+    );
+    const banned = await this.write(ban, caller.keyId);
+    // Written or not (another request banned first), the fresh state carries the ban.
+    return { written: true, state: banned.state };
+  }
+
+  private async write(
+    b: UpdateBuilder,
+    keyId: string,
+  ): Promise<{ written: boolean; state: CounterState }> {
+    try {
+      const { Attributes } = await this.client.send(b.command(this.tableName, counterKey(keyId)));
+      return { written: true, state: itemToState(Attributes) };
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) {
+        return {
+          written: false,
+          state: itemToState(error.Item ? unmarshall(error.Item) : undefined),
+        };
+      }
+      throw error;
+    }
+  }
+}

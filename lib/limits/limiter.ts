@@ -1,0 +1,89 @@
+/** The rate limiter as the functions see it: a port, its settings and the headers it yields. */
+import type { Caller } from '../keys/key-record.ts';
+import type { Limits } from './plans.ts';
+import {
+  retryAfterSeconds,
+  windowReports,
+  type Decision,
+  type WindowReport,
+} from './sliding-window.ts';
+
+/** What happens to a request when the counter store cannot be reached. */
+export type FailureMode = 'open' | 'closed';
+
+export interface LimiterSettings {
+  /** A key refused more than this many times in one minute window is banned. */
+  readonly maxRefusalsPerMinute: number;
+  readonly banMs: number;
+  readonly failureMode: FailureMode;
+}
+
+export const DEFAULT_LIMITER_SETTINGS: LimiterSettings = {
+  maxRefusalsPerMinute: 10,
+  banMs: 15 * 60_000,
+  failureMode: 'closed',
+};
+
+/** The settings from the environment, failing fast on a bad value. */
+export function limiterSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): LimiterSettings {
+  const integer = (name: string, fallback: number, min: number): number => {
+    const raw = env[name];
+    if (raw === undefined || raw === '') return fallback;
+    if (!/^\d+$/.test(raw) || Number(raw) < min)
+      throw new Error(`${name} must be an integer ≥ ${min}, got "${raw}"`);
+    return Number(raw);
+  };
+  const mode = env.RATE_LIMIT_FAILURE_MODE ?? DEFAULT_LIMITER_SETTINGS.failureMode;
+  if (mode !== 'open' && mode !== 'closed')
+    throw new Error(`RATE_LIMIT_FAILURE_MODE must be open or closed, got "${mode}"`);
+  return {
+    maxRefusalsPerMinute: integer(
+      'RATE_LIMIT_BAN_AFTER_REFUSALS',
+      DEFAULT_LIMITER_SETTINGS.maxRefusalsPerMinute,
+      1,
+    ),
+    banMs: integer('RATE_LIMIT_BAN_SECONDS', DEFAULT_LIMITER_SETTINGS.banMs / 1000, 1) * 1000,
+    failureMode: mode,
+  };
+}
+
+export interface LimitResult {
+  readonly decision: Decision;
+  /** The store failed: the decision comes from the last known state, not from the counter. */
+  readonly degraded: boolean;
+  /** The store failed and the failure mode is closed: answer 503. */
+  readonly unavailable: boolean;
+}
+
+/** Counts a request of a caller at a time, atomically, and says whether it is admitted. */
+export interface RateLimiter {
+  consume(caller: Caller, now: number): Promise<LimitResult>;
+}
+
+/**
+ * X-RateLimit-* of the binding window, and the IETF draft fields: RateLimit-Policy (both
+ * windows) and RateLimit (both windows, binding first).
+ */
+export function rateLimitHeaders(
+  decision: Decision,
+  now: number,
+  limits: Limits,
+): Record<string, string> {
+  // A banned key has nothing left in either window, whatever its counters say.
+  const reports = windowReports(decision, now, limits).map((r) =>
+    decision.outcome === 'banned' ? { ...r, remaining: 0 } : r,
+  );
+  const binding = reports[0] as WindowReport;
+  const item = (r: WindowReport) =>
+    `"${r.window}";r=${r.remaining};t=${Math.max(0, Math.ceil(r.reset - now / 1000))}`;
+  const headers: Record<string, string> = {
+    'X-RateLimit-Limit': String(binding.limit),
+    'X-RateLimit-Remaining': String(binding.remaining),
+    'X-RateLimit-Reset': String(binding.reset),
+    'RateLimit-Policy': `"minute";q=${limits.perMinute};w=60, "day";q=${limits.perDay};w=86400`,
+    RateLimit: reports.map(item).join(', '),
+  };
+  if (decision.outcome !== 'admitted')
+    headers['Retry-After'] = String(retryAfterSeconds(decision.retryAfterMs));
+  return headers;
+}

@@ -1,0 +1,164 @@
+/**
+ * The sliding-window counter of CONTRACT 4.2, as pure functions of a key's counter state and the
+ * time: fixed minute windows (aligned to the minute) and day windows (aligned to 00:00 UTC),
+ *
+ *     estimate = floor(previous × (W − elapsed) / W) + current
+ *
+ * A request is admitted when the estimate is below the limit in both windows; only admitted
+ * requests are counted. Times are Unix milliseconds; counts are integers.
+ */
+import type { Limits } from './plans.ts';
+
+export const MINUTE_MS = 60_000;
+export const DAY_MS = 86_400_000;
+
+export type WindowName = 'minute' | 'day';
+export const WINDOW_MS: Readonly<Record<WindowName, number>> = { minute: MINUTE_MS, day: DAY_MS };
+
+/** One fixed window of a counter and the count of the window just before it. */
+export interface WindowCount {
+  /** Start of the fixed window (Unix ms, aligned). */
+  readonly start: number;
+  readonly current: number;
+  /** Admitted requests in the window before `start` (immutable once that window closed). */
+  readonly previous: number;
+}
+
+/** Everything stored for one key. */
+export interface CounterState {
+  readonly minute?: WindowCount;
+  readonly day?: WindowCount;
+  /** Refusals (429 RATE_LIMITED) in one minute window, for the temporary ban. */
+  readonly refusals?: { readonly start: number; readonly count: number };
+  /** Unix ms until which the key is banned. */
+  readonly bannedUntil?: number;
+}
+
+export function windowStart(now: number, windowMs: number): number {
+  return Math.floor(now / windowMs) * windowMs;
+}
+
+/** The window as it stands at `now`: the same one, or rolled forward (its count becomes previous). */
+export function rollWindow(
+  window: WindowCount | undefined,
+  now: number,
+  windowMs: number,
+): WindowCount {
+  const start = windowStart(now, windowMs);
+  if (!window || window.start < start - windowMs) return { start, current: 0, previous: 0 };
+  if (window.start === start - windowMs) return { start, current: 0, previous: window.current };
+  if (window.start > start) {
+    // A window from the future (another host's clock ran ahead): count it as current.
+    return { start, current: window.current, previous: window.previous };
+  }
+  return window;
+}
+
+/** The weighted share of the previous window at `now` (the first term of the formula). */
+export function previousShare(window: WindowCount, now: number, windowMs: number): number {
+  const elapsed = now - window.start;
+  return Math.floor((window.previous * (windowMs - elapsed)) / windowMs);
+}
+
+export function estimate(window: WindowCount, now: number, windowMs: number): number {
+  return previousShare(window, now, windowMs) + window.current;
+}
+
+/**
+ * Milliseconds from `now` until the estimate of a window (with no further admissions) drops
+ * below `limit`: 0 when it already is. Estimates only fall as time passes, so this is exact.
+ */
+export function msUntilBelow(
+  window: WindowCount,
+  now: number,
+  windowMs: number,
+  limit: number,
+): number {
+  if (estimate(window, now, windowMs) < limit) return 0;
+  if (window.current < limit) {
+    // In this window: need previous × (W − e) < (limit − current) × W.
+    const budget = (limit - window.current) * windowMs;
+    const e = windowMs - Math.floor((budget - 1) / window.previous);
+    return window.start + e - now;
+  }
+  // Not in this window: in the next one the current count becomes the previous.
+  const next = { start: window.start + windowMs, current: 0, previous: window.current };
+  return next.start - now + msUntilBelow(next, next.start, windowMs, limit);
+}
+
+export interface WindowReport {
+  readonly window: WindowName;
+  readonly limit: number;
+  /** Requests left in this window after this one, never negative. */
+  readonly remaining: number;
+  /** Unix seconds at which the current fixed window ends. */
+  readonly reset: number;
+}
+
+export type Decision =
+  | {
+      readonly outcome: 'admitted';
+      /** The windows as they stand after this request was counted. */
+      readonly minute: WindowCount;
+      readonly day: WindowCount;
+    }
+  | {
+      readonly outcome: 'limited';
+      readonly minute: WindowCount;
+      readonly day: WindowCount;
+      readonly retryAfterMs: number;
+    }
+  | {
+      readonly outcome: 'banned';
+      readonly minute: WindowCount;
+      readonly day: WindowCount;
+      readonly retryAfterMs: number;
+    };
+
+/** Whether `state` would admit a request at `now`, and what the windows look like then. */
+export function decide(state: CounterState, now: number, limits: Limits): Decision {
+  const minute = rollWindow(state.minute, now, MINUTE_MS);
+  const day = rollWindow(state.day, now, DAY_MS);
+  if (state.bannedUntil !== undefined && state.bannedUntil > now) {
+    return { outcome: 'banned', minute, day, retryAfterMs: state.bannedUntil - now };
+  }
+  const waitMinute = msUntilBelow(minute, now, MINUTE_MS, limits.perMinute);
+  const waitDay = msUntilBelow(day, now, DAY_MS, limits.perDay);
+  if (waitMinute === 0 && waitDay === 0) {
+    return {
+      outcome: 'admitted',
+      minute: { ...minute, current: minute.current + 1 },
+      day: { ...day, current: day.current + 1 },
+    };
+  }
+  return { outcome: 'limited', minute, day, retryAfterMs: Math.max(waitMinute, waitDay) };
+}
+
+function report(window: WindowName, count: WindowCount, now: number, limit: number): WindowReport {
+  const windowMs = WINDOW_MS[window];
+  return {
+    window,
+    limit,
+    remaining: Math.max(0, limit - estimate(count, now, windowMs)),
+    reset: (count.start + windowMs) / 1000,
+  };
+}
+
+/**
+ * Both windows as the client sees them, binding window first: the one with fewer requests
+ * remaining (the minute window on a tie).
+ */
+export function windowReports(
+  counts: { readonly minute: WindowCount; readonly day: WindowCount },
+  now: number,
+  limits: Limits,
+): readonly [WindowReport, WindowReport] {
+  const minute = report('minute', counts.minute, now, limits.perMinute);
+  const day = report('day', counts.day, now, limits.perDay);
+  return day.remaining < minute.remaining ? [day, minute] : [minute, day];
+}
+
+/** Whole seconds to wait, at least 1 (Retry-After). */
+export function retryAfterSeconds(ms: number): number {
+  return Math.max(1, Math.ceil(ms / 1000));
+}

@@ -1,0 +1,333 @@
+/** The rate limiter on DynamoDB Local: exactness under concurrency, isolation, bans, failures. */
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createCancelOrderHandler } from '../../functions/cancel-order.ts';
+import { createListOrdersHandler } from '../../functions/list-orders.ts';
+import { callerToContext } from '../../lib/keys/authenticate.ts';
+import type { Caller } from '../../lib/keys/key-record.ts';
+import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
+import { counterKey, DynamoDbRateLimiter } from '../../lib/dynamodb/rate-limit-table.ts';
+import { DEFAULT_LIMITER_SETTINGS } from '../../lib/limits/limiter.ts';
+import { PLAN_LIMITS } from '../../lib/limits/plans.ts';
+import {
+  countDynamoDbCalls,
+  failDynamoDbCalls,
+  invokeHttp,
+  proxyEvent,
+} from '../support/lambda.ts';
+import { createTestTables, type TestTables } from '../support/tables.ts';
+
+let t: TestTables;
+let sequence = 0;
+const MINUTE_START = Date.UTC(2026, 10, 22, 15, 0, 0);
+
+const freeCaller = (): Caller => ({
+  keyId: `key_free${++sequence}`,
+  plan: 'free',
+  limits: PLAN_LIMITS.free,
+});
+const limiter = (settings = DEFAULT_LIMITER_SETTINGS, onStoreFailure?: (e: unknown) => void) =>
+  new DynamoDbRateLimiter(t.client, t.tables.rateLimits, {
+    settings,
+    ...(onStoreFailure ? { onStoreFailure } : {}),
+  });
+
+async function stored(keyId: string): Promise<Record<string, unknown> | undefined> {
+  const { Item } = await t.client.send(
+    new GetCommand({ TableName: t.tables.rateLimits, Key: { pk: counterKey(keyId) } }),
+  );
+  return Item;
+}
+
+beforeAll(async () => {
+  t = await createTestTables('limiter');
+});
+afterAll(() => t.drop());
+
+describe('admission is exact under concurrency', () => {
+  it('1,000 concurrent requests on one free key inside one minute window admit exactly 60', async () => {
+    const caller = freeCaller();
+    // Ten containers, each with its own cache, all hitting the same counter.
+    const containers = Array.from({ length: 10 }, () => limiter());
+    const results = await Promise.all(
+      Array.from({ length: 1000 }, (_, i) =>
+        containers[i % 10]!.consume(caller, MINUTE_START + 1_000 + (i % 50_000)),
+      ),
+    );
+    expect(results.filter((r) => r.degraded)).toEqual([]);
+    const admitted = results.filter((r) => r.decision.outcome === 'admitted').length;
+    expect(admitted).toBe(60);
+    expect(Number((await stored(caller.keyId))?.mc)).toBe(60);
+  });
+
+  it('never lets two keys interfere', async () => {
+    const [a, b] = [freeCaller(), freeCaller()];
+    const shared = limiter();
+    const results = await Promise.all(
+      Array.from({ length: 200 }, (_, i) =>
+        shared
+          .consume(i % 2 ? a : b, MINUTE_START + 2_000)
+          .then((r) => [i % 2, r.decision.outcome] as const),
+      ),
+    );
+    for (const side of [0, 1]) {
+      expect(results.filter(([s, o]) => s === side && o === 'admitted')).toHaveLength(60);
+    }
+  });
+
+  it('does not lose or double-count across a minute rollover', async () => {
+    const caller = freeCaller();
+    const containers = [limiter(), limiter(), limiter()];
+    // 40 admitted late in minute 0, then a concurrent burst straddling the boundary.
+    await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        containers[i % 3]!.consume(caller, MINUTE_START + 59_000),
+      ),
+    );
+    const burst = await Promise.all(
+      Array.from({ length: 300 }, (_, i) =>
+        containers[i % 3]!.consume(caller, MINUTE_START + 60_000 + 30_000),
+      ),
+    );
+    // At 30 s into minute 1, minute 0's 40 weigh floor(40 × 0.5) = 20: 40 more fit.
+    expect(burst.filter((r) => r.degraded)).toEqual([]);
+    expect(burst.filter((r) => r.decision.outcome === 'admitted')).toHaveLength(40);
+    const item = await stored(caller.keyId);
+    expect([item?.mw, item?.mp, item?.mc].map(Number)).toEqual([MINUTE_START + 60_000, 40, 40]);
+  });
+});
+
+describe('one round trip in the steady state', () => {
+  it('costs 1 call per admitted request, 1 per refused, 0 per banned once known, 2 on a cold cache', async () => {
+    const caller = freeCaller();
+    const warm = limiter();
+    const counter = countDynamoDbCalls(t.client, t.tables.rateLimits);
+    const callsFor = async (at: number) => {
+      counter.reset();
+      const result = await warm.consume(caller, at);
+      return [result.decision.outcome, counter.calls.length] as const;
+    };
+    // First request ever: no item, the write creates it.
+    expect(await callsFor(MINUTE_START + 1)).toEqual(['admitted', 1]);
+    for (let i = 2; i <= 60; i++) expect(await callsFor(MINUTE_START + i)).toEqual(['admitted', 1]);
+    for (let i = 1; i <= 10; i++)
+      expect(await callsFor(MINUTE_START + 100 + i)).toEqual(['limited', 1]);
+    // The 11th refusal also writes the ban.
+    expect(await callsFor(MINUTE_START + 200)).toEqual(['limited', 2]);
+    expect(await callsFor(MINUTE_START + 300)).toEqual(['banned', 0]);
+
+    // Another container (cold cache) learns the state from its first, failed write.
+    const other = freeCaller();
+    await limiter().consume(other, MINUTE_START);
+    counter.reset();
+    await limiter().consume(other, MINUTE_START + 10);
+    expect(counter.calls).toEqual(['UpdateItemCommand', 'UpdateItemCommand']);
+  });
+});
+
+describe('temporary ban', () => {
+  it('bans after more than 10 refusals in a minute window, for 15 minutes, without counting or extending', async () => {
+    const caller = freeCaller();
+    const container = limiter();
+    for (let i = 0; i < 60; i++) await container.consume(caller, MINUTE_START + i);
+    const refusals = [];
+    for (let i = 0; i < 11; i++)
+      refusals.push(await container.consume(caller, MINUTE_START + 1_000 + i));
+    expect(refusals.map((r) => r.decision.outcome)).toEqual(Array(11).fill('limited'));
+    // The 11th refusal started the ban: its wait is the ban's.
+    expect(refusals.at(-1)!.decision).toMatchObject({ retryAfterMs: 15 * 60_000 });
+    const banStart = MINUTE_START + 1_010;
+    expect(Number((await stored(caller.keyId))?.bu)).toBe(banStart + 15 * 60_000);
+
+    // Another container sees the ban at once (the authorizer cache plays no part).
+    const elsewhere = await limiter().consume(caller, MINUTE_START + 5 * 60_000);
+    expect(elsewhere.decision).toMatchObject({
+      outcome: 'banned',
+      retryAfterMs: banStart + 15 * 60_000 - (MINUTE_START + 5 * 60_000),
+    });
+    for (let i = 0; i < 30; i++) await container.consume(caller, MINUTE_START + 6 * 60_000 + i);
+    const item = await stored(caller.keyId);
+    expect(Number(item?.bu)).toBe(banStart + 15 * 60_000);
+    expect(Number(item?.mc)).toBe(60);
+
+    // When the ban ends, requests are admitted again.
+    expect((await container.consume(caller, banStart + 15 * 60_000)).decision.outcome).toBe(
+      'admitted',
+    );
+  });
+
+  it('takes its numbers from the settings', async () => {
+    const caller = {
+      keyId: `key_tiny${++sequence}`,
+      plan: 'enterprise' as const,
+      limits: { perMinute: 1, perDay: 100 },
+    };
+    const container = limiter({
+      ...DEFAULT_LIMITER_SETTINGS,
+      maxRefusalsPerMinute: 2,
+      banMs: 5_000,
+    });
+    const outcomes = [];
+    for (let i = 0; i < 5; i++)
+      outcomes.push((await container.consume(caller, MINUTE_START + i)).decision.outcome);
+    expect(outcomes).toEqual(['admitted', 'limited', 'limited', 'limited', 'banned']);
+    expect((await container.consume(caller, MINUTE_START + 3 + 5_000)).decision.outcome).not.toBe(
+      'banned',
+    );
+  });
+});
+
+describe('counter items', () => {
+  it('expire by TTL two days after their day window starts', async () => {
+    const caller = freeCaller();
+    await limiter().consume(caller, MINUTE_START);
+    const dayStart = Date.UTC(2026, 10, 22);
+    expect(Number((await stored(caller.keyId))?.expiresAt)).toBe(
+      (dayStart + 2 * 86_400_000) / 1000,
+    );
+  });
+});
+
+describe('when the counter store fails', () => {
+  const throttled = () =>
+    Object.assign(new Error('throttled'), { name: 'ThrottlingException', $metadata: {} });
+
+  it('fails open when so configured: admitted, reported, counted as a store failure', async () => {
+    const failures: unknown[] = [];
+    const container = limiter({ ...DEFAULT_LIMITER_SETTINGS, failureMode: 'open' }, (e) =>
+      failures.push(e),
+    );
+    const restore = failDynamoDbCalls(t.client, throttled);
+    try {
+      const result = await container.consume(freeCaller(), MINUTE_START);
+      expect(result).toMatchObject({
+        degraded: true,
+        unavailable: false,
+        decision: { outcome: 'admitted' },
+      });
+    } finally {
+      restore();
+    }
+    expect(failures).toHaveLength(1);
+  });
+
+  it('fails closed by default: unavailable', async () => {
+    const container = limiter();
+    const restore = failDynamoDbCalls(t.client, throttled);
+    try {
+      expect(await container.consume(freeCaller(), MINUTE_START)).toMatchObject({
+        degraded: true,
+        unavailable: true,
+      });
+    } finally {
+      restore();
+    }
+  });
+
+  it('keeps refusing a key known to be over its limit, even failing open', async () => {
+    const caller = freeCaller();
+    const container = limiter({ ...DEFAULT_LIMITER_SETTINGS, failureMode: 'open' });
+    for (let i = 0; i < 61; i++) await container.consume(caller, MINUTE_START + i);
+    const restore = failDynamoDbCalls(t.client, throttled);
+    try {
+      expect((await container.consume(caller, MINUTE_START + 100)).decision.outcome).toBe(
+        'limited',
+      );
+    } finally {
+      restore();
+    }
+  });
+});
+
+describe('through the functions', () => {
+  const context = (caller: Caller) => ({ principalId: caller.keyId, ...callerToContext(caller) });
+
+  it('a mixed list/cancel burst counts on the same key: 60 served, the rest 429', async () => {
+    const caller = freeCaller();
+    const store = new DynamoDbOrderStore(t.client, t.tables.orders);
+    await store.putOrders([{ id: 1n, status: 'pending' }]);
+    const deps = {
+      orders: () => store,
+      limiter: (() => {
+        const l = limiter();
+        return () => l;
+      })(),
+      now: () => MINUTE_START + 5_000,
+    };
+    const list = createListOrdersHandler(deps);
+    const cancel = createCancelOrderHandler(deps);
+    const responses = await Promise.all(
+      Array.from({ length: 80 }, (_, i) =>
+        i % 2
+          ? invokeHttp(
+              list,
+              proxyEvent({
+                method: 'GET',
+                resource: '/store/orders',
+                path: '/store/orders',
+                authorizer: context(caller),
+              }),
+            )
+          : invokeHttp(
+              cancel,
+              proxyEvent({
+                method: 'DELETE',
+                resource: '/store/orders/{orderId}',
+                path: '/store/orders/1',
+                pathParameters: { orderId: '1' },
+                authorizer: context(caller),
+              }),
+            ),
+      ),
+    );
+    const statuses = responses.map((r) => r.statusCode);
+    expect(statuses.filter((s) => s !== 429)).toHaveLength(60);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(20);
+    for (const response of responses) {
+      expect(response.headers['X-RateLimit-Limit']).toBe('60');
+      if (response.statusCode === 429) {
+        expect(JSON.parse(response.body)).toMatchObject({ status: 429 });
+        expect(Number(response.headers['Retry-After'])).toBeGreaterThanOrEqual(1);
+      }
+    }
+  });
+
+  it('an enterprise key whose day limit is below its minute limit reports the day window, reset at the next UTC midnight', async () => {
+    const caller: Caller = {
+      keyId: `key_ent${++sequence}`,
+      plan: 'enterprise',
+      limits: { perMinute: 100, perDay: 5 },
+    };
+    const store = new DynamoDbOrderStore(t.client, t.tables.orders);
+    const l = limiter();
+    const list = createListOrdersHandler({
+      orders: () => store,
+      limiter: () => l,
+      now: () => MINUTE_START + 5_000,
+    });
+    const event = proxyEvent({
+      method: 'GET',
+      resource: '/store/orders',
+      path: '/store/orders',
+      authorizer: context(caller),
+    });
+    const first = await invokeHttp(list, event);
+    expect(first.headers).toMatchObject({
+      'X-RateLimit-Limit': '5',
+      'X-RateLimit-Remaining': '4',
+      'X-RateLimit-Reset': String(Date.UTC(2026, 10, 23) / 1000),
+      'RateLimit-Policy': '"minute";q=100;w=60, "day";q=5;w=86400',
+    });
+    for (let i = 0; i < 4; i++) await invokeHttp(list, event);
+    const refused = await invokeHttp(list, event);
+    expect(refused.statusCode).toBe(429);
+    expect(refused.headers).toMatchObject({
+      'X-RateLimit-Limit': '5',
+      'X-RateLimit-Remaining': '0',
+    });
+    // 5 requests today: the next is admitted once floor(5 × (W − e) / W) < 5, just after midnight.
+    expect(Number(refused.headers['Retry-After'])).toBe(
+      (Date.UTC(2026, 10, 23) - (MINUTE_START + 5_000)) / 1000 + 1,
+    );
+  });
+});
