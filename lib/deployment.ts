@@ -1,0 +1,32 @@
+/**
+ * Names shared by the CDK app and the operator CLI: the deployment stages, their stack names and
+ * the stack outputs that `cdk deploy --outputs-file` writes and the CLI reads.
+ */
+export const STAGES = ['staging', 'production'] as const;
+export type StageName = (typeof STAGES)[number];
+
+export function isStageName(value: unknown): value is StageName {
+  return typeof value === 'string' && (STAGES as readonly string[]).includes(value);
+}
+
+/** The construct id of a stage's cdk.Stage: `Staging`, `Production` (deploy with `'Staging/*'`). */
+export function stageId(stage: StageName): string {
+  return stage.charAt(0).toUpperCase() + stage.slice(1);
+}
+
+/** Stack names inside a stage: the tables, and the functions + API. */
+export function stackNames(stage: StageName): { data: string; api: string } {
+  return { data: `${stageId(stage)}-Data`, api: `${stageId(stage)}-Api` };
+}
+
+/** Output keys of the stacks (CloudFormation output ids). */
+export const STACK_OUTPUTS = {
+  region: 'Region',
+  ordersTable: 'OrdersTableName',
+  apiKeysTable: 'ApiKeysTableName',
+  rateLimitsTable: 'RateLimitsTableName',
+  apiUrl: 'ApiUrl',
+} as const;
+
+/** Where the README's deploy commands write the outputs (`--outputs-file`). */
+export const DEFAULT_OUTPUTS_FILE = 'cdk-outputs.json';
