@@ -9,6 +9,10 @@ import { authenticate, callerToContext } from '../lib/keys/authenticate.ts';
 import type { KeyStore } from '../lib/keys/key-store.ts';
 import { keyStoreFromEnv } from './shared/dependencies.ts';
 import { logger } from './shared/logger.ts';
+import { tracer } from './shared/tracer.ts';
+import middy from '@middy/core';
+import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
 
 export interface AuthorizerDependencies {
   readonly keys: () => KeyStore;
@@ -25,31 +29,35 @@ export function stageWideResource(methodArn: string): string {
 }
 
 export function createAuthorizerHandler(deps: AuthorizerDependencies) {
-  return async (event: APIGatewayTokenAuthorizerEvent): Promise<APIGatewayAuthorizerResult> => {
-    const caller = await authenticate(
-      deps.keys(),
-      event.authorizationToken,
-      deps.now?.() ?? new Date(),
-    );
-    if (!caller) {
-      logger.info('API key refused');
-      throw new Error('Unauthorized');
-    }
-    return {
-      principalId: caller.keyId,
-      policyDocument: {
-        Version: '2012-10-17',
-        Statement: [
-          {
-            Action: 'execute-api:Invoke',
-            Effect: 'Allow',
-            Resource: stageWideResource(event.methodArn),
-          },
-        ],
-      },
-      context: callerToContext(caller),
-    };
-  };
+  return middy(
+    async (event: APIGatewayTokenAuthorizerEvent): Promise<APIGatewayAuthorizerResult> => {
+      const caller = await authenticate(
+        deps.keys(),
+        event.authorizationToken,
+        deps.now?.() ?? new Date(),
+      );
+      if (!caller) {
+        logger.info('API key refused');
+        throw new Error('Unauthorized');
+      }
+      return {
+        principalId: caller.keyId,
+        policyDocument: {
+          Version: '2012-10-17',
+          Statement: [
+            {
+              Action: 'execute-api:Invoke',
+              Effect: 'Allow',
+              Resource: stageWideResource(event.methodArn),
+            },
+          ],
+        },
+        context: callerToContext(caller),
+      };
+    },
+  )
+    .use(captureLambdaHandler(tracer))
+    .use(injectLambdaContext(logger));
 }
 
 let store: KeyStore | undefined;

@@ -13,11 +13,12 @@ import { METRIC_NAMES } from '../../lib/metrics.ts';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { logger } from './logger.ts';
 import { metrics } from './metrics.ts';
+import { tracer } from './tracer.ts';
 
 let client: ReturnType<typeof createDocumentClient> | undefined;
 
 function documentClient(): ReturnType<typeof createDocumentClient> {
-  client ??= createDocumentClient(connectionFromEnv());
+  client ??= tracer.captureAWSv3Client(createDocumentClient(connectionFromEnv()));
   return client;
 }
 

@@ -1,14 +1,25 @@
 /**
- * The middy chain every HTTP function shares. On the way in: the rate limiter. On an error, in
- * the order middy runs them: the Error shaping and http-error-handler, then the rate-limit
- * headers, then the metrics flush.
+ * The middy chain every HTTP function shares. On the way in: tracing, the logger's Lambda
+ * context, the rate limiter. On an error, in the order middy runs them: the Error shaping and
+ * http-error-handler, then the rate-limit headers, then the metrics flush and the trace.
  */
+import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
+import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
 import type { MiddlewareObj } from '@middy/core';
 import { httpErrors } from './http-errors.ts';
+import { logger } from './logger.ts';
 import { metrics } from './metrics.ts';
 import { rateLimit, type RateLimitDependencies } from './rate-limit.ts';
+import { tracer } from './tracer.ts';
 
 export function httpMiddlewares(deps: RateLimitDependencies): MiddlewareObj[] {
-  return [logMetrics(metrics) as MiddlewareObj, rateLimit(deps) as MiddlewareObj, ...httpErrors()];
+  return [
+    // Responses may be streams: the trace records the call, not the body.
+    captureLambdaHandler(tracer, { captureResponse: false }) as MiddlewareObj,
+    injectLambdaContext(logger) as MiddlewareObj,
+    logMetrics(metrics) as MiddlewareObj,
+    rateLimit(deps) as MiddlewareObj,
+    ...httpErrors(),
+  ];
 }

@@ -1,19 +1,22 @@
 /**
- * The functions' logger. Events are never logged whole (they carry the Authorization header);
- * anything logged goes through `redact` first.
+ * The functions' logger (Powertools, JSON). Events are never logged whole (they carry the
+ * Authorization header), and as a second line of defence every log record passes a replacer that
+ * blanks secret-looking fields and anything shaped like an API key or a bearer credential.
  */
 import { Logger } from '@aws-lambda-powertools/logger';
 import { SERVICE_NAME } from '../../lib/metrics.ts';
 
-export const logger = new Logger({ serviceName: SERVICE_NAME });
+const SECRET_FIELDS = /authorization|api[-_]?key$|token|secret|keyhash|password/i;
+const SECRET_VALUES = [/sok_[0-9A-Za-z]{20,}/g, /\b(bearer|basic)\s+[A-Za-z0-9\-._~+/]+=*/gi];
 
-const SECRET_FIELDS = /authorization|api[-_]?key|token|secret|keyhash/i;
-
-/** A copy of a flat record with every secret-looking field replaced. */
-export function redact(fields: Record<string, unknown>): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const [name, value] of Object.entries(fields)) {
-    out[name] = SECRET_FIELDS.test(name) ? '[redacted]' : value;
-  }
-  return out;
+/** A value with every secret-looking part replaced by `[redacted]`. */
+export function redactValue(key: string, value: unknown): unknown {
+  if (key !== '' && SECRET_FIELDS.test(key)) return '[redacted]';
+  if (typeof value !== 'string') return value;
+  return SECRET_VALUES.reduce((text, pattern) => text.replace(pattern, '[redacted]'), value);
 }
+
+export const logger = new Logger({
+  serviceName: SERVICE_NAME,
+  jsonReplacerFn: (key: string, value: unknown) => redactValue(key, value),
+});

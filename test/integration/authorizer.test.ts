@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Context } from 'aws-lambda';
 import { createAuthorizerHandler, stageWideResource } from '../../functions/authorizer.ts';
+import { createContext } from '../../local/lambda-runtime.ts';
 import { DynamoDbKeyStore } from '../../lib/dynamodb/keys-table.ts';
 import { generateApiKey } from '../../lib/keys/api-key.ts';
 import { registerKeys } from '../../lib/keys/register.ts';
@@ -13,11 +15,10 @@ const freeKey = generateApiKey();
 const enterpriseKey = generateApiKey();
 const methodArn = 'arn:aws:execute-api:eu-west-1:123456789012:abc123/v1/DELETE/store/orders/42';
 const authorize = (token: string) =>
-  createAuthorizerHandler({ keys: () => keys })({
-    type: 'TOKEN',
-    authorizationToken: token,
-    methodArn,
-  });
+  createAuthorizerHandler({ keys: () => keys })(
+    { type: 'TOKEN', authorizationToken: token, methodArn },
+    createContext('authorizer') as unknown as Context,
+  );
 
 beforeAll(async () => {
   t = await createTestTables('authorizer');

@@ -179,11 +179,14 @@ describe('cancelOrder against DynamoDB', () => {
   });
 
   it('answers 500 INTERNAL_ERROR without internal detail on a bug', async () => {
-    const restore = failDynamoDbCalls(t.client, () =>
-      Object.assign(new Error('One or more parameter values were invalid: secret detail'), {
-        name: 'ValidationException',
-        $metadata: { httpStatusCode: 400 },
-      }),
+    const restore = failDynamoDbCalls(
+      t.client,
+      () =>
+        Object.assign(new Error('One or more parameter values were invalid: secret detail'), {
+          name: 'ValidationException',
+          $metadata: { httpStatusCode: 400 },
+        }),
+      t.tables.orders,
     );
     try {
       const response = await cancel('1');

@@ -92,16 +92,20 @@ export function countDynamoDbCalls(
   return { calls, reset: () => void calls.splice(0) };
 }
 
-/** Makes every DynamoDB call of a client fail with the given error (fault injection). */
+/** Makes the DynamoDB calls of a client (to one table, or all) fail with an error (fault injection). */
 export function failDynamoDbCalls(
   client: DynamoDBDocumentClient,
   makeError: () => Error,
+  tableName?: string,
 ): () => void {
   const name = `fault${Math.random()}`;
-  client.middlewareStack.add(() => () => Promise.reject(makeError()), {
-    step: 'finalizeRequest',
-    name,
-    priority: 'high',
-  });
+  client.middlewareStack.add(
+    (next) => (args) => {
+      const input = args.input as { TableName?: string };
+      if (tableName !== undefined && input.TableName !== tableName) return next(args);
+      return Promise.reject(makeError());
+    },
+    { step: 'finalizeRequest', name, priority: 'high' },
+  );
   return () => void client.middlewareStack.remove(name);
 }
