@@ -1,21 +1,31 @@
 /**
- * The OpenAPI document against the code (route table, error catalogue) and against responses:
- * samples here, and real ones from the handlers behind the local API Gateway emulator.
+ * The OpenAPI document against the code (route table, error catalogue, plans, limiter settings)
+ * and against responses: samples here, real ones from the handlers behind the local API Gateway
+ * emulator, and real ones from the handlers on a fixed clock (rate limits, bans, failures).
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { compileErrors, validate } from '@readme/openapi-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createCancelOrderHandler } from '../../functions/cancel-order.ts';
+import { createListOrdersHandler } from '../../functions/list-orders.ts';
 import { ERROR_CATALOGUE, type ErrorCode } from '../../lib/api/errors.ts';
 import { WWW_AUTHENTICATE } from '../../lib/api/gateway-responses.ts';
 import { API_STAGE, ROUTES } from '../../lib/api/routes.ts';
+import { createDocumentClient } from '../../lib/dynamodb/client.ts';
 import { DynamoDbKeyStore } from '../../lib/dynamodb/keys-table.ts';
 import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
+import { DynamoDbRateLimiter } from '../../lib/dynamodb/rate-limit-table.ts';
 import { apiKeyFromBody } from '../../lib/keys/api-key.ts';
+import { callerToContext } from '../../lib/keys/authenticate.ts';
+import type { Caller } from '../../lib/keys/key-record.ts';
 import { registerKeys } from '../../lib/keys/register.ts';
+import { DEFAULT_LIMITER_SETTINGS } from '../../lib/limits/limiter.ts';
+import { PLAN_LIMITS, type Limits } from '../../lib/limits/plans.ts';
 import type { Order } from '../../lib/orders/order.ts';
 import { createGateway } from '../../local/gateway.ts';
 import { loadFunctions } from '../../local/local-stack.ts';
+import { failDynamoDbCalls, invokeHttp, proxyEvent, type HttpResult } from '../support/lambda.ts';
 import {
   expectValidAgainstOpenApi,
   findConst,
@@ -23,9 +33,11 @@ import {
   loadOpenApiDocument,
   OPENAPI_PATH,
   openApiResponseErrors,
+  RATE_LIMIT_HEADERS,
   type OpenApiDocument,
   type OperationObject,
   type ResponseObject,
+  type Schema,
 } from '../support/openapi.ts';
 import { createTestTables, type TestTables } from '../support/tables.ts';
 
@@ -63,6 +75,23 @@ function errorResponses(): { where: string; status: number; response: ResponseOb
   return [...perOperation, ...components];
 }
 
+/**
+ * The codes an Error schema allows: what every `code` const and enum it holds (through `allOf`)
+ * lets through.
+ */
+function codesOf(schema: Schema | undefined): string[] {
+  const sets: string[][] = [];
+  const collect = (part: Schema | undefined) => {
+    const code = (part?.properties as Record<string, Schema> | undefined)?.code;
+    if (typeof code?.const === 'string') sets.push([code.const]);
+    if (Array.isArray(code?.enum)) sets.push(code.enum as string[]);
+    for (const sub of (part?.allOf as Schema[] | undefined) ?? []) collect(sub);
+  };
+  collect(schema);
+  const [first = [], ...rest] = sets;
+  return first.filter((code) => rest.every((set) => set.includes(code)));
+}
+
 function examplesOf(response: ResponseObject): unknown[] {
   return Object.values(response.content ?? {}).flatMap((media) => [
     ...(media.example === undefined ? [] : [media.example]),
@@ -81,6 +110,24 @@ function exampleHeaders(response: ResponseObject): Record<string, string> {
 }
 
 const JSON_HEADERS = { 'Content-Type': 'application/json' };
+/**
+ * The rate-limit headers of a free key's first request at 08:00:15 UTC on 2026-11-22 (the
+ * examples of the document, and what the handlers answer then: see the fixed-clock tests).
+ */
+const RATE_HEADERS = {
+  'X-RateLimit-Limit': '60',
+  'X-RateLimit-Remaining': '59',
+  'X-RateLimit-Reset': '1795334460',
+  'RateLimit-Policy': '"minute";q=60;w=60, "day";q=1000;w=86400',
+  RateLimit: '"minute";r=59;t=45, "day";r=999;t=57585',
+};
+/** What a function answers an identified caller with an error body. */
+const FUNCTION_HEADERS = { ...JSON_HEADERS, ...RATE_HEADERS };
+/** The statuses each operation documents, by what answers them. */
+const STATUSES = {
+  listOrders: { function: [200, 500], either: [429, 503], gateway: [401] },
+  cancelOrder: { function: [204, 400, 404, 409, 500], either: [429, 503], gateway: [401] },
+} as const;
 
 describe('the OpenAPI document', () => {
   it('is valid OpenAPI, per a real validator', async () => {
@@ -136,24 +183,141 @@ describe('the OpenAPI document', () => {
       const media = response.content?.['application/json'];
       expect(media?.schema, `${where} has an application/json Error body`).toBeDefined();
       expect(findConst(media?.schema, 'status'), where).toBe(status);
-      const code = findConst(media?.schema, 'code') as ErrorCode;
-      expect(ERROR_CATALOGUE[code]?.status, `${where}: status of ${code}`).toBe(status);
-      const examples = examplesOf(response);
+      const codes = codesOf(media?.schema) as ErrorCode[];
+      expect(codes.length, `${where} names its codes`).toBeGreaterThan(0);
+      for (const code of codes) {
+        expect(ERROR_CATALOGUE[code]?.status, `${where}: status of ${code}`).toBe(status);
+      }
+      const examples = examplesOf(response) as {
+        code: ErrorCode;
+        message: string;
+        status: number;
+      }[];
       expect(examples.length, `${where} has an example`).toBeGreaterThan(0);
+      const [code] = codes;
       for (const example of examples) {
-        expect(example, where).toEqual({ code, message: ERROR_CATALOGUE[code].message, status });
+        if (codes.length === 1 && code !== undefined) {
+          expect(example, where).toEqual({ code, message: ERROR_CATALOGUE[code].message, status });
+        } else {
+          // Several codes (429): real messages, which say how long to wait.
+          expect(codes, where).toContain(example.code);
+          expect(Object.keys(example).sort(), where).toEqual(['code', 'message', 'status']);
+          expect(example.status, where).toBe(status);
+          expect(example.message, where).toMatch(/retry after|rate limit/i);
+        }
+      }
+      if (codes.length > 1) {
+        expect(new Set(examples.map((e) => e.code)), `${where}: an example per code`).toEqual(
+          new Set(codes),
+        );
       }
     }
   });
 
-  it('documents WWW-Authenticate on every 401 and Retry-After on every 503', () => {
+  it('documents WWW-Authenticate on every 401 and Retry-After on every 429 and 503', () => {
     for (const { where, status, response } of errorResponses()) {
       if (status === 401) {
         expect(response.headers?.['WWW-Authenticate']?.required, where).toBe(true);
         expect(response.headers?.['WWW-Authenticate']?.schema?.const, where).toBe(WWW_AUTHENTICATE);
       }
-      if (status === 503) expect(response.headers?.['Retry-After']?.required, where).toBe(true);
+      if (status === 429 || status === 503) {
+        expect(response.headers?.['Retry-After']?.required, where).toBe(true);
+        expect(response.headers?.['Retry-After']?.schema?.minimum, where).toBe(1);
+      }
     }
+  });
+
+  it('documents 429 on both operations, with exactly RATE_LIMITED and API_KEY_TEMPORARILY_BANNED', () => {
+    expect(operations()).toHaveLength(2);
+    for (const { method, path, operation } of operations()) {
+      const response = operation.responses?.['429'];
+      expect(response, `${method} ${path} 429`).toBeDefined();
+      const schema = response?.content?.['application/json']?.schema;
+      expect(codesOf(schema).sort(), `${method} ${path} 429`).toEqual([
+        'API_KEY_TEMPORARILY_BANNED',
+        'RATE_LIMITED',
+      ]);
+      expect(findConst(schema, 'status')).toBe(429);
+    }
+  });
+
+  it('documents the statuses of each operation: those a function answers, API Gateway, or both', () => {
+    for (const { operation } of operations()) {
+      const expected = STATUSES[operation.operationId as keyof typeof STATUSES];
+      expect(
+        Object.keys(operation.responses ?? {})
+          .map(Number)
+          .sort(),
+      ).toEqual([...expected.function, ...expected.either, ...expected.gateway].sort());
+    }
+  });
+
+  it('documents the five rate-limit headers: required where only a function answers, optional on 429 and 503, absent on 401', () => {
+    for (const { method, path, operation } of operations()) {
+      const expected = STATUSES[operation.operationId as keyof typeof STATUSES];
+      const headersOf = (status: number) => operation.responses?.[String(status)]?.headers ?? {};
+      for (const status of expected.function) {
+        for (const name of RATE_LIMIT_HEADERS) {
+          const where = `${method} ${path} ${status} ${name}`;
+          expect(headersOf(status)[name]?.required, where).toBe(true);
+          expect(headersOf(status)[name]?.schema, where).toBeDefined();
+        }
+      }
+      for (const status of expected.either) {
+        for (const name of RATE_LIMIT_HEADERS) {
+          const where = `${method} ${path} ${status} ${name}`;
+          expect(headersOf(status)[name], where).toBeDefined();
+          expect(headersOf(status)[name]?.required ?? false, where).toBe(false);
+        }
+      }
+      for (const status of expected.gateway) {
+        for (const name of RATE_LIMIT_HEADERS) {
+          expect(headersOf(status)[name], `${method} ${path} ${status} ${name}`).toBeUndefined();
+        }
+      }
+    }
+    // API Gateway's own answers never carry them.
+    for (const name of [
+      'BadRequest',
+      'RouteNotFound',
+      'MethodNotAllowed',
+      'RequestTooLarge',
+      'GatewayInternalError',
+      'Unauthorized',
+    ]) {
+      const response = document.components.responses[name];
+      expect(response, name).toBeDefined();
+      for (const header of RATE_LIMIT_HEADERS) {
+        expect(response?.headers?.[header], `${name} ${header}`).toBeUndefined();
+      }
+    }
+  });
+
+  it('gives the rate-limit headers examples that agree with each other', () => {
+    const headers = document.components.headers ?? {};
+    const examples = Object.fromEntries(
+      RATE_LIMIT_HEADERS.map((name) => [name, String(headers[name]?.example)]),
+    );
+    expect(examples).toEqual(RATE_HEADERS);
+  });
+
+  it('describes the plans, the formula, the ban and the failure mode with the numbers of the code', () => {
+    const description = document.info.description ?? '';
+    expect(description).toContain('## Rate limits');
+    const n = (value: number) => value.toLocaleString('en-US');
+    for (const [plan, limits] of Object.entries(PLAN_LIMITS)) {
+      expect(description).toContain(
+        `| \`${plan}\` | ${n(limits.perMinute)} | ${n(limits.perDay)} |`,
+      );
+    }
+    expect(description).toContain('| `enterprise` | set per key | set per key |');
+    expect(description).toContain('`estimate = floor(previous × (W − elapsed) / W) + current`');
+    const { maxRefusalsPerMinute, banMs, failureMode } = DEFAULT_LIMITER_SETTINGS;
+    expect(description).toContain(`more than ${maxRefusalsPerMinute} times within one minute`);
+    expect(description).toContain(`banned for ${banMs / 60_000} minutes`);
+    expect(description).toContain(`(${banMs / 1000} seconds)`);
+    expect(failureMode).toBe('closed');
+    expect(description).toContain('the service fails closed');
   });
 
   it('has examples that pass its own response check', async () => {
@@ -187,7 +351,7 @@ describe('openApiResponseErrors', () => {
     method: 'DELETE',
     path: '/store/orders/42',
     status: 404,
-    headers: JSON_HEADERS,
+    headers: FUNCTION_HEADERS,
   };
 
   it('accepts an Error body that matches its response', async () => {
@@ -226,7 +390,7 @@ describe('openApiResponseErrors', () => {
   it('refuses an error body with another Content-Type', async () => {
     const problems = await openApiResponseErrors({
       ...notFound,
-      headers: { 'content-type': 'text/plain' },
+      headers: { ...RATE_HEADERS, 'content-type': 'text/plain' },
       body: JSON.stringify({ code: 'ORDER_NOT_FOUND', message: 'm', status: 404 }),
     });
     expect(problems).toEqual([expect.stringContaining('Content-Type text/plain')]);
@@ -270,15 +434,195 @@ describe('openApiResponseErrors', () => {
   });
 
   it('accepts a 204 without a body and refuses one with a body', async () => {
-    const cancelled = { method: 'DELETE', path: '/store/orders/7', status: 204, headers: {} };
+    const cancelled = {
+      method: 'DELETE',
+      path: '/store/orders/7',
+      status: 204,
+      headers: RATE_HEADERS,
+    };
     expect(await openApiResponseErrors({ ...cancelled, body: '' })).toEqual([]);
     expect(
-      await openApiResponseErrors({ ...cancelled, headers: JSON_HEADERS, body: '{}' }),
+      await openApiResponseErrors({ ...cancelled, headers: FUNCTION_HEADERS, body: '{}' }),
     ).toEqual([expect.stringContaining('no body is documented')]);
   });
 
+  describe('on rate-limit headers', () => {
+    const list = { method: 'GET', path: '/store/orders', status: 200, body: '[]' };
+    const without = (name: string) =>
+      Object.fromEntries(Object.entries(FUNCTION_HEADERS).filter(([n]) => n !== name));
+
+    it('refuses a 200 without X-RateLimit-Limit', async () => {
+      expect(await openApiResponseErrors({ ...list, headers: FUNCTION_HEADERS })).toEqual([]);
+      expect(
+        await openApiResponseErrors({ ...list, headers: without('X-RateLimit-Limit') }),
+      ).toContainEqual(expect.stringContaining('header X-RateLimit-Limit is required but missing'));
+    });
+
+    it.each([
+      ['GET', '/store/orders', 200, '[]'],
+      ['DELETE', '/store/orders/7', 204, ''],
+      ['DELETE', '/store/orders/x', 400, '{"code":"INVALID_ORDER_ID","message":"m","status":400}'],
+      ['DELETE', '/store/orders/7', 404, '{"code":"ORDER_NOT_FOUND","message":"m","status":404}'],
+      [
+        'DELETE',
+        '/store/orders/7',
+        409,
+        '{"code":"ORDER_ALREADY_SHIPPED","message":"m","status":409}',
+      ],
+      ['GET', '/store/orders', 500, '{"code":"INTERNAL_ERROR","message":"m","status":500}'],
+    ])('requires every rate-limit header on %s %s %i', async (method, path, status, body) => {
+      const answer = { method, path, status, body };
+      const headers = status === 204 ? RATE_HEADERS : FUNCTION_HEADERS;
+      expect(await openApiResponseErrors({ ...answer, headers })).toEqual([]);
+      for (const name of RATE_LIMIT_HEADERS) {
+        const partial = Object.fromEntries(Object.entries(headers).filter(([n]) => n !== name));
+        expect(await openApiResponseErrors({ ...answer, headers: partial }), name).toContainEqual(
+          expect.stringContaining(`header ${name} is required but missing`),
+        );
+      }
+    });
+
+    it("accepts API Gateway's own 500 without them, but not a function's INVALID_ORDER_ID", async () => {
+      const internal = {
+        code: 'INTERNAL_ERROR',
+        message: 'An internal error occurred.',
+        status: 500,
+      };
+      expect(
+        await openApiResponseErrors({
+          ...list,
+          status: 500,
+          headers: JSON_HEADERS,
+          body: JSON.stringify(internal),
+        }),
+      ).toEqual([]);
+      expect(
+        await openApiResponseErrors({
+          method: 'DELETE',
+          path: '/store/orders/x',
+          status: 400,
+          headers: JSON_HEADERS,
+          body: JSON.stringify({ code: 'INVALID_ORDER_ID', message: 'm', status: 400 }),
+        }),
+      ).not.toEqual([]);
+    });
+
+    it.each([
+      ['a negative X-RateLimit-Remaining', { 'X-RateLimit-Remaining': '-1' }],
+      ['a non-integer X-RateLimit-Limit', { 'X-RateLimit-Limit': 'sixty' }],
+      ['an X-RateLimit-Reset that is not a whole minute', { 'X-RateLimit-Reset': '1795334461' }],
+      ['a RateLimit-Policy in another format', { 'RateLimit-Policy': '60;w=60' }],
+      [
+        'a RateLimit-Policy with a wrong window length',
+        { 'RateLimit-Policy': '"minute";q=60;w=61, "day";q=1000;w=86400' },
+      ],
+      ['a RateLimit with one window', { RateLimit: '"minute";r=59;t=45' }],
+      [
+        'a RateLimit with the non-binding window first',
+        { RateLimit: '"day";r=999;t=57585, "minute";r=59;t=45' },
+      ],
+      [
+        "an X-RateLimit-Remaining that is not the binding window's",
+        { 'X-RateLimit-Remaining': '58' },
+      ],
+      ["an X-RateLimit-Limit that is not the binding window's", { 'X-RateLimit-Limit': '1000' }],
+      [
+        'a window ending after its length',
+        { RateLimit: '"minute";r=59;t=61, "day";r=999;t=57585' },
+      ],
+      [
+        'more remaining than the quota',
+        { 'X-RateLimit-Remaining': '61', RateLimit: '"minute";r=61;t=45, "day";r=999;t=57585' },
+      ],
+    ])('refuses %s', async (_, changed: Record<string, string>) => {
+      expect(
+        await openApiResponseErrors({ ...list, headers: { ...FUNCTION_HEADERS, ...changed } }),
+      ).not.toEqual([]);
+    });
+
+    it('accepts the day window as the binding one, and the minute window on a tie', async () => {
+      const day = {
+        'X-RateLimit-Limit': '5',
+        'X-RateLimit-Remaining': '4',
+        'X-RateLimit-Reset': '1795392000',
+        'RateLimit-Policy': '"minute";q=100;w=60, "day";q=5;w=86400',
+        RateLimit: '"day";r=4;t=57585, "minute";r=99;t=45',
+      };
+      expect(
+        await openApiResponseErrors({ ...list, headers: { ...JSON_HEADERS, ...day } }),
+      ).toEqual([]);
+      const tie = {
+        'X-RateLimit-Limit': '5',
+        'X-RateLimit-Remaining': '0',
+        'X-RateLimit-Reset': '1795334460',
+        'RateLimit-Policy': '"minute";q=5;w=60, "day";q=5;w=86400',
+        RateLimit: '"minute";r=0;t=45, "day";r=0;t=57585',
+      };
+      expect(
+        await openApiResponseErrors({ ...list, headers: { ...JSON_HEADERS, ...tie } }),
+      ).toEqual([]);
+      const dayFirst = { ...tie, RateLimit: '"day";r=0;t=57585, "minute";r=0;t=45' };
+      expect(
+        await openApiResponseErrors({ ...list, headers: { ...JSON_HEADERS, ...dayFirst } }),
+      ).toContainEqual(expect.stringContaining('binding window first'));
+    });
+  });
+
+  describe('on 429', () => {
+    const limited = {
+      method: 'DELETE',
+      path: '/store/orders/7',
+      status: 429,
+      body: JSON.stringify({
+        code: 'RATE_LIMITED',
+        message: 'Rate limit exceeded: retry after 51 seconds.',
+        status: 429,
+      }),
+    };
+    const banned = JSON.stringify({
+      code: 'API_KEY_TEMPORARILY_BANNED',
+      message:
+        'The API key is temporarily banned for repeated requests over its rate limit: retry after 900 seconds.',
+      status: 429,
+    });
+
+    it("accepts a function's 429 (both codes) and the stage throttle's, without rate-limit headers", async () => {
+      const headers = { ...FUNCTION_HEADERS, 'Retry-After': '51' };
+      expect(await openApiResponseErrors({ ...limited, headers })).toEqual([]);
+      expect(await openApiResponseErrors({ ...limited, headers, body: banned })).toEqual([]);
+      expect(
+        await openApiResponseErrors({
+          ...limited,
+          headers: { ...JSON_HEADERS, 'Retry-After': '1' },
+        }),
+      ).toEqual([]);
+    });
+
+    it.each([
+      ['without Retry-After', FUNCTION_HEADERS, limited.body],
+      ['with Retry-After 0', { ...FUNCTION_HEADERS, 'Retry-After': '0' }, limited.body],
+      [
+        'with only some rate-limit headers',
+        { ...JSON_HEADERS, 'Retry-After': '5', 'X-RateLimit-Limit': '60' },
+        limited.body,
+      ],
+      [
+        'with a malformed optional header',
+        { ...FUNCTION_HEADERS, 'Retry-After': '5', RateLimit: 'r=0' },
+        limited.body,
+      ],
+      [
+        'with another code',
+        { ...FUNCTION_HEADERS, 'Retry-After': '5' },
+        '{"code":"SERVICE_UNAVAILABLE","message":"m","status":429}',
+      ],
+    ])('refuses a 429 %s', async (_, headers: Record<string, string>, body) => {
+      expect(await openApiResponseErrors({ ...limited, headers, body })).not.toEqual([]);
+    });
+  });
+
   describe('on order lists', () => {
-    const list = { method: 'GET', path: '/store/orders', status: 200, headers: JSON_HEADERS };
+    const list = { method: 'GET', path: '/store/orders', status: 200, headers: FUNCTION_HEADERS };
 
     it('accepts int64 ids past 2^53, up to the int64 maximum', async () => {
       const body =
@@ -378,7 +722,7 @@ describe('openApiResponseErrors', () => {
 
   it('fails a test through expectValidAgainstOpenApi, listing the problems', async () => {
     const body = '[{"id":1,"status":"pending"}]';
-    const good = new Response(body, { status: 200, headers: JSON_HEADERS });
+    const good = new Response(body, { status: 200, headers: FUNCTION_HEADERS });
     await expectValidAgainstOpenApi(good, body, 'GET', '/store/orders');
     const bad = new Response(body, { status: 201, headers: JSON_HEADERS });
     await expect(expectValidAgainstOpenApi(bad, body, 'GET', '/store/orders')).rejects.toThrow(
@@ -389,6 +733,8 @@ describe('openApiResponseErrors', () => {
 
 describe('real responses, through the local API Gateway emulator', () => {
   const key = apiKeyFromBody('OpenApiContractTestKey0000000000');
+  /** An enterprise key allowed one request a minute. */
+  const tinyKey = apiKeyFromBody('OpenApiContractTinyKey0000000000');
   const orders: Order[] = [
     { id: 1n, petId: 10n, quantity: 1, shipDate: '2026-11-20T09:00:00Z', status: 'pending' },
     { id: 2n, petId: 20n, quantity: 2, complete: true, status: 'shipped' },
@@ -404,7 +750,10 @@ describe('real responses, through the local API Gateway emulator', () => {
     await new DynamoDbOrderStore(tables.client, tables.tables.orders).putOrders(orders);
     await registerKeys(
       new DynamoDbKeyStore(tables.client, tables.tables.apiKeys),
-      [{ key, plan: 'pro' }],
+      [
+        { key, plan: 'pro' },
+        { key: tinyKey, plan: 'enterprise', limits: { perMinute: 1, perDay: 1000 } },
+      ],
       new Date(),
     );
     const functions = await loadFunctions({ endpoint: tables.endpoint, tables: tables.tables });
@@ -427,12 +776,46 @@ describe('real responses, through the local API Gateway emulator', () => {
     method: string,
     path: string,
     headers: Record<string, string> = { Authorization: `Bearer ${key}` },
-  ): Promise<{ status: number; body: string }> {
+  ): Promise<{ status: number; body: string; headers: Headers }> {
     const response = await fetch(`${baseUrl}${path}`, { method, headers });
     const body = await response.text();
     await expectValidAgainstOpenApi(response, body, method, path);
-    return { status: response.status, body };
+    return { status: response.status, body, headers: response.headers };
   }
+
+  it("puts the pro plan's rate-limit headers on a function's answer, and none on a 401", async () => {
+    const listed = await call('GET', '/store/orders');
+    expect(listed.headers.get('X-RateLimit-Limit')).toBe(String(PLAN_LIMITS.pro.perMinute));
+    expect(listed.headers.get('RateLimit-Policy')).toBe(
+      `"minute";q=${PLAN_LIMITS.pro.perMinute};w=60, "day";q=${PLAN_LIMITS.pro.perDay};w=86400`,
+    );
+    const refused = await call('GET', '/store/orders', {});
+    expect(refused.status).toBe(401);
+    for (const name of RATE_LIMIT_HEADERS) expect(refused.headers.get(name), name).toBeNull();
+  });
+
+  it('answers 429 RATE_LIMITED as documented to a key over its limit', async () => {
+    const auth = { Authorization: `Bearer ${tinyKey}` };
+    // One request a minute: the second is refused, unless a minute began in between.
+    let answer = await call('GET', '/store/orders', auth);
+    expect(answer.status).toBe(200);
+    for (let i = 0; i < 2 && answer.status !== 429; i++) {
+      answer = await call(
+        i % 2 ? 'GET' : 'DELETE',
+        i % 2 ? '/store/orders' : '/store/orders/4',
+        auth,
+      );
+    }
+    expect(answer.status).toBe(429);
+    const retryAfter = answer.headers.get('Retry-After');
+    expect(JSON.parse(answer.body)).toEqual({
+      code: 'RATE_LIMITED',
+      message: `Rate limit exceeded: retry after ${retryAfter} seconds.`,
+      status: 429,
+    });
+    expect(answer.headers.get('X-RateLimit-Limit')).toBe('1');
+    expect(answer.headers.get('X-RateLimit-Remaining')).toBe('0');
+  });
 
   it('lists the orders as documented, int64 digits exact', async () => {
     const { status, body } = await call('GET', '/store/orders');
@@ -466,5 +849,189 @@ describe('real responses, through the local API Gateway emulator', () => {
     expect((await call('GET', '/pets/1')).status).toBe(404);
     expect((await call('POST', '/store/orders')).status).toBe(405);
     expect((await call('GET', '/store/orders/1')).status).toBe(405);
+  });
+});
+
+describe('real responses from the handlers, on a fixed clock', () => {
+  /** 08:00:15 UTC: 45 s left in the minute, 57,585 s in the day (the document's examples). */
+  const NOW = Date.UTC(2026, 10, 22, 8, 0, 15);
+  const BAN_SECONDS = DEFAULT_LIMITER_SETTINGS.banMs / 1000;
+  let tables: TestTables;
+  /** The orders' own client, so that its failures leave the rate limiter alone. */
+  let ordersClient: ReturnType<typeof createDocumentClient>;
+  let sequence = 0;
+
+  beforeAll(async () => {
+    tables = await createTestTables('openapi-limits');
+    ordersClient = createDocumentClient({ endpoint: tables.endpoint });
+    await new DynamoDbOrderStore(ordersClient, tables.tables.orders).putOrders([
+      { id: 1n, status: 'pending' },
+      { id: 2n, status: 'shipped' },
+    ]);
+  });
+
+  afterAll(async () => {
+    ordersClient?.destroy();
+    await tables?.drop();
+  });
+
+  /** Both functions for one new caller, sharing a limiter (one container) and a clock. */
+  function functionsFor(limits: Limits) {
+    const caller: Caller = { keyId: `key_contract${++sequence}`, plan: 'enterprise', limits };
+    const limiter = new DynamoDbRateLimiter(tables.client, tables.tables.rateLimits);
+    const clock = { now: NOW };
+    const deps = {
+      orders: () => new DynamoDbOrderStore(ordersClient, tables.tables.orders),
+      limiter: () => limiter,
+      now: () => clock.now,
+    };
+    const list = createListOrdersHandler(deps);
+    const cancel = createCancelOrderHandler(deps);
+    const authorizer = { principalId: caller.keyId, ...callerToContext(caller) };
+    return {
+      clock,
+      /** Calls an operation and checks the answer against the document. */
+      call: async (method: 'GET' | 'DELETE', path: string): Promise<HttpResult> => {
+        const orderId = path.split('/')[3];
+        const result = await invokeHttp(
+          method === 'GET' ? list : cancel,
+          proxyEvent({
+            method,
+            resource: method === 'GET' ? '/store/orders' : '/store/orders/{orderId}',
+            path,
+            pathParameters: orderId === undefined ? null : { orderId },
+            authorizer,
+          }),
+        );
+        const problems = await openApiResponseErrors({
+          method,
+          path,
+          status: result.statusCode,
+          headers: result.headers,
+          body: result.body,
+        });
+        expect(problems, `${method} ${path} → ${result.statusCode}`).toEqual([]);
+        return result;
+      },
+    };
+  }
+
+  const bodyOf = (result: HttpResult) => JSON.parse(result.body) as Record<string, unknown>;
+
+  it("counts every answer of a function (400, 404 and 409 too), with the document's example headers first", async () => {
+    const { call } = functionsFor(PLAN_LIMITS.free);
+    const listed = await call('GET', '/store/orders');
+    expect(listed.statusCode).toBe(200);
+    expect(listed.headers).toMatchObject(RATE_HEADERS);
+    const answers = [
+      await call('DELETE', '/store/orders/abc'),
+      await call('DELETE', '/store/orders/999'),
+      await call('DELETE', '/store/orders/2'),
+      await call('DELETE', '/store/orders/1'),
+    ];
+    expect(answers.map((a) => a.statusCode)).toEqual([400, 404, 409, 204]);
+    expect(answers.map((a) => a.headers['X-RateLimit-Remaining'])).toEqual([
+      '58',
+      '57',
+      '56',
+      '55',
+    ]);
+    expect(answers.at(-1)?.headers.RateLimit).toBe('"minute";r=55;t=45, "day";r=995;t=57585');
+  });
+
+  it('answers 429 RATE_LIMITED as documented on both operations (one request a minute, called twice)', async () => {
+    const { call } = functionsFor({ perMinute: 1, perDay: 1000 });
+    expect((await call('GET', '/store/orders')).statusCode).toBe(200);
+    for (const [method, path] of [
+      ['GET', '/store/orders'],
+      ['DELETE', '/store/orders/1'],
+    ] as const) {
+      const refused = await call(method, path);
+      expect(refused.statusCode).toBe(429);
+      // The next request fits once floor(1 × (W − e) / W) < 1: 1 ms into the next minute.
+      expect(refused.headers['Retry-After']).toBe('46');
+      expect(bodyOf(refused)).toEqual({
+        code: 'RATE_LIMITED',
+        message: 'Rate limit exceeded: retry after 46 seconds.',
+        status: 429,
+      });
+      expect(refused.headers).toMatchObject({
+        'X-RateLimit-Limit': '1',
+        'X-RateLimit-Remaining': '0',
+        'X-RateLimit-Reset': String((NOW + 45_000) / 1000),
+        RateLimit: '"minute";r=0;t=45, "day";r=999;t=57585',
+      });
+    }
+  });
+
+  it('bans on the refusal over the threshold, then answers API_KEY_TEMPORARILY_BANNED as documented', async () => {
+    const { call, clock } = functionsFor({ perMinute: 1, perDay: 1000 });
+    expect((await call('GET', '/store/orders')).statusCode).toBe(200);
+    const refusals: HttpResult[] = [];
+    for (let i = 0; i <= DEFAULT_LIMITER_SETTINGS.maxRefusalsPerMinute; i++) {
+      refusals.push(await call('GET', '/store/orders'));
+    }
+    expect(refusals.map((r) => bodyOf(r).code)).toEqual(
+      Array(DEFAULT_LIMITER_SETTINGS.maxRefusalsPerMinute + 1).fill('RATE_LIMITED'),
+    );
+    // The refusal over the threshold is still RATE_LIMITED, with the ban's Retry-After.
+    expect(refusals.at(-2)?.headers['Retry-After']).toBe('46');
+    expect(refusals.at(-1)?.headers['Retry-After']).toBe(String(BAN_SECONDS));
+    expect(bodyOf(refusals.at(-1) as HttpResult).message).toBe(
+      `Rate limit exceeded: retry after ${BAN_SECONDS} seconds.`,
+    );
+
+    clock.now = NOW + 5 * 60_000;
+    for (const [method, path] of [
+      ['GET', '/store/orders'],
+      ['DELETE', '/store/orders/1'],
+    ] as const) {
+      const banned = await call(method, path);
+      expect(banned.statusCode).toBe(429);
+      expect(banned.headers['Retry-After']).toBe(String(BAN_SECONDS - 300));
+      expect(banned.headers['X-RateLimit-Remaining']).toBe('0');
+      expect(bodyOf(banned)).toEqual({
+        code: 'API_KEY_TEMPORARILY_BANNED',
+        message: `The API key is temporarily banned for repeated requests over its rate limit: retry after ${BAN_SECONDS - 300} seconds.`,
+        status: 429,
+      });
+    }
+    // The ban ends when it said, not extended by the requests made during it.
+    clock.now = NOW + BAN_SECONDS * 1000;
+    expect((await call('GET', '/store/orders')).statusCode).toBe(200);
+  });
+
+  it('fails closed when the rate-limit store fails: 503 with Retry-After and the last known counts', async () => {
+    const { call } = functionsFor(PLAN_LIMITS.free);
+    expect((await call('GET', '/store/orders')).headers['X-RateLimit-Remaining']).toBe('59');
+    const restore = failDynamoDbCalls(tables.client, () =>
+      Object.assign(new Error('denied'), { name: 'AccessDeniedException', $metadata: {} }),
+    );
+    try {
+      const unavailable = await call('DELETE', '/store/orders/1');
+      expect(unavailable.statusCode).toBe(503);
+      expect(bodyOf(unavailable).code).toBe('SERVICE_UNAVAILABLE');
+      expect(Number(unavailable.headers['Retry-After'])).toBeGreaterThanOrEqual(1);
+      expect(unavailable.headers['X-RateLimit-Remaining']).toBe('59');
+    } finally {
+      restore();
+    }
+  });
+
+  it('puts the rate-limit headers on the 500 and 503 a function gives when the orders fail', async () => {
+    const { call } = functionsFor(PLAN_LIMITS.free);
+    for (const [failure, status] of [
+      [() => Object.assign(new Error('bug'), { name: 'ValidationException', $metadata: {} }), 500],
+      [() => Object.assign(new Error('slow'), { name: 'ThrottlingException', $metadata: {} }), 503],
+    ] as const) {
+      const restore = failDynamoDbCalls(ordersClient, failure);
+      try {
+        const listed = await call('GET', '/store/orders');
+        expect(listed.statusCode).toBe(status);
+        expect(listed.headers['X-RateLimit-Limit']).toBe('60');
+      } finally {
+        restore();
+      }
+    }
   });
 });

@@ -1,9 +1,12 @@
 /**
  * Checks real responses against `openapi/openapi.yaml`: the status must be documented for the
  * operation (or be an answer API Gateway gives itself, from `components/responses`), the
- * Content-Type must match, the body must validate against the schema and the required headers
- * must be there. The document is dereferenced once and each schema compiled once, so a body of
- * 100,000 orders is checked in well under a second.
+ * Content-Type must match, the body must validate against the schema, the required headers must
+ * be there and every documented header that is there must validate against its schema (so a
+ * header the document marks optional, like the rate-limit headers of a 429, is checked when
+ * present). The rate-limit headers must also agree with each other. The document is
+ * dereferenced once and each schema compiled once, so a body of 100,000 orders is checked in
+ * well under a second.
  */
 import { fileURLToPath } from 'node:url';
 import { dereference } from '@readme/openapi-parser';
@@ -91,7 +94,7 @@ const GATEWAY_RESPONSES = {
   /** The path is in the document, the method is not. */
   unknownMethod: ['MethodNotAllowed', 'BadRequest'],
   /** A documented operation: besides its own responses. */
-  operation: ['RequestTooLarge', 'BadRequest'],
+  operation: ['RequestTooLarge', 'BadRequest', 'GatewayInternalError'],
 } as const;
 
 let documentPromise: Promise<OpenApiDocument> | undefined;
@@ -263,6 +266,73 @@ function parseJson(text: string): Validated<unknown> & { int64Problems?: string[
   }
 }
 
+/** The rate-limit headers of a function's answer (CONTRACT 4.2), in the document's spelling. */
+export const RATE_LIMIT_HEADERS = [
+  'X-RateLimit-Limit',
+  'X-RateLimit-Remaining',
+  'X-RateLimit-Reset',
+  'RateLimit-Policy',
+  'RateLimit',
+] as const;
+
+const WINDOW_SECONDS: Readonly<Record<string, number>> = { minute: 60, day: 86_400 };
+
+/**
+ * Whether the rate-limit headers of a response agree with each other (their formats are the
+ * schemas' business): all five or none; `X-RateLimit-*` describe the first window of
+ * `RateLimit`, which is the binding one (fewer remaining, the minute window on a tie); nothing
+ * remains beyond the quota, and no window ends further away than its length.
+ */
+function rateLimitHeaderProblems(
+  where: string,
+  headers: (name: string) => string | null,
+): string[] {
+  const present = RATE_LIMIT_HEADERS.filter((name) => headers(name) !== null);
+  if (present.length === 0) return [];
+  if (present.length < RATE_LIMIT_HEADERS.length) {
+    const missing = RATE_LIMIT_HEADERS.filter((name) => headers(name) === null);
+    return [`${where}: rate-limit headers come together, but ${missing.join(', ')} missing`];
+  }
+  const quotas = new Map<string, number>();
+  for (const [, window, q, w] of (headers('RateLimit-Policy') ?? '').matchAll(
+    /"(\w+)";q=(\d+);w=(\d+)/g,
+  )) {
+    quotas.set(window as string, Number(q));
+    if (Number(w) !== WINDOW_SECONDS[window as string]) {
+      return [`${where}: RateLimit-Policy gives the ${window} window ${w} seconds`];
+    }
+  }
+  const items = [...(headers('RateLimit') ?? '').matchAll(/"(\w+)";r=(\d+);t=(\d+)/g)].map(
+    ([, window, r, t]) => ({ window: window as string, r: Number(r), t: Number(t) }),
+  );
+  const [binding, other] = items;
+  if (!binding || !other || quotas.size !== 2) return []; // The schemas report the format.
+  const problems: string[] = [];
+  const say = (problem: string) => problems.push(`${where}: ${problem}`);
+  if (String(quotas.get(binding.window)) !== headers('X-RateLimit-Limit')) {
+    say(`X-RateLimit-Limit is not the ${binding.window} quota of RateLimit-Policy`);
+  }
+  if (String(binding.r) !== headers('X-RateLimit-Remaining')) {
+    say(`X-RateLimit-Remaining is not the remaining count of the first RateLimit window`);
+  }
+  if (binding.r > other.r || (binding.r === other.r && binding.window !== 'minute')) {
+    say(`RateLimit does not put the binding window first (fewer remaining, minute on a tie)`);
+  }
+  for (const item of items) {
+    if (item.r > (quotas.get(item.window) ?? 0)) {
+      say(`RateLimit: ${item.window} has ${item.r} remaining, beyond its quota`);
+    }
+    if (item.t > (WINDOW_SECONDS[item.window] ?? 0)) {
+      say(`RateLimit: the ${item.window} window ends in ${item.t} s, beyond its length`);
+    }
+  }
+  const reset = Number(headers('X-RateLimit-Reset'));
+  if (reset % (WINDOW_SECONDS[binding.window] ?? 1) !== 0) {
+    say(`X-RateLimit-Reset ${reset} is not the end of a ${binding.window} window`);
+  }
+  return problems;
+}
+
 /** Problems of a response against one documented response; empty when it conforms. */
 function responseProblems(
   where: string,
@@ -291,6 +361,10 @@ function responseProblems(
         );
       }
     }
+  }
+  const documentedHeaders = documented.headers ?? {};
+  if (RATE_LIMIT_HEADERS.some((name) => name in documentedHeaders)) {
+    problems.push(...rateLimitHeaderProblems(where, headers));
   }
 
   const content = documented.content;
@@ -374,7 +448,9 @@ export async function openApiResponseErrors(input: ResponseToCheck): Promise<str
     context = `${method} ${input.path} (no such path)`;
     gatewayNames = GATEWAY_RESPONSES.unknownPath;
   }
-  for (const name of gatewayNames) {
+  // API Gateway's own answers carry no rate-limit header: an answer with one is a function's.
+  const fromFunction = RATE_LIMIT_HEADERS.some((name) => headers(name) !== null);
+  for (const name of fromFunction ? [] : gatewayNames) {
     const response = document.components.responses[name];
     if (response && responseStatus(response) === input.status) {
       candidates.push({ where: `${context} ${status} (components/responses/${name})`, response });
