@@ -1,5 +1,10 @@
 /** Names of the service's own metrics: emitted by the functions, alarmed on by the stack. */
 export const METRICS_NAMESPACE = 'StoreOrders';
+
+/** Each deployment stage publishes under its own namespace, so stages never mix. */
+export function stageMetricsNamespace(stage: string): string {
+  return `${METRICS_NAMESPACE}/${stage}`;
+}
 export const SERVICE_NAME = 'store-orders';
 
 export const METRIC_NAMES = {

@@ -16,9 +16,16 @@ import {
   gatewayAnswer,
   methodNotAllowedAnswer,
   type GatewayAnswer,
+  type GatewayResponseDefinition,
   type GatewayResponseType,
 } from '../lib/api/gateway-responses.ts';
-import { API_STAGE, resolveRoute, type OperationId, type RouteMatch } from '../lib/api/routes.ts';
+import {
+  API_STAGE,
+  resolveRoute,
+  type OperationId,
+  type RouteDefinition,
+  type RouteMatch,
+} from '../lib/api/routes.ts';
 import {
   createContext,
   invokeBuffered,
@@ -43,6 +50,9 @@ export interface GatewayOptions {
   readonly integrationTimeoutMs?: number;
   /** One line per request; never carries a key. */
   readonly log?: (line: string) => void;
+  /** The route table and gateway responses (default: the service's, as the stack deploys them). */
+  readonly routes?: readonly RouteDefinition[];
+  readonly gatewayResponses?: readonly GatewayResponseDefinition[];
   readonly now?: () => number;
 }
 
@@ -121,6 +131,7 @@ async function readBody(request: IncomingMessage): Promise<Buffer | 'too-large'>
 export function createGateway(options: GatewayOptions) {
   const now = options.now ?? Date.now;
   const cache = new Map<string, { result: AuthorizerResult; expires: number }>();
+  const answerOf = (type: GatewayResponseType) => gatewayAnswer(type, options.gatewayResponses);
   const integrationTimeoutMs = options.integrationTimeoutMs ?? INTEGRATION_TIMEOUT_MS;
 
   const methodArn = (match: RouteMatch, path: string): string =>
@@ -258,9 +269,9 @@ export function createGateway(options: GatewayOptions) {
         invokeStreaming(handler, event, context).catch(() => 'failed' as const),
       );
       if (started === 'timeout')
-        return sendAnswer(response, gatewayAnswer('INTEGRATION_TIMEOUT'), requestId);
+        return sendAnswer(response, answerOf('INTEGRATION_TIMEOUT'), requestId);
       if (started === 'failed')
-        return sendAnswer(response, gatewayAnswer('INTEGRATION_FAILURE'), requestId);
+        return sendAnswer(response, answerOf('INTEGRATION_FAILURE'), requestId);
       const status = started.prelude?.statusCode ?? 200;
       response.writeHead(status, {
         ...(started.prelude?.headers ?? {}),
@@ -278,10 +289,10 @@ export function createGateway(options: GatewayOptions) {
     } catch (error) {
       if (!(error instanceof PayloadTooLargeError))
         options.log?.(`function ${functionName} failed: ${(error as Error).message}`);
-      return sendAnswer(response, gatewayAnswer('INTEGRATION_FAILURE'), requestId);
+      return sendAnswer(response, answerOf('INTEGRATION_FAILURE'), requestId);
     }
     if (result === 'timeout')
-      return sendAnswer(response, gatewayAnswer('INTEGRATION_TIMEOUT'), requestId);
+      return sendAnswer(response, answerOf('INTEGRATION_TIMEOUT'), requestId);
     const proxy = result as {
       statusCode?: unknown;
       headers?: Record<string, string>;
@@ -291,7 +302,7 @@ export function createGateway(options: GatewayOptions) {
       typeof proxy?.statusCode !== 'number' ||
       (proxy.body !== undefined && typeof proxy.body !== 'string')
     ) {
-      return sendAnswer(response, gatewayAnswer('INTEGRATION_FAILURE'), requestId);
+      return sendAnswer(response, answerOf('INTEGRATION_FAILURE'), requestId);
     }
     const headers = { ...(proxy.headers ?? {}), 'x-amzn-RequestId': requestId };
     send(response, proxy.statusCode, headers, proxy.body ?? '');
@@ -308,11 +319,11 @@ export function createGateway(options: GatewayOptions) {
     const stagePrefix = `/${API_STAGE}`;
     const inStage = url.pathname === stagePrefix || url.pathname.startsWith(`${stagePrefix}/`);
     const resolution = inStage
-      ? resolveRoute(method, url.pathname.slice(stagePrefix.length) || '/')
+      ? resolveRoute(method, url.pathname.slice(stagePrefix.length) || '/', options.routes)
       : ({ kind: 'not-found' } as const);
     if (resolution.kind === 'not-found') {
       return {
-        status: sendAnswer(response, gatewayAnswer('MISSING_AUTHENTICATION_TOKEN'), requestId),
+        status: sendAnswer(response, answerOf('MISSING_AUTHENTICATION_TOKEN'), requestId),
       };
     }
     if (resolution.kind === 'method-not-allowed') {
@@ -320,17 +331,17 @@ export function createGateway(options: GatewayOptions) {
     }
     const body = await readBody(request);
     if (body === 'too-large')
-      return { status: sendAnswer(response, gatewayAnswer('REQUEST_TOO_LARGE'), requestId) };
+      return { status: sendAnswer(response, answerOf('REQUEST_TOO_LARGE'), requestId) };
 
     const token = headerValue(request, 'authorization');
     if (token === undefined || token.trim() === '') {
-      return { status: sendAnswer(response, gatewayAnswer('UNAUTHORIZED'), requestId) };
+      return { status: sendAnswer(response, answerOf('UNAUTHORIZED'), requestId) };
     }
     const match = resolution.match;
     const arn = methodArn(match, url.pathname.slice(stagePrefix.length));
     const authorization = await authorize(token, arn);
     if (!authorization.ok)
-      return { status: sendAnswer(response, gatewayAnswer(authorization.answer), requestId) };
+      return { status: sendAnswer(response, answerOf(authorization.answer), requestId) };
 
     const event = proxyEvent(request, url, match, authorization.result, body, requestId);
     const handler = options.functions[match.route.operationId];
@@ -346,7 +357,7 @@ export function createGateway(options: GatewayOptions) {
     } catch (error) {
       options.log?.(`gateway error: ${(error as Error).message}`);
       if (!response.headersSent)
-        outcome = { status: sendAnswer(response, gatewayAnswer('DEFAULT_5XX'), randomUUID()) };
+        outcome = { status: sendAnswer(response, answerOf('DEFAULT_5XX'), randomUUID()) };
       else response.destroy();
     }
     // The request log names the caller by key id, never by key.

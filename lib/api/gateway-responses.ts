@@ -133,15 +133,21 @@ export interface GatewayAnswer {
   readonly body: ErrorBody;
 }
 
-export function gatewayResponse(type: GatewayResponseType): GatewayResponseDefinition {
-  const definition = GATEWAY_RESPONSES.find((r) => r.type === type);
+export function gatewayResponse(
+  type: GatewayResponseType,
+  definitions: readonly GatewayResponseDefinition[] = GATEWAY_RESPONSES,
+): GatewayResponseDefinition {
+  const definition = definitions.find((r) => r.type === type);
   if (!definition) throw new Error(`No gateway response is defined for ${type}`);
   return definition;
 }
 
 /** What API Gateway answers for a response type: status, headers and the Error body. */
-export function gatewayAnswer(type: GatewayResponseType): GatewayAnswer {
-  const { code, headers } = gatewayResponse(type);
+export function gatewayAnswer(
+  type: GatewayResponseType,
+  definitions: readonly GatewayResponseDefinition[] = GATEWAY_RESPONSES,
+): GatewayAnswer {
+  const { code, headers } = gatewayResponse(type, definitions);
   return {
     status: ERROR_CATALOGUE[code].status,
     headers: { 'Content-Type': 'application/json', ...headers },

@@ -1,0 +1,74 @@
+/** The stateful part of a stage: the three tables, from the shared table definitions. */
+import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
+import { AttributeType, Billing, TableV2, type ITableV2 } from 'aws-cdk-lib/aws-dynamodb';
+import type { Construct } from 'constructs';
+import { STACK_OUTPUTS } from '../lib/deployment.ts';
+import { TABLES, type TableDefinition, type TableName } from '../lib/dynamodb/tables.ts';
+import type { StageConfig } from './config.ts';
+
+export type StageTables = Readonly<Record<TableName, ITableV2>>;
+
+const attributeType = (type: 'S' | 'N') =>
+  type === 'S' ? AttributeType.STRING : AttributeType.NUMBER;
+
+const OUTPUT_OF: Record<TableName, string> = {
+  orders: STACK_OUTPUTS.ordersTable,
+  apiKeys: STACK_OUTPUTS.apiKeysTable,
+  rateLimits: STACK_OUTPUTS.rateLimitsTable,
+};
+
+export interface DataStackProps extends StackProps {
+  readonly config: StageConfig;
+}
+
+export class DataStack extends Stack {
+  readonly tables: StageTables;
+
+  constructor(scope: Construct, id: string, props: DataStackProps) {
+    super(scope, id, props);
+    const { config } = props;
+    const tables = {} as Record<TableName, ITableV2>;
+    for (const name of Object.keys(TABLES) as TableName[]) {
+      const definition: TableDefinition = TABLES[name];
+      tables[name] = new TableV2(this, definition.id, {
+        partitionKey: {
+          name: definition.partitionKey.name,
+          type: attributeType(definition.partitionKey.type),
+        },
+        ...(definition.sortKey
+          ? {
+              sortKey: {
+                name: definition.sortKey.name,
+                type: attributeType(definition.sortKey.type),
+              },
+            }
+          : {}),
+        globalSecondaryIndexes: (definition.globalIndexes ?? []).map((index) => ({
+          indexName: index.name,
+          partitionKey: {
+            name: index.partitionKey.name,
+            type: attributeType(index.partitionKey.type),
+          },
+        })),
+        billing: Billing.onDemand(),
+        pointInTimeRecoverySpecification: {
+          pointInTimeRecoveryEnabled: definition.pointInTimeRecovery,
+        },
+        ...(definition.timeToLiveAttribute
+          ? { timeToLiveAttribute: definition.timeToLiveAttribute }
+          : {}),
+        removalPolicy: config.removalPolicy,
+        deletionProtection: config.deletionProtection,
+      });
+      new CfnOutput(this, OUTPUT_OF[name], {
+        value: tables[name].tableName,
+        description: `${definition.id} table name`,
+      });
+    }
+    new CfnOutput(this, STACK_OUTPUTS.region, {
+      value: this.region,
+      description: 'Region of the tables',
+    });
+    this.tables = tables;
+  }
+}

@@ -1,0 +1,500 @@
+/** Assertion tests of the CDK app: the properties that matter, with matchers, not snapshots. */
+import { createServer } from 'node:http';
+import { App } from 'aws-cdk-lib';
+import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import { describe, expect, it } from 'vitest';
+import { ApiStack } from '../../infra/api-stack.ts';
+import { stageConfig } from '../../infra/config.ts';
+import { BUNDLING } from '../../infra/constructs/service-function.ts';
+import { DataStack } from '../../infra/data-stack.ts';
+import { NAG_ACKNOWLEDGEMENTS } from '../../infra/nag.ts';
+import {
+  GATEWAY_RESPONSES,
+  gatewayAnswer,
+  methodNotAllowedAnswer,
+} from '../../lib/api/gateway-responses.ts';
+import { methodsByPath, resolveRoute, ROUTES, type RouteDefinition } from '../../lib/api/routes.ts';
+import { createGateway } from '../../local/gateway.ts';
+import { STACK_OUTPUTS, stackNames } from '../../lib/deployment.ts';
+import { TABLES } from '../../lib/dynamodb/tables.ts';
+import { templates, testApp } from './support.ts';
+
+const { app, stages } = testApp();
+const staging = templates(stages.staging);
+const production = templates(stages.production);
+
+type Resource = { Type: string; Properties: Record<string, unknown> } & Record<string, unknown>;
+const resources = (template: Template, type: string) =>
+  Object.entries(template.findResources(type) as Record<string, Resource>);
+
+/** The logical id of a function, found by its description. */
+function functionId(template: Template, description: RegExp): string {
+  const found = resources(template, 'AWS::Lambda::Function').find(([, r]) =>
+    description.test(String(r.Properties.Description)),
+  );
+  if (!found) throw new Error(`no function ${description}`);
+  return found[0];
+}
+
+describe('stages', () => {
+  it('are staging and production, each a data and an api stack', () => {
+    expect(app.node.children.map((c) => c.node.id).sort()).toEqual(['Production', 'Staging']);
+    expect(stages.staging.data.stackName).toBe(stackNames('staging').data);
+    expect(stages.staging.api.stackName).toBe(stackNames('staging').api);
+    expect(stages.production.data.stackName).toBe('Production-Data');
+    expect(stages.production.api.stackName).toBe('Production-Api');
+  });
+
+  it('serve the API at stage v1, with throttling, tracing and JSON access logs', () => {
+    for (const { api } of [staging, production]) {
+      api.hasResourceProperties('AWS::ApiGateway::Stage', {
+        StageName: 'v1',
+        TracingEnabled: true,
+        AccessLogSetting: {
+          Format: Match.stringLikeRegexp('^\\{.*"requestId":"\\$context.requestId".*\\}$'),
+        },
+        MethodSettings: Match.arrayWith([
+          Match.objectLike({
+            ThrottlingRateLimit: Match.anyValue(),
+            ThrottlingBurstLimit: Match.anyValue(),
+          }),
+        ]),
+      });
+    }
+    staging.api.hasResourceProperties('AWS::ApiGateway::Stage', {
+      MethodSettings: Match.arrayWith([
+        Match.objectLike({ ThrottlingRateLimit: 200, ThrottlingBurstLimit: 400 }),
+      ]),
+    });
+  });
+
+  it('output the base URL (ending in /v1), the table names and the region for the operator CLI', () => {
+    const url = staging.api.findOutputs(STACK_OUTPUTS.apiUrl);
+    expect(JSON.stringify(Object.values(url)[0])).toMatch(/\/v1"\]\]\}/);
+    for (const key of [
+      STACK_OUTPUTS.region,
+      STACK_OUTPUTS.ordersTable,
+      STACK_OUTPUTS.apiKeysTable,
+      STACK_OUTPUTS.rateLimitsTable,
+    ]) {
+      expect(Object.keys(staging.data.findOutputs(key)), key).toHaveLength(1);
+    }
+  });
+});
+
+describe('API Gateway', () => {
+  it('puts every GET and DELETE behind the API-key TOKEN authorizer, cached 60 s by default', () => {
+    staging.api.hasResourceProperties('AWS::ApiGateway::Authorizer', {
+      Type: 'TOKEN',
+      IdentitySource: 'method.request.header.Authorization',
+      AuthorizerResultTtlInSeconds: 60,
+    });
+    const [authorizerId] = Object.keys(staging.api.findResources('AWS::ApiGateway::Authorizer'));
+    const methods = resources(staging.api, 'AWS::ApiGateway::Method').filter(
+      ([, m]) => m.Properties.HttpMethod !== 'ANY',
+    );
+    expect(methods.map(([, m]) => m.Properties.HttpMethod).sort()).toEqual(
+      ROUTES.map((r) => r.method).sort(),
+    );
+    for (const [, method] of methods) {
+      expect(method.Properties).toMatchObject({
+        AuthorizationType: 'CUSTOM',
+        AuthorizerId: { Ref: authorizerId },
+      });
+    }
+  });
+
+  it('streams listOrders and buffers cancelOrder', () => {
+    const byMethod = Object.fromEntries(
+      resources(staging.api, 'AWS::ApiGateway::Method').map(([, m]) => [
+        m.Properties.HttpMethod,
+        m.Properties.Integration as Record<string, unknown>,
+      ]),
+    );
+    expect(byMethod.GET).toMatchObject({
+      Type: 'AWS_PROXY',
+      ResponseTransferMode: 'STREAM',
+      TimeoutInMillis: 300_000,
+    });
+    expect(JSON.stringify(byMethod.GET?.Uri)).toContain('response-streaming-invocations');
+    expect(byMethod.DELETE).toMatchObject({ Type: 'AWS_PROXY' });
+    expect(byMethod.DELETE?.ResponseTransferMode ?? 'BUFFERED').toBe('BUFFERED');
+  });
+
+  it('answers other methods on known paths with 405 and Allow, from a mock, before authentication', () => {
+    const any = resources(staging.api, 'AWS::ApiGateway::Method').filter(
+      ([, m]) => m.Properties.HttpMethod === 'ANY',
+    );
+    expect(any).toHaveLength(methodsByPath().size);
+    const allows = any.map(([, m]) => {
+      const integration = m.Properties.Integration as {
+        Type: string;
+        IntegrationResponses: {
+          StatusCode: string;
+          ResponseParameters: Record<string, string>;
+          ResponseTemplates: Record<string, string>;
+        }[];
+      };
+      expect(m.Properties.AuthorizationType).toBe('NONE');
+      expect(integration.Type).toBe('MOCK');
+      const [response] = integration.IntegrationResponses;
+      expect(response?.StatusCode).toBe('405');
+      expect(JSON.parse(response!.ResponseTemplates['application/json']!)).toEqual(
+        methodNotAllowedAnswer(['GET']).body,
+      );
+      return response!.ResponseParameters['method.response.header.Allow'];
+    });
+    expect(allows.sort()).toEqual(["'DELETE'", "'GET'"]);
+  });
+
+  it('answers every gateway response in the Error shape, with its status and headers', () => {
+    const installed = resources(staging.api, 'AWS::ApiGateway::GatewayResponse');
+    expect(installed).toHaveLength(GATEWAY_RESPONSES.length);
+    for (const { type } of GATEWAY_RESPONSES) {
+      const answer = gatewayAnswer(type);
+      staging.api.hasResourceProperties('AWS::ApiGateway::GatewayResponse', {
+        ResponseType: type,
+        StatusCode: String(answer.status),
+        ResponseTemplates: { 'application/json': JSON.stringify(answer.body) },
+        ResponseParameters: Object.fromEntries(
+          Object.entries(answer.headers).map(([name, value]) => [
+            `gatewayresponse.header.${name}`,
+            `'${value}'`,
+          ]),
+        ),
+      });
+    }
+  });
+});
+
+describe('tables', () => {
+  it('are on demand, from the shared definitions: PITR on orders, TTL on the rate counters', () => {
+    for (const definition of Object.values(TABLES)) {
+      staging.data.hasResourceProperties('AWS::DynamoDB::GlobalTable', {
+        KeySchema: Match.arrayWith([
+          { AttributeName: definition.partitionKey.name, KeyType: 'HASH' },
+        ]),
+        BillingMode: 'PAY_PER_REQUEST',
+      });
+    }
+    staging.data.hasResourceProperties('AWS::DynamoDB::GlobalTable', {
+      KeySchema: [
+        { AttributeName: 'shard', KeyType: 'HASH' },
+        { AttributeName: 'id', KeyType: 'RANGE' },
+      ],
+      Replicas: [
+        Match.objectLike({
+          PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+        }),
+      ],
+    });
+    staging.data.hasResourceProperties('AWS::DynamoDB::GlobalTable', {
+      KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
+      TimeToLiveSpecification: { AttributeName: 'expiresAt', Enabled: true },
+    });
+  });
+
+  it('are retained and deletion-protected in production, and may be destroyed in staging', () => {
+    const prod = resources(production.data, 'AWS::DynamoDB::GlobalTable');
+    expect(prod).toHaveLength(3);
+    for (const [, table] of prod) {
+      expect(table.DeletionPolicy).toBe('Retain');
+      expect(table.UpdateReplacePolicy).toBe('Retain');
+      expect(JSON.stringify(table.Properties.Replicas)).toContain(
+        '"DeletionProtectionEnabled":true',
+      );
+    }
+    expect(stages.production.data.terminationProtection).toBe(true);
+    for (const [, table] of resources(staging.data, 'AWS::DynamoDB::GlobalTable')) {
+      expect(table.DeletionPolicy).toBe('Delete');
+      expect(JSON.stringify(table.Properties.Replicas)).not.toContain(
+        '"DeletionProtectionEnabled":true',
+      );
+    }
+  });
+
+  it('keep logs two weeks in staging and a year in production', () => {
+    staging.api.allResourcesProperties('AWS::Logs::LogGroup', { RetentionInDays: 14 });
+    production.api.allResourcesProperties('AWS::Logs::LogGroup', { RetentionInDays: 365 });
+    for (const [, group] of resources(production.api, 'AWS::Logs::LogGroup'))
+      expect(group.DeletionPolicy).toBe('Retain');
+  });
+});
+
+describe('functions', () => {
+  it('run Node.js 24 on arm64 with X-Ray, source maps and their own log groups', () => {
+    const fns = resources(staging.api, 'AWS::Lambda::Function');
+    expect(fns).toHaveLength(3);
+    for (const [, fn] of fns) {
+      expect(fn.Properties).toMatchObject({
+        Runtime: 'nodejs24.x',
+        Architectures: ['arm64'],
+        Handler: 'index.handler',
+        TracingConfig: { Mode: 'Active' },
+        LoggingConfig: { LogGroup: { Ref: expect.any(String) } },
+        Environment: {
+          Variables: expect.objectContaining({
+            NODE_OPTIONS: '--enable-source-maps',
+            POWERTOOLS_SERVICE_NAME: 'store-orders',
+          }),
+        },
+      });
+    }
+  });
+
+  it('have the memory, timeout and environment each needs', () => {
+    const byDescription = (d: RegExp) =>
+      staging.api.toJSON().Resources[functionId(staging.api, d)] as Resource;
+    expect(byDescription(/^GET/).Properties).toMatchObject({ MemorySize: 1024, Timeout: 300 });
+    expect(byDescription(/^DELETE/).Properties).toMatchObject({ MemorySize: 512, Timeout: 10 });
+    expect(byDescription(/authorizer/).Properties).toMatchObject({ MemorySize: 512, Timeout: 10 });
+    const listEnv = (
+      byDescription(/^GET/).Properties.Environment as { Variables: Record<string, unknown> }
+    ).Variables;
+    expect(Object.keys(listEnv)).toEqual(
+      expect.arrayContaining([
+        TABLES.orders.envVar,
+        TABLES.rateLimits.envVar,
+        'RATE_LIMIT_FAILURE_MODE',
+        'POWERTOOLS_METRICS_NAMESPACE',
+      ]),
+    );
+    expect(listEnv).not.toHaveProperty(TABLES.apiKeys.envVar);
+    expect(listEnv.POWERTOOLS_METRICS_NAMESPACE).toBe('StoreOrders/staging');
+    const authorizerEnv = (
+      byDescription(/authorizer/).Properties.Environment as { Variables: Record<string, unknown> }
+    ).Variables;
+    expect(Object.keys(authorizerEnv)).toContain(TABLES.apiKeys.envVar);
+    expect(authorizerEnv).not.toHaveProperty(TABLES.orders.envVar);
+  });
+
+  it('are bundled as minified ESM with the AWS SDK inside', () => {
+    expect(BUNDLING).toMatchObject({
+      format: 'esm',
+      minify: true,
+      sourceMap: true,
+      externalModules: [],
+      target: 'node24',
+    });
+  });
+
+  it('may only do what they use, on the tables they use: no * on DynamoDB', () => {
+    const policies = resources(staging.api, 'AWS::IAM::Policy');
+    const dynamoStatements = (roleMatch: RegExp) =>
+      policies
+        .filter(([, p]) => JSON.stringify(p.Properties.Roles).match(roleMatch))
+        .flatMap(
+          ([, p]) =>
+            (
+              p.Properties.PolicyDocument as {
+                Statement: { Action: string | string[]; Resource: unknown }[];
+              }
+            ).Statement,
+        )
+        .filter((s) => [s.Action].flat().some((a) => a.startsWith('dynamodb:')));
+    const shape = (statements: { Action: string | string[]; Resource: unknown }[]) =>
+      statements
+        .map((s) => [
+          [s.Action].flat().join(','),
+          JSON.stringify(s.Resource).match(/DataNestedStack|Orders|ApiKeys|RateLimits/g)?.[0],
+        ])
+        .sort();
+    expect(shape(dynamoStatements(/ListOrdersRole/))).toEqual([
+      ['dynamodb:Query', 'Orders'],
+      ['dynamodb:UpdateItem', 'RateLimits'],
+    ]);
+    expect(shape(dynamoStatements(/CancelOrderRole/))).toEqual([
+      ['dynamodb:UpdateItem', 'Orders'],
+      ['dynamodb:UpdateItem', 'RateLimits'],
+    ]);
+    expect(shape(dynamoStatements(/AuthorizerRole/))).toEqual([['dynamodb:GetItem', 'ApiKeys']]);
+    for (const statement of dynamoStatements(/./)) {
+      expect([statement.Action].flat().some((a) => a.includes('*'))).toBe(false);
+      expect(JSON.stringify(statement.Resource)).not.toMatch(/"\*"|index\/\*/);
+    }
+    // No managed execution policy: each role writes to its own log group only.
+    for (const [, role] of resources(staging.api, 'AWS::IAM::Role')) {
+      expect(JSON.stringify(role.Properties.ManagedPolicyArns ?? [])).not.toContain(
+        'AWSLambdaBasicExecutionRole',
+      );
+    }
+  });
+});
+
+describe('alarms', () => {
+  it('watch 5XX rate, p99 latency, authorizer errors, throttles and rate-limiter store failures, notifying a topic', () => {
+    const alarms = resources(production.api, 'AWS::CloudWatch::Alarm');
+    expect(alarms.map(([id]) => id.replace(/[0-9A-F]{8}$/, '')).sort()).toEqual(
+      [
+        'AuthorizerErrors',
+        'FunctionThrottles',
+        'LatencyP99',
+        'RateLimiterStoreFailures',
+        'ServerErrorRate',
+      ].sort(),
+    );
+    for (const [, alarm] of alarms) expect(alarm.Properties.AlarmActions).toHaveLength(1);
+    production.api.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      Namespace: 'StoreOrders/production',
+      MetricName: 'RateLimiterStoreFailures',
+      Threshold: 1,
+    });
+    production.api.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      ExtendedStatistic: 'p99',
+      Threshold: 1500,
+    });
+  });
+});
+
+describe('cdk-nag', () => {
+  it('finds nothing left: the whole app synthesizes with the AwsSolutions checks', () => {
+    expect(() => app.synth()).not.toThrow();
+  });
+
+  it('fails synthesis on a finding nobody acknowledged', () => {
+    const { app: other, stages: s } = testApp();
+    // A wildcard on DynamoDB that no acknowledgement covers.
+    s.staging.api.functions.listOrders.addToRolePolicy(
+      new PolicyStatement({ actions: ['dynamodb:*'], resources: ['*'] }),
+    );
+    expect(() => other.synth()).toThrow(/AwsSolutions-IAM5/);
+  });
+
+  it('accepts each acknowledged finding for a written reason', () => {
+    for (const { id, reason } of Object.values(NAG_ACKNOWLEDGEMENTS)) {
+      expect(id).toMatch(/^AwsSolutions-/);
+      expect(reason.length).toBeGreaterThan(40);
+    }
+  });
+});
+
+describe('configuration', () => {
+  const context = (values: Record<string, unknown>) => (key: string) => values[key];
+
+  it('reads account, region, authorizer TTL and failure mode per stage', () => {
+    const config = stageConfig(
+      'staging',
+      context({
+        'staging:account': '123456789012',
+        'staging:region': 'eu-west-1',
+        'staging:authorizerCacheTtlSeconds': '30',
+      }),
+      {},
+    );
+    expect(config.env).toEqual({ account: '123456789012', region: 'eu-west-1' });
+    expect(config.authorizerCacheTtl.toSeconds()).toBe(30);
+    expect(stageConfig('production', context({}), {}).rateLimiter.failureMode).toBe('closed');
+  });
+
+  it.each([
+    [{ 'staging:account': '12345' }, /12-digit/],
+    [{ 'staging:region': 'Mars' }, /AWS region/],
+    [{ 'staging:authorizerCacheTtlSeconds': '7200' }, /from 0 to 3600/],
+    [{ 'staging:rateLimitFailureMode': 'maybe' }, /open or closed/],
+    [{ 'staging:domainName': 'api.example.com' }, /go together/],
+  ])('refuses %j with a clear message', (values, message) => {
+    expect(() => stageConfig('staging', context(values), {})).toThrow(message);
+  });
+
+  it('maps a custom domain on /v1 when one is configured', () => {
+    const domainApp = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+    const config = stageConfig(
+      'staging',
+      context({
+        'staging:domainName': 'api.example.com',
+        'staging:certificateArn': 'arn:aws:acm:eu-west-1:123456789012:certificate/abc-123',
+        'staging:region': 'eu-west-1',
+        'staging:account': '123456789012',
+      }),
+      {},
+    );
+    const data = new DataStack(domainApp, 'D', { config, env: config.env });
+    const api = Template.fromStack(
+      new ApiStack(domainApp, 'A', { config, tables: data.tables, env: config.env }),
+    );
+    api.hasResourceProperties('AWS::ApiGateway::DomainName', {
+      DomainName: 'api.example.com',
+      SecurityPolicy: 'TLS_1_2',
+    });
+    api.hasResourceProperties('AWS::ApiGateway::BasePathMapping', { BasePath: 'v1' });
+    api.hasOutput(STACK_OUTPUTS.apiUrl, { Value: 'https://api.example.com/v1' });
+  });
+});
+
+/** Which operation the emulator's router picks for a request, with a given route table. */
+function emulatorRoutesTo(
+  routes: readonly RouteDefinition[],
+  method: string,
+  path: string,
+): string | undefined {
+  const resolution = resolveRoute(method, path, routes);
+  return resolution.kind === 'matched' ? resolution.match.route.operationId : undefined;
+}
+
+describe('one source for the stack and the emulator', () => {
+  it('a route added to the route table becomes a method of the API', () => {
+    const scratch = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+    const config = stageConfig('staging', () => undefined, {});
+    const data = new DataStack(scratch, 'D', { config });
+    const routes = [
+      ...ROUTES,
+      {
+        operationId: 'cancelOrder' as const,
+        method: 'DELETE' as const,
+        path: '/store/orders/{orderId}/hold',
+        streaming: false,
+      },
+    ];
+    const template = Template.fromStack(
+      new ApiStack(scratch, 'A', { config, tables: data.tables, routes }),
+    );
+    template.hasResourceProperties('AWS::ApiGateway::Resource', { PathPart: 'hold' });
+    expect(
+      resources(template, 'AWS::ApiGateway::Method').filter(
+        ([, m]) => m.Properties.HttpMethod === 'DELETE',
+      ),
+    ).toHaveLength(2);
+    expect(emulatorRoutesTo(routes, 'DELETE', '/store/orders/7/hold')).toBe('cancelOrder');
+  });
+
+  it('a changed gateway response changes the deployed answer and the emulated one', async () => {
+    const scratch = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+    const config = stageConfig('staging', () => undefined, {});
+    const data = new DataStack(scratch, 'D', { config });
+    const gatewayResponses = GATEWAY_RESPONSES.map((r) =>
+      r.type === 'MISSING_AUTHENTICATION_TOKEN' ? { ...r, code: 'BAD_REQUEST' as const } : r,
+    );
+    const template = Template.fromStack(
+      new ApiStack(scratch, 'A', { config, tables: data.tables, gatewayResponses }),
+    );
+    template.hasResourceProperties('AWS::ApiGateway::GatewayResponse', {
+      ResponseType: 'MISSING_AUTHENTICATION_TOKEN',
+      StatusCode: '400',
+      ResponseTemplates: {
+        'application/json': JSON.stringify(
+          gatewayAnswer('MISSING_AUTHENTICATION_TOKEN', gatewayResponses).body,
+        ),
+      },
+    });
+    const listener = createGateway({
+      functions: { listOrders: null, cancelOrder: null },
+      authorizer: null,
+      authorizerTtlSeconds: 0,
+      gatewayResponses,
+    });
+    const server = createServer((req, res) => void listener(req, res));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const response = await fetch(
+        `http://127.0.0.1:${(server.address() as { port: number }).port}/v1/nowhere`,
+      );
+      expect(response.status).toBe(400);
+      expect(await response.json()).toEqual(
+        gatewayAnswer('MISSING_AUTHENTICATION_TOKEN', gatewayResponses).body,
+      );
+    } finally {
+      server.close();
+    }
+  });
+});
