@@ -4,12 +4,11 @@
  * http-error-handler, then the rate-limit headers, then the metrics flush and the trace.
  */
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
-import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
 import type { MiddlewareObj } from '@middy/core';
 import { httpErrors } from './http-errors.ts';
 import { logger } from './logger.ts';
-import { metrics } from './metrics.ts';
+import { publishMetrics } from './metrics.ts';
 import { rateLimit, type RateLimitDependencies } from './rate-limit.ts';
 import { tracer } from './tracer.ts';
 
@@ -18,7 +17,7 @@ export function httpMiddlewares(deps: RateLimitDependencies): MiddlewareObj[] {
     // Responses may be streams: the trace records the call, not the body.
     captureLambdaHandler(tracer, { captureResponse: false }) as MiddlewareObj,
     injectLambdaContext(logger) as MiddlewareObj,
-    logMetrics(metrics) as MiddlewareObj,
+    publishMetrics(),
     rateLimit(deps) as MiddlewareObj,
     ...httpErrors(),
   ];
