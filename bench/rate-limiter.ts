@@ -30,11 +30,16 @@ try {
     { step: 'finalizeRequest', name: 'countCalls' },
   );
   const limiter = new DynamoDbRateLimiter(client, tables.rateLimits);
-  const business = { keyId: 'key_bench_business', plan: 'business' as const, limits: PLAN_LIMITS.business };
+  const business = {
+    keyId: 'key_bench_business',
+    plan: 'business' as const,
+    limits: PLAN_LIMITS.business,
+  };
   const now = () => Date.now();
 
   // Warm-up: JIT, connections, the key's first (cold) write.
-  for (let i = 0; i < 200; i++) await limiter.consume({ ...business, keyId: `key_warm${i % 5}` }, now());
+  for (let i = 0; i < 200; i++)
+    await limiter.consume({ ...business, keyId: `key_warm${i % 5}` }, now());
 
   const durations: number[] = [];
   const perOutcome = new Map<string, { requests: number; calls: number }>();
@@ -64,9 +69,13 @@ try {
 
   durations.sort((a, b) => a - b);
   console.log(`rate limiter on DynamoDB Local, ${REQUESTS} sequential requests, warm cache:`);
-  console.log(`  added latency p50 ${percentile(durations, 50).toFixed(2)} ms, p99 ${percentile(durations, 99).toFixed(2)} ms, max ${durations.at(-1)!.toFixed(2)} ms`);
+  console.log(
+    `  added latency p50 ${percentile(durations, 50).toFixed(2)} ms, p99 ${percentile(durations, 99).toFixed(2)} ms, max ${durations.at(-1)!.toFixed(2)} ms`,
+  );
   for (const [outcome, { requests, calls: used }] of perOutcome) {
-    console.log(`  ${outcome}: ${requests} requests, ${(used / requests).toFixed(2)} DynamoDB calls per request`);
+    console.log(
+      `  ${outcome}: ${requests} requests, ${(used / requests).toFixed(2)} DynamoDB calls per request`,
+    );
   }
 } finally {
   client.destroy();
