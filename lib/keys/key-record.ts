@@ -15,6 +15,10 @@ export interface ApiKeyRecord {
   readonly createdAt: string;
   /** After this instant the key no longer works (the old key of a rotation). */
   readonly expiresAt?: string;
+  /** When it was revoked (ISO 8601). */
+  readonly revokedAt?: string;
+  /** The public id of the key that replaced this one in a rotation. */
+  readonly replacedBy?: string;
 }
 
 /** The identified caller that the authorizer hands to the functions. */
@@ -26,5 +30,10 @@ export interface Caller {
 
 export function isUsable(record: ApiKeyRecord, now: Date): boolean {
   if (record.status !== 'active') return false;
-  return record.expiresAt === undefined || Date.parse(record.expiresAt) > now.getTime();
+  return !isExpired(record, now);
+}
+
+/** True once the key's expiry (set by a rotation) has passed. */
+export function isExpired(record: ApiKeyRecord, now: Date): boolean {
+  return record.expiresAt !== undefined && Date.parse(record.expiresAt) <= now.getTime();
 }

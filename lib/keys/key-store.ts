@@ -1,8 +1,30 @@
+import type { Limits, PlanName } from '../limits/plans.ts';
 import type { ApiKeyRecord } from './key-record.ts';
 
-/** The port API-key operations need from storage. */
+/** The port API-key authentication and registration need from storage. */
 export interface KeyStore {
   findByHash(keyHash: string): Promise<ApiKeyRecord | undefined>;
   /** Stores a new key record; returns false when a key with this hash already exists. */
   create(record: ApiKeyRecord): Promise<boolean>;
+}
+
+/**
+ * What the operator's key lifecycle (issue, list, revoke, rotate, change plan) needs besides.
+ * Every change is one conditional write: false means the key was not in the state it was read
+ * in (gone, revoked or rotated meanwhile) and nothing was changed.
+ */
+export interface KeyAdminStore extends KeyStore {
+  /** The key with this public id (`key_…`). */
+  findById(keyId: string): Promise<ApiKeyRecord | undefined>;
+  /** Every key record (for operators: the table holds one item per key, never many). */
+  list(): Promise<ApiKeyRecord[]>;
+  /** status → revoked, if the key still exists. */
+  revoke(record: ApiKeyRecord, revokedAt: string): Promise<boolean>;
+  /**
+   * Atomically stores the successor and sets the old key's expiry and `replacedBy`, provided
+   * the old key is still active, unexpired as read, and not yet rotated.
+   */
+  rotate(old: ApiKeyRecord, oldExpiresAt: string, successor: ApiKeyRecord): Promise<boolean>;
+  /** Changes the plan (and the custom limits, enterprise only) of a key that is still active. */
+  setPlan(record: ApiKeyRecord, plan: PlanName, limits: Limits | undefined): Promise<boolean>;
 }

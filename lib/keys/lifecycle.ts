@@ -1,0 +1,261 @@
+/**
+ * The operator's API-key lifecycle — issue, list, revoke, rotate, change plan — as rules over a
+ * KeyAdminStore. The plaintext key exists only in the value returned by `issueKey` and
+ * `rotateKey`; the store only ever sees its hash.
+ *
+ * Rules:
+ * - a revoked or expired key cannot be rotated or change plan, nor can a key already rotated
+ *   (its successor can); revoking is idempotent;
+ * - a rotation issues a new key with the same plan, limits and label, and sets the old key's
+ *   `expiresAt` to now + grace (it keeps working until then) and its `replacedBy` to the new id;
+ * - enterprise keys carry their own per-minute and per-day limits; the other plans refuse them.
+ */
+import {
+  isPlanName,
+  MAX_LIMIT,
+  PLAN_LIMITS,
+  PLAN_NAMES,
+  type Limits,
+  type PlanName,
+} from '../limits/plans.ts';
+import { generateApiKey } from './api-key.ts';
+import { isExpired, type ApiKeyRecord } from './key-record.ts';
+import type { KeyAdminStore } from './key-store.ts';
+import { newKeyRecord } from './register.ts';
+
+/** Input that breaks a rule before anything is read: a bad plan, limits, grace or key id. */
+export class InvalidKeyInput extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'InvalidKeyInput';
+  }
+}
+
+export type KeyRefusalReason = 'not-found' | 'revoked' | 'expired' | 'rotated' | 'conflict';
+
+/** The key's state forbids the operation; nothing was changed. */
+export class KeyRefused extends Error {
+  readonly reason: KeyRefusalReason;
+  constructor(reason: KeyRefusalReason, message: string) {
+    super(message);
+    this.name = 'KeyRefused';
+    this.reason = reason;
+  }
+}
+
+/** Public key ids are `key_` + base62 (see newKeyId). */
+const KEY_ID = /^key_[0-9A-Za-z]{1,64}$/;
+
+export function parseKeyId(text: string): string {
+  if (!KEY_ID.test(text)) {
+    const shown = text.length > 40 ? `${text.slice(0, 40)}…` : text;
+    throw new InvalidKeyInput(
+      `key id must look like key_AbC123 (key_ + letters and digits), got "${shown}"`,
+    );
+  }
+  return text;
+}
+
+export const MAX_LABEL_LENGTH = 200;
+
+/** A label: up to 200 characters, none of them a control character (it is printed in lists). */
+export function parseLabel(text: string | undefined): string | undefined {
+  if (text === undefined) return undefined;
+  // eslint-disable-next-line no-control-regex
+  if (text.length === 0 || text.length > MAX_LABEL_LENGTH || /[\u0000-\u001f\u007f]/.test(text)) {
+    throw new InvalidKeyInput(
+      `label must be 1 to ${MAX_LABEL_LENGTH} characters without control characters`,
+    );
+  }
+  return text;
+}
+
+export interface PlanChoice {
+  readonly plan: PlanName;
+  /** Enterprise only. */
+  readonly limits?: Limits;
+}
+
+function isLimit(value: number | undefined): value is number {
+  return value !== undefined && Number.isInteger(value) && value >= 1 && value <= MAX_LIMIT;
+}
+
+/** A plan and, for enterprise, its limits, as an operator gives them. */
+export function choosePlan(plan: string | undefined, custom: Partial<Limits> = {}): PlanChoice {
+  if (!isPlanName(plan)) {
+    throw new InvalidKeyInput(
+      plan === undefined
+        ? `a plan is required: one of ${PLAN_NAMES.join(', ')}`
+        : `plan must be one of ${PLAN_NAMES.join(', ')}, got "${plan}"`,
+    );
+  }
+  const given = custom.perMinute !== undefined || custom.perDay !== undefined;
+  if (plan !== 'enterprise') {
+    if (given) {
+      const fixed = PLAN_LIMITS[plan];
+      throw new InvalidKeyInput(
+        `plan ${plan} has fixed limits (${fixed.perMinute}/min, ${fixed.perDay}/day); per-minute and per-day limits are only for enterprise`,
+      );
+    }
+    return { plan };
+  }
+  if (!isLimit(custom.perMinute) || !isLimit(custom.perDay)) {
+    throw new InvalidKeyInput(
+      `the enterprise plan needs both a per-minute and a per-day limit, integers from 1 to ${MAX_LIMIT}`,
+    );
+  }
+  return { plan, limits: { perMinute: custom.perMinute, perDay: custom.perDay } };
+}
+
+/** The limits a record grants (undefined only for a malformed enterprise record). */
+export function limitsOf(record: Pick<ApiKeyRecord, 'plan' | 'limits'>): Limits | undefined {
+  return record.plan === 'enterprise' ? record.limits : PLAN_LIMITS[record.plan];
+}
+
+export const DEFAULT_GRACE = '24h';
+const UNIT_MS = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+/** A longer overlap would defeat the point of rotating. */
+export const MAX_GRACE_MS = 90 * UNIT_MS.d;
+
+/** A grace period such as `24h`, `30m`, `0s` or `7d`, in milliseconds (at most 90 days). */
+export function parseGrace(text: string): number {
+  const match = /^(\d{1,7})([smhd])$/.exec(text);
+  if (!match) {
+    throw new InvalidKeyInput(
+      `grace must be a whole number and a unit s, m, h or d (e.g. 24h, 30m, 0s, 7d), got "${text}"`,
+    );
+  }
+  const ms = Number(match[1]) * UNIT_MS[match[2] as keyof typeof UNIT_MS];
+  if (ms > MAX_GRACE_MS) throw new InvalidKeyInput(`grace must be at most 90d, got "${text}"`);
+  return ms;
+}
+
+export interface IssuedKey {
+  /** The plaintext key: shown once, never stored. */
+  readonly key: string;
+  readonly record: ApiKeyRecord;
+}
+
+/** A fresh key and the record that will store its hash. */
+function newKey(template: PlanChoice & { readonly label?: string }, now: Date): IssuedKey {
+  const key = generateApiKey();
+  const record = newKeyRecord(
+    {
+      key,
+      plan: template.plan,
+      ...(template.limits ? { limits: template.limits } : {}),
+      ...(template.label !== undefined ? { label: template.label } : {}),
+    },
+    now,
+  );
+  return { key, record };
+}
+
+export async function issueKey(
+  store: KeyAdminStore,
+  choice: PlanChoice & { readonly label?: string },
+  now: Date,
+): Promise<IssuedKey> {
+  const issued = newKey(choice, now);
+  // 190 random bits: a hash collision would mean a broken random source.
+  if (!(await store.create(issued.record))) throw new Error('a key with the same hash exists');
+  return issued;
+}
+
+async function findKey(store: KeyAdminStore, keyId: string): Promise<ApiKeyRecord> {
+  const record = await store.findById(keyId);
+  if (!record) throw new KeyRefused('not-found', `key ${keyId} was not found`);
+  return record;
+}
+
+function refuseUnusable(record: ApiKeyRecord, now: Date, action: string): void {
+  if (record.status === 'revoked') {
+    throw new KeyRefused(
+      'revoked',
+      `key ${record.keyId} is revoked; a revoked key cannot ${action} (create a new key instead)`,
+    );
+  }
+  if (isExpired(record, now)) {
+    throw new KeyRefused(
+      'expired',
+      `key ${record.keyId} expired at ${record.expiresAt}; an expired key cannot ${action}`,
+    );
+  }
+}
+
+function conflict(keyId: string): KeyRefused {
+  return new KeyRefused(
+    'conflict',
+    `key ${keyId} changed while this command ran (revoked, rotated or deleted); nothing was changed, look at it again`,
+  );
+}
+
+export async function listKeys(store: KeyAdminStore): Promise<ApiKeyRecord[]> {
+  const records = await store.list();
+  return records.sort(
+    (a, b) => a.createdAt.localeCompare(b.createdAt) || a.keyId.localeCompare(b.keyId),
+  );
+}
+
+/** Revokes a key; revoking a revoked key changes nothing and is not an error. */
+export async function revokeKey(
+  store: KeyAdminStore,
+  keyId: string,
+  now: Date,
+): Promise<{ record: ApiKeyRecord; alreadyRevoked: boolean }> {
+  const record = await findKey(store, keyId);
+  if (record.status === 'revoked') return { record, alreadyRevoked: true };
+  const revokedAt = now.toISOString();
+  if (!(await store.revoke(record, revokedAt))) throw conflict(keyId);
+  return { record: { ...record, status: 'revoked', revokedAt }, alreadyRevoked: false };
+}
+
+export interface Rotation extends IssuedKey {
+  /** The old key as it now is: `expiresAt` = now + grace, `replacedBy` = the new key's id. */
+  readonly old: ApiKeyRecord;
+}
+
+export async function rotateKey(
+  store: KeyAdminStore,
+  keyId: string,
+  graceMs: number,
+  now: Date,
+): Promise<Rotation> {
+  const record = await findKey(store, keyId);
+  refuseUnusable(record, now, 'be rotated');
+  if (record.replacedBy !== undefined) {
+    throw new KeyRefused(
+      'rotated',
+      `key ${keyId} was already rotated to ${record.replacedBy} (it expires at ${record.expiresAt}); rotate ${record.replacedBy} instead`,
+    );
+  }
+  const issued = newKey(
+    {
+      plan: record.plan,
+      ...(record.limits ? { limits: record.limits } : {}),
+      ...(record.label !== undefined ? { label: record.label } : {}),
+    },
+    now,
+  );
+  const expiresAt = new Date(now.getTime() + graceMs).toISOString();
+  if (!(await store.rotate(record, expiresAt, issued.record))) throw conflict(keyId);
+  return { ...issued, old: { ...record, expiresAt, replacedBy: issued.record.keyId } };
+}
+
+export async function changePlan(
+  store: KeyAdminStore,
+  keyId: string,
+  choice: PlanChoice,
+  now: Date,
+): Promise<{ before: ApiKeyRecord; after: ApiKeyRecord }> {
+  const before = await findKey(store, keyId);
+  refuseUnusable(before, now, 'change plan');
+  if (before.replacedBy !== undefined) {
+    throw new KeyRefused(
+      'rotated',
+      `key ${keyId} was rotated to ${before.replacedBy} and expires at ${before.expiresAt}; change the plan of ${before.replacedBy} instead`,
+    );
+  }
+  if (!(await store.setPlan(before, choice.plan, choice.limits))) throw conflict(keyId);
+  return { before, after: { ...before, plan: choice.plan, limits: choice.limits } };
+}

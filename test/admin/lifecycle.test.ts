@@ -1,0 +1,149 @@
+/** The key lifecycle rules (lib/keys/lifecycle.ts) with an injected clock, on DynamoDB Local. */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DynamoDbKeyStore } from '../../lib/dynamodb/keys-table.ts';
+import { generateApiKey } from '../../lib/keys/api-key.ts';
+import { authenticate } from '../../lib/keys/authenticate.ts';
+import { newKeyRecord } from '../../lib/keys/register.ts';
+import {
+  changePlan,
+  choosePlan,
+  InvalidKeyInput,
+  issueKey,
+  KeyRefused,
+  parseGrace,
+  parseKeyId,
+  revokeKey,
+  rotateKey,
+} from '../../lib/keys/lifecycle.ts';
+import { createTestTables, type TestTables } from '../support/tables.ts';
+import { scanAll } from './support.ts';
+
+let t: TestTables;
+let store: DynamoDbKeyStore;
+beforeAll(async () => {
+  t = await createTestTables('admin-lifecycle');
+  store = new DynamoDbKeyStore(t.client, t.tables.apiKeys);
+});
+afterAll(() => t.drop());
+
+const T0 = new Date('2026-11-22T12:00:00.000Z');
+const at = (ms: number) => new Date(T0.getTime() + ms);
+const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
+const bearer = (key: string) => `Bearer ${key}`;
+
+describe('rotation with an injected clock', () => {
+  it('keeps both keys valid until the grace ends, then only the new one', async () => {
+    const { key: oldKey, record } = await issueKey(store, { plan: 'pro', label: 'app' }, T0);
+    const rotation = await rotateKey(store, record.keyId, parseGrace('24h'), at(10 * MINUTE));
+    expect(rotation.old.expiresAt).toBe(at(10 * MINUTE + 24 * HOUR).toISOString());
+    expect(rotation.record).toMatchObject({ plan: 'pro', label: 'app', status: 'active' });
+
+    for (const moment of [at(10 * MINUTE), at(12 * HOUR), at(10 * MINUTE + 24 * HOUR - 1)]) {
+      expect((await authenticate(store, bearer(oldKey), moment))?.keyId).toBe(record.keyId);
+      expect((await authenticate(store, bearer(rotation.key), moment))?.keyId).toBe(
+        rotation.record.keyId,
+      );
+    }
+    const graceOver = at(10 * MINUTE + 24 * HOUR);
+    expect(await authenticate(store, bearer(oldKey), graceOver)).toBeUndefined();
+    expect((await authenticate(store, bearer(rotation.key), graceOver))?.plan).toBe('pro');
+    expect(await authenticate(store, bearer(rotation.key), at(400 * 24 * HOUR))).toBeDefined();
+  });
+
+  it('refuses to rotate a key after its grace ended, or a revoked key', async () => {
+    const { record } = await issueKey(store, { plan: 'free' }, T0);
+    await rotateKey(store, record.keyId, HOUR, T0);
+    await expect(rotateKey(store, record.keyId, HOUR, at(2 * HOUR))).rejects.toMatchObject({
+      reason: 'expired',
+    });
+    const { record: revoked } = await issueKey(store, { plan: 'free' }, T0);
+    await revokeKey(store, revoked.keyId, T0);
+    await expect(rotateKey(store, revoked.keyId, HOUR, T0)).rejects.toThrow(KeyRefused);
+    await expect(rotateKey(store, revoked.keyId, HOUR, T0)).rejects.toMatchObject({
+      reason: 'revoked',
+    });
+  });
+
+  it('writes nothing when the key changed between reading and rotating (one transaction)', async () => {
+    const { record: stale } = await issueKey(store, { plan: 'free' }, T0);
+    const first = await rotateKey(store, stale.keyId, HOUR, T0);
+    const successor = newKeyRecord({ key: generateApiKey(), plan: 'free' }, T0);
+    const before = await scanAll(t.client, t.tables.apiKeys);
+
+    expect(await store.rotate(stale, at(5 * HOUR).toISOString(), successor)).toBe(false);
+
+    expect(await store.findById(successor.keyId)).toBeUndefined();
+    expect(await store.findById(stale.keyId)).toEqual(first.old);
+    expect(await scanAll(t.client, t.tables.apiKeys)).toHaveLength(before.length);
+  });
+
+  it('revokes idempotently: a revoked key stops at once, whatever its expiry', async () => {
+    const { key, record } = await issueKey(store, { plan: 'business' }, T0);
+    expect((await revokeKey(store, record.keyId, T0)).alreadyRevoked).toBe(false);
+    expect((await revokeKey(store, record.keyId, at(MINUTE))).alreadyRevoked).toBe(true);
+    expect((await store.findById(record.keyId))?.revokedAt).toBe(T0.toISOString());
+    expect(await authenticate(store, bearer(key), T0)).toBeUndefined();
+  });
+
+  it('changes a plan only on an active key', async () => {
+    const { key, record } = await issueKey(store, { plan: 'free' }, T0);
+    const change = await changePlan(
+      store,
+      record.keyId,
+      choosePlan('enterprise', { perMinute: 2, perDay: 3 }),
+      T0,
+    );
+    expect(change.after).toMatchObject({ plan: 'enterprise', limits: { perMinute: 2, perDay: 3 } });
+    expect((await authenticate(store, bearer(key), T0))?.limits).toEqual({
+      perMinute: 2,
+      perDay: 3,
+    });
+    await revokeKey(store, record.keyId, T0);
+    await expect(changePlan(store, record.keyId, choosePlan('pro'), T0)).rejects.toMatchObject({
+      reason: 'revoked',
+    });
+    await expect(changePlan(store, 'key_Missing', choosePlan('pro'), T0)).rejects.toMatchObject({
+      reason: 'not-found',
+    });
+  });
+});
+
+describe('input rules', () => {
+  it.each([
+    ['24h', 24 * HOUR],
+    ['30m', 30 * MINUTE],
+    ['0s', 0],
+    ['7d', 7 * 24 * HOUR],
+    ['90d', 90 * 24 * HOUR],
+  ])('reads the grace %s', (text, ms) => {
+    expect(parseGrace(text)).toBe(ms);
+  });
+
+  it.each(['', '24', 'h', '1.5h', '-1h', '2w', '24 h', '91d', '99999999s'])(
+    'refuses the grace %j',
+    (text) => {
+      expect(() => parseGrace(text)).toThrow(InvalidKeyInput);
+    },
+  );
+
+  it('holds plans to their limits', () => {
+    expect(choosePlan('pro')).toEqual({ plan: 'pro' });
+    expect(choosePlan('enterprise', { perMinute: 1, perDay: 1_000_000_000 })).toEqual({
+      plan: 'enterprise',
+      limits: { perMinute: 1, perDay: 1_000_000_000 },
+    });
+    expect(() => choosePlan('gold')).toThrow(/plan must be one of/);
+    expect(() => choosePlan(undefined)).toThrow(/a plan is required/);
+    expect(() => choosePlan('enterprise', { perMinute: 5 })).toThrow(/needs both/);
+    expect(() => choosePlan('enterprise', { perMinute: 5, perDay: 1.5 })).toThrow(/needs both/);
+    expect(() => choosePlan('free', { perDay: 5 })).toThrow(/fixed limits/);
+  });
+
+  it('takes key ids of the key_ form only', () => {
+    expect(parseKeyId('key_AbC123')).toBe('key_AbC123');
+    for (const bad of ['AbC123', 'key_', 'key_a-b', 'sok_abc', `key_${'a'.repeat(65)}`]) {
+      expect(() => parseKeyId(bad)).toThrow(InvalidKeyInput);
+    }
+  });
+});

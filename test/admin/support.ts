@@ -1,0 +1,108 @@
+/** Running the operator CLI (admin/cli.ts) as a child process, as an operator would. */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ScanCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { expect } from 'vitest';
+import { PROJECT_ROOT } from '../../local/local-stack.ts';
+import type { TestTables } from '../support/tables.ts';
+
+export const CLI = join(PROJECT_ROOT, 'admin', 'cli.ts');
+
+export interface CliResult {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/**
+ * Runs the CLI with stdin not a terminal (a pipe, closed after `input`). STORE_ORDERS_LOCAL_STATE
+ * points nowhere unless given, so a developer's running `npm start` is never touched.
+ */
+export async function runCli(
+  args: readonly string[],
+  options: { env?: Record<string, string>; input?: string; cwd?: string } = {},
+): Promise<CliResult> {
+  const child = spawn(process.execPath, [CLI, ...args], {
+    cwd: options.cwd ?? PROJECT_ROOT,
+    env: {
+      ...process.env,
+      STORE_ORDERS_LOCAL_STATE: join(tempDir(), 'no-local-api.json'),
+      ...options.env,
+    },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  child.stdin.end(options.input ?? '');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+  const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
+  clearTimeout(timer);
+  return { code, stdout, stderr };
+}
+
+/** The explicit flags that point the CLI at a test's tables on the run's DynamoDB Local. */
+export function tableFlags(t: TestTables): string[] {
+  return [
+    '--endpoint',
+    t.endpoint,
+    '--table-keys',
+    t.tables.apiKeys,
+    '--table-orders',
+    t.tables.orders,
+  ];
+}
+
+export function tempDir(): string {
+  return mkdtempSync(join(tmpdir(), 'store-orders-admin-'));
+}
+
+export function tempFile(name: string, content: string): string {
+  const path = join(tempDir(), name);
+  writeFileSync(path, content);
+  return path;
+}
+
+/** A refusal: the exit code, exactly one line on stderr matching, no stack trace. */
+export function expectOneLineError(result: CliResult, code: number, message: RegExp): void {
+  expect(result.stderr).not.toMatch(/\n\s+at /);
+  const lines = result.stderr.trimEnd().split('\n');
+  expect(lines, result.stderr).toHaveLength(1);
+  expect(lines[0]).toMatch(/^error: /);
+  expect(lines[0]).toMatch(message);
+  expect(result.code).toBe(code);
+}
+
+/** Every item of a table, as DynamoDB holds it. */
+export async function scanAll(
+  client: DynamoDBDocumentClient,
+  table: string,
+): Promise<Record<string, unknown>[]> {
+  const items: Record<string, unknown>[] = [];
+  let startKey: Record<string, unknown> | undefined;
+  do {
+    const page = await client.send(
+      new ScanCommand({ TableName: table, ExclusiveStartKey: startKey }),
+    );
+    items.push(...(page.Items ?? []));
+    startKey = page.LastEvaluatedKey;
+  } while (startKey);
+  return items;
+}
+
+/** The key printed by `keys create` / `keys rotate` (the indented `sok_…` line). */
+export function printedKey(stdout: string): string {
+  const match = /^ {2}(sok_[0-9A-Za-z]+)$/m.exec(stdout);
+  if (!match) throw new Error(`no key in:\n${stdout}`);
+  return match[1] as string;
+}
+
+/** The public id in `Created key key_… (…)`. */
+export function printedKeyId(stdout: string): string {
+  const match = /Created key (key_[0-9A-Za-z]+)/.exec(stdout);
+  if (!match) throw new Error(`no key id in:\n${stdout}`);
+  return match[1] as string;
+}
