@@ -20,8 +20,10 @@ export async function writeInBatches(
 ): Promise<void> {
   let next = 0;
   let written = 0;
+  // After one worker fails, the others finish their batch in flight and take no more.
+  let failed = false;
   const worker = async (): Promise<void> => {
-    while (next < items.length) {
+    while (next < items.length && !failed) {
       const batch = items.slice(next, next + BATCH_SIZE);
       next += BATCH_SIZE;
       let requests = batch.map((Item) => ({ PutRequest: { Item } }));
@@ -42,5 +44,12 @@ export async function writeInBatches(
       onProgress?.(written);
     }
   };
-  await Promise.all(Array.from({ length: Math.max(1, concurrency) }, worker));
+  await Promise.all(
+    Array.from({ length: Math.max(1, concurrency) }, () =>
+      worker().catch((error: unknown) => {
+        failed = true;
+        throw error;
+      }),
+    ),
+  );
 }

@@ -9,7 +9,12 @@ import {
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { mergeSorted } from '../orders/merge.ts';
 import { compareIds, isOrderStatus, type Order } from '../orders/order.ts';
-import type { CancelOutcome, OrderStore } from '../orders/order-store.ts';
+import type {
+  CancelOutcome,
+  OrderStore,
+  PutOrdersOptions,
+  ShipOutcome,
+} from '../orders/order-store.ts';
 import { readBigInt, readOptionalBigInt, readOptionalNumber } from './attributes.ts';
 import { translateDynamoDbError } from './errors.ts';
 import { writeInBatches, type BatchWriteOptions } from './batch-write.ts';
@@ -117,7 +122,38 @@ export class DynamoDbOrderStore implements OrderStore {
     }
   }
 
-  async putOrders(orders: readonly Order[], options: BatchWriteOptions = {}): Promise<void> {
+  async ship(id: bigint): Promise<ShipOutcome> {
+    try {
+      await this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { shard: orderShard(id), id },
+          UpdateExpression: 'SET #status = :shipped, #complete = :true',
+          ConditionExpression: '#status = :pending',
+          ExpressionAttributeNames: { '#status': 'status', '#complete': 'complete' },
+          ExpressionAttributeValues: {
+            ':pending': 'pending',
+            ':shipped': 'shipped',
+            ':true': true,
+          },
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return 'shipped';
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) return translateDynamoDbError(error);
+      if (!error.Item) return 'not-found';
+      const { status } = unmarshall(error.Item) as { status?: unknown };
+      if (status === 'shipped') return 'already-shipped';
+      if (status === 'cancelled') return 'cancelled';
+      throw new Error(`Order ${id} has an unexpected status`, { cause: error });
+    }
+  }
+
+  async putOrders(
+    orders: readonly Order[],
+    options: PutOrdersOptions & BatchWriteOptions = {},
+  ): Promise<void> {
     await writeInBatches(this.client, this.tableName, orders.map(orderToItem), options);
   }
 }

@@ -1,4 +1,4 @@
-/** The two operations of the API, as domain functions over an OrderStore. */
+/** The operations on orders — the API's two and the operator's ship — over an OrderStore. */
 import { ApiError } from '../api/errors.ts';
 import { parseInt64, type Order } from './order.ts';
 import type { OrderStore } from './order-store.ts';
@@ -32,5 +32,36 @@ export async function cancelOrder(store: OrderStore, id: bigint): Promise<void> 
       });
     case 'not-found':
       throw new ApiError('ORDER_NOT_FOUND', { message: `Order ${id} was not found.` });
+  }
+}
+
+/** Why an operator's change to an order was refused; nothing was changed. */
+export class OrderRefused extends Error {
+  readonly reason: 'cancelled' | 'not-found';
+  constructor(reason: 'cancelled' | 'not-found', message: string) {
+    super(message);
+    this.name = 'OrderRefused';
+    this.reason = reason;
+  }
+}
+
+/**
+ * Ships a pending order: status → shipped and complete → true, in one conditional write, so a
+ * ship racing a cancel can never ship a cancelled order. Shipping a shipped order changes
+ * nothing and is not an error; a cancelled or unknown order is refused.
+ */
+export async function shipOrder(
+  store: OrderStore,
+  id: bigint,
+): Promise<'shipped' | 'already-shipped'> {
+  const outcome = await store.ship(id);
+  switch (outcome) {
+    case 'shipped':
+    case 'already-shipped':
+      return outcome;
+    case 'cancelled':
+      throw new OrderRefused('cancelled', `order ${id} is cancelled and cannot be shipped`);
+    case 'not-found':
+      throw new OrderRefused('not-found', `order ${id} was not found`);
   }
 }

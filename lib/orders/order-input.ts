@@ -15,6 +15,8 @@ export interface RecordProblem {
   /** Position of the record in the array (0-based). */
   readonly index: number;
   readonly message: string;
+  /** Line (1-based) of the text where the record starts, when asked for. */
+  readonly line?: number;
 }
 
 export type OrdersParseResult =
@@ -117,11 +119,49 @@ function readRecord(record: unknown, problems: string[]): Order | undefined {
 }
 
 /**
+ * The line (1-based) on which each element of a top-level JSON array starts, found by scanning
+ * the text (strings and nesting skipped). Meant for text that JSON.parse accepted.
+ */
+export function recordLines(text: string): number[] {
+  const lines: number[] = [];
+  let line = 1;
+  let depth = 0;
+  let inString = false;
+  let expectElement = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      // A backslash escapes the next character; a quote ends the string.
+      if (c === 0x5c) i++;
+      else if (c === 0x22) inString = false;
+      continue;
+    }
+    if (c === 0x0a) {
+      line++;
+      continue;
+    }
+    if (c === 0x20 || c === 0x09 || c === 0x0d) continue;
+    if (depth === 1 && expectElement && c !== 0x5d) {
+      lines.push(line);
+      expectElement = false;
+    }
+    if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      depth++;
+      if (depth === 1) expectElement = true;
+    } else if (c === 0x5d || c === 0x7d) depth--;
+    else if (c === 0x2c && depth === 1) expectElement = true;
+  }
+  return lines;
+}
+
+/**
  * Validates a JSON array of orders in the API's shape. Every record is checked and every
  * problem reported; the orders are returned only when all records are valid. `status` defaults
- * to `pending`; ids must be unique.
+ * to `pending`; ids must be unique. With `lines`, each record's problems carry the line where
+ * the record starts (formatProblem then shows it).
  */
-export function parseOrders(text: string): OrdersParseResult {
+export function parseOrders(text: string, options: { lines?: boolean } = {}): OrdersParseResult {
   let parsed: unknown;
   try {
     parsed = parseKeepingNumberLiterals(text);
@@ -149,9 +189,24 @@ export function parseOrders(text: string): OrdersParseResult {
     }
     for (const message of recordProblems) problems.push({ index, message });
   });
-  return problems.length === 0 ? { ok: true, orders } : { ok: false, problems };
+  if (problems.length === 0) return { ok: true, orders };
+  if (!options.lines) return { ok: false, problems };
+  const lines = recordLines(text);
+  return {
+    ok: false,
+    problems: problems.map((problem) => {
+      const line = lines[problem.index];
+      return line === undefined ? problem : { ...problem, line };
+    }),
+  };
 }
 
+/** `line L (record I): …` when the line is known, else `record I: …`. */
 export function formatProblem(problem: RecordProblem): string {
-  return problem.index < 0 ? problem.message : `record ${problem.index}: ${problem.message}`;
+  if (problem.index < 0) return problem.message;
+  const where =
+    problem.line === undefined
+      ? `record ${problem.index}`
+      : `line ${problem.line} (record ${problem.index})`;
+  return `${where}: ${problem.message}`;
 }

@@ -3,6 +3,14 @@ import type { Order } from './order.ts';
 /** What a cancel did, or why it could not: decided by one conditional write. */
 export type CancelOutcome = 'cancelled' | 'already-cancelled' | 'shipped' | 'not-found';
 
+/** What a ship did, or why it could not: decided by one conditional write. */
+export type ShipOutcome = 'shipped' | 'already-shipped' | 'cancelled' | 'not-found';
+
+export interface PutOrdersOptions {
+  /** Called as batches complete, with the number of orders written so far. */
+  readonly onProgress?: (written: number) => void;
+}
+
 /** The port the order operations need from storage. */
 export interface OrderStore {
   /**
@@ -12,6 +20,11 @@ export interface OrderStore {
   openOrderStream(): Promise<AsyncIterable<Order>>;
   /** pending → cancelled in one conditional write. */
   cancel(id: bigint): Promise<CancelOutcome>;
-  /** Inserts or replaces orders (seeding, imports). */
-  putOrders(orders: readonly Order[]): Promise<void>;
+  /** pending → shipped (and complete) in one conditional write. */
+  ship(id: bigint): Promise<ShipOutcome>;
+  /**
+   * Inserts or replaces orders (seeding, imports): an order whose id is stored already is
+   * replaced, so writing the same orders twice leaves the same table.
+   */
+  putOrders(orders: readonly Order[], options?: PutOrdersOptions): Promise<void>;
 }
