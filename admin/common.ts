@@ -1,0 +1,147 @@
+/**
+ * What every command of the operator CLI shares: its errors and exit codes, argument parsing
+ * with `--help`, and the one-line summary of a failure (never a stack trace).
+ */
+import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
+import { ApiError } from '../lib/api/errors.ts';
+import { InvalidKeyInput, KeyRefused } from '../lib/keys/lifecycle.ts';
+import { OrderRefused } from '../lib/orders/operations.ts';
+
+/** Exit codes: 0 done, 1 refused or failed (nothing half-written), 2 the command line is wrong. */
+export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
+
+/** The command line is wrong (unknown flag, missing argument, malformed value): exit 2. */
+export class UsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UsageError';
+  }
+}
+
+/** The command cannot be carried out as asked (unreadable file, no confirmation…): exit 1. */
+export class Failure extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'Failure';
+  }
+}
+
+export interface Io {
+  readonly stdout: NodeJS.WritableStream;
+  readonly stderr: NodeJS.WriteStream;
+  readonly stdin: NodeJS.ReadStream;
+  now(): Date;
+}
+
+export const processIo: Io = {
+  stdout: process.stdout,
+  stderr: process.stderr,
+  stdin: process.stdin,
+  now: () => new Date(),
+};
+
+export function print(stream: NodeJS.WritableStream, text: string): void {
+  stream.write(`${text}\n`);
+}
+
+export interface CommandSpec<T extends ParseArgsOptionsConfig> {
+  readonly usage: string;
+  readonly options: T;
+  /** Names of the positional arguments; a trailing `?` marks an optional one. */
+  readonly positionals?: readonly string[];
+}
+
+type Parsed<T extends ParseArgsOptionsConfig> = ReturnType<
+  typeof parseArgs<{ args: string[]; options: T; strict: true; allowPositionals: true }>
+>;
+
+/**
+ * Parses a command's arguments; `undefined` when `--help` was asked (the usage is printed).
+ * Throws UsageError for anything the command does not take.
+ */
+export function parseCommand<T extends ParseArgsOptionsConfig>(
+  argv: readonly string[],
+  spec: CommandSpec<T>,
+  io: Io,
+): Parsed<T> | undefined {
+  let parsed: Parsed<T>;
+  try {
+    parsed = parseArgs({
+      args: [...argv],
+      options: spec.options,
+      strict: true,
+      allowPositionals: true,
+    });
+  } catch (error) {
+    // parseArgs explains how to pass a value starting with '-': the first sentence is enough.
+    throw new UsageError(firstLine((error as Error).message).replace(/\. To specify .*$/, ''));
+  }
+  if ((parsed.values as { help?: boolean }).help) {
+    print(io.stdout, spec.usage);
+    return undefined;
+  }
+  const names = spec.positionals ?? [];
+  const required = names.filter((name) => !name.endsWith('?'));
+  if (parsed.positionals.length < required.length) {
+    throw new UsageError(`missing <${required[parsed.positionals.length]}> (see --help)`);
+  }
+  if (parsed.positionals.length > names.length) {
+    throw new UsageError(`unexpected argument "${parsed.positionals[names.length]}" (see --help)`);
+  }
+  return parsed;
+}
+
+/** A whole-number flag value, or undefined when the flag was not given. */
+export function integerFlag(value: string | undefined, flag: string): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^\d{1,12}$/.test(value)) {
+    throw new UsageError(`--${flag} must be a whole number, got "${value}"`);
+  }
+  return Number(value);
+}
+
+function firstLine(text: string): string {
+  return text.split('\n')[0]?.trim() ?? '';
+}
+
+/**
+ * One line for an unexpected failure: the AWS or network error behind it (name and message),
+ * never a stack trace.
+ */
+export function describeFailure(error: unknown): string {
+  let cause = error;
+  // 503s from the stores wrap the DynamoDB error that caused them.
+  while (cause instanceof ApiError && cause.cause !== undefined) cause = cause.cause;
+  if (!(cause instanceof Error)) return String(cause);
+  const { code } = cause as { code?: string };
+  const message =
+    firstLine(cause.message) ||
+    firstLine((cause as { errors?: Error[] }).errors?.[0]?.message ?? '') ||
+    code ||
+    cause.name;
+  const name = code ?? cause.name;
+  return name === 'Error' || message.includes(name) ? message : `${name}: ${message}`;
+}
+
+/** Errors that already say what went wrong in the operator's terms. */
+function isExplained(error: unknown): error is Error {
+  return (
+    error instanceof UsageError ||
+    error instanceof InvalidKeyInput ||
+    error instanceof Failure ||
+    error instanceof KeyRefused ||
+    error instanceof OrderRefused
+  );
+}
+
+/** An unexpected failure, as a Failure that says where it happened (e.g. which table). */
+export function inContext(error: unknown, where: string): unknown {
+  return isExplained(error) ? error : new Failure(`${where}: ${describeFailure(error)}`);
+}
+
+/** The exit code and line for an error that ended a command. */
+export function errorOutcome(error: unknown): { code: number; line: string } {
+  if (!isExplained(error)) return { code: EXIT.failed, line: describeFailure(error) };
+  const usage = error instanceof UsageError || error instanceof InvalidKeyInput;
+  return { code: usage ? EXIT.usage : EXIT.failed, line: error.message };
+}

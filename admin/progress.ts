@@ -1,0 +1,40 @@
+/**
+ * A progress bar on stderr: redrawn in place (at most ten times a second) when stderr is a
+ * terminal; otherwise only the final line is printed, so logs get one line, not thousands.
+ */
+export interface Progress {
+  update(done: number): void;
+  finish(done: number): void;
+}
+
+const WIDTH = 30;
+
+export function progressBar(
+  total: number,
+  unit: string,
+  stream: NodeJS.WriteStream,
+  clock: () => number = () => performance.now(),
+): Progress {
+  const started = clock();
+  const interactive = stream.isTTY === true;
+  let drawnAt = -Infinity;
+  const render = (done: number): string => {
+    const share = total === 0 ? 1 : Math.min(1, done / total);
+    const filled = Math.round(share * WIDTH);
+    const seconds = (clock() - started) / 1000;
+    const rate = seconds > 0 ? Math.round(done / seconds) : 0;
+    return `[${'#'.repeat(filled)}${'.'.repeat(WIDTH - filled)}] ${done}/${total} ${unit} ${Math.floor(share * 100)}% ${rate} ${unit}/s`;
+  };
+  return {
+    update(done) {
+      if (!interactive) return;
+      const now = clock();
+      if (now - drawnAt < 100) return;
+      drawnAt = now;
+      stream.write(`\r${render(done)}\x1b[K`);
+    },
+    finish(done) {
+      stream.write(interactive ? `\r${render(done)}\x1b[K\n` : `${render(done)}\n`);
+    },
+  };
+}

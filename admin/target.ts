@@ -1,0 +1,227 @@
+/**
+ * Which DynamoDB tables a command works on: a deployed stage (table names and region from the
+ * outputs file of `cdk deploy --outputs-file`), the running `npm start` (from the state file it
+ * writes), or names given on the command line.
+ */
+import { readFile } from 'node:fs/promises';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { createDocumentClient, type DynamoDbConnection } from '../lib/dynamodb/client.ts';
+import {
+  DEFAULT_OUTPUTS_FILE,
+  isStageName,
+  STACK_OUTPUTS,
+  stackNames,
+  STAGES,
+  type StageName,
+} from '../lib/deployment.ts';
+import { Failure, inContext, UsageError } from './common.ts';
+
+export const TARGET_OPTIONS = {
+  stage: { type: 'string' },
+  outputs: { type: 'string' },
+  local: { type: 'boolean' },
+  endpoint: { type: 'string' },
+  region: { type: 'string' },
+  'table-orders': { type: 'string' },
+  'table-keys': { type: 'string' },
+  yes: { type: 'boolean', short: 'y' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+export const TARGET_USAGE = `Target (one of):
+  --stage staging|production  a deployed stage: table names and region from the outputs file
+  --outputs FILE              that file (default ${DEFAULT_OUTPUTS_FILE}, as written by
+                              cdk deploy --outputs-file ${DEFAULT_OUTPUTS_FILE})
+  --local                     the DynamoDB of the running \`npm start\`
+  --table-orders NAME, --table-keys NAME
+                              tables by name, with --endpoint URL and/or --region REGION
+  --endpoint URL              a DynamoDB endpoint (e.g. DynamoDB Local); also overrides --stage's
+  --region REGION             AWS region (with --stage: overrides the outputs file's)
+  --yes, -y                   do not ask before changing production data`;
+
+export interface TargetValues {
+  readonly stage?: string;
+  readonly outputs?: string;
+  readonly local?: boolean;
+  readonly endpoint?: string;
+  readonly region?: string;
+  readonly 'table-orders'?: string;
+  readonly 'table-keys'?: string;
+  readonly yes?: boolean;
+}
+
+export type TargetTable = 'orders' | 'apiKeys';
+
+export interface Target {
+  /** For messages: `production (eu-west-1)`, `the local API`, `http://127.0.0.1:8000`. */
+  readonly description: string;
+  readonly stage?: StageName;
+  readonly connection: DynamoDbConnection;
+  readonly tables: Partial<Record<TargetTable, string>>;
+}
+
+const TABLE_FLAGS: Record<TargetTable, string> = {
+  orders: '--table-orders',
+  apiKeys: '--table-keys',
+};
+const TABLE_OUTPUTS: Record<TargetTable, string> = {
+  orders: STACK_OUTPUTS.ordersTable,
+  apiKeys: STACK_OUTPUTS.apiKeysTable,
+};
+
+function checkEndpoint(endpoint: string | undefined): void {
+  if (endpoint === undefined) return;
+  if (!URL.canParse(endpoint) || !/^https?:$/.test(new URL(endpoint).protocol)) {
+    throw new UsageError(`--endpoint must be an http(s) URL, got "${endpoint}"`);
+  }
+}
+
+async function readOutputs(path: string): Promise<unknown> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? 'error';
+    throw new Failure(
+      `cannot read the outputs file ${path} (${code}): deploy with \`cdk deploy --outputs-file ${path}\` or pass --outputs FILE`,
+    );
+  }
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new Failure(`the outputs file ${path} is not valid JSON: ${(error as Error).message}`);
+  }
+}
+
+async function stageTarget(stage: StageName, values: TargetValues): Promise<Target> {
+  const path = values.outputs ?? DEFAULT_OUTPUTS_FILE;
+  const outputs = await readOutputs(path);
+  const stack = stackNames(stage).data;
+  const stackOutputs = (outputs as Record<string, unknown> | null)?.[stack];
+  if (typeof stackOutputs !== 'object' || stackOutputs === null) {
+    throw new Failure(
+      `the outputs file ${path} has no outputs of stack ${stack}: deploy the ${stage} stage with --outputs-file (each deploy rewrites the file with only the stacks it deployed), or pass --outputs FILE`,
+    );
+  }
+  const read = (key: string): string | undefined => {
+    const value = (stackOutputs as Record<string, unknown>)[key];
+    return typeof value === 'string' && value !== '' ? value : undefined;
+  };
+  const region = values.region ?? read(STACK_OUTPUTS.region);
+  if (region === undefined) {
+    throw new Failure(`the outputs file ${path} has no ${STACK_OUTPUTS.region} for stack ${stack}`);
+  }
+  const tables: Partial<Record<TargetTable, string>> = {};
+  for (const table of Object.keys(TABLE_OUTPUTS) as TargetTable[]) {
+    const name = read(TABLE_OUTPUTS[table]);
+    if (name !== undefined) tables[table] = name;
+  }
+  return {
+    description: `${stage} (${stack}, ${region}${values.endpoint ? `, ${values.endpoint}` : ''})`,
+    stage,
+    connection: { region, ...(values.endpoint ? { endpoint: values.endpoint } : {}) },
+    tables,
+  };
+}
+
+async function localTarget(): Promise<Target> {
+  // Loaded only here: the rest of the CLI has no use for the local stack.
+  const { localStateFile, readLocalState } = await import('../local/local-stack.ts');
+  const state = await readLocalState();
+  if (!state) {
+    throw new Failure(
+      `no running local API found (no live state in ${localStateFile()}): start one with npm start`,
+    );
+  }
+  return {
+    description: `the local API (${state.endpoint})`,
+    connection: { endpoint: state.endpoint, region: state.region },
+    tables: { orders: state.tables.orders, apiKeys: state.tables.apiKeys },
+  };
+}
+
+/** The target the flags name; throws UsageError when they name none or several. */
+export async function resolveTarget(values: TargetValues): Promise<Target> {
+  const tables: Partial<Record<TargetTable, string>> = {};
+  if (values['table-orders'] !== undefined) tables.orders = values['table-orders'];
+  if (values['table-keys'] !== undefined) tables.apiKeys = values['table-keys'];
+  const named = (Object.keys(tables) as TargetTable[]).map((table) => TABLE_FLAGS[table]);
+  checkEndpoint(values.endpoint);
+  if (values.outputs !== undefined && values.stage === undefined) {
+    throw new UsageError('--outputs goes with --stage');
+  }
+  if (values.stage !== undefined) {
+    if (!isStageName(values.stage)) {
+      throw new UsageError(`--stage must be one of ${STAGES.join(', ')}, got "${values.stage}"`);
+    }
+    if (values.local) throw new UsageError('--stage and --local exclude each other');
+    if (named.length > 0) {
+      throw new UsageError(
+        `${named[0]} cannot be combined with --stage (the outputs file names the tables)`,
+      );
+    }
+    return stageTarget(values.stage, values);
+  }
+  if (values.local) {
+    if (named.length > 0 || values.endpoint !== undefined || values.region !== undefined) {
+      throw new UsageError(
+        '--local takes its endpoint and tables from the running npm start: drop --endpoint, --region and --table-*',
+      );
+    }
+    return localTarget();
+  }
+  if (named.length === 0) {
+    throw new UsageError(
+      'no target: give --stage staging|production, --local, or --table-orders/--table-keys NAME with --endpoint URL or --region REGION',
+    );
+  }
+  return {
+    description: values.endpoint ?? `AWS ${values.region ?? '(default region)'}`,
+    connection: {
+      ...(values.endpoint ? { endpoint: values.endpoint } : {}),
+      ...(values.region ? { region: values.region } : {}),
+    },
+    tables,
+  };
+}
+
+/** The name of the table a command needs, or a UsageError naming the missing flag/output. */
+export function requireTable(target: Target, table: TargetTable): string {
+  const name = target.tables[table];
+  if (name !== undefined) return name;
+  if (target.stage) {
+    throw new Failure(
+      `the outputs of ${stackNames(target.stage).data} have no ${TABLE_OUTPUTS[table]}`,
+    );
+  }
+  throw new UsageError(`this command needs ${TABLE_FLAGS[table]} NAME`);
+}
+
+/** A client for the target: more patient than a function's (an operator can wait). */
+export function targetClient(target: Target): DynamoDBDocumentClient {
+  return createDocumentClient(target.connection, {
+    maxAttempts: 5,
+    requestHandler: { connectionTimeout: 3_000, requestTimeout: 30_000 },
+  });
+}
+
+/**
+ * Runs `action` with a client and the name of the table the command needs; a failure of
+ * DynamoDB is reported with the table and target it happened on.
+ */
+export async function withTable<T>(
+  values: TargetValues,
+  table: TargetTable,
+  action: (client: DynamoDBDocumentClient, tableName: string, target: Target) => Promise<T>,
+): Promise<T> {
+  const target = await resolveTarget(values);
+  const tableName = requireTable(target, table);
+  const client = targetClient(target);
+  try {
+    return await action(client, tableName, target);
+  } catch (error) {
+    throw inContext(error, `table ${tableName} on ${target.description}`);
+  } finally {
+    client.destroy();
+  }
+}

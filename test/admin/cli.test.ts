@@ -1,0 +1,184 @@
+/**
+ * The CLI's shell: help on every command, wrong command lines, the production confirmation, the
+ * progress bar, and the line numbers of import problems.
+ */
+import { PassThrough } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { confirmChange } from '../../admin/confirm.ts';
+import { progressBar } from '../../admin/progress.ts';
+import type { Target } from '../../admin/target.ts';
+import { formatProblem, parseOrders, recordLines } from '../../lib/orders/order-input.ts';
+import { expectOneLineError, runCli } from './support.ts';
+
+describe('help', () => {
+  it.each([
+    [['--help'], /^Usage: store-orders-admin <keys\|orders> <command>/],
+    [['-h'], /^Usage: store-orders-admin <keys\|orders> <command>/],
+    [['keys', '--help'], /^Usage: store-orders-admin keys <command>/],
+    [['orders', '--help'], /^Usage: store-orders-admin orders <command>/],
+    [
+      ['keys', 'create', '--help'],
+      /^Usage: store-orders-admin keys create --plan free\|pro\|business\|enterprise/,
+    ],
+    [['keys', 'list', '--help'], /^Usage: store-orders-admin keys list/],
+    [['keys', 'revoke', '--help'], /^Usage: store-orders-admin keys revoke <key-id>/],
+    [
+      ['keys', 'rotate', '-h'],
+      /^Usage: store-orders-admin keys rotate <key-id> \[--grace DURATION\]/,
+    ],
+    [['keys', 'set-plan', '--help'], /^Usage: store-orders-admin keys set-plan <key-id> --plan/],
+    [['orders', 'import', '--help'], /^Usage: store-orders-admin orders import <file\.json>/],
+    [['orders', 'ship', '--help'], /^Usage: store-orders-admin orders ship <order-id>/],
+    [['orders', 'export', '--help'], /^Usage: store-orders-admin orders export \[file\.json\]/],
+  ])('%j prints the usage and exits 0', async (args, usage) => {
+    const result = await runCli(args);
+    expect(result.code).toBe(0);
+    expect(result.stderr).toBe('');
+    expect(result.stdout).toMatch(usage);
+    expect(result.stdout).toContain('--stage staging|production');
+  });
+
+  it('explains the target flags and the exit codes at the top', async () => {
+    const { stdout } = await runCli(['--help']);
+    for (const text of [
+      '--local',
+      '--outputs FILE',
+      '--table-orders',
+      '--endpoint URL',
+      '--yes',
+      'Exit codes: 0 done, 1 refused or failed',
+    ]) {
+      expect(stdout).toContain(text);
+    }
+  });
+});
+
+describe('wrong command lines: one line, exit 2', () => {
+  it.each([
+    [[], /^error: missing command \(see --help\)$/],
+    [['pets'], /^error: unknown command "pets": keys or orders/],
+    [['keys'], /^error: missing keys command/],
+    [
+      ['keys', 'delete'],
+      /^error: unknown keys command "delete": create, list, revoke, rotate, set-plan$/,
+    ],
+    [['orders', 'cancel', '1'], /^error: unknown orders command "cancel": import, ship, export$/],
+    [['orders', 'export', 'a.json', 'b.json'], /^error: unexpected argument "b\.json"/],
+    [['keys', 'list', '--stage'], /^error: Option '--stage <value>' argument missing$/],
+  ])('%j', async (args, message) => {
+    expectOneLineError(await runCli(args), 2, message);
+  });
+});
+
+/** A stream that says it is (or is not) a terminal. */
+function terminal(isTTY: boolean): NodeJS.ReadStream & PassThrough {
+  return Object.assign(new PassThrough(), { isTTY }) as unknown as NodeJS.ReadStream & PassThrough;
+}
+
+const production: Target = {
+  description: 'production',
+  stage: 'production',
+  connection: {},
+  tables: {},
+};
+
+describe('production confirmation', () => {
+  it('asks on stderr and goes ahead on y or yes', async () => {
+    for (const answer of ['y\n', 'YES\n']) {
+      const stdin = terminal(true);
+      const stderr = terminal(true) as unknown as NodeJS.WriteStream & PassThrough;
+      let asked = '';
+      stderr.on('data', (chunk: Buffer) => (asked += chunk.toString()));
+      const confirmed = confirmChange(production, 'revoke key key_1', undefined, { stdin, stderr });
+      stdin.write(answer);
+      await expect(confirmed).resolves.toBeUndefined();
+      expect(asked).toBe('Revoke key key_1 on PRODUCTION? [y/N] ');
+    }
+  });
+
+  it.each(['n\n', '\n', 'yep\n', ''])('stops on the answer %j', async (answer) => {
+    const stdin = terminal(true);
+    const stderr = terminal(true) as unknown as NodeJS.WriteStream;
+    const confirmed = confirmChange(production, 'ship order 1', undefined, { stdin, stderr });
+    if (answer) stdin.write(answer);
+    else stdin.end();
+    await expect(confirmed).rejects.toThrow(/^not confirmed: nothing was changed$/);
+  });
+
+  it('refuses without a terminal, unless --yes; other stages are not asked', async () => {
+    const io = { stdin: terminal(false), stderr: terminal(false) as unknown as NodeJS.WriteStream };
+    await expect(confirmChange(production, 'ship order 1', undefined, io)).rejects.toThrow(
+      /pass --yes$/,
+    );
+    await expect(confirmChange(production, 'ship order 1', true, io)).resolves.toBeUndefined();
+    await expect(
+      confirmChange({ ...production, stage: 'staging' }, 'ship order 1', undefined, io),
+    ).resolves.toBeUndefined();
+  });
+});
+
+describe('progress bar', () => {
+  function capture(isTTY: boolean) {
+    const stream = terminal(isTTY) as unknown as NodeJS.WriteStream & PassThrough;
+    let text = '';
+    stream.on('data', (chunk: Buffer) => (text += chunk.toString()));
+    return { stream, text: () => text };
+  }
+
+  it('redraws in place on a terminal, at most ten times a second', () => {
+    const out = capture(true);
+    let now = 0;
+    const bar = progressBar(100, 'orders', out.stream, () => now);
+    now = 1000;
+    bar.update(25);
+    now = 1050;
+    bar.update(50); // too soon: not drawn
+    now = 2000;
+    bar.update(75);
+    bar.finish(100);
+    const frames = out.text().split('\r').filter(Boolean);
+    expect(frames).toEqual([
+      `[${'#'.repeat(8)}${'.'.repeat(22)}] 25/100 orders 25% 25 orders/s\x1b[K`,
+      `[${'#'.repeat(23)}${'.'.repeat(7)}] 75/100 orders 75% 38 orders/s\x1b[K`,
+      `[${'#'.repeat(30)}] 100/100 orders 100% 50 orders/s\x1b[K\n`,
+    ]);
+  });
+
+  it('prints only a final line when stderr is not a terminal', () => {
+    const out = capture(false);
+    const bar = progressBar(3, 'orders', out.stream, () => 500);
+    bar.update(1);
+    bar.update(2);
+    bar.finish(3);
+    expect(out.text()).toBe(`[${'#'.repeat(30)}] 3/3 orders 100% 0 orders/s\n`);
+  });
+});
+
+describe('line numbers of import problems', () => {
+  it('finds where each top-level record starts, whatever the strings and nesting hold', () => {
+    const text = [
+      '[ {"id": 1, "note": "[,{\\"]"},',
+      '',
+      '  {"id": 2,',
+      '   "x": [1, [2, 3]]}, {"id": 3},',
+      '\t"text",\r',
+      '  [4]',
+      ']',
+    ].join('\n');
+    expect(recordLines(text)).toEqual([1, 3, 4, 5, 6]);
+    expect(recordLines('[]')).toEqual([]);
+    expect(recordLines('[\n]')).toEqual([]);
+  });
+
+  it('puts them in the problems only when asked, so other readers keep their messages', () => {
+    const text = '[\n{"id": 1},\n{"id": "2"}\n]';
+    const plain = parseOrders(text);
+    const located = parseOrders(text, { lines: true });
+    expect(plain.ok ? [] : plain.problems.map(formatProblem)).toEqual([
+      'record 1: id must be an integer (int64), got "2"',
+    ]);
+    expect(located.ok ? [] : located.problems.map(formatProblem)).toEqual([
+      'line 3 (record 1): id must be an integer (int64), got "2"',
+    ]);
+  });
+});

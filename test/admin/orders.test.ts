@@ -1,0 +1,205 @@
+/** `orders …` through the real CLI, on isolated tables of the run's DynamoDB Local. */
+import { readFileSync, existsSync, readdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { DeleteCommand } from '@aws-sdk/lib-dynamodb';
+import { createTestTables, type TestTables } from '../support/tables.ts';
+import { expectOneLineError, runCli, scanAll, tableFlags, tempDir, tempFile } from './support.ts';
+
+let t: TestTables;
+beforeAll(async () => {
+  t = await createTestTables('admin-orders');
+});
+afterAll(() => t.drop());
+
+/** Empties the orders table between tests. */
+async function clearOrders(): Promise<void> {
+  for (const item of await scanAll(t.client, t.tables.orders)) {
+    await t.client.send(
+      new DeleteCommand({ TableName: t.tables.orders, Key: { shard: item.shard, id: item.id } }),
+    );
+  }
+}
+beforeEach(clearOrders);
+
+const orders = (...args: string[]) => runCli(['orders', ...args, ...tableFlags(t)]);
+
+const FILE = `[
+  {"id": 9223372036854775807, "petId": 9007199254740993, "quantity": 2,
+   "shipDate": "2026-11-20T09:00:00Z", "complete": false, "status": "pending"},
+  {"id": -9223372036854775808, "status": "cancelled"},
+  {"id": 3, "petId": 103, "quantity": 1, "complete": true, "status": "shipped"},
+  {"id": 1}
+]`;
+/** The API's list of FILE: sorted by id, fields in schema order, status defaulted. */
+const LISTED =
+  '[{"id":-9223372036854775808,"status":"cancelled"},{"id":1,"status":"pending"},' +
+  '{"id":3,"petId":103,"quantity":1,"complete":true,"status":"shipped"},' +
+  '{"id":9223372036854775807,"petId":9007199254740993,"quantity":2,"shipDate":"2026-11-20T09:00:00Z","complete":false,"status":"pending"}]';
+
+async function exported(): Promise<string> {
+  const result = await orders('export');
+  expect(result.code).toBe(0);
+  return result.stdout;
+}
+
+describe('orders import', () => {
+  it('writes every order, int64 ids exact, and reports the count and rate', async () => {
+    const result = await orders('import', tempFile('orders.json', FILE));
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(
+      new RegExp(
+        `^Imported 4 orders into ${t.tables.orders} on http\\S+ in [\\d.]+ s \\(\\d+ orders/s\\)`,
+      ),
+    );
+    // Not a terminal: the progress bar prints its final line only.
+    expect(result.stderr).toMatch(/^\[#{30}\] 4\/4 orders 100% \d+ orders\/s\n$/);
+    expect(await exported()).toBe(LISTED);
+  });
+
+  it('is idempotent: the same import twice leaves the same table', async () => {
+    const file = tempFile('twice.json', FILE);
+    await orders('import', file);
+    const first = await scanAll(t.client, t.tables.orders);
+    const again = await orders('import', file);
+    expect(again.code).toBe(0);
+    expect(await scanAll(t.client, t.tables.orders)).toEqual(first);
+    expect(await exported()).toBe(LISTED);
+  });
+
+  it('lists every problem with its line and record index, and writes nothing', async () => {
+    const file = tempFile(
+      'bad.json',
+      `[
+  {"id": 1},
+  {"id": 1.5},
+  {"id": "x",
+   "colour": "red"},
+  {"id": 9223372036854775808}, {"id": 1},
+  {"id": 6, "status": "lost"}
+]`,
+    );
+    const result = await orders('import', file);
+    expect(result.code).toBe(1);
+    expect(result.stdout).toBe('');
+    expect(result.stderr.trimEnd().split('\n')).toEqual([
+      `${file}: line 3 (record 1): id 1.5 is not an integer in the int64 range`,
+      `${file}: line 4 (record 2): unknown field "colour" (allowed: id, petId, quantity, shipDate, complete, status)`,
+      `${file}: line 4 (record 2): id must be an integer (int64), got "x"`,
+      `${file}: line 6 (record 3): id 9223372036854775808 is not an integer in the int64 range`,
+      `${file}: line 6 (record 4): id 1 repeats the id of record 0`,
+      `${file}: line 7 (record 5): status must be one of pending, shipped, cancelled, got "lost"`,
+      `error: ${file}: 6 problems in 5 records; nothing was written`,
+    ]);
+    expect(await scanAll(t.client, t.tables.orders)).toEqual([]);
+  });
+
+  it.each([
+    [
+      'unreadable JSON',
+      () => tempFile('broken.json', '[{"id": 1},'),
+      /: not valid JSON: .*; nothing was written$/,
+    ],
+    [
+      'not an array',
+      () => tempFile('object.json', '{"id": 1}'),
+      /: expected a JSON array of orders; nothing was written$/,
+    ],
+    [
+      'a missing file',
+      () => join(tempDir(), 'missing.json'),
+      /^error: cannot read \S+missing\.json \(ENOENT\); nothing was written$/,
+    ],
+  ])('refuses %s with one line and writes nothing', async (_, file, message) => {
+    expectOneLineError(await orders('import', file()), 1, message);
+    expect(await scanAll(t.client, t.tables.orders)).toEqual([]);
+  });
+
+  it('needs a file and the orders table', async () => {
+    expectOneLineError(await orders('import'), 2, /^error: missing <file\.json>/);
+    const noTable = await runCli([
+      'orders',
+      'import',
+      tempFile('o.json', FILE),
+      '--endpoint',
+      t.endpoint,
+      '--table-keys',
+      t.tables.apiKeys,
+    ]);
+    expectOneLineError(noTable, 2, /^error: this command needs --table-orders NAME$/);
+  });
+});
+
+describe('orders ship', () => {
+  beforeEach(async () => {
+    await orders('import', tempFile('orders.json', FILE));
+  });
+
+  it('ships a pending order: status shipped, complete true, in place', async () => {
+    const result = await orders('ship', '9223372036854775807');
+    expect(result.code).toBe(0);
+    expect(result.stdout).toBe('Order 9223372036854775807 shipped.\n');
+    expect(await exported()).toContain(
+      '{"id":9223372036854775807,"petId":9007199254740993,"quantity":2,"shipDate":"2026-11-20T09:00:00Z","complete":true,"status":"shipped"}',
+    );
+  });
+
+  it('answers an already shipped order with success, changing nothing', async () => {
+    const before = await scanAll(t.client, t.tables.orders);
+    const result = await orders('ship', '3');
+    expect(result.code).toBe(0);
+    expect(result.stdout).toBe('Order 3 was already shipped; nothing changed.\n');
+    expect(await scanAll(t.client, t.tables.orders)).toEqual(before);
+  });
+
+  it('refuses a cancelled order and a missing one (exit 1), a malformed id (exit 2)', async () => {
+    const before = await scanAll(t.client, t.tables.orders);
+    expectOneLineError(
+      await runCli(['orders', 'ship', ...tableFlags(t), '--', '-9223372036854775808']),
+      1,
+      /^error: order -9223372036854775808 is cancelled and cannot be shipped$/,
+    );
+    expectOneLineError(await orders('ship', '42'), 1, /^error: order 42 was not found$/);
+    for (const bad of ['1e3', '9223372036854775808', 'abc', '1.0']) {
+      expectOneLineError(
+        await orders('ship', bad),
+        2,
+        new RegExp(
+          `^error: order id must be a base-10 integer in the int64 range, got "${bad.replace('.', '\\.')}"$`,
+        ),
+      );
+    }
+    expect(await scanAll(t.client, t.tables.orders)).toEqual(before);
+  });
+});
+
+describe('orders export', () => {
+  it('writes the API list to a file, complete, with no partial file left', async () => {
+    await orders('import', tempFile('orders.json', FILE));
+    const out = join(tempDir(), 'export.json');
+    const result = await orders('export', out);
+    expect(result.code).toBe(0);
+    expect(result.stderr).toBe(`Exported 4 orders to ${out}.\n`);
+    expect(readFileSync(out, 'utf8')).toBe(LISTED);
+    expect(readdirSync(dirname(out))).toEqual(['export.json']);
+  });
+
+  it('exports an empty table as []', async () => {
+    expect(await exported()).toBe('[]');
+  });
+
+  it('refuses a file it cannot write, leaving nothing behind', async () => {
+    const out = join(tempDir(), 'no-such-dir', 'export.json');
+    expectOneLineError(await orders('export', out), 1, /^error: cannot write \S+ \(ENOENT\)$/);
+    expect(existsSync(dirname(out))).toBe(false);
+  });
+
+  it('round-trips: an export imports back to the same list', async () => {
+    await orders('import', tempFile('orders.json', FILE));
+    const out = join(tempDir(), 'round.json');
+    await orders('export', out);
+    await clearOrders();
+    expect((await orders('import', out)).code).toBe(0);
+    expect(await exported()).toBe(LISTED);
+  });
+});
