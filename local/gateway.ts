@@ -4,7 +4,7 @@
  *  - routing from the shared route table: unknown path → 404 ROUTE_NOT_FOUND before
  *    authentication; known path, other method → 405 METHOD_NOT_ALLOWED with `Allow`;
  *  - a TOKEN authorizer on `Authorization`: a missing header is refused without invoking it;
- *    `Unauthorized` → 401; another error → AUTHORIZER_FAILURE; Allow policies cached per token
+ *    `Unauthorized` → 401; another error → AUTHORIZER_CONFIGURATION_ERROR; Allow policies cached per token
  *    for the TTL, and checked against the method ARN like API Gateway does;
  *  - REST v1 proxy events with `requestContext.authorizer`;
  *  - buffered responses limited to 6 MB, streamed responses piped as they are produced;
@@ -148,10 +148,13 @@ export function createGateway(options: GatewayOptions) {
           createContext('authorizer'),
         );
       } catch (error) {
+        // As API Gateway: "Unauthorized" is a 401; any other error is a configuration error.
         return {
           ok: false,
           answer:
-            (error as Error)?.message === 'Unauthorized' ? 'UNAUTHORIZED' : 'AUTHORIZER_FAILURE',
+            (error as Error)?.message === 'Unauthorized'
+              ? 'UNAUTHORIZED'
+              : 'AUTHORIZER_CONFIGURATION_ERROR',
         };
       }
       if (!isAuthorizerResult(output))
@@ -278,6 +281,10 @@ export function createGateway(options: GatewayOptions) {
         'x-amzn-RequestId': requestId,
       });
       started.body.on('error', () => response.destroy());
+      // A client that goes away stops the function too (else it would wait on back-pressure).
+      response.on('close', () => {
+        if (!response.writableFinished) started.abort(new Error('client closed the connection'));
+      });
       started.body.pipe(response);
       // A failure after the status line went out can only cut the connection short, as in AWS.
       await started.done.catch(() => response.destroy());

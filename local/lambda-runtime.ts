@@ -93,6 +93,8 @@ export interface StreamedResponse {
   readonly body: Readable;
   /** Settles when the handler has finished; rejects when it failed. */
   readonly done: Promise<void>;
+  /** Ends the invocation from outside (the client went away): the handler's stream errors. */
+  abort(reason: Error): void;
 }
 
 /**
@@ -113,6 +115,7 @@ export function invokeStreaming(
     },
   );
   done.catch(() => undefined);
+  const abort = (reason: Error): void => void responseStream.destroy(reason);
   return new Promise((resolve, reject) => {
     let head = Buffer.alloc(0);
     const onData = (chunk: Buffer | string): void => {
@@ -139,7 +142,7 @@ export function invokeStreaming(
       if (rest.length > 0) body.write(rest);
       responseStream.on('error', (error) => body.destroy(error));
       responseStream.pipe(body);
-      resolve({ prelude, body, done });
+      resolve({ prelude, body, done, abort });
     };
     const onEnd = (): void => {
       responseStream.off('data', onData);
@@ -152,6 +155,7 @@ export function invokeStreaming(
         prelude,
         body: Readable.from(at >= 0 ? [head.subarray(at + PRELUDE_DELIMITER.length)] : [head]),
         done,
+        abort,
       });
     };
     const onError = (error: Error): void => reject(error);

@@ -3,7 +3,11 @@
  * asks only for what it uses, so it only needs the variables (and permissions) of its tables.
  */
 import { requireEnv } from '../../lib/config/env.ts';
-import { connectionFromEnv, createDocumentClient } from '../../lib/dynamodb/client.ts';
+import {
+  connectionFromEnv,
+  createDocumentClient,
+  createSingleAttemptClient,
+} from '../../lib/dynamodb/client.ts';
 import { DynamoDbKeyStore } from '../../lib/dynamodb/keys-table.ts';
 import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
 import { TABLES } from '../../lib/dynamodb/tables.ts';
@@ -32,7 +36,8 @@ export function keyStoreFromEnv(): DynamoDbKeyStore {
 
 export function rateLimiterFromEnv(): DynamoDbRateLimiter {
   const settings = limiterSettingsFromEnv();
-  return new DynamoDbRateLimiter(documentClient(), requireEnv(TABLES.rateLimits.envVar), {
+  const client = tracer.captureAWSv3Client(createSingleAttemptClient(connectionFromEnv()));
+  return new DynamoDbRateLimiter(client, requireEnv(TABLES.rateLimits.envVar), {
     settings,
     onStoreFailure: (error) => {
       metrics.addMetric(METRIC_NAMES.limiterStoreFailures, MetricUnit.Count, 1);

@@ -87,13 +87,15 @@ export const GATEWAY_RESPONSES: readonly GatewayResponseDefinition[] = [
     type: 'AUTHORIZER_FAILURE',
     code: 'SERVICE_UNAVAILABLE',
     headers: retryAfter,
-    when: 'the authorizer failed (its key store did not answer)',
+    when: 'the authorizer could not be run (e.g. it timed out)',
   },
   {
+    // API Gateway gives this one type whenever the authorizer throws anything but
+    // "Unauthorized": in practice its key store did not answer.
     type: 'AUTHORIZER_CONFIGURATION_ERROR',
-    code: 'INTERNAL_ERROR',
-    headers: {},
-    when: 'the authorizer returned something API Gateway cannot use',
+    code: 'SERVICE_UNAVAILABLE',
+    headers: retryAfter,
+    when: 'the authorizer failed (its key store did not answer) or returned something unusable',
   },
   {
     type: 'INTEGRATION_FAILURE',

@@ -43,6 +43,16 @@ export function createDocumentClient(
   });
 }
 
+/**
+ * A client that makes exactly one attempt per call, for writes that are not idempotent (the rate
+ * limiter's counters): the SDK's retry after a timeout could apply a write twice.
+ */
+export function createSingleAttemptClient(
+  connection: DynamoDbConnection = {},
+): DynamoDBDocumentClient {
+  return createDocumentClient(connection, { maxAttempts: 1 });
+}
+
 /** The connection a function uses: AWS's, or DYNAMODB_ENDPOINT when running locally. */
 export function connectionFromEnv(env: NodeJS.ProcessEnv = process.env): DynamoDbConnection {
   const endpoint = env.DYNAMODB_ENDPOINT;

@@ -12,6 +12,18 @@ const TRANSIENT_NAMES = new Set([
   'RequestTimeoutException',
   'TransactionConflictException',
 ]);
+const THROTTLING_NAMES = new Set([
+  'ProvisionedThroughputExceededException',
+  'ThrottlingException',
+  'RequestLimitExceeded',
+]);
+
+/** DynamoDB refused the request before doing anything: retrying cannot apply it twice. */
+export function isThrottling(error: unknown): boolean {
+  const name = (error as { name?: unknown } | null)?.name;
+  return typeof name === 'string' && THROTTLING_NAMES.has(name);
+}
+
 const TRANSIENT_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EAI_AGAIN']);
 
 /**

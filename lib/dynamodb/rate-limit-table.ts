@@ -31,7 +31,9 @@ import {
   type WindowCount,
 } from '../limits/sliding-window.ts';
 import { readOptionalNumber } from './attributes.ts';
+import { isThrottling } from './errors.ts';
 import { TABLES } from './tables.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /**
  * Writes per request before the store counts as failing. Each kind of conflict can hit a request
@@ -42,6 +44,9 @@ import { TABLES } from './tables.ts';
 const MAX_ATTEMPTS = 8;
 /** Keys whose state a container remembers. */
 const CACHE_SIZE = 10_000;
+
+/** Attempts of a write that DynamoDB throttled (a throttled write did not happen). */
+const THROTTLING_ATTEMPTS = 3;
 
 const TTL = TABLES.rateLimits.timeToLiveAttribute;
 
@@ -194,11 +199,7 @@ export class DynamoDbRateLimiter implements RateLimiter {
       const decision = decide(known, now, caller.limits);
       if (decision.outcome !== 'admitted') return { decision, degraded: true, unavailable: false };
       // Admitted without being counted: the headers show the last known counts.
-      const uncounted = {
-        outcome: 'admitted' as const,
-        minute: rollWindow(known.minute, now, MINUTE_MS),
-        day: rollWindow(known.day, now, DAY_MS),
-      };
+      const uncounted = { ...decision, ...this.windowsAt(known, decision.at) };
       return {
         decision: uncounted,
         degraded: true,
@@ -207,19 +208,27 @@ export class DynamoDbRateLimiter implements RateLimiter {
     }
   }
 
+  private windowsAt(state: CounterState, at: number): { minute: WindowCount; day: WindowCount } {
+    return {
+      minute: rollWindow(state.minute, at, MINUTE_MS),
+      day: rollWindow(state.day, at, DAY_MS),
+    };
+  }
+
   private async consumeFrom(caller: Caller, now: number, initial: CounterState): Promise<Decision> {
     let state = initial;
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+      // Decided (and written) at the request's counter time: never behind the stored windows.
       const decision = decide(state, now, caller.limits);
       if (decision.outcome === 'banned') return decision;
       if (decision.outcome === 'admitted') {
-        const admitted = await this.admit(caller, now, state);
+        const admitted = await this.admit(caller, decision.at, state);
         state = admitted.state;
         this.remember(caller.keyId, state);
-        if (admitted.written) return this.admittedFrom(state, now);
+        if (admitted.written) return { ...decision, ...this.windowsAt(state, decision.at) };
         continue;
       }
-      const refused = await this.refuse(caller, now, state);
+      const refused = await this.refuse(caller, decision.at, state);
       state = refused.state;
       this.remember(caller.keyId, state);
       if (!refused.written) continue;
@@ -229,29 +238,19 @@ export class DynamoDbRateLimiter implements RateLimiter {
       const retryAfterMs = after.outcome === 'admitted' ? 0 : after.retryAfterMs;
       return {
         ...decision,
-        minute: after.minute,
-        day: after.day,
+        ...this.windowsAt(state, decision.at),
         retryAfterMs: Math.max(decision.retryAfterMs, retryAfterMs),
       };
     }
     throw new Error(`Rate limiter: no consistent write after ${MAX_ATTEMPTS} attempts`);
   }
 
-  /** The admitted decision as the stored state shows it after the write. */
-  private admittedFrom(state: CounterState, now: number): Decision {
-    return {
-      outcome: 'admitted',
-      minute: rollWindow(state.minute, now, MINUTE_MS),
-      day: rollWindow(state.day, now, DAY_MS),
-    };
-  }
-
-  private async admit(caller: Caller, now: number, known: CounterState) {
+  private async admit(caller: Caller, at: number, known: CounterState) {
     const b = new UpdateBuilder();
-    admitWindow(b, 'm', known.minute, now, MINUTE_MS, caller.limits.perMinute);
-    admitWindow(b, 'd', known.day, now, DAY_MS, caller.limits.perDay);
-    b.notBanned(now);
-    const day = rollWindow(known.day, now, DAY_MS);
+    admitWindow(b, 'm', known.minute, at, MINUTE_MS, caller.limits.perMinute);
+    admitWindow(b, 'd', known.day, at, DAY_MS, caller.limits.perDay);
+    b.notBanned(at);
+    const day = rollWindow(known.day, at, DAY_MS);
     b.set(`${b.name(TTL)} = ${b.value(expiry(day, known.bannedUntil))}`);
     return this.write(b, caller.keyId);
   }
@@ -260,8 +259,8 @@ export class DynamoDbRateLimiter implements RateLimiter {
    * Counts a refusal in the current minute window; the refusal that goes over the threshold
    * bans the key (unless a ban already runs: a ban is never extended).
    */
-  private async refuse(caller: Caller, now: number, known: CounterState) {
-    const start = windowStart(now, MINUTE_MS);
+  private async refuse(caller: Caller, at: number, known: CounterState) {
+    const start = windowStart(at, MINUTE_MS);
     const b = new UpdateBuilder();
     const [rw, rc] = [b.name('rw'), b.name('rc')];
     if (known.refusals?.start === start) {
@@ -272,38 +271,46 @@ export class DynamoDbRateLimiter implements RateLimiter {
       b.set(`${rw} = ${b.value(start)}`);
       b.set(`${rc} = ${b.value(1)}`);
     }
-    b.notBanned(now);
+    b.notBanned(at);
     const result = await this.write(b, caller.keyId);
     if (!result.written) return result;
     const count = result.state.refusals?.count ?? 0;
     if (count <= this.settings.maxRefusalsPerMinute) return result;
     const ban = new UpdateBuilder();
-    const until = now + this.settings.banMs;
-    ban.notBanned(now);
+    const until = at + this.settings.banMs;
+    ban.notBanned(at);
     ban.set(`${ban.name('bu')} = ${ban.value(until)}`);
     ban.set(
-      `${ban.name(TTL)} = ${ban.value(expiry(rollWindow(result.state.day, now, DAY_MS), until))}`,
+      `${ban.name(TTL)} = ${ban.value(expiry(rollWindow(result.state.day, at, DAY_MS), until))}`,
     );
     const banned = await this.write(ban, caller.keyId);
     // Written or not (another request banned first), the fresh state carries the ban.
     return { written: true, state: banned.state };
   }
 
+  /**
+   * One conditional write. The client must not retry by itself (createSingleAttemptClient): a
+   * retried `c = c + 1` whose first attempt landed would count twice. Only throttling, which
+   * guarantees nothing was written, is retried here; any other failure is the store's.
+   */
   private async write(
     b: UpdateBuilder,
     keyId: string,
   ): Promise<{ written: boolean; state: CounterState }> {
-    try {
-      const { Attributes } = await this.client.send(b.command(this.tableName, counterKey(keyId)));
-      return { written: true, state: itemToState(Attributes) };
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) {
-        return {
-          written: false,
-          state: itemToState(error.Item ? unmarshall(error.Item) : undefined),
-        };
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const { Attributes } = await this.client.send(b.command(this.tableName, counterKey(keyId)));
+        return { written: true, state: itemToState(Attributes) };
+      } catch (error) {
+        if (error instanceof ConditionalCheckFailedException) {
+          return {
+            written: false,
+            state: itemToState(error.Item ? unmarshall(error.Item) : undefined),
+          };
+        }
+        if (!isThrottling(error) || attempt >= THROTTLING_ATTEMPTS) throw error;
+        await sleep(Math.random() * 25 * 2 ** attempt);
       }
-      throw error;
     }
   }
 }

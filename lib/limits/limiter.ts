@@ -70,7 +70,7 @@ export function rateLimitHeaders(
   limits: Limits,
 ): Record<string, string> {
   // A banned key has nothing left in either window, whatever its counters say.
-  const reports = windowReports(decision, now, limits).map((r) =>
+  const reports = windowReports(decision, limits).map((r) =>
     decision.outcome === 'banned' ? { ...r, remaining: 0 } : r,
   );
   const binding = reports[0] as WindowReport;

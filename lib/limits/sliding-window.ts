@@ -47,16 +47,26 @@ export function rollWindow(
   const start = windowStart(now, windowMs);
   if (!window || window.start < start - windowMs) return { start, current: 0, previous: 0 };
   if (window.start === start - windowMs) return { start, current: 0, previous: window.current };
-  if (window.start > start) {
-    // A window from the future (another host's clock ran ahead): count it as current.
-    return { start, current: window.current, previous: window.previous };
-  }
   return window;
+}
+
+/**
+ * The time a request counts at: its own, or the start of the latest window the counter has
+ * already moved to. A request stamped just before a boundary that reaches the store after
+ * another has rolled the window over counts in the new window; a counter never moves back.
+ */
+export function counterTime(state: CounterState, now: number): number {
+  return Math.max(
+    now,
+    state.minute?.start ?? now,
+    state.day?.start ?? now,
+    state.refusals?.start ?? now,
+  );
 }
 
 /** The weighted share of the previous window at `now` (the first term of the formula). */
 export function previousShare(window: WindowCount, now: number, windowMs: number): number {
-  const elapsed = now - window.start;
+  const elapsed = Math.max(0, now - window.start);
   return Math.floor((window.previous * (windowMs - elapsed)) / windowMs);
 }
 
@@ -95,43 +105,39 @@ export interface WindowReport {
   readonly reset: number;
 }
 
+interface DecisionBase {
+  /** The time the request counts at (see counterTime). */
+  readonly at: number;
+  /** The windows as they stand at `at`, after this request if it was counted. */
+  readonly minute: WindowCount;
+  readonly day: WindowCount;
+}
+
+/** For a refusal or a ban, `retryAfterMs` is counted from the request's own time. */
 export type Decision =
-  | {
-      readonly outcome: 'admitted';
-      /** The windows as they stand after this request was counted. */
-      readonly minute: WindowCount;
-      readonly day: WindowCount;
-    }
-  | {
-      readonly outcome: 'limited';
-      readonly minute: WindowCount;
-      readonly day: WindowCount;
-      readonly retryAfterMs: number;
-    }
-  | {
-      readonly outcome: 'banned';
-      readonly minute: WindowCount;
-      readonly day: WindowCount;
-      readonly retryAfterMs: number;
-    };
+  | (DecisionBase & { readonly outcome: 'admitted' })
+  | (DecisionBase & { readonly outcome: 'limited' | 'banned'; readonly retryAfterMs: number });
 
 /** Whether `state` would admit a request at `now`, and what the windows look like then. */
 export function decide(state: CounterState, now: number, limits: Limits): Decision {
-  const minute = rollWindow(state.minute, now, MINUTE_MS);
-  const day = rollWindow(state.day, now, DAY_MS);
-  if (state.bannedUntil !== undefined && state.bannedUntil > now) {
-    return { outcome: 'banned', minute, day, retryAfterMs: state.bannedUntil - now };
+  const at = counterTime(state, now);
+  const minute = rollWindow(state.minute, at, MINUTE_MS);
+  const day = rollWindow(state.day, at, DAY_MS);
+  if (state.bannedUntil !== undefined && state.bannedUntil > at) {
+    return { outcome: 'banned', at, minute, day, retryAfterMs: state.bannedUntil - now };
   }
-  const waitMinute = msUntilBelow(minute, now, MINUTE_MS, limits.perMinute);
-  const waitDay = msUntilBelow(day, now, DAY_MS, limits.perDay);
+  const waitMinute = msUntilBelow(minute, at, MINUTE_MS, limits.perMinute);
+  const waitDay = msUntilBelow(day, at, DAY_MS, limits.perDay);
   if (waitMinute === 0 && waitDay === 0) {
     return {
       outcome: 'admitted',
+      at,
       minute: { ...minute, current: minute.current + 1 },
       day: { ...day, current: day.current + 1 },
     };
   }
-  return { outcome: 'limited', minute, day, retryAfterMs: Math.max(waitMinute, waitDay) };
+  const retryAfterMs = at - now + Math.max(waitMinute, waitDay);
+  return { outcome: 'limited', at, minute, day, retryAfterMs };
 }
 
 function report(window: WindowName, count: WindowCount, now: number, limit: number): WindowReport {
@@ -149,12 +155,11 @@ function report(window: WindowName, count: WindowCount, now: number, limit: numb
  * remaining (the minute window on a tie).
  */
 export function windowReports(
-  counts: { readonly minute: WindowCount; readonly day: WindowCount },
-  now: number,
+  counts: { readonly minute: WindowCount; readonly day: WindowCount; readonly at: number },
   limits: Limits,
 ): readonly [WindowReport, WindowReport] {
-  const minute = report('minute', counts.minute, now, limits.perMinute);
-  const day = report('day', counts.day, now, limits.perDay);
+  const minute = report('minute', counts.minute, counts.at, limits.perMinute);
+  const day = report('day', counts.day, counts.at, limits.perDay);
   return day.remaining < minute.remaining ? [day, minute] : [minute, day];
 }
 

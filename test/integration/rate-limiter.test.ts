@@ -84,16 +84,63 @@ describe('admission is exact under concurrency', () => {
         containers[i % 3]!.consume(caller, MINUTE_START + 59_000),
       ),
     );
+    // Some of the burst is stamped just before the boundary but arrives with the rest.
     const burst = await Promise.all(
       Array.from({ length: 300 }, (_, i) =>
-        containers[i % 3]!.consume(caller, MINUTE_START + 60_000 + 30_000),
+        containers[i % 3]!.consume(caller, MINUTE_START + (i % 10 === 0 ? 59_999 : 90_000)),
       ),
     );
-    // At 30 s into minute 1, minute 0's 40 weigh floor(40 × 0.5) = 20: 40 more fit.
+    // Late-stamped requests that arrive before the roll count in minute 0 (room for 20 more),
+    // the others in minute 1. Whatever the interleaving, every admission is in exactly one
+    // window and minute 1 fills exactly to what minute 0 leaves: 60 − floor(previous × 0.5).
     expect(burst.filter((r) => r.degraded)).toEqual([]);
-    expect(burst.filter((r) => r.decision.outcome === 'admitted')).toHaveLength(40);
+    const admitted = burst.filter((r) => r.decision.outcome === 'admitted').length;
     const item = await stored(caller.keyId);
-    expect([item?.mw, item?.mp, item?.mc].map(Number)).toEqual([MINUTE_START + 60_000, 40, 40]);
+    const [mw, mp, mc] = [item?.mw, item?.mp, item?.mc].map(Number);
+    expect(mw).toBe(MINUTE_START + 60_000);
+    expect(mp).toBeGreaterThanOrEqual(40);
+    expect(mp).toBeLessThanOrEqual(60);
+    expect(admitted).toBe(mp! - 40 + mc!);
+    expect(mc).toBe(60 - Math.floor(mp! / 2));
+  });
+});
+
+describe('requests that reach the store out of order', () => {
+  it('count a request stamped before a boundary, written after the roll, in the new window', async () => {
+    const caller = freeCaller();
+    const warm = limiter();
+    for (let i = 0; i < 60; i++) await warm.consume(caller, MINUTE_START + 59_000 + i);
+    // Container A rolls the minute over; container B's request was stamped 2 ms earlier.
+    const a = await limiter().consume(caller, MINUTE_START + 60_001);
+    const b = await limiter().consume(caller, MINUTE_START + 59_999);
+    expect(a.decision.outcome).toBe('admitted');
+    // In the new minute the 60 of the old one weigh 60: B is refused, not counted in the past.
+    expect(b.decision.outcome).toBe('limited');
+    const item = await stored(caller.keyId);
+    expect([item?.mw, item?.mp, item?.mc].map(Number)).toEqual([MINUTE_START + 60_000, 60, 1]);
+    // And the next second admits what the formula allows, no more.
+    const burst = await Promise.all(
+      Array.from({ length: 100 }, () => warm.consume(caller, MINUTE_START + 61_000)),
+    );
+    // floor(60 × 59 000 / 60 000) = 59, plus the 1 counted: nothing left at 61 s.
+    expect(burst.filter((r) => r.decision.outcome === 'admitted')).toHaveLength(0);
+  });
+
+  it('never move the day window back across UTC midnight', async () => {
+    const caller = {
+      keyId: `key_day${++sequence}`,
+      plan: 'enterprise' as const,
+      limits: { perMinute: 1000, perDay: 10 },
+    };
+    const midnight = Date.UTC(2026, 10, 23);
+    const warm = limiter();
+    for (let i = 0; i < 10; i++) await warm.consume(caller, midnight - 5_000 + i);
+    await limiter().consume(caller, midnight + 1);
+    const late = await limiter().consume(caller, midnight - 1);
+    expect(late.decision.outcome).toBe('limited');
+    const item = await stored(caller.keyId);
+    expect(Number(item?.dw)).toBe(midnight);
+    expect(Number(item?.dp)).toBe(10);
   });
 });
 

@@ -1,4 +1,5 @@
 /** The API Gateway emulation of `npm start`, with stand-in functions. */
+import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createGateway, type GatewayOptions } from '../../local/gateway.ts';
@@ -101,7 +102,7 @@ describe('authorizer emulation', () => {
     expect(await response.json()).toMatchObject({ code: 'SERVICE_UNAVAILABLE', status: 503 });
   });
 
-  it('answers 500 when the authorizer returns something API Gateway cannot use', async () => {
+  it('answers 503 (AUTHORIZER_CONFIGURATION_ERROR) when the authorizer returns something unusable', async () => {
     const url = await gateway({
       authorizer: () =>
         Promise.resolve({
@@ -110,7 +111,7 @@ describe('authorizer emulation', () => {
           policyDocument: { Statement: [] },
         }),
     });
-    expect((await fetch(`${url}/store/orders`, auth())).status).toBe(500);
+    expect((await fetch(`${url}/store/orders`, auth())).status).toBe(503);
   });
 
   it('hands the authorizer context to the function as strings, with a REST v1 proxy event', async () => {
@@ -184,6 +185,41 @@ describe('integration emulation', () => {
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toBe('text/plain');
     expect((await response.text()).length).toBe(8 * chunk.length);
+  });
+
+  it('stops a streaming function when the client goes away', async () => {
+    let finished: (value: string) => void = () => undefined;
+    const outcome = new Promise<string>((resolve) => (finished = resolve));
+    const streaming = globalThis.awslambda.streamifyResponse(async (_event, stream) => {
+      const out = globalThis.awslambda.HttpResponseStream.from(stream, {
+        statusCode: 200,
+        headers: {},
+      });
+      try {
+        // Far more than any socket buffer: only a reader could take it all.
+        for (let i = 0; i < 10_000; i++) {
+          if (!out.write('z'.repeat(64 * 1024))) await once(out, 'drain');
+        }
+        finished('wrote everything');
+      } catch {
+        finished('stopped');
+      }
+      out.once('error', () => finished('stopped'));
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    });
+    const url = await gateway({
+      functions: { listOrders: streaming, cancelOrder: () => Promise.resolve({}) },
+    });
+    const controller = new AbortController();
+    const response = await fetch(`${url}/store/orders`, { ...auth(), signal: controller.signal });
+    const reader = response.body!.getReader();
+    await reader.read();
+    controller.abort();
+    const result = await Promise.race([
+      outcome,
+      new Promise((resolve) => setTimeout(() => resolve('still running'), 2_000)),
+    ]);
+    expect(result).toBe('stopped');
   });
 
   it('cuts the connection when a stream fails after its status line', async () => {

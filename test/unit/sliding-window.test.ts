@@ -19,6 +19,14 @@ class ReferenceLimiter {
     this.limits = limits;
   }
 
+  /** The start of the minute of the latest admitted request: the counter never moves back. */
+  private floor = -Infinity;
+
+  /** The time a request at `now` counts at. */
+  private at(now: number): number {
+    return Math.max(now, this.floor);
+  }
+
   private estimate(now: number, size: number): number {
     const start = Math.floor(now / size) * size;
     const current = this.admitted.filter((t) => t >= start && t < start + size).length;
@@ -27,20 +35,26 @@ class ReferenceLimiter {
   }
 
   admits(now: number): boolean {
+    const at = this.at(now);
     return (
-      this.estimate(now, MINUTE) < this.limits.perMinute &&
-      this.estimate(now, DAY) < this.limits.perDay
+      this.estimate(at, MINUTE) < this.limits.perMinute &&
+      this.estimate(at, DAY) < this.limits.perDay
     );
   }
 
   request(now: number): boolean {
     const ok = this.admits(now);
-    if (ok) this.admitted.push(now);
+    if (ok) {
+      const at = this.at(now);
+      this.admitted.push(at);
+      this.floor = Math.floor(at / MINUTE) * MINUTE;
+    }
     return ok;
   }
 
   /** X-RateLimit-* of the binding window after the request at `now`. */
-  headers(now: number): { limit: number; remaining: number; reset: number } {
+  headers(requestTime: number): { limit: number; remaining: number; reset: number } {
+    const now = this.at(requestTime);
     const minute = {
       limit: this.limits.perMinute,
       remaining: Math.max(0, this.limits.perMinute - this.estimate(now, MINUTE)),
@@ -87,8 +101,10 @@ const limitsArb = fc.record({
   perDay: fc.integer({ min: 1, max: 40 }),
 });
 // Bursts, pauses of seconds and gaps of minutes, so minute and day windows roll over.
+// Negative gaps: a request stamped earlier that reaches the store after a later one.
 const gapArb = fc.oneof(
   { weight: 6, arbitrary: fc.integer({ min: 0, max: 2_000 }) },
+  { weight: 1, arbitrary: fc.integer({ min: -3_000, max: -1 }) },
   { weight: 3, arbitrary: fc.integer({ min: 2_000, max: 45_000 }) },
   { weight: 1, arbitrary: fc.integer({ min: 45_000, max: 200_000 }) },
 );
