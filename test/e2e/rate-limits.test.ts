@@ -106,7 +106,9 @@ describe('a free key', () => {
     const refusals = [];
     for (let i = 0; i < 10; i++)
       refusals.push(await call(api, 'DELETE', '/store/orders/1', freeKey));
-    expect(refusals.map((r) => JSON.parse(r.body).code)).toEqual(Array(10).fill('RATE_LIMITED'));
+    expect(refusals.map((r) => (JSON.parse(r.body) as { code: string }).code)).toEqual(
+      Array(10).fill('RATE_LIMITED'),
+    );
     expect(Number(refusals.at(-1)!.header('retry-after'))).toBeGreaterThan(890);
 
     const banned = await call(api, 'GET', '/store/orders', freeKey);
