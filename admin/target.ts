@@ -3,11 +3,13 @@
  * outputs file of `cdk deploy --outputs-file`), the running `npm start` (from the state file it
  * writes), or names given on the command line.
  */
+import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { createDocumentClient, type DynamoDbConnection } from '../lib/dynamodb/client.ts';
 import {
   DEFAULT_OUTPUTS_FILE,
+  outputsFile,
   isStageName,
   STACK_OUTPUTS,
   stackNames,
@@ -30,8 +32,8 @@ export const TARGET_OPTIONS = {
 
 export const TARGET_USAGE = `Target (one of):
   --stage staging|production  a deployed stage: table names and region from the outputs file
-  --outputs FILE              that file (default ${DEFAULT_OUTPUTS_FILE}, as written by
-                              cdk deploy --outputs-file ${DEFAULT_OUTPUTS_FILE})
+  --outputs FILE              that file (default cdk-outputs.<stage>.json if present, else
+                              ${DEFAULT_OUTPUTS_FILE}: what cdk deploy --outputs-file wrote)
   --local                     the DynamoDB of the running \`npm start\`
   --table-orders NAME, --table-keys NAME
                               tables by name, with --endpoint URL and/or --region REGION
@@ -94,7 +96,9 @@ async function readOutputs(path: string): Promise<unknown> {
 }
 
 async function stageTarget(stage: StageName, values: TargetValues): Promise<Target> {
-  const path = values.outputs ?? DEFAULT_OUTPUTS_FILE;
+  // The stage's own file (cdk-outputs.<stage>.json) if there is one, else the shared one.
+  const path =
+    values.outputs ?? (existsSync(outputsFile(stage)) ? outputsFile(stage) : DEFAULT_OUTPUTS_FILE);
   const outputs = await readOutputs(path);
   const stack = stackNames(stage).data;
   const stackOutputs = (outputs as Record<string, unknown> | null)?.[stack];

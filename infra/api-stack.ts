@@ -64,6 +64,17 @@ export interface ApiStackProps extends StackProps {
 /** Header values in API Gateway mappings are literals in single quotes. */
 const literal = (value: string) => `'${value}'`;
 
+/** Request body types the 405 mock maps (API Gateway selects templates by exact type). */
+const MOCK_CONTENT_TYPES = [
+  'application/json',
+  'application/x-www-form-urlencoded',
+  'multipart/form-data',
+  'text/plain',
+  'application/xml',
+  'text/xml',
+  'application/octet-stream',
+];
+
 /** Timeout of listOrders, which streams: the whole table, however large, must get through. */
 const LIST_TIMEOUT = Duration.minutes(5);
 
@@ -186,8 +197,13 @@ export class ApiStack extends Stack {
       resource.addMethod(
         'ANY',
         new MockIntegration({
+          // The mock reads its status from the mapped body: map every common body type, so that
+          // a POST with a form or text body gets the 405 too. The only integration response is
+          // the default one, so any status the mock sees maps to 405.
           passthroughBehavior: PassthroughBehavior.WHEN_NO_MATCH,
-          requestTemplates: { 'application/json': '{"statusCode": 200}' },
+          requestTemplates: Object.fromEntries(
+            MOCK_CONTENT_TYPES.map((type) => [type, '{"statusCode": 200}']),
+          ),
           integrationResponses: [
             {
               statusCode: status,

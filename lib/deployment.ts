@@ -28,5 +28,13 @@ export const STACK_OUTPUTS = {
   apiUrl: 'ApiUrl',
 } as const;
 
-/** Where the README's deploy commands write the outputs (`--outputs-file`). */
+/**
+ * Where the README's deploy commands write a stage's outputs (`--outputs-file`): one file per
+ * stage, because each `cdk deploy` rewrites its outputs file with only the stacks it deployed.
+ */
+export function outputsFile(stage: StageName): string {
+  return `cdk-outputs.${stage}.json`;
+}
+
+/** The outputs file of a deploy of several stages at once. */
 export const DEFAULT_OUTPUTS_FILE = 'cdk-outputs.json';

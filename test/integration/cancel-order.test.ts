@@ -123,13 +123,15 @@ describe('cancelOrder against DynamoDB', () => {
     expect(await statusOf(1n)).toBe('cancelled');
   });
 
-  it('a cancel racing shipments never leaves a shipped order cancelled', async () => {
-    const ship = () =>
+  it('cancels racing shipments never leave a shipped order cancelled, and exactly one write wins', async () => {
+    const ids = Array.from({ length: 20 }, (_, i) => 1_000n + BigInt(i));
+    await store.putOrders(ids.map((id) => ({ id, status: 'pending' as const })));
+    const ship = (id: bigint) =>
       t.client
         .send(
           new UpdateCommand({
             TableName: t.tables.orders,
-            Key: { shard: orderShard(1n), id: 1n },
+            Key: { shard: orderShard(id), id },
             UpdateExpression: 'SET #s = :shipped',
             ConditionExpression: '#s = :pending',
             ExpressionAttributeNames: { '#s': 'status' },
@@ -140,28 +142,36 @@ describe('cancelOrder against DynamoDB', () => {
           () => 'shipped',
           () => 'refused',
         );
-    const work: Promise<unknown>[] = [];
-    for (let i = 0; i < 40; i++) work.push(cancel('1'), ship());
-    const results = await Promise.all(work);
-    const cancels = results.filter((_, i) => i % 2 === 0) as { statusCode: number }[];
-    const ships = results.filter((_, i) => i % 2 === 1);
-    const final = await statusOf(1n);
-    if (final === 'shipped') {
-      expect(cancels.every((r) => r.statusCode === 409)).toBe(true);
-      expect(ships.filter((s) => s === 'shipped')).toHaveLength(1);
-    } else {
-      expect(final).toBe('cancelled');
-      expect(cancels.every((r) => r.statusCode === 204)).toBe(true);
-      expect(ships.every((s) => s === 'refused')).toBe(true);
-    }
+    const jitter = () => new Promise((resolve) => setTimeout(resolve, Math.random() * 4));
+    await Promise.all(
+      ids.map(async (id) => {
+        const cancels = Array.from({ length: 5 }, () => jitter().then(() => store.cancel(id)));
+        const ships = Array.from({ length: 5 }, () => jitter().then(() => ship(id)));
+        const [cancelled, shipped] = [await Promise.all(cancels), await Promise.all(ships)];
+        const final = await statusOf(id);
+        if (final === 'shipped') {
+          // The shipment won: every cancel saw it and changed nothing.
+          expect(cancelled.every((o) => o === 'shipped')).toBe(true);
+          expect(shipped.filter((s) => s === 'shipped')).toHaveLength(1);
+        } else {
+          expect(final).toBe('cancelled');
+          expect(cancelled.filter((o) => o === 'cancelled')).toHaveLength(1);
+          expect(cancelled.every((o) => o === 'cancelled' || o === 'already-cancelled')).toBe(true);
+          expect(shipped.every((s) => s === 'refused')).toBe(true);
+        }
+      }),
+    );
   });
 
-  it('answers 503 SERVICE_UNAVAILABLE with Retry-After when DynamoDB is throttling', async () => {
-    const restore = failDynamoDbCalls(t.client, () =>
-      Object.assign(new Error('Rate of requests exceeds the allowed throughput.'), {
-        name: 'ThrottlingException',
-        $metadata: {},
-      }),
+  it('answers 503 SERVICE_UNAVAILABLE with Retry-After when the orders table is throttling', async () => {
+    const restore = failDynamoDbCalls(
+      t.client,
+      () =>
+        Object.assign(new Error('Rate of requests exceeds the allowed throughput.'), {
+          name: 'ThrottlingException',
+          $metadata: {},
+        }),
+      t.tables.orders,
     );
     try {
       const response = await cancel('1');

@@ -90,11 +90,14 @@ describe('listOrders against DynamoDB', () => {
 
   it('answers 503 with Retry-After, before any byte of the list, when DynamoDB fails', async () => {
     store = new DynamoDbOrderStore(t.client, t.tables.orders);
-    const restore = failDynamoDbCalls(t.client, () =>
-      Object.assign(new Error('throughput exceeded'), {
-        name: 'ProvisionedThroughputExceededException',
-        $metadata: {},
-      }),
+    const restore = failDynamoDbCalls(
+      t.client,
+      () =>
+        Object.assign(new Error('throughput exceeded'), {
+          name: 'ProvisionedThroughputExceededException',
+          $metadata: {},
+        }),
+      t.tables.orders,
     );
     try {
       const response = await invokeHttp(

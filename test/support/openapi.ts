@@ -13,6 +13,7 @@ import { dereference } from '@readme/openapi-parser';
 import ajv2020Module, { type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import ajvFormatsModule from 'ajv-formats';
 import { expect } from 'vitest';
+import { INT64_MAX, INT64_MIN } from '../../lib/orders/order.ts';
 
 export const OPENAPI_PATH = fileURLToPath(new URL('../../openapi/openapi.yaml', import.meta.url));
 
@@ -227,8 +228,6 @@ function isJsonMediaType(mediaType: string): boolean {
   return mediaType === 'application/json' || mediaType.endsWith('+json');
 }
 
-const INT64_MIN = -(2n ** 63n);
-const INT64_MAX = 2n ** 63n - 1n;
 /** A run of digits long enough to be past 2^53, where a JS number stops being exact. */
 const LONG_DIGITS = /\d{16}/;
 
