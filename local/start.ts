@@ -119,7 +119,7 @@ async function parseOptions(argv: string[]): Promise<StartOptions | 'help'> {
     options.dynamodbEndpoint = endpoint;
   }
   if (values.seed !== undefined) {
-    const parsed = parseOrders(await readInputFile(values.seed, 'seed'));
+    const parsed = parseOrders(await readInputFile(values.seed, 'seed'), { lines: true });
     if (!parsed.ok) throw new UsageError(problemsLine('seed', values.seed, parsed.problems));
     options.seedOrders = parsed.orders;
   }

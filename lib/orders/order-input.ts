@@ -31,7 +31,8 @@ class NumberLiteral {
   }
 }
 
-type Reviver = (
+/** A JSON.parse reviver with Node's `context.source`: the literal text of a primitive value. */
+export type SourceReviver = (
   this: unknown,
   key: string,
   value: unknown,
@@ -39,7 +40,7 @@ type Reviver = (
 ) => unknown;
 
 function parseKeepingNumberLiterals(text: string): unknown {
-  const reviver: Reviver = (_key, value, context) =>
+  const reviver: SourceReviver = (_key, value, context) =>
     typeof value === 'number' ? new NumberLiteral(context?.source ?? String(value)) : value;
   return JSON.parse(text, reviver as Parameters<typeof JSON.parse>[1]);
 }

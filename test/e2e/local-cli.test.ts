@@ -44,7 +44,7 @@ describe('bad input: one clear line, non-zero exit, no stack trace', () => {
     [
       'a seed record with a bad id',
       () => ['--seed', file('bad-id.json', '[{"id": 1}, {"id": 1.5}]')],
-      /^error: --seed .*: record 1: id 1\.5 is not an integer in the int64 range$/,
+      /^error: --seed .*: line 1 \(record 1\): id 1\.5 is not an integer in the int64 range$/,
     ],
     [
       'a seed file that does not exist',

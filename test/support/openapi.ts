@@ -14,6 +14,7 @@ import ajv2020Module, { type ErrorObject, type ValidateFunction } from 'ajv/dist
 import ajvFormatsModule from 'ajv-formats';
 import { expect } from 'vitest';
 import { INT64_MAX, INT64_MIN } from '../../lib/orders/order.ts';
+import type { SourceReviver } from '../../lib/orders/order-input.ts';
 
 export const OPENAPI_PATH = fileURLToPath(new URL('../../openapi/openapi.yaml', import.meta.url));
 
@@ -231,13 +232,6 @@ function isJsonMediaType(mediaType: string): boolean {
 /** A run of digits long enough to be past 2^53, where a JS number stops being exact. */
 const LONG_DIGITS = /\d{16}/;
 
-type Reviver = (
-  this: unknown,
-  key: string,
-  value: unknown,
-  context?: { source?: string },
-) => unknown;
-
 /**
  * Parses JSON, and lists every integer literal outside the int64 range (the widest integer
  * format of the document): after `JSON.parse` such a number is only an approximation, and the
@@ -245,7 +239,7 @@ type Reviver = (
  */
 function parseJson(text: string): Validated<unknown> & { int64Problems?: string[] } {
   const int64Problems: string[] = [];
-  const reviver: Reviver = (_key, value, context) => {
+  const reviver: SourceReviver = (_key, value, context) => {
     const source = context?.source;
     if (typeof value === 'number' && source !== undefined && /^-?\d{16,}$/.test(source)) {
       const exact = BigInt(source);
