@@ -3,7 +3,7 @@
  * gateway responses, its alarms. Resources, methods and gateway responses are generated from the
  * same definitions the local emulator applies (lib/api/routes.ts, lib/api/gateway-responses.ts).
  */
-import { CfnOutput, Duration, Stack, type StackProps } from 'aws-cdk-lib';
+import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
 import {
   AccessLogFormat,
   AuthorizationType,
@@ -141,6 +141,9 @@ export class ApiStack extends Stack {
       description: `Store Orders API (${config.stage})`,
       endpointTypes: [EndpointType.REGIONAL],
       cloudWatchRole: true,
+      // The role is an account-wide setting both stages share: deleting one stage must not
+      // take it away from the other.
+      cloudWatchRoleRemovalPolicy: RemovalPolicy.RETAIN,
       deployOptions: {
         stageName: API_STAGE,
         tracingEnabled: true,

@@ -69,6 +69,16 @@ describe('stages', () => {
     });
   });
 
+  it('keep the account-wide API Gateway logging role when either stage is deleted', () => {
+    for (const { api } of [staging, production]) {
+      const roles = resources(api, 'AWS::IAM::Role').filter(([id]) =>
+        id.startsWith('ApiCloudWatchRole'),
+      );
+      expect(roles).toHaveLength(1);
+      expect(roles[0]![1].DeletionPolicy).toBe('Retain');
+    }
+  });
+
   it('output the base URL (ending in /v1), the table names and the region for the operator CLI', () => {
     const url = staging.api.findOutputs(STACK_OUTPUTS.apiUrl);
     expect(JSON.stringify(Object.values(url)[0])).toMatch(/\/v1"\]\]\}/);
