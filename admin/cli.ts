@@ -7,6 +7,7 @@
  * Exit codes: 0 done; 1 refused or failed, with nothing half-written; 2 a wrong command line.
  * Errors are one line on stderr, `error: …`, never a stack trace.
  */
+import { quotableInput } from '../lib/keys/api-key.ts';
 import { EXIT, errorOutcome, print, processIo, UsageError, type Io } from './common.ts';
 import { KEY_COMMANDS, KEYS_USAGE } from './keys.ts';
 import { ORDER_COMMANDS, ORDERS_USAGE } from './orders.ts';
@@ -50,7 +51,10 @@ export async function main(argv: readonly string[], io: Io): Promise<void> {
   }
   if (groupName === undefined) throw new UsageError('missing command (see --help)');
   const group = GROUPS[groupName];
-  if (!group) throw new UsageError(`unknown command "${groupName}": keys or orders (see --help)`);
+  if (!group)
+    throw new UsageError(
+      `unknown command "${quotableInput(groupName)}": keys or orders (see --help)`,
+    );
   if (isHelp(commandName)) {
     print(io.stdout, group.usage);
     return;
@@ -61,7 +65,7 @@ export async function main(argv: readonly string[], io: Io): Promise<void> {
   const command = group.commands[commandName];
   if (!command) {
     throw new UsageError(
-      `unknown ${groupName} command "${commandName}": ${Object.keys(group.commands).join(', ')}`,
+      `unknown ${groupName} command "${quotableInput(commandName)}": ${Object.keys(group.commands).join(', ')}`,
     );
   }
   await command(rest, io);

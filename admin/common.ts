@@ -4,6 +4,7 @@
  */
 import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
 import { ApiError } from '../lib/api/errors.ts';
+import { quotableInput, redactApiKeys } from '../lib/keys/api-key.ts';
 import { InvalidKeyInput, KeyRefused } from '../lib/keys/lifecycle.ts';
 import { OrderRefused } from '../lib/orders/operations.ts';
 
@@ -86,7 +87,9 @@ export function parseCommand<T extends ParseArgsOptionsConfig>(
     throw new UsageError(`missing <${required[parsed.positionals.length]}> (see --help)`);
   }
   if (parsed.positionals.length > names.length) {
-    throw new UsageError(`unexpected argument "${parsed.positionals[names.length]}" (see --help)`);
+    throw new UsageError(
+      `unexpected argument "${quotableInput(parsed.positionals[names.length] ?? '')}" (see --help)`,
+    );
   }
   return parsed;
 }
@@ -95,7 +98,7 @@ export function parseCommand<T extends ParseArgsOptionsConfig>(
 export function integerFlag(value: string | undefined, flag: string): number | undefined {
   if (value === undefined) return undefined;
   if (!/^\d{1,12}$/.test(value)) {
-    throw new UsageError(`--${flag} must be a whole number, got "${value}"`);
+    throw new UsageError(`--${flag} must be a whole number, got "${quotableInput(value)}"`);
   }
   return Number(value);
 }
@@ -139,9 +142,13 @@ export function inContext(error: unknown, where: string): unknown {
   return isExplained(error) ? error : new Failure(`${where}: ${describeFailure(error)}`);
 }
 
-/** The exit code and line for an error that ended a command. */
+/**
+ * The exit code and line for an error that ended a command. Whatever the line quotes (an
+ * argument, a file name, an AWS message), a pasted API key in it is cut to its hint.
+ */
 export function errorOutcome(error: unknown): { code: number; line: string } {
-  if (!isExplained(error)) return { code: EXIT.failed, line: describeFailure(error) };
+  if (!isExplained(error))
+    return { code: EXIT.failed, line: redactApiKeys(describeFailure(error)) };
   const usage = error instanceof UsageError || error instanceof InvalidKeyInput;
-  return { code: usage ? EXIT.usage : EXIT.failed, line: error.message };
+  return { code: usage ? EXIT.usage : EXIT.failed, line: redactApiKeys(error.message) };
 }

@@ -7,10 +7,10 @@ import { readFile, rename, rm } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { DynamoDbOrderStore } from '../lib/dynamodb/orders-table.ts';
-import { shipOrder } from '../lib/orders/operations.ts';
+import { readOrderId, shipOrder } from '../lib/orders/operations.ts';
 import { formatProblem, parseOrders } from '../lib/orders/order-input.ts';
 import { ordersJsonArray } from '../lib/orders/order-json.ts';
-import { parseInt64, type Order } from '../lib/orders/order.ts';
+import type { Order } from '../lib/orders/order.ts';
 import { Failure, parseCommand, print, UsageError, type Io } from './common.ts';
 import { confirmChange } from './confirm.ts';
 import { progressBar } from './progress.ts';
@@ -116,13 +116,13 @@ ${TARGET_USAGE}`,
 }
 
 function orderIdArgument(raw: string | undefined): bigint {
-  const id = raw === undefined ? undefined : parseInt64(raw);
-  if (id === undefined) {
+  const read = readOrderId(raw);
+  if (read.id === undefined) {
     throw new UsageError(
-      `order id must be a base-10 integer in the int64 range, got "${raw ?? ''}"`,
+      `order id must be a base-10 integer in the int64 range, got "${read.shown ?? ''}"`,
     );
   }
-  return id;
+  return read.id;
 }
 
 async function ship(argv: readonly string[], io: Io): Promise<void> {

@@ -16,6 +16,7 @@ import {
   STAGES,
   type StageName,
 } from '../lib/deployment.ts';
+import { quotableInput } from '../lib/keys/api-key.ts';
 import { Failure, inContext, UsageError } from './common.ts';
 
 export const TARGET_OPTIONS = {
@@ -74,7 +75,9 @@ const TABLE_OUTPUTS: Record<TargetTable, string> = {
 function checkEndpoint(endpoint: string | undefined): void {
   if (endpoint === undefined) return;
   if (!URL.canParse(endpoint) || !/^https?:$/.test(new URL(endpoint).protocol)) {
-    throw new UsageError(`--endpoint must be an http(s) URL, got "${endpoint}"`);
+    throw new UsageError(
+      `--endpoint must be an http(s) URL, got "${quotableInput(endpoint, 200)}"`,
+    );
   }
 }
 
@@ -156,7 +159,9 @@ export async function resolveTarget(values: TargetValues): Promise<Target> {
   }
   if (values.stage !== undefined) {
     if (!isStageName(values.stage)) {
-      throw new UsageError(`--stage must be one of ${STAGES.join(', ')}, got "${values.stage}"`);
+      throw new UsageError(
+        `--stage must be one of ${STAGES.join(', ')}, got "${quotableInput(values.stage)}"`,
+      );
     }
     if (values.local) throw new UsageError('--stage and --local exclude each other');
     if (named.length > 0) {

@@ -76,6 +76,30 @@ export function keyHint(key: string): string {
   return `${key.slice(0, KEY_PREFIX.length + 4)}…`;
 }
 
+/** True for text that starts like one of this service's keys (whatever its checksum). */
+export function looksLikeApiKey(text: string): boolean {
+  return text.startsWith(KEY_PREFIX);
+}
+
+const KEY_LIKE = new RegExp(`${KEY_PREFIX}[0-9A-Za-z]*…?`, 'g');
+
+/**
+ * The text with everything that looks like a key cut to its hint: safe to print or log. A hint
+ * is left as it is, so redacting twice changes nothing.
+ */
+export function redactApiKeys(text: string): string {
+  return text.replace(KEY_LIKE, (match) => keyHint(match.replace(/…$/, '')));
+}
+
+/**
+ * Input as an error message may quote it: keys cut to their hint, then at most `maxLength`
+ * characters (an ellipsis marks the cut).
+ */
+export function quotableInput(text: string, maxLength = 40): string {
+  const safe = redactApiKeys(text);
+  return safe.length > maxLength ? `${safe.slice(0, maxLength)}…` : safe;
+}
+
 // RFC 9110 §11: credentials = auth-scheme [ 1*SP token68 ]; the scheme is case-insensitive.
 const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
 

@@ -6,7 +6,7 @@ import {
   type Limits,
   type PlanName,
 } from '../limits/plans.ts';
-import { isWellFormedApiKey, KEY_PREFIX, parseBearerToken } from './api-key.ts';
+import { isWellFormedApiKey, KEY_PREFIX, parseBearerToken, redactApiKeys } from './api-key.ts';
 import type { RecordProblem } from '../orders/order-input.ts';
 
 export interface KeyEntry {
@@ -48,7 +48,7 @@ function readEntry(value: unknown, problems: string[]): KeyEntry | undefined {
   if (label !== undefined && typeof label !== 'string') problems.push('label must be a string');
   if (!isPlanName(plan)) {
     problems.push(
-      `plan must be one of ${PLAN_NAMES.join(', ')}, got ${JSON.stringify(plan) ?? 'nothing'}`,
+      `plan must be one of ${PLAN_NAMES.join(', ')}, got ${JSON.stringify(typeof plan === 'string' ? redactApiKeys(plan) : plan) ?? 'nothing'}`,
     );
     return undefined;
   }

@@ -15,18 +15,19 @@ import {
   MAX_LIMIT,
   PLAN_LIMITS,
   PLAN_NAMES,
+  resolveLimits,
   type Limits,
   type PlanName,
 } from '../limits/plans.ts';
-import { generateApiKey } from './api-key.ts';
+import { generateApiKey, keyHint, looksLikeApiKey, quotableInput } from './api-key.ts';
 import { isExpired, type ApiKeyRecord } from './key-record.ts';
 import type { KeyAdminStore } from './key-store.ts';
 import { newKeyRecord } from './register.ts';
 
 /** Input that breaks a rule before anything is read: a bad plan, limits, grace or key id. */
 export class InvalidKeyInput extends Error {
-  constructor(message: string) {
-    super(message);
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
     this.name = 'InvalidKeyInput';
   }
 }
@@ -46,11 +47,19 @@ export class KeyRefused extends Error {
 /** Public key ids are `key_` + base62 (see newKeyId). */
 const KEY_ID = /^key_[0-9A-Za-z]{1,64}$/;
 
+/**
+ * A public key id as an operator types it. A pasted API key is refused without being echoed
+ * whole: the message shows its hint only (`sok_AbCd…`).
+ */
 export function parseKeyId(text: string): string {
-  if (!KEY_ID.test(text)) {
-    const shown = text.length > 40 ? `${text.slice(0, 40)}…` : text;
+  if (looksLikeApiKey(text)) {
     throw new InvalidKeyInput(
-      `key id must look like key_AbC123 (key_ + letters and digits), got "${shown}"`,
+      `that is an API key, not a key id (key_…): got ${keyHint(text)}; keys list shows the ids`,
+    );
+  }
+  if (!KEY_ID.test(text)) {
+    throw new InvalidKeyInput(
+      `key id must look like key_AbC123 (key_ + letters and digits), got "${quotableInput(text)}"`,
     );
   }
   return text;
@@ -76,35 +85,30 @@ export interface PlanChoice {
   readonly limits?: Limits;
 }
 
-function isLimit(value: number | undefined): value is number {
-  return value !== undefined && Number.isInteger(value) && value >= 1 && value <= MAX_LIMIT;
-}
-
-/** A plan and, for enterprise, its limits, as an operator gives them. */
+/**
+ * A plan and, for enterprise, its limits, as an operator gives them. The rules are
+ * resolveLimits's (lib/limits/plans.ts); its refusal is reworded in the operator's flags.
+ */
 export function choosePlan(plan: string | undefined, custom: Partial<Limits> = {}): PlanChoice {
   if (!isPlanName(plan)) {
     throw new InvalidKeyInput(
       plan === undefined
         ? `a plan is required: one of ${PLAN_NAMES.join(', ')}`
-        : `plan must be one of ${PLAN_NAMES.join(', ')}, got "${plan}"`,
+        : `plan must be one of ${PLAN_NAMES.join(', ')}, got "${quotableInput(plan)}"`,
     );
   }
-  const given = custom.perMinute !== undefined || custom.perDay !== undefined;
-  if (plan !== 'enterprise') {
-    if (given) {
-      const fixed = PLAN_LIMITS[plan];
-      throw new InvalidKeyInput(
-        `plan ${plan} has fixed limits (${fixed.perMinute}/min, ${fixed.perDay}/day); per-minute and per-day limits are only for enterprise`,
-      );
-    }
-    return { plan };
-  }
-  if (!isLimit(custom.perMinute) || !isLimit(custom.perDay)) {
+  let limits: Limits;
+  try {
+    limits = resolveLimits(plan, custom);
+  } catch (error) {
     throw new InvalidKeyInput(
-      `the enterprise plan needs both a per-minute and a per-day limit, integers from 1 to ${MAX_LIMIT}`,
+      plan === 'enterprise'
+        ? `the enterprise plan needs both a per-minute and a per-day limit, integers from 1 to ${MAX_LIMIT}`
+        : `plan ${plan} has fixed limits (${PLAN_LIMITS[plan].perMinute}/min, ${PLAN_LIMITS[plan].perDay}/day); per-minute and per-day limits are only for enterprise`,
+      { cause: error },
     );
   }
-  return { plan, limits: { perMinute: custom.perMinute, perDay: custom.perDay } };
+  return plan === 'enterprise' ? { plan, limits } : { plan };
 }
 
 /** The limits a record grants (undefined only for a malformed enterprise record). */
@@ -122,7 +126,7 @@ export function parseGrace(text: string): number {
   const match = /^(\d{1,7})([smhd])$/.exec(text);
   if (!match) {
     throw new InvalidKeyInput(
-      `grace must be a whole number and a unit s, m, h or d (e.g. 24h, 30m, 0s, 7d), got "${text}"`,
+      `grace must be a whole number and a unit s, m, h or d (e.g. 24h, 30m, 0s, 7d), got "${quotableInput(text)}"`,
     );
   }
   const ms = Number(match[1]) * UNIT_MS[match[2] as keyof typeof UNIT_MS];

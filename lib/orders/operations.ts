@@ -1,18 +1,32 @@
 /** The operations on orders — the API's two and the operator's ship — over an OrderStore. */
 import { ApiError } from '../api/errors.ts';
+import { quotableInput } from '../keys/api-key.ts';
 import { parseInt64, type Order } from './order.ts';
 import type { OrderStore } from './order-store.ts';
 
+/**
+ * An order id as a caller or an operator gives it (a path parameter, a command-line argument):
+ * the int64 (parseInt64), or what an error message may quote of the text — at most 40
+ * characters, an API key cut to its hint — which is undefined when there was no text at all.
+ */
+export function readOrderId(
+  raw: string | undefined,
+): { readonly id: bigint } | { readonly id: undefined; readonly shown: string | undefined } {
+  const id = raw === undefined ? undefined : parseInt64(raw);
+  if (id !== undefined) return { id };
+  return { id, shown: raw === undefined ? undefined : quotableInput(raw) };
+}
+
 /** The orderId path parameter as an int64, or 400 INVALID_ORDER_ID. */
 export function parseOrderId(raw: string | undefined): bigint {
-  const id = raw === undefined ? undefined : parseInt64(raw);
-  if (id === undefined) {
-    const shown = raw === undefined ? '' : ` "${raw.length > 40 ? `${raw.slice(0, 40)}…` : raw}"`;
+  const read = readOrderId(raw);
+  if (read.id === undefined) {
+    const shown = read.shown === undefined ? '' : ` "${read.shown}"`;
     throw new ApiError('INVALID_ORDER_ID', {
       message: `The order id${shown} is not a base-10 integer in the int64 range.`,
     });
   }
-  return id;
+  return read.id;
 }
 
 export async function listOrders(store: OrderStore): Promise<AsyncIterable<Order>> {

@@ -2,6 +2,7 @@
  * Reading orders from JSON text (seed files, imports) without losing an int64 digit: number
  * literals are taken from their source text, never from a parsed JS `number`.
  */
+import { quotableInput, redactApiKeys } from '../keys/api-key.ts';
 import {
   isOrderStatus,
   ORDER_STATUSES,
@@ -64,7 +65,8 @@ function describe(value: unknown): string {
   if (value instanceof NumberLiteral) return value.source;
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'an array';
-  return typeof value === 'string' ? JSON.stringify(value) : typeof value;
+  // A key pasted into a record is not echoed whole.
+  return typeof value === 'string' ? JSON.stringify(redactApiKeys(value)) : typeof value;
 }
 
 function readRecord(record: unknown, problems: string[]): Order | undefined {
@@ -75,7 +77,9 @@ function readRecord(record: unknown, problems: string[]): Order | undefined {
   const fields = record as Record<string, unknown>;
   for (const name of Object.keys(fields)) {
     if (!(ALLOWED_FIELDS as readonly string[]).includes(name)) {
-      problems.push(`unknown field "${name}" (allowed: ${ALLOWED_FIELDS.join(', ')})`);
+      problems.push(
+        `unknown field "${quotableInput(name)}" (allowed: ${ALLOWED_FIELDS.join(', ')})`,
+      );
     }
   }
   const order: { -readonly [K in keyof Order]: Order[K] } = { id: 0n, status: 'pending' };

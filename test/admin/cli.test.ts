@@ -8,7 +8,8 @@ import { confirmChange } from '../../admin/confirm.ts';
 import { progressBar } from '../../admin/progress.ts';
 import type { Target } from '../../admin/target.ts';
 import { formatProblem, parseOrders, recordLines } from '../../lib/orders/order-input.ts';
-import { expectOneLineError, runCli } from './support.ts';
+import { generateApiKey, keyHint } from '../../lib/keys/api-key.ts';
+import { expectOneLineError, runCli, tempFile } from './support.ts';
 
 describe('help', () => {
   it.each([
@@ -67,6 +68,51 @@ describe('wrong command lines: one line, exit 2', () => {
     [['keys', 'list', '--stage'], /^error: Option '--stage <value>' argument missing$/],
   ])('%j', async (args, message) => {
     expectOneLineError(await runCli(args), 2, message);
+  });
+});
+
+describe('a pasted API key is never echoed', () => {
+  const key = generateApiKey();
+  // What follows the hint: any echo of more than the hint shows these characters.
+  const secret = key.slice(keyHint(key).length - 1, keyHint(key).length + 5);
+  const target = ['--endpoint', 'http://127.0.0.1:1', '--table-keys', 'k', '--table-orders', 'o'];
+
+  it.each([
+    ['as a key id to revoke', ['keys', 'revoke', key, ...target], 2, /that is an API key/],
+    ['as a key id to rotate', ['keys', 'rotate', key, ...target], 2, /that is an API key/],
+    ['as a key id to re-plan', ['keys', 'set-plan', key, '--plan', 'pro', ...target], 2, /API key/],
+    ['as a plan', ['keys', 'create', '--plan', key, ...target], 2, /plan must be one of/],
+    ['as a limit', ['keys', 'create', '--plan', 'enterprise', '--per-minute', key], 2, /whole/],
+    ['as a grace', ['keys', 'rotate', 'key_A', '--grace', key, ...target], 2, /grace must/],
+    ['as an order id', ['orders', 'ship', key, ...target], 2, /order id must be/],
+    ['as a command', [key], 2, /unknown command/],
+    ['as a keys command', ['keys', key], 2, /unknown keys command/],
+    ['as an extra argument', ['keys', 'list', key, ...target], 2, /unexpected argument/],
+    ['as a stage', ['keys', 'list', '--stage', key], 2, /--stage must be one of/],
+    ['as an endpoint', ['keys', 'list', '--endpoint', key, '--table-keys', 'k'], 2, /--endpoint/],
+    ['as an option', ['keys', 'list', `--${key}`], 2, /Unknown option/],
+    ['as a file name', ['orders', 'import', key, ...target], 1, /cannot read/],
+  ])('%s: one line with its hint at most', async (_, args, code, message) => {
+    const result = await runCli(args);
+    expectOneLineError(result, code, message);
+    expect(result.stderr).not.toContain(secret);
+    expect(result.stderr).toContain(keyHint(key));
+  });
+
+  it('in an import file: the problem lines show its hint only', async () => {
+    const file = tempFile('keyed.json', `[{"id": 1, "status": "${key}"}]`);
+    const result = await runCli([
+      'orders',
+      'import',
+      file,
+      '--endpoint',
+      'http://127.0.0.1:1',
+      '--table-orders',
+      'o',
+    ]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(`got "${keyHint(key)}"`);
+    expect(result.stderr).not.toContain(secret);
   });
 });
 

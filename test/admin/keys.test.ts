@@ -170,10 +170,11 @@ describe('keys revoke', () => {
       1,
       /^error: key key_DoesNotExist was not found$/,
     );
+    expectOneLineError(await keys('revoke', 'key_a-b'), 2, /^error: key id must look like key_/);
     expectOneLineError(
       await keys('revoke', 'sok_notAnId'),
       2,
-      /^error: key id must look like key_/,
+      /^error: that is an API key, not a key id \(key_…\): got sok_notA…;/,
     );
     expectOneLineError(await keys('revoke'), 2, /^error: missing <key-id>/);
   });

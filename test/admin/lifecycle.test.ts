@@ -1,7 +1,7 @@
 /** The key lifecycle rules (lib/keys/lifecycle.ts) with an injected clock, on DynamoDB Local. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DynamoDbKeyStore } from '../../lib/dynamodb/keys-table.ts';
-import { generateApiKey } from '../../lib/keys/api-key.ts';
+import { generateApiKey, keyHint } from '../../lib/keys/api-key.ts';
 import { authenticate } from '../../lib/keys/authenticate.ts';
 import { newKeyRecord } from '../../lib/keys/register.ts';
 import {
@@ -138,6 +138,36 @@ describe('input rules', () => {
     expect(() => choosePlan('enterprise', { perMinute: 5 })).toThrow(/needs both/);
     expect(() => choosePlan('enterprise', { perMinute: 5, perDay: 1.5 })).toThrow(/needs both/);
     expect(() => choosePlan('free', { perDay: 5 })).toThrow(/fixed limits/);
+  });
+
+  it('refuses a pasted API key as a key id, showing only its hint', () => {
+    const key = generateApiKey();
+    const refusal = (() => {
+      try {
+        parseKeyId(key);
+      } catch (error) {
+        return error as Error;
+      }
+    })();
+    expect(refusal).toBeInstanceOf(InvalidKeyInput);
+    expect(refusal?.message).toBe(
+      `that is an API key, not a key id (key_…): got ${keyHint(key)}; keys list shows the ids`,
+    );
+    expect(refusal?.message).not.toContain(key.slice(8, 14));
+    expect(() => parseKeyId(`Bearer ${key}`)).toThrow(/got "Bearer sok_\w{4}…"$/);
+  });
+
+  it('words the refusals of resolveLimits in the flags of the CLI, keeping the cause', () => {
+    const refusal = (() => {
+      try {
+        choosePlan('enterprise', { perMinute: 5 });
+      } catch (error) {
+        return error as Error;
+      }
+    })();
+    expect(refusal).toBeInstanceOf(InvalidKeyInput);
+    expect(refusal?.cause).toBeInstanceOf(Error);
+    expect((refusal?.cause as Error).message).toMatch(/limits\.perMinute and limits\.perDay/);
   });
 
   it('takes key ids of the key_ form only', () => {
