@@ -1,7 +1,9 @@
 /**
  * The KeyStore on DynamoDB: one item per key, keyed by the key's SHA-256 hash; the `byKeyId`
- * index finds a key by its public id. Every change is one conditional write (a rotation one
- * transaction), so an operator's change never lands on a key that changed meanwhile.
+ * index finds a key's hash by its public id, and the item itself is then read from the table
+ * with a strongly consistent read (the index is eventually consistent). Every change is one
+ * conditional write (a rotation one transaction) on the version that was read, and stores the
+ * next version, so an operator's change never lands on a key that changed meanwhile.
  */
 import {
   ConditionalCheckFailedException,
@@ -17,7 +19,7 @@ import {
   type DynamoDBDocumentClient,
   type UpdateCommandInput,
 } from '@aws-sdk/lib-dynamodb';
-import type { ApiKeyRecord } from '../keys/key-record.ts';
+import { nextVersion, versionOf, type ApiKeyRecord } from '../keys/key-record.ts';
 import type { KeyAdminStore } from '../keys/key-store.ts';
 import { isPlanName, type Limits, type PlanName } from '../limits/plans.ts';
 import { readOptionalNumber } from './attributes.ts';
@@ -35,6 +37,7 @@ export function recordToItem(record: ApiKeyRecord): Item {
 
 export function itemToRecord(item: Item): ApiKeyRecord {
   const { keyId, keyHash, plan, label, status, createdAt, expiresAt, revokedAt, replacedBy } = item;
+  const version = readOptionalNumber(item.version, 'version');
   if (typeof keyId !== 'string' || typeof keyHash !== 'string' || !isPlanName(plan)) {
     throw new Error('Stored API key record is malformed');
   }
@@ -52,19 +55,53 @@ export function itemToRecord(item: Item): ApiKeyRecord {
     ...(typeof expiresAt === 'string' ? { expiresAt } : {}),
     ...(typeof revokedAt === 'string' ? { revokedAt } : {}),
     ...(typeof replacedBy === 'string' ? { replacedBy } : {}),
+    ...(version !== undefined ? { version } : {}),
+  };
+}
+
+type Condition = Pick<
+  UpdateCommandInput,
+  'ConditionExpression' | 'ExpressionAttributeNames' | 'ExpressionAttributeValues'
+>;
+
+/**
+ * The condition that the key is still at the version it was read at (a key never changed has
+ * no version attribute, or 0), and the update that stores the next version.
+ */
+function atVersionRead(record: ApiKeyRecord): Condition & { readonly set: string } {
+  const read = versionOf(record);
+  return {
+    ConditionExpression:
+      read === 0
+        ? '(attribute_not_exists(#version) OR #version = :readVersion)'
+        : '#version = :readVersion',
+    ExpressionAttributeNames: { '#version': 'version' },
+    ExpressionAttributeValues: { ':readVersion': read, ':nextVersion': nextVersion(record) },
+    set: '#version = :nextVersion',
+  };
+}
+
+/** Both conditions (and updates) at once. */
+function both(a: Condition, b: Condition): Required<Condition> {
+  return {
+    ConditionExpression: `${a.ConditionExpression} AND ${b.ConditionExpression}`,
+    ExpressionAttributeNames: { ...a.ExpressionAttributeNames, ...b.ExpressionAttributeNames },
+    ExpressionAttributeValues: { ...a.ExpressionAttributeValues, ...b.ExpressionAttributeValues },
   };
 }
 
 /**
- * The condition that the key is still as it was read: there, active, not rotated, with the
- * same expiry.
+ * The condition that the key is still as it was read: there, at the same version, active, not
+ * rotated, with the same expiry. The version alone would do for keys changed only by this
+ * code; the state is checked too, so that a key changed without a version (by an older CLI, or
+ * by hand in the console) is still never rotated or re-planned once it is revoked or rotated.
  */
-function unchangedAndActive(
-  record: ApiKeyRecord,
-): Pick<
-  UpdateCommandInput,
-  'ConditionExpression' | 'ExpressionAttributeNames' | 'ExpressionAttributeValues'
-> {
+function unchangedAndActive(record: ApiKeyRecord): Required<Condition> & { readonly set: string } {
+  const version = atVersionRead(record);
+  return { ...both(version, stateAsRead(record)), set: version.set };
+}
+
+function stateAsRead(record: ApiKeyRecord): Condition {
   return {
     ConditionExpression: [
       'attribute_exists(#keyHash)',
@@ -123,6 +160,11 @@ export class DynamoDbKeyStore implements KeyAdminStore {
     }
   }
 
+  /**
+   * The index gives the key's hash (which never changes); the record is then read from the
+   * table with a strongly consistent read, so it holds every change made before. A key created
+   * a moment ago may not be in the index yet: it is then not found.
+   */
   async findById(keyId: string): Promise<ApiKeyRecord | undefined> {
     try {
       const { Items } = await this.client.send(
@@ -130,12 +172,17 @@ export class DynamoDbKeyStore implements KeyAdminStore {
           TableName: this.tableName,
           IndexName: BY_KEY_ID,
           KeyConditionExpression: '#keyId = :keyId',
-          ExpressionAttributeNames: { '#keyId': 'keyId' },
+          ProjectionExpression: '#keyHash',
+          ExpressionAttributeNames: { '#keyId': 'keyId', '#keyHash': 'keyHash' },
           ExpressionAttributeValues: { ':keyId': keyId },
         }),
       );
-      const item = Items?.[0];
-      return item ? itemToRecord(item) : undefined;
+      const keyHash: unknown = Items?.[0]?.keyHash;
+      if (typeof keyHash !== 'string') return undefined;
+      const { Item } = await this.client.send(
+        new GetCommand({ TableName: this.tableName, Key: { keyHash }, ConsistentRead: true }),
+      );
+      return Item ? itemToRecord(Item) : undefined;
     } catch (error) {
       return translateDynamoDbError(error);
     }
@@ -159,17 +206,27 @@ export class DynamoDbKeyStore implements KeyAdminStore {
   }
 
   async revoke(record: ApiKeyRecord, revokedAt: string): Promise<boolean> {
+    const version = atVersionRead(record);
+    const active: Condition = {
+      ConditionExpression: '#status = :active',
+      ExpressionAttributeNames: { '#status': 'status' },
+      ExpressionAttributeValues: { ':active': 'active' },
+    };
+    const condition = both(active, version);
     return this.update({
       TableName: this.tableName,
       Key: { keyHash: record.keyHash },
-      UpdateExpression: 'SET #status = :revoked, #revokedAt = :revokedAt',
-      ConditionExpression: 'attribute_exists(#keyHash)',
+      UpdateExpression: `SET #status = :revoked, #revokedAt = :revokedAt, ${version.set}`,
+      ...condition,
       ExpressionAttributeNames: {
-        '#keyHash': 'keyHash',
-        '#status': 'status',
+        ...condition.ExpressionAttributeNames,
         '#revokedAt': 'revokedAt',
       },
-      ExpressionAttributeValues: { ':revoked': 'revoked', ':revokedAt': revokedAt },
+      ExpressionAttributeValues: {
+        ...condition.ExpressionAttributeValues,
+        ':revoked': 'revoked',
+        ':revokedAt': revokedAt,
+      },
     });
   }
 
@@ -190,8 +247,8 @@ export class DynamoDbKeyStore implements KeyAdminStore {
               Update: {
                 TableName: this.tableName,
                 Key: { keyHash: old.keyHash },
-                UpdateExpression: 'SET #expiresAt = :expiresAt, #replacedBy = :replacedBy',
-                ConditionExpression: unchanged.ConditionExpression as string,
+                UpdateExpression: `SET #expiresAt = :expiresAt, #replacedBy = :replacedBy, ${unchanged.set}`,
+                ConditionExpression: unchanged.ConditionExpression,
                 ExpressionAttributeNames: unchanged.ExpressionAttributeNames,
                 ExpressionAttributeValues: {
                   ...unchanged.ExpressionAttributeValues,
@@ -220,13 +277,13 @@ export class DynamoDbKeyStore implements KeyAdminStore {
     plan: PlanName,
     limits: Limits | undefined,
   ): Promise<boolean> {
-    const unchanged = unchangedAndActive(record);
+    const { set, ...unchanged } = unchangedAndActive(record);
     return this.update({
       TableName: this.tableName,
       Key: { keyHash: record.keyHash },
       UpdateExpression: limits
-        ? 'SET #plan = :plan, #perMinute = :perMinute, #perDay = :perDay'
-        : 'SET #plan = :plan REMOVE #perMinute, #perDay',
+        ? `SET #plan = :plan, #perMinute = :perMinute, #perDay = :perDay, ${set}`
+        : `SET #plan = :plan, ${set} REMOVE #perMinute, #perDay`,
       ...unchanged,
       ExpressionAttributeNames: {
         ...unchanged.ExpressionAttributeNames,

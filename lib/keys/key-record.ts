@@ -19,6 +19,22 @@ export interface ApiKeyRecord {
   readonly revokedAt?: string;
   /** The public id of the key that replaced this one in a rotation. */
   readonly replacedBy?: string;
+  /**
+   * How many times the key was changed (revoked, rotated, re-planned); absent means 0. Every
+   * change requires the version it read and stores the next one, so a change made from a stale
+   * read is refused instead of undoing the change in between.
+   */
+  readonly version?: number;
+}
+
+/** The record's version: 0 for a key never changed (stored without one). */
+export function versionOf(record: Pick<ApiKeyRecord, 'version'>): number {
+  return record.version ?? 0;
+}
+
+/** The version a change of this record stores. */
+export function nextVersion(record: Pick<ApiKeyRecord, 'version'>): number {
+  return versionOf(record) + 1;
 }
 
 /** The identified caller that the authorizer hands to the functions. */

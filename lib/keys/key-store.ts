@@ -10,21 +10,25 @@ export interface KeyStore {
 
 /**
  * What the operator's key lifecycle (issue, list, revoke, rotate, change plan) needs besides.
- * Every change is one conditional write: false means the key was not in the state it was read
- * in (gone, revoked or rotated meanwhile) and nothing was changed.
+ * Every change is one conditional write on the record's `version` as read, and stores the next
+ * version: false means the key was not as it was read (gone, revoked, rotated or re-planned
+ * meanwhile) and nothing was changed.
  */
 export interface KeyAdminStore extends KeyStore {
-  /** The key with this public id (`key_…`). */
+  /** The key with this public id (`key_…`), with every change made before the call. */
   findById(keyId: string): Promise<ApiKeyRecord | undefined>;
   /** Every key record (for operators: the table holds one item per key, never many). */
   list(): Promise<ApiKeyRecord[]>;
-  /** status → revoked, if the key still exists. */
+  /** status → revoked, provided the key is still active and at the version read. */
   revoke(record: ApiKeyRecord, revokedAt: string): Promise<boolean>;
   /**
    * Atomically stores the successor and sets the old key's expiry and `replacedBy`, provided
-   * the old key is still active, unexpired as read, and not yet rotated.
+   * the old key is at the version read, still active, unexpired as read, and not yet rotated.
    */
   rotate(old: ApiKeyRecord, oldExpiresAt: string, successor: ApiKeyRecord): Promise<boolean>;
-  /** Changes the plan (and the custom limits, enterprise only) of a key that is still active. */
+  /**
+   * Changes the plan (and the custom limits, enterprise only) of a key that is at the version
+   * read and still active.
+   */
   setPlan(record: ApiKeyRecord, plan: PlanName, limits: Limits | undefined): Promise<boolean>;
 }

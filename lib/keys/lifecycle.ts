@@ -20,7 +20,7 @@ import {
   type PlanName,
 } from '../limits/plans.ts';
 import { generateApiKey, keyHint, looksLikeApiKey, quotableInput } from './api-key.ts';
-import { isExpired, type ApiKeyRecord } from './key-record.ts';
+import { isExpired, nextVersion, type ApiKeyRecord } from './key-record.ts';
 import type { KeyAdminStore } from './key-store.ts';
 import { newKeyRecord } from './register.ts';
 
@@ -190,7 +190,7 @@ function refuseUnusable(record: ApiKeyRecord, now: Date, action: string): void {
 function conflict(keyId: string): KeyRefused {
   return new KeyRefused(
     'conflict',
-    `key ${keyId} changed while this command ran (revoked, rotated or deleted); nothing was changed, look at it again`,
+    `key ${keyId} changed while this command ran (revoked, rotated, re-planned or deleted); nothing was changed, look at it again`,
   );
 }
 
@@ -201,7 +201,11 @@ export async function listKeys(store: KeyAdminStore): Promise<ApiKeyRecord[]> {
   );
 }
 
-/** Revokes a key; revoking a revoked key changes nothing and is not an error. */
+/**
+ * Revokes a key; revoking a revoked key changes nothing (its `revokedAt` stays the first
+ * revocation's) and is not an error — also when another revocation lands between the read and
+ * the write.
+ */
 export async function revokeKey(
   store: KeyAdminStore,
   keyId: string,
@@ -210,8 +214,15 @@ export async function revokeKey(
   const record = await findKey(store, keyId);
   if (record.status === 'revoked') return { record, alreadyRevoked: true };
   const revokedAt = now.toISOString();
-  if (!(await store.revoke(record, revokedAt))) throw conflict(keyId);
-  return { record: { ...record, status: 'revoked', revokedAt }, alreadyRevoked: false };
+  if (!(await store.revoke(record, revokedAt))) {
+    const current = await findKey(store, keyId);
+    if (current.status === 'revoked') return { record: current, alreadyRevoked: true };
+    throw conflict(keyId);
+  }
+  return {
+    record: { ...record, status: 'revoked', revokedAt, version: nextVersion(record) },
+    alreadyRevoked: false,
+  };
 }
 
 export interface Rotation extends IssuedKey {
@@ -243,7 +254,10 @@ export async function rotateKey(
   );
   const expiresAt = new Date(now.getTime() + graceMs).toISOString();
   if (!(await store.rotate(record, expiresAt, issued.record))) throw conflict(keyId);
-  return { ...issued, old: { ...record, expiresAt, replacedBy: issued.record.keyId } };
+  return {
+    ...issued,
+    old: { ...record, expiresAt, replacedBy: issued.record.keyId, version: nextVersion(record) },
+  };
 }
 
 export async function changePlan(
@@ -261,5 +275,8 @@ export async function changePlan(
     );
   }
   if (!(await store.setPlan(before, choice.plan, choice.limits))) throw conflict(keyId);
-  return { before, after: { ...before, plan: choice.plan, limits: choice.limits } };
+  return {
+    before,
+    after: { ...before, plan: choice.plan, limits: choice.limits, version: nextVersion(before) },
+  };
 }

@@ -1,4 +1,5 @@
 /** The key lifecycle rules (lib/keys/lifecycle.ts) with an injected clock, on DynamoDB Local. */
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DynamoDbKeyStore } from '../../lib/dynamodb/keys-table.ts';
 import { generateApiKey, keyHint } from '../../lib/keys/api-key.ts';
@@ -105,6 +106,161 @@ describe('rotation with an injected clock', () => {
     });
     await expect(changePlan(store, 'key_Missing', choosePlan('pro'), T0)).rejects.toMatchObject({
       reason: 'not-found',
+    });
+  });
+});
+
+/**
+ * A store whose findById lets `meanwhile` run once, right after its read: another operator's
+ * change landing between this command's read and its write.
+ */
+function interleaving(meanwhile: () => Promise<unknown>): DynamoDbKeyStore {
+  let pending: (() => Promise<unknown>) | undefined = meanwhile;
+  return new (class extends DynamoDbKeyStore {
+    override async findById(keyId: string) {
+      const record = await super.findById(keyId);
+      const run = pending;
+      pending = undefined;
+      await run?.();
+      return record;
+    }
+  })(t.client, t.tables.apiKeys);
+}
+
+/** Changes a stored key behind the version's back, as an older CLI or a console edit would. */
+async function editWithoutVersion(keyHash: string, changes: Record<string, unknown>) {
+  const names = Object.keys(changes);
+  await t.client.send(
+    new UpdateCommand({
+      TableName: t.tables.apiKeys,
+      Key: { keyHash },
+      UpdateExpression: `SET ${names.map((_, i) => `#f${i} = :v${i}`).join(', ')}`,
+      ExpressionAttributeNames: Object.fromEntries(names.map((name, i) => [`#f${i}`, name])),
+      ExpressionAttributeValues: Object.fromEntries(
+        names.map((name, i) => [`:v${i}`, changes[name]]),
+      ),
+    }),
+  );
+}
+
+describe('changes that race', () => {
+  it('refuses to rotate a record revoked after it was read, writing nothing', async () => {
+    const { record: stale } = await issueKey(store, { plan: 'pro' }, T0);
+    await revokeKey(store, stale.keyId, T0);
+    const successor = newKeyRecord({ key: generateApiKey(), plan: 'pro' }, T0);
+
+    expect(await store.rotate(stale, at(HOUR).toISOString(), successor)).toBe(false);
+
+    expect(await store.findByHash(successor.keyHash)).toBeUndefined();
+    expect(await store.findById(stale.keyId)).toMatchObject({ status: 'revoked', version: 1 });
+  });
+
+  it('refuses to rotate or re-plan a key revoked without a version (an older CLI, the console)', async () => {
+    const { record: stale } = await issueKey(store, { plan: 'pro' }, T0);
+    await editWithoutVersion(stale.keyHash, { status: 'revoked', revokedAt: T0.toISOString() });
+    const successor = newKeyRecord({ key: generateApiKey(), plan: 'pro' }, T0);
+
+    expect(await store.rotate(stale, at(HOUR).toISOString(), successor)).toBe(false);
+    expect(await store.setPlan(stale, 'business', undefined)).toBe(false);
+
+    expect(await store.findByHash(successor.keyHash)).toBeUndefined();
+    expect(await store.findById(stale.keyId)).toMatchObject({ plan: 'pro', status: 'revoked' });
+  });
+
+  it('refuses to rotate from a read taken before a plan change, then copies the new plan', async () => {
+    const { key, record } = await issueKey(store, { plan: 'free', label: 'app' }, T0);
+    const racing = interleaving(() =>
+      changePlan(store, record.keyId, choosePlan('enterprise', { perMinute: 7, perDay: 70 }), T0),
+    );
+    const before = await scanAll(t.client, t.tables.apiKeys);
+
+    await expect(rotateKey(racing, record.keyId, HOUR, T0)).rejects.toMatchObject({
+      reason: 'conflict',
+      message: expect.stringMatching(/changed while this command ran.*nothing was changed/),
+    });
+    expect(await scanAll(t.client, t.tables.apiKeys)).toHaveLength(before.length);
+    expect((await authenticate(store, bearer(key), T0))?.limits).toEqual({
+      perMinute: 7,
+      perDay: 70,
+    });
+
+    const rotation = await rotateKey(store, record.keyId, HOUR, T0);
+    expect(rotation.record).toMatchObject({
+      plan: 'enterprise',
+      limits: { perMinute: 7, perDay: 70 },
+      label: 'app',
+    });
+    expect((await authenticate(store, bearer(rotation.key), T0))?.limits).toEqual({
+      perMinute: 7,
+      perDay: 70,
+    });
+  });
+
+  it('refuses a plan change from a read taken before another plan change', async () => {
+    const { record } = await issueKey(store, { plan: 'free' }, T0);
+    const racing = interleaving(() => changePlan(store, record.keyId, choosePlan('pro'), T0));
+    await expect(
+      changePlan(racing, record.keyId, choosePlan('business'), T0),
+    ).rejects.toMatchObject({ reason: 'conflict' });
+    expect(await store.findById(record.keyId)).toMatchObject({ plan: 'pro', version: 1 });
+  });
+
+  it('reports "already revoked" when another revocation lands first, keeping its time', async () => {
+    const { record } = await issueKey(store, { plan: 'free' }, T0);
+    const racing = interleaving(() => revokeKey(store, record.keyId, T0));
+
+    const outcome = await revokeKey(racing, record.keyId, at(HOUR));
+
+    expect(outcome.alreadyRevoked).toBe(true);
+    expect(outcome.record.revokedAt).toBe(T0.toISOString());
+    expect((await store.findById(record.keyId))?.revokedAt).toBe(T0.toISOString());
+    expect(await store.revoke(record, at(2 * HOUR).toISOString())).toBe(false);
+    expect((await store.findById(record.keyId))?.revokedAt).toBe(T0.toISOString());
+  });
+
+  it('counts every change in the version, starting from a key stored without one', async () => {
+    const { record } = await issueKey(store, { plan: 'free' }, T0);
+    expect(await store.findById(record.keyId)).not.toHaveProperty('version');
+    const first = await changePlan(store, record.keyId, choosePlan('pro'), T0);
+    expect(first.after.version).toBe(1);
+    const second = await changePlan(store, record.keyId, choosePlan('business'), T0);
+    expect(second.after.version).toBe(2);
+    const rotation = await rotateKey(store, record.keyId, HOUR, T0);
+    expect(rotation.old.version).toBe(3);
+    expect(await store.findById(record.keyId)).toEqual(rotation.old);
+    const revoked = await revokeKey(store, record.keyId, T0);
+    expect(revoked.record.version).toBe(4);
+    expect(await store.findById(record.keyId)).toEqual(revoked.record);
+
+    const { record: zero } = await issueKey(store, { plan: 'free' }, T0);
+    await editWithoutVersion(zero.keyHash, { version: 0 });
+    expect((await changePlan(store, zero.keyId, choosePlan('pro'), T0)).after.version).toBe(1);
+  });
+
+  it('finds a key through the index, then reads it from the table, strongly consistent', async () => {
+    const { record } = await issueKey(store, { plan: 'free' }, T0);
+    const sent: { command: string; input: Record<string, unknown> }[] = [];
+    const name = `observe${Math.random()}`;
+    t.client.middlewareStack.add(
+      (next, context) => (args) => {
+        sent.push({
+          command: context.commandName ?? '',
+          input: args.input as Record<string, unknown>,
+        });
+        return next(args);
+      },
+      { step: 'initialize', name },
+    );
+    try {
+      expect(await store.findById(record.keyId)).toEqual(record);
+    } finally {
+      t.client.middlewareStack.remove(name);
+    }
+    expect(sent.map((call) => call.command)).toEqual(['QueryCommand', 'GetItemCommand']);
+    expect(sent[0]?.input).toMatchObject({ IndexName: 'byKeyId' });
+    expect(sent[1]?.input).toMatchObject({
+      Key: { keyHash: record.keyHash },
+      ConsistentRead: true,
     });
   });
 });
