@@ -1,9 +1,11 @@
 /**
  * The confirmation that guards production: a command that changes production data asks on
  * stderr and reads the answer from stdin when stdin is a terminal; without a terminal it needs
- * `--yes`. Other targets are not asked.
+ * `--yes`. Production is `--stage production`, and also any production table named explicitly
+ * (`--table-orders Production-Data-…`: see isProductionTarget). Other targets are not asked.
  */
 import { createInterface } from 'node:readline';
+import { isProductionTarget } from '../lib/deployment.ts';
 import { Failure, type Io } from './common.ts';
 import type { Target } from './target.ts';
 
@@ -14,7 +16,8 @@ export async function confirmChange(
   yes: boolean | undefined,
   io: Pick<Io, 'stdin' | 'stderr'>,
 ): Promise<void> {
-  if (target.stage !== 'production' || yes) return;
+  const tableNames = Object.values(target.tables).filter((name) => name !== undefined);
+  if (!isProductionTarget(target.stage, tableNames) || yes) return;
   if (!io.stdin.isTTY) {
     throw new Failure(
       `refusing to ${action} on PRODUCTION without confirmation: stdin is not a terminal, pass --yes`,

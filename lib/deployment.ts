@@ -19,6 +19,23 @@ export function stackNames(stage: StageName): { data: string; api: string } {
   return { data: `${stageId(stage)}-Data`, api: `${stageId(stage)}-Api` };
 }
 
+/**
+ * Whether a table is one of production's, by its name: CloudFormation names a stack's tables
+ * after the stack (`Production-Data-OrdersE1F3A9C2-1XK8W2P7ZQ4R`), so production tables are
+ * recognised however they were named to a tool.
+ */
+export function isProductionTableName(name: string): boolean {
+  return name.startsWith(`${stackNames('production').data}-`);
+}
+
+/**
+ * Whether a target is production: the production stage, or any table of production named
+ * explicitly (`--table-orders Production-Data-…`).
+ */
+export function isProductionTarget(stage: string | undefined, tableNames: readonly string[]) {
+  return stage === 'production' || tableNames.some(isProductionTableName);
+}
+
 /** Output keys of the stacks (CloudFormation output ids). */
 export const STACK_OUTPUTS = {
   region: 'Region',

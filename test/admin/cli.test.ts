@@ -151,6 +151,43 @@ describe('production confirmation', () => {
     await expect(confirmed).rejects.toThrow(/^not confirmed: nothing was changed$/);
   });
 
+  it('treats tables of production named explicitly as production', async () => {
+    const io = { stdin: terminal(false), stderr: terminal(false) as unknown as NodeJS.WriteStream };
+    const named = (orders: string): Target => ({
+      description: 'AWS eu-west-1',
+      connection: { region: 'eu-west-1' },
+      tables: { orders },
+    });
+    await expect(
+      confirmChange(
+        named('Production-Data-OrdersE1F3A9C2-1XK8W2P7ZQ4R'),
+        'ship order 1',
+        undefined,
+        io,
+      ),
+    ).rejects.toThrow(/^refusing to ship order 1 on PRODUCTION without confirmation/);
+    await expect(
+      confirmChange(
+        {
+          ...named('Staging-Data-OrdersE1F3A9C2-1XK8W2P7ZQ4R'),
+          tables: { orders: 'o', apiKeys: 'Production-Data-ApiKeys1-2' },
+        },
+        'revoke key key_1',
+        undefined,
+        io,
+      ),
+    ).rejects.toThrow(/on PRODUCTION/);
+    for (const orders of [
+      'Staging-Data-OrdersE1F3A9C2-1XK8W2P7ZQ4R',
+      'Production-DataOrders',
+      'my-Production-Data-x',
+    ]) {
+      await expect(
+        confirmChange(named(orders), 'ship order 1', undefined, io),
+      ).resolves.toBeUndefined();
+    }
+  });
+
   it('refuses without a terminal, unless --yes; other stages are not asked', async () => {
     const io = { stdin: terminal(false), stderr: terminal(false) as unknown as NodeJS.WriteStream };
     await expect(confirmChange(production, 'ship order 1', undefined, io)).rejects.toThrow(

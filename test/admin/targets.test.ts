@@ -4,10 +4,14 @@
  * within the authorizer cache TTL), `--stage` from an outputs file (with the production
  * confirmation), and the refusals of target flags.
  */
+import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ensureTables } from '../../lib/dynamodb/create-table.ts';
+import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
 import { stackNames, STACK_OUTPUTS } from '../../lib/deployment.ts';
 import { startLocalApi, type LocalApi } from '../support/local-api.ts';
 import { createTestTables, type TestTables } from '../support/tables.ts';
@@ -243,6 +247,60 @@ describe('--stage: a deployed stage, from the outputs file', () => {
       1,
       /^error: the outputs of Staging-Data have no ApiKeysTableName$/,
     );
+  });
+});
+
+describe('production tables named explicitly', () => {
+  let t: TestTables;
+  let names: { orders: string; apiKeys: string };
+  beforeAll(async () => {
+    t = await createTestTables('admin-prod-names');
+    // As CloudFormation names the tables of the production Data stack.
+    const suffix = randomBytes(4).toString('hex').toUpperCase();
+    names = {
+      orders: `${stackNames('production').data}-Orders${suffix}-X`,
+      apiKeys: `${stackNames('production').data}-ApiKeys${suffix}-X`,
+    };
+    await ensureTables(t.client, { ...names, rateLimits: t.tables.rateLimits });
+    await new DynamoDbOrderStore(t.client, names.orders).putOrders([{ id: 1n, status: 'pending' }]);
+  });
+  afterAll(async () => {
+    for (const TableName of Object.values(names)) {
+      await t.client.send(new DeleteTableCommand({ TableName })).catch(() => undefined);
+    }
+    await t.drop();
+  });
+
+  const named = (...args: string[]) =>
+    runCli([
+      ...args,
+      '--endpoint',
+      t.endpoint,
+      '--table-orders',
+      names.orders,
+      '--table-keys',
+      names.apiKeys,
+    ]);
+  const everything = async () => [
+    await scanAll(t.client, names.apiKeys),
+    await scanAll(t.client, names.orders),
+  ];
+
+  it.each([
+    ['create a free key', ['keys', 'create', '--plan', 'free']],
+    ['revoke key key_Whatever', ['keys', 'revoke', 'key_Whatever']],
+    ['ship order 1', ['orders', 'ship', '1']],
+    ['import 1 orders into \\S+', ['orders', 'import', tempFile('p.json', '[{"id": 2}]')]],
+  ])('asks before they %s, as --stage production does', async (action, args) => {
+    const before = await everything();
+    expectOneLineError(
+      await named(...args),
+      1,
+      new RegExp(`^error: refusing to ${action} on PRODUCTION without confirmation`),
+    );
+    expect(await everything()).toEqual(before);
+    // With --yes it goes ahead (revoking an unknown key then fails on its own terms).
+    expect((await named(...args, '--yes')).stderr).not.toMatch(/PRODUCTION/);
   });
 });
 
