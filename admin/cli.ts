@@ -4,7 +4,9 @@
  * the API has no endpoint for — issuing, rotating and revoking API keys, loading and shipping
  * orders — against a deployed stage, the local API, or tables named on the command line.
  *
- * Exit codes: 0 done; 1 refused or failed, with nothing half-written; 2 a wrong command line.
+ * Exit codes: 0 done; 1 refused or failed (a refusal changes nothing; an import cut short by a
+ * storage failure says how many orders it wrote, and running it again finishes it); 2 a wrong
+ * command line.
  * Errors are one line on stderr, `error: …`, never a stack trace.
  */
 import { quotableInput } from '../lib/keys/api-key.ts';
@@ -29,7 +31,9 @@ Orders:
   orders export [file.json]
 
 Every command takes --help. Production changes ask for confirmation (or --yes).
-Exit codes: 0 done, 1 refused or failed (nothing half-written), 2 wrong command line.
+Exit codes: 0 done, 1 refused or failed (a refusal changes nothing; an import cut short
+by a storage failure says how many orders it wrote: run it again to finish), 2 wrong
+command line.
 
 ${TARGET_USAGE}`;
 

@@ -8,7 +8,10 @@ import { quotableInput, redactApiKeys } from '../lib/keys/api-key.ts';
 import { InvalidKeyInput, KeyRefused } from '../lib/keys/lifecycle.ts';
 import { OrderRefused } from '../lib/orders/operations.ts';
 
-/** Exit codes: 0 done, 1 refused or failed (nothing half-written), 2 the command line is wrong. */
+/**
+ * Exit codes: 0 done, 1 refused (nothing changed) or failed (only an import cut short by a
+ * storage failure leaves part of its change, and says so), 2 the command line is wrong.
+ */
 export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
 
 /** The command line is wrong (unknown flag, missing argument, malformed value): exit 2. */

@@ -6,12 +6,14 @@ import { createWriteStream } from 'node:fs';
 import { readFile, rename, rm } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import type { BatchWriteOptions } from '../lib/dynamodb/batch-write.ts';
 import { DynamoDbOrderStore } from '../lib/dynamodb/orders-table.ts';
 import { readOrderId, shipOrder } from '../lib/orders/operations.ts';
 import { formatProblem, parseOrders } from '../lib/orders/order-input.ts';
+import { OrdersPartlyWritten } from '../lib/orders/order-store.ts';
 import { ordersJsonArray } from '../lib/orders/order-json.ts';
 import type { Order } from '../lib/orders/order.ts';
-import { Failure, parseCommand, print, UsageError, type Io } from './common.ts';
+import { describeFailure, Failure, parseCommand, print, UsageError, type Io } from './common.ts';
 import { confirmChange } from './confirm.ts';
 import { progressBar } from './progress.ts';
 import {
@@ -27,7 +29,8 @@ const PROGRAM = 'store-orders-admin orders';
 export const ORDERS_USAGE = `Usage: ${PROGRAM} <command> [options] <target>
 
 Commands:
-  import <file.json>   validate every record, then write them all (or nothing); re-runnable
+  import <file.json>   validate every record (one bad: nothing written), then write them;
+                       re-runnable
   ship <order-id>      pending → shipped
   export [file.json]   every order as the API lists them (to stdout without a file)
 
@@ -71,6 +74,34 @@ async function readImportFile(path: string, io: Io): Promise<Order[]> {
   );
 }
 
+/**
+ * Writes validated orders with a progress bar on stderr. A failure midway ends in one line that
+ * says how many were written (all writes have settled by then) and that a re-run finishes it.
+ */
+export async function writeOrders(
+  store: DynamoDbOrderStore,
+  path: string,
+  orders: readonly Order[],
+  io: Pick<Io, 'stderr'>,
+  options: Omit<BatchWriteOptions, 'onProgress'> = {},
+): Promise<void> {
+  const progress = progressBar(orders.length, 'orders', io.stderr);
+  try {
+    await store.putOrders(orders, {
+      ...options,
+      onProgress: (written) => progress.update(written),
+    });
+  } catch (error) {
+    if (!(error instanceof OrdersPartlyWritten)) throw error;
+    progress.finish(error.written);
+    const reason = describeFailure(error.cause).replace(/\.$/, '');
+    throw new Failure(
+      `${path}: ${error.written} of ${error.total} orders written before ${reason}; run the import again to finish (it is idempotent)`,
+    );
+  }
+  progress.finish(orders.length);
+}
+
 async function importOrders(argv: readonly string[], io: Io): Promise<void> {
   const parsed = parseCommand(
     argv,
@@ -84,7 +115,9 @@ its line and record index and nothing is written. Then the orders are written in
 (unprocessed items retried), with a progress bar on stderr.
 
 An order whose id is already stored is replaced by the file's version, so running the same
-import again leaves the same table (and an import cut short can simply be run again).
+import again leaves the same table. If the table fails midway (throttling, expired
+credentials), the orders written so far stay: the error says how many, and running the same
+import again finishes it.
 
 ${TARGET_USAGE}`,
       options: TARGET_OPTIONS,
@@ -102,10 +135,8 @@ ${TARGET_USAGE}`,
       parsed.values.yes,
       io,
     );
-    const progress = progressBar(orders.length, 'orders', io.stderr);
     const started = performance.now();
-    await store.putOrders(orders, { onProgress: (written) => progress.update(written) });
-    progress.finish(orders.length);
+    await writeOrders(store, path, orders, io);
     const seconds = (performance.now() - started) / 1000;
     const rate = seconds > 0 ? Math.round(orders.length / seconds) : orders.length;
     print(

@@ -10,8 +10,27 @@ export interface BatchWriteOptions {
   readonly maxAttempts?: number;
 }
 
+/** A batch write stopped by a failure: `written` of `total` items were stored before it. */
+export class BatchWriteFailed extends Error {
+  readonly written: number;
+  readonly total: number;
+  constructor(written: number, total: number, cause: unknown) {
+    const reason = cause instanceof Error ? cause.message.split('\n')[0] : String(cause);
+    super(`${written} of ${total} items written before a failure: ${reason}`, { cause });
+    this.name = 'BatchWriteFailed';
+    this.written = written;
+    this.total = total;
+  }
+}
+
 const BATCH_SIZE = 25;
 
+/**
+ * Writes the items in batches of 25, `concurrency` batches in flight. The first failure stops
+ * every worker: none takes another batch or retries once it is known, and the call settles
+ * only when no request is in flight any more, so `written` in the BatchWriteFailed it throws is
+ * what the table holds (a request cut off by a network failure may still have been applied).
+ */
 export async function writeInBatches(
   client: DynamoDBDocumentClient,
   tableName: string,
@@ -20,10 +39,9 @@ export async function writeInBatches(
 ): Promise<void> {
   let next = 0;
   let written = 0;
-  // After one worker fails, the others finish their batch in flight and take no more.
-  let failed = false;
+  let failure: { readonly error: unknown } | undefined;
   const worker = async (): Promise<void> => {
-    while (next < items.length && !failed) {
+    while (next < items.length && !failure) {
       const batch = items.slice(next, next + BATCH_SIZE);
       next += BATCH_SIZE;
       let requests = batch.map((Item) => ({ PutRequest: { Item } }));
@@ -34,6 +52,7 @@ export async function writeInBatches(
           );
         }
         if (attempt > 1) await sleep(Math.min(2_000, 25 * 2 ** attempt * Math.random()));
+        if (failure) return;
         const result = await client.send(
           new BatchWriteCommand({ RequestItems: { [tableName]: requests } }),
         );
@@ -44,12 +63,12 @@ export async function writeInBatches(
       onProgress?.(written);
     }
   };
-  await Promise.all(
+  await Promise.allSettled(
     Array.from({ length: Math.max(1, concurrency) }, () =>
       worker().catch((error: unknown) => {
-        failed = true;
-        throw error;
+        failure ??= { error };
       }),
     ),
   );
+  if (failure) throw new BatchWriteFailed(written, items.length, failure.error);
 }

@@ -9,15 +9,16 @@ import {
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { mergeSorted } from '../orders/merge.ts';
 import { compareIds, isOrderStatus, type Order } from '../orders/order.ts';
-import type {
-  CancelOutcome,
-  OrderStore,
-  PutOrdersOptions,
-  ShipOutcome,
+import {
+  OrdersPartlyWritten,
+  type CancelOutcome,
+  type OrderStore,
+  type PutOrdersOptions,
+  type ShipOutcome,
 } from '../orders/order-store.ts';
 import { readBigInt, readOptionalBigInt, readOptionalNumber } from './attributes.ts';
 import { translateDynamoDbError } from './errors.ts';
-import { writeInBatches, type BatchWriteOptions } from './batch-write.ts';
+import { BatchWriteFailed, writeInBatches, type BatchWriteOptions } from './batch-write.ts';
 import { ORDER_SHARDS, orderShard } from './tables.ts';
 
 /** Items per Query page: bounds what each shard holds in memory while the list streams. */
@@ -154,6 +155,13 @@ export class DynamoDbOrderStore implements OrderStore {
     orders: readonly Order[],
     options: PutOrdersOptions & BatchWriteOptions = {},
   ): Promise<void> {
-    await writeInBatches(this.client, this.tableName, orders.map(orderToItem), options);
+    try {
+      await writeInBatches(this.client, this.tableName, orders.map(orderToItem), options);
+    } catch (error) {
+      if (error instanceof BatchWriteFailed) {
+        throw new OrdersPartlyWritten(error.written, error.total, error.cause);
+      }
+      throw error;
+    }
   }
 }

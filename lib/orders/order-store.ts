@@ -6,6 +6,21 @@ export type CancelOutcome = 'cancelled' | 'already-cancelled' | 'shipped' | 'not
 /** What a ship did, or why it could not: decided by one conditional write. */
 export type ShipOutcome = 'shipped' | 'already-shipped' | 'cancelled' | 'not-found';
 
+/**
+ * A write of many orders stopped by a failure: `written` of `total` orders were stored before
+ * it (nothing was still being written when this was thrown); `cause` is the failure.
+ */
+export class OrdersPartlyWritten extends Error {
+  readonly written: number;
+  readonly total: number;
+  constructor(written: number, total: number, cause: unknown) {
+    super(`${written} of ${total} orders written before a failure`, { cause });
+    this.name = 'OrdersPartlyWritten';
+    this.written = written;
+    this.total = total;
+  }
+}
+
 export interface PutOrdersOptions {
   /** Called as batches complete, with the number of orders written so far. */
   readonly onProgress?: (written: number) => void;
@@ -24,7 +39,8 @@ export interface OrderStore {
   ship(id: bigint): Promise<ShipOutcome>;
   /**
    * Inserts or replaces orders (seeding, imports): an order whose id is stored already is
-   * replaced, so writing the same orders twice leaves the same table.
+   * replaced, so writing the same orders twice leaves the same table. A failure midway throws
+   * OrdersPartlyWritten once no write is in flight any more.
    */
   putOrders(orders: readonly Order[], options?: PutOrdersOptions): Promise<void>;
 }

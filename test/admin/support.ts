@@ -3,6 +3,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { WriteRequest } from '@aws-sdk/client-dynamodb';
 import { ScanCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { expect } from 'vitest';
 import { PROJECT_ROOT } from '../../local/local-stack.ts';
@@ -105,4 +106,47 @@ export function printedKeyId(stdout: string): string {
   const match = /Created key (key_[0-9A-Za-z]+)/.exec(stdout);
   if (!match) throw new Error(`no key id in:\n${stdout}`);
   return match[1] as string;
+}
+
+/** What a BatchWriteItem call meets: DynamoDB, a failure, or a throttle of all its items. */
+export type BatchWriteFault = 'pass' | 'fail' | 'throttle';
+
+/**
+ * Fault injection for batch writes (which name their table in RequestItems, not TableName, so
+ * test/support's failDynamoDbCalls does not reach them): `decide` is asked for every
+ * BatchWriteItem call, numbered from 1, with the ids it writes. `fail` rejects the call with
+ * `makeError()`; `throttle` answers that none of its items were processed, as DynamoDB does
+ * when it throttles a batch. Returns the calls seen so far and a function that removes it.
+ */
+export function injectBatchWriteFaults(
+  client: DynamoDBDocumentClient,
+  decide: (call: number, ids: readonly string[]) => BatchWriteFault,
+  makeError: () => Error,
+): { calls: () => number; remove: () => void } {
+  const name = `batchFault${Math.random()}`;
+  let calls = 0;
+  client.middlewareStack.add(
+    (next, context) => (args) => {
+      if (context.commandName !== 'BatchWriteItemCommand') return next(args);
+      const requests = (args.input as { RequestItems: Record<string, WriteRequest[]> })
+        .RequestItems;
+      const ids = Object.values(requests)
+        .flat()
+        .map((request) => request.PutRequest?.Item?.id?.N ?? '');
+      calls++;
+      switch (decide(calls, ids)) {
+        case 'fail':
+          return Promise.reject(makeError());
+        case 'throttle':
+          return Promise.resolve({
+            output: { UnprocessedItems: requests, $metadata: {} },
+            response: {},
+          } as unknown as Awaited<ReturnType<typeof next>>);
+        case 'pass':
+          return next(args);
+      }
+    },
+    { step: 'finalizeRequest', name, priority: 'high' },
+  );
+  return { calls: () => calls, remove: () => void client.middlewareStack.remove(name) };
 }

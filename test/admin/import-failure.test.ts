@@ -1,0 +1,133 @@
+/**
+ * An import that fails midway (fault injection on the orders table's batch writes, on DynamoDB
+ * Local): it stops every writer, waits for the writes in flight, and reports exactly how many
+ * orders were written; running it again finishes it.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { PassThrough } from 'node:stream';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { writeOrders } from '../../admin/orders.ts';
+import { createDocumentClient } from '../../lib/dynamodb/client.ts';
+import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
+import type { Order } from '../../lib/orders/order.ts';
+import { createTestTables, type TestTables } from '../support/tables.ts';
+import { injectBatchWriteFaults, scanAll } from './support.ts';
+
+let t: TestTables;
+/** A client of its own, so that its faults reach no other test. */
+let client: DynamoDBDocumentClient;
+beforeEach(async () => {
+  t = await createTestTables('admin-import-failure');
+  client = createDocumentClient({ endpoint: t.endpoint });
+});
+afterEach(async () => {
+  client.destroy();
+  await t.drop();
+});
+
+const PATH = 'orders.json';
+/** Not retried by the SDK: what an operator sees when their session ends midway. */
+const expired = () =>
+  Object.assign(new Error('The security token included in the request is expired'), {
+    name: 'ExpiredTokenException',
+  });
+
+function orders(count: number): Order[] {
+  return Array.from({ length: count }, (_, i) => ({
+    id: 9_223_372_036_854_775_807n - BigInt(i),
+    status: 'pending' as const,
+  }));
+}
+
+function stderr(): NodeJS.WriteStream & { text: () => string } {
+  const stream = new PassThrough();
+  let text = '';
+  stream.on('data', (chunk: Buffer) => (text += chunk.toString()));
+  return Object.assign(stream, {
+    isTTY: false,
+    text: () => text,
+  }) as unknown as NodeJS.WriteStream & {
+    text: () => string;
+  };
+}
+
+async function stored(): Promise<number> {
+  return (await scanAll(t.client, t.tables.orders)).length;
+}
+
+async function failure(promise: Promise<unknown>): Promise<Error> {
+  try {
+    await promise;
+  } catch (error) {
+    return error as Error;
+  }
+  throw new Error('expected a failure');
+}
+
+describe('an import whose batch write fails midway', () => {
+  it('stops, waits for the writes in flight, and says exactly how many orders were written', async () => {
+    const all = orders(1_000);
+    const faults = injectBatchWriteFaults(
+      client,
+      (call) => (call === 6 ? 'fail' : 'pass'),
+      expired,
+    );
+    const io = { stderr: stderr() };
+
+    const error = await failure(
+      writeOrders(new DynamoDbOrderStore(client, t.tables.orders), PATH, all, io),
+    );
+
+    // Nothing is written after the failure was reported: the table holds what it says.
+    const calls = faults.calls();
+    await sleep(500);
+    expect(faults.calls()).toBe(calls);
+    const written = await stored();
+    expect(error.message).toBe(
+      `${PATH}: ${written} of 1000 orders written before ExpiredTokenException: The security token included in the request is expired; run the import again to finish (it is idempotent)`,
+    );
+    // The seven batches in flight beside the failed one were all written.
+    expect(written).toBeGreaterThanOrEqual(7 * 25);
+    expect(written).toBeLessThan(1_000);
+    expect(written % 25).toBe(0);
+    expect(io.stderr.text()).toMatch(new RegExp(`^\\[[#.]{30}\\] ${written}/1000 orders `));
+
+    faults.remove();
+    await writeOrders(new DynamoDbOrderStore(client, t.tables.orders), PATH, all, {
+      stderr: stderr(),
+    });
+    expect(await stored()).toBe(1_000);
+  });
+
+  it('stops a writer that is retrying throttled items once another batch has failed', async () => {
+    const all = orders(100);
+    const first = all[0]?.id.toString();
+    const second = all[25]?.id.toString();
+    const faults = injectBatchWriteFaults(
+      client,
+      (_, ids) =>
+        ids.includes(first ?? '') ? 'throttle' : ids.includes(second ?? '') ? 'fail' : 'pass',
+      expired,
+    );
+
+    const error = await failure(
+      writeOrders(
+        new DynamoDbOrderStore(client, t.tables.orders),
+        PATH,
+        all,
+        { stderr: stderr() },
+        {
+          concurrency: 2,
+        },
+      ),
+    );
+
+    expect(error.message).toMatch(/^orders\.json: 0 of 100 orders written before ExpiredToken/);
+    const calls = faults.calls();
+    expect(calls).toBeLessThan(10);
+    await sleep(1_500);
+    expect(faults.calls()).toBe(calls);
+    expect(await stored()).toBe(0);
+  });
+});
