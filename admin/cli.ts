@@ -26,7 +26,7 @@ API keys:
   keys set-plan <key-id> --plan PLAN [--per-minute N --per-day N]
 
 Orders:
-  orders import <file.json>
+  orders import <file.json> [--replace]
   orders ship <order-id>
   orders export [file.json]
 

@@ -4,7 +4,10 @@
  */
 export interface Progress {
   update(done: number): void;
+  /** Leaves the final state on its own line. */
   finish(done: number): void;
+  /** Erases the bar from a terminal, leaving no line (a phase that a later bar follows). */
+  clear(): void;
 }
 
 const WIDTH = 30;
@@ -35,6 +38,9 @@ export function progressBar(
     },
     finish(done) {
       stream.write(interactive ? `\r${render(done)}\x1b[K\n` : `${render(done)}\n`);
+    },
+    clear() {
+      if (interactive && drawnAt > -Infinity) stream.write('\r\x1b[K');
     },
   };
 }

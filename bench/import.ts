@@ -1,9 +1,10 @@
 /**
  * `npm run bench:import`: throughput of `orders import` on DynamoDB Local. Generates N orders
  * (BENCH_ORDERS, default 50,000; int64 ids across the whole range), then runs the real CLI
- * (`admin/cli.ts orders import`) twice against a fresh table — a first load and an idempotent
- * re-run — and prints orders/s end to end (process start-up, reading, validation, writing) and
- * for the write phase alone (the figure the CLI prints).
+ * (`admin/cli.ts orders import`) twice against a fresh table — a first load (every order new:
+ * checked, then written) and a re-run (every order unchanged: checked, nothing written) — and
+ * prints orders/s end to end (process start-up, reading, validation, check, writing) and for
+ * the check and write phases (the figure the CLI prints).
  */
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -55,7 +56,8 @@ try {
   const file = join(dir, 'orders.json');
   await writeFile(file, `[\n${generate(N).map(orderToJson).join(',\n')}\n]\n`);
   console.log(`${N} orders → ${tables.orders} on DynamoDB Local (${dynamo.endpoint})`);
-  for (const label of ['first import', 're-run (idempotent)']) {
+  const expected = [`${N} new, 0 unchanged, 0 replaced`, `0 new, ${N} unchanged, 0 replaced`];
+  for (const [pass, label] of ['first import', 're-run (unchanged)'].entries()) {
     const started = performance.now();
     const { stdout } = await run(
       process.execPath,
@@ -72,10 +74,15 @@ try {
       { maxBuffer: 16 * 1024 * 1024 },
     );
     const seconds = (performance.now() - started) / 1000;
-    const writeRate = /\((\d+) orders\/s\)/.exec(stdout)?.[1] ?? '?';
+    const phaseRate = /\((\d+) orders\/s\)/.exec(stdout)?.[1] ?? '?';
+    const counts = /: (\d+ new, \d+ unchanged, \d+ replaced)\.$/m.exec(stdout)?.[1] ?? '?';
     console.log(
-      `${label.padEnd(20)} ${seconds.toFixed(1)} s end to end: ${Math.round(N / seconds)} orders/s; write phase ${writeRate} orders/s`,
+      `${label.padEnd(20)} ${seconds.toFixed(1)} s end to end: ${Math.round(N / seconds)} orders/s; check and write phases ${phaseRate} orders/s (${counts})`,
     );
+    if (counts !== expected[pass]) {
+      console.log(`  expected ${expected[pass]}`);
+      process.exitCode = 1;
+    }
   }
   const stored = await countItems(client, tables.orders);
   console.log(`items in the table: ${stored}${stored === N ? '' : ` (expected ${N})`}`);

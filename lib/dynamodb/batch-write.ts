@@ -1,12 +1,21 @@
-/** BatchWriteItem in chunks of 25, several at once, retrying unprocessed items with backoff. */
-import { BatchWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+/**
+ * BatchWriteItem (25 items a call) and BatchGetItem (100 keys a call), several calls in flight,
+ * retrying unprocessed items with backoff. The first failure stops every worker: none takes
+ * another batch or retries once it is known, and the call settles only when no request is in
+ * flight any more.
+ */
+import {
+  BatchGetCommand,
+  BatchWriteCommand,
+  type DynamoDBDocumentClient,
+} from '@aws-sdk/lib-dynamodb';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 export interface BatchWriteOptions {
   /** Batches in flight at once. */
   readonly concurrency?: number;
-  /** Called with the number of items written so far. */
-  readonly onProgress?: (written: number) => void;
+  /** Called with the number of items written (or read) so far. */
+  readonly onProgress?: (done: number) => void;
   readonly maxAttempts?: number;
 }
 
@@ -23,44 +32,30 @@ export class BatchWriteFailed extends Error {
   }
 }
 
-const BATCH_SIZE = 25;
+const WRITE_BATCH = 25;
+const GET_BATCH = 100;
+
+type Item = Record<string, unknown>;
 
 /**
- * Writes the items in batches of 25, `concurrency` batches in flight. The first failure stops
- * every worker: none takes another batch or retries once it is known, and the call settles
- * only when no request is in flight any more, so `written` in the BatchWriteFailed it throws is
- * what the table holds (a request cut off by a network failure may still have been applied).
+ * Runs `handle` on consecutive slices of `size` items, `concurrency` at once. After a failure
+ * `stopped()` is true and no slice is taken any more; resolves when every worker has ended, with
+ * the first failure (undefined when there was none).
  */
-export async function writeInBatches(
-  client: DynamoDBDocumentClient,
-  tableName: string,
-  items: readonly Record<string, unknown>[],
-  { concurrency = 8, onProgress, maxAttempts = 10 }: BatchWriteOptions = {},
-): Promise<void> {
+async function inBatches<T>(
+  items: readonly T[],
+  size: number,
+  concurrency: number,
+  handle: (batch: T[], stopped: () => boolean) => Promise<void>,
+): Promise<{ readonly error: unknown } | undefined> {
   let next = 0;
-  let written = 0;
   let failure: { readonly error: unknown } | undefined;
+  const stopped = () => failure !== undefined;
   const worker = async (): Promise<void> => {
-    while (next < items.length && !failure) {
-      const batch = items.slice(next, next + BATCH_SIZE);
-      next += BATCH_SIZE;
-      let requests = batch.map((Item) => ({ PutRequest: { Item } }));
-      for (let attempt = 1; requests.length > 0; attempt++) {
-        if (attempt > maxAttempts) {
-          throw new Error(
-            `${requests.length} items stayed unprocessed after ${maxAttempts} attempts`,
-          );
-        }
-        if (attempt > 1) await sleep(Math.min(2_000, 25 * 2 ** attempt * Math.random()));
-        if (failure) return;
-        const result = await client.send(
-          new BatchWriteCommand({ RequestItems: { [tableName]: requests } }),
-        );
-        const unprocessed = result.UnprocessedItems?.[tableName] ?? [];
-        written += requests.length - unprocessed.length;
-        requests = unprocessed as typeof requests;
-      }
-      onProgress?.(written);
+    while (next < items.length && !stopped()) {
+      const batch = items.slice(next, next + size);
+      next += size;
+      await handle(batch, stopped);
     }
   };
   await Promise.allSettled(
@@ -70,5 +65,84 @@ export async function writeInBatches(
       }),
     ),
   );
+  return failure;
+}
+
+/**
+ * Sends `requests`, then what comes back unprocessed, with exponential backoff and jitter,
+ * until nothing is left; gives up (silently) as soon as `stopped()` says another batch failed.
+ */
+async function untilProcessed<R>(
+  requests: R[],
+  maxAttempts: number,
+  stopped: () => boolean,
+  send: (requests: R[]) => Promise<R[]>,
+): Promise<void> {
+  let pending = requests;
+  for (let attempt = 1; pending.length > 0; attempt++) {
+    if (attempt > maxAttempts) {
+      throw new Error(`${pending.length} items stayed unprocessed after ${maxAttempts} attempts`);
+    }
+    if (attempt > 1) await sleep(Math.min(2_000, 25 * 2 ** attempt * Math.random()));
+    if (stopped()) return;
+    pending = await send(pending);
+  }
+}
+
+/**
+ * Puts the items in batches of 25. A failure throws BatchWriteFailed once no write is in flight,
+ * so its `written` is what the table holds (a request cut off by a network failure may still
+ * have been applied: a lower bound then).
+ */
+export async function writeInBatches(
+  client: DynamoDBDocumentClient,
+  tableName: string,
+  items: readonly Item[],
+  { concurrency = 8, onProgress, maxAttempts = 10 }: BatchWriteOptions = {},
+): Promise<void> {
+  let written = 0;
+  const failure = await inBatches(items, WRITE_BATCH, concurrency, async (batch, stopped) => {
+    const requests = batch.map((Item) => ({ PutRequest: { Item } }));
+    await untilProcessed(requests, maxAttempts, stopped, async (pending) => {
+      const result = await client.send(
+        new BatchWriteCommand({ RequestItems: { [tableName]: pending } }),
+      );
+      const unprocessed = (result.UnprocessedItems?.[tableName] ?? []) as typeof pending;
+      written += pending.length - unprocessed.length;
+      return unprocessed;
+    });
+    if (!stopped()) onProgress?.(written);
+  });
   if (failure) throw new BatchWriteFailed(written, items.length, failure.error);
+}
+
+/**
+ * The items stored under these keys (no key twice), read in batches of 100 with strongly
+ * consistent reads, in no particular order; keys with no item are left out. Throws the first
+ * failure once no read is in flight.
+ */
+export async function getInBatches(
+  client: DynamoDBDocumentClient,
+  tableName: string,
+  keys: readonly Item[],
+  { concurrency = 8, onProgress, maxAttempts = 10 }: BatchWriteOptions = {},
+): Promise<Item[]> {
+  const found: Item[] = [];
+  let read = 0;
+  const failure = await inBatches(keys, GET_BATCH, concurrency, async (batch, stopped) => {
+    await untilProcessed(batch, maxAttempts, stopped, async (pending) => {
+      const result = await client.send(
+        new BatchGetCommand({
+          RequestItems: { [tableName]: { Keys: pending, ConsistentRead: true } },
+        }),
+      );
+      found.push(...(result.Responses?.[tableName] ?? []));
+      const unprocessed = result.UnprocessedKeys?.[tableName]?.Keys ?? [];
+      read += pending.length - unprocessed.length;
+      return unprocessed;
+    });
+    if (!stopped()) onProgress?.(read);
+  });
+  if (failure) throw failure.error;
+  return found;
 }

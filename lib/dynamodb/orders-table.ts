@@ -1,4 +1,4 @@
-/** The OrderStore on DynamoDB: one item per order, keyed by (shard, id). */
+/** The OrderStore (and what imports need) on DynamoDB: one item per order, keyed by (shard, id). */
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import {
   QueryCommand,
@@ -12,13 +12,19 @@ import { compareIds, isOrderStatus, type Order } from '../orders/order.ts';
 import {
   OrdersPartlyWritten,
   type CancelOutcome,
-  type OrderStore,
+  type FindOrdersOptions,
+  type OrderImportStore,
   type PutOrdersOptions,
   type ShipOutcome,
 } from '../orders/order-store.ts';
 import { readBigInt, readOptionalBigInt, readOptionalNumber } from './attributes.ts';
 import { translateDynamoDbError } from './errors.ts';
-import { BatchWriteFailed, writeInBatches, type BatchWriteOptions } from './batch-write.ts';
+import {
+  BatchWriteFailed,
+  getInBatches,
+  writeInBatches,
+  type BatchWriteOptions,
+} from './batch-write.ts';
 import { ORDER_SHARDS, orderShard } from './tables.ts';
 
 /** Items per Query page: bounds what each shard holds in memory while the list streams. */
@@ -46,7 +52,7 @@ export function itemToOrder(item: Item): Order {
   return order;
 }
 
-export class DynamoDbOrderStore implements OrderStore {
+export class DynamoDbOrderStore implements OrderImportStore {
   private readonly client: DynamoDBDocumentClient;
   private readonly tableName: string;
   private readonly pageSize: number;
@@ -149,6 +155,12 @@ export class DynamoDbOrderStore implements OrderStore {
       if (status === 'cancelled') return 'cancelled';
       throw new Error(`Order ${id} has an unexpected status`, { cause: error });
     }
+  }
+
+  async findOrders(ids: readonly bigint[], options: FindOrdersOptions = {}): Promise<Order[]> {
+    const keys = ids.map((id) => ({ shard: orderShard(id), id }));
+    const items = await getInBatches(this.client, this.tableName, keys, options);
+    return items.map(itemToOrder);
   }
 
   async putOrders(

@@ -44,3 +44,17 @@ export interface OrderStore {
    */
   putOrders(orders: readonly Order[], options?: PutOrdersOptions): Promise<void>;
 }
+
+export interface FindOrdersOptions {
+  /** Called as reads complete, with the number of ids looked up so far. */
+  readonly onProgress?: (checked: number) => void;
+}
+
+/** What an import needs besides: which of many ids are stored, and as what. */
+export interface OrderImportStore extends OrderStore {
+  /**
+   * The stored orders among these ids (each at most once), read strongly consistent, in no
+   * particular order; ids with no order are left out.
+   */
+  findOrders(ids: readonly bigint[], options?: FindOrdersOptions): Promise<Order[]>;
+}

@@ -227,6 +227,22 @@ describe('progress bar', () => {
     ]);
   });
 
+  it('clears a phase from a terminal without leaving a line, and prints nothing otherwise', () => {
+    for (const isTTY of [true, false]) {
+      const out = capture(isTTY);
+      let now = 0;
+      const bar = progressBar(10, 'checked', out.stream, () => now);
+      now = 1000;
+      bar.update(5);
+      bar.clear();
+      expect(out.text()).toBe(
+        isTTY
+          ? `\r[${'#'.repeat(15)}${'.'.repeat(15)}] 5/10 checked 50% 5 checked/s\x1b[K\r\x1b[K`
+          : '',
+      );
+    }
+  });
+
   it('prints only a final line when stderr is not a terminal', () => {
     const out = capture(false);
     const bar = progressBar(3, 'orders', out.stream, () => 500);

@@ -7,12 +7,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { PassThrough } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { writeOrders } from '../../admin/orders.ts';
+import { importValidated, writeOrders } from '../../admin/orders.ts';
 import { createDocumentClient } from '../../lib/dynamodb/client.ts';
 import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
 import type { Order } from '../../lib/orders/order.ts';
 import { createTestTables, type TestTables } from '../support/tables.ts';
-import { injectBatchWriteFaults, scanAll } from './support.ts';
+import { injectBatchFaults, scanAll } from './support.ts';
 
 let t: TestTables;
 /** A client of its own, so that its faults reach no other test. */
@@ -68,8 +68,9 @@ async function failure(promise: Promise<unknown>): Promise<Error> {
 describe('an import whose batch write fails midway', () => {
   it('stops, waits for the writes in flight, and says exactly how many orders were written', async () => {
     const all = orders(1_000);
-    const faults = injectBatchWriteFaults(
+    const faults = injectBatchFaults(
       client,
+      'BatchWriteItemCommand',
       (call) => (call === 6 ? 'fail' : 'pass'),
       expired,
     );
@@ -93,10 +94,16 @@ describe('an import whose batch write fails midway', () => {
     expect(written % 25).toBe(0);
     expect(io.stderr.text()).toMatch(new RegExp(`^\\[[#.]{30}\\] ${written}/1000 orders `));
 
+    // Running it again writes the rest and skips what is there.
     faults.remove();
-    await writeOrders(new DynamoDbOrderStore(client, t.tables.orders), PATH, all, {
-      stderr: stderr(),
-    });
+    const again = await importValidated(
+      new DynamoDbOrderStore(client, t.tables.orders),
+      PATH,
+      all,
+      { replace: false, confirm: () => Promise.resolve() },
+      { stderr: stderr() },
+    );
+    expect(again).toEqual({ added: 1_000 - written, unchanged: written, replaced: 0 });
     expect(await stored()).toBe(1_000);
   });
 
@@ -104,8 +111,9 @@ describe('an import whose batch write fails midway', () => {
     const all = orders(100);
     const first = all[0]?.id.toString();
     const second = all[25]?.id.toString();
-    const faults = injectBatchWriteFaults(
+    const faults = injectBatchFaults(
       client,
+      'BatchWriteItemCommand',
       (_, ids) =>
         ids.includes(first ?? '') ? 'throttle' : ids.includes(second ?? '') ? 'fail' : 'pass',
       expired,
@@ -129,5 +137,68 @@ describe('an import whose batch write fails midway', () => {
     await sleep(1_500);
     expect(faults.calls()).toBe(calls);
     expect(await stored()).toBe(0);
+  });
+});
+
+describe('the check of which orders are stored', () => {
+  const store = () => new DynamoDbOrderStore(client, t.tables.orders);
+
+  it('writes nothing when it fails, and does not ask to confirm', async () => {
+    const all = orders(1_000);
+    injectBatchFaults(
+      client,
+      'BatchGetItemCommand',
+      (call) => (call === 3 ? 'fail' : 'pass'),
+      expired,
+    );
+    let asked = false;
+
+    const error = await failure(
+      importValidated(
+        store(),
+        PATH,
+        all,
+        { replace: false, confirm: () => Promise.resolve(void (asked = true)) },
+        { stderr: stderr() },
+      ),
+    );
+
+    expect(error.message).toBe(
+      `${PATH}: reading the stored orders failed (ExpiredTokenException: The security token included in the request is expired); nothing was written`,
+    );
+    expect(asked).toBe(false);
+    expect(await stored()).toBe(0);
+  });
+
+  it('retries the keys DynamoDB left unprocessed, reading 100 keys a call', async () => {
+    const all = orders(1_050);
+    await store().putOrders(all.filter((_, i) => i % 2 === 0));
+    const throttled = new Set<string>();
+    const sizes: number[] = [];
+    const faults = injectBatchFaults(
+      client,
+      'BatchGetItemCommand',
+      (_, ids) => {
+        sizes.push(ids.length);
+        const batch = ids[0] ?? '';
+        if (throttled.has(batch)) return 'pass';
+        throttled.add(batch);
+        return 'throttle';
+      },
+      expired,
+    );
+
+    const counts = await importValidated(
+      store(),
+      PATH,
+      all,
+      { replace: false, confirm: () => Promise.resolve() },
+      { stderr: stderr() },
+    );
+
+    expect(counts).toEqual({ added: 525, unchanged: 525, replaced: 0 });
+    expect(faults.calls()).toBe(2 * 11);
+    expect(Math.max(...sizes)).toBe(100);
+    expect(await stored()).toBe(1_050);
   });
 });

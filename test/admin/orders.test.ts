@@ -49,7 +49,7 @@ describe('orders import', () => {
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(
       new RegExp(
-        `^Imported 4 orders into ${t.tables.orders} on http\\S+ in [\\d.]+ s \\(\\d+ orders/s\\)`,
+        `^Imported 4 orders into ${t.tables.orders} on http\\S+ in [\\d.]+ s \\(\\d+ orders/s\\): 4 new, 0 unchanged, 0 replaced\\.\n$`,
       ),
     );
     // Not a terminal: the progress bar prints its final line only.
@@ -63,8 +63,62 @@ describe('orders import', () => {
     const first = await scanAll(t.client, t.tables.orders);
     const again = await orders('import', file);
     expect(again.code).toBe(0);
+    expect(again.stdout).toMatch(/: 0 new, 4 unchanged, 0 replaced\.\n$/);
+    // Nothing to write: no progress bar.
+    expect(again.stderr).toBe('');
     expect(await scanAll(t.client, t.tables.orders)).toEqual(first);
     expect(await exported()).toBe(LISTED);
+  });
+
+  it('does not undo history: an order changed since the file was made is a conflict, and nothing is written', async () => {
+    const file = tempFile('old.json', FILE);
+    await orders('import', file);
+    await orders('ship', '9223372036854775807');
+    const shipped = await exported();
+    const grown = tempFile('grown.json', FILE.replace(/\]$/, ', {"id": 5}]'));
+
+    for (const stale of [file, grown]) {
+      const result = await orders('import', stale);
+      expect(result.code).toBe(1);
+      expect(result.stdout).toBe('');
+      const added = stale === grown ? 1 : 0;
+      expect(result.stderr.trimEnd().split('\n')).toEqual([
+        `${stale}: order 9223372036854775807 differs from the stored one: complete true → false, status shipped → pending`,
+        `error: ${stale}: 1 of ${4 + added} orders differ from the stored ones (${added} new, 3 unchanged); nothing was written: --replace writes the file's version over them`,
+      ]);
+      expect(await exported()).toBe(shipped);
+    }
+
+    const replaced = await orders('import', grown, '--replace');
+    expect(replaced.code).toBe(0);
+    expect(replaced.stdout).toMatch(/: 1 new, 3 unchanged, 1 replaced\.\n$/);
+    // The file's version is back (pending), and id 5 was added.
+    expect(await exported()).toBe(
+      LISTED.replace('"status":"shipped"},', '"status":"shipped"},{"id":5,"status":"pending"},'),
+    );
+  });
+
+  it('lists the first 20 conflicts and counts the rest', async () => {
+    const many = (status: string) =>
+      tempFile(
+        `${status}.json`,
+        `[${Array.from({ length: 25 }, (_, i) => `{"id": ${i}, "status": "${status}"}`).join(',')}]`,
+      );
+    await orders('import', many('pending'));
+    const result = await orders('import', many('cancelled'));
+    expect(result.code).toBe(1);
+    const lines = result.stderr.trimEnd().split('\n');
+    expect(lines).toHaveLength(22);
+    expect(lines[0]).toMatch(
+      /: order \d+ differs from the stored one: status pending → cancelled$/,
+    );
+    expect(lines[20]).toMatch(/cancelled\.json: … and 5 more$/);
+    expect(lines[21]).toMatch(
+      /^error: \S+: 25 of 25 orders differ from the stored ones \(0 new, 0 unchanged\); nothing was written/,
+    );
+    expect((await scanAll(t.client, t.tables.orders)).map((item) => item.status)).not.toContain(
+      'cancelled',
+    );
   });
 
   it('lists every problem with its line and record index, and writes nothing', async () => {

@@ -3,7 +3,8 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { WriteRequest } from '@aws-sdk/client-dynamodb';
+import type { AttributeValue, KeysAndAttributes, WriteRequest } from '@aws-sdk/client-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { ScanCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { expect } from 'vitest';
 import { PROJECT_ROOT } from '../../local/local-stack.ts';
@@ -108,38 +109,71 @@ export function printedKeyId(stdout: string): string {
   return match[1] as string;
 }
 
-/** What a BatchWriteItem call meets: DynamoDB, a failure, or a throttle of all its items. */
-export type BatchWriteFault = 'pass' | 'fail' | 'throttle';
+type Marshalled = Record<string, AttributeValue>;
+const asDocument = (item: Marshalled | undefined) => unmarshall(item ?? {}, { wrapNumbers: true });
+
+function documentWrites(requests: Record<string, unknown>) {
+  return Object.fromEntries(
+    Object.entries(requests).map(([table, writes]) => [
+      table,
+      (writes as WriteRequest[]).map((write) => ({
+        PutRequest: { Item: asDocument(write.PutRequest?.Item) },
+      })),
+    ]),
+  );
+}
+
+function documentKeys(requests: Record<string, unknown>) {
+  return Object.fromEntries(
+    Object.entries(requests).map(([table, keys]) => [
+      table,
+      { ...(keys as KeysAndAttributes), Keys: (keys as KeysAndAttributes).Keys?.map(asDocument) },
+    ]),
+  );
+}
+
+/** What a batch call meets: DynamoDB, a failure, or a throttle of all its items. */
+export type BatchFault = 'pass' | 'fail' | 'throttle';
 
 /**
- * Fault injection for batch writes (which name their table in RequestItems, not TableName, so
- * test/support's failDynamoDbCalls does not reach them): `decide` is asked for every
- * BatchWriteItem call, numbered from 1, with the ids it writes. `fail` rejects the call with
- * `makeError()`; `throttle` answers that none of its items were processed, as DynamoDB does
- * when it throttles a batch. Returns the calls seen so far and a function that removes it.
+ * Fault injection for BatchWriteItem or BatchGetItem (which name their table in RequestItems,
+ * not TableName, so test/support's failDynamoDbCalls does not reach them): `decide` is asked for
+ * every call of that command, numbered from 1, with the ids it writes or reads. `fail` rejects
+ * the call with `makeError()`; `throttle` answers that none of its items or keys were processed,
+ * as DynamoDB does when it throttles a batch. Returns the calls seen so far and a function that
+ * removes it.
  */
-export function injectBatchWriteFaults(
+export function injectBatchFaults(
   client: DynamoDBDocumentClient,
-  decide: (call: number, ids: readonly string[]) => BatchWriteFault,
+  command: 'BatchWriteItemCommand' | 'BatchGetItemCommand',
+  decide: (call: number, ids: readonly string[]) => BatchFault,
   makeError: () => Error,
 ): { calls: () => number; remove: () => void } {
   const name = `batchFault${Math.random()}`;
   let calls = 0;
   client.middlewareStack.add(
     (next, context) => (args) => {
-      if (context.commandName !== 'BatchWriteItemCommand') return next(args);
-      const requests = (args.input as { RequestItems: Record<string, WriteRequest[]> })
-        .RequestItems;
-      const ids = Object.values(requests)
-        .flat()
-        .map((request) => request.PutRequest?.Item?.id?.N ?? '');
+      if (context.commandName !== command) return next(args);
+      const requests = (args.input as { RequestItems: Record<string, unknown> }).RequestItems;
+      const writing = command === 'BatchWriteItemCommand';
+      const ids = Object.values(requests).flatMap((request) =>
+        writing
+          ? (request as WriteRequest[]).map((put) => put.PutRequest?.Item?.id?.N ?? '')
+          : ((request as KeysAndAttributes).Keys?.map((key) => key.id?.N ?? '') ?? []),
+      );
       calls++;
       switch (decide(calls, ids)) {
         case 'fail':
           return Promise.reject(makeError());
         case 'throttle':
+          // This answer skips the document client's unmarshalling: give it in document form.
           return Promise.resolve({
-            output: { UnprocessedItems: requests, $metadata: {} },
+            output: {
+              ...(writing
+                ? { UnprocessedItems: documentWrites(requests) }
+                : { Responses: {}, UnprocessedKeys: documentKeys(requests) }),
+              $metadata: {},
+            },
             response: {},
           } as unknown as Awaited<ReturnType<typeof next>>);
         case 'pass':

@@ -202,6 +202,15 @@ describe('--stage: a deployed stage, from the outputs file', () => {
     );
     expect(bad.stderr).toMatch(/line 1 \(record 0\): id must be an integer/);
     expect(await everything()).toEqual(before);
+    // Orders stored as the file has them: nothing to write, so nothing to confirm.
+    const same = await onStage(
+      'production',
+      'orders',
+      'import',
+      tempFile('same.json', '[{"id": 1}]'),
+    );
+    expect(same.code).toBe(0);
+    expect(same.stdout).toMatch(/: 0 new, 1 unchanged, 0 replaced\.\n$/);
   });
 
   it('changes production data with --yes; reading needs no confirmation', async () => {
