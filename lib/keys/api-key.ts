@@ -91,6 +91,14 @@ export function redactApiKeys(text: string): string {
   return text.replace(KEY_LIKE, (match) => keyHint(match.replace(/…$/, '')));
 }
 
+/** The first well-formed key (checksum and all) inside the text, or undefined. */
+export function findApiKey(text: string): string | undefined {
+  return text
+    .match(KEY_LIKE)
+    ?.map((run) => run.replace(/…$/, ''))
+    .find(isWellFormedApiKey);
+}
+
 /**
  * Input as an error message may quote it: keys cut to their hint, then at most `maxLength`
  * characters (an ellipsis marks the cut).

@@ -19,7 +19,7 @@ import {
   type Limits,
   type PlanName,
 } from '../limits/plans.ts';
-import { generateApiKey, keyHint, looksLikeApiKey, quotableInput } from './api-key.ts';
+import { findApiKey, generateApiKey, keyHint, looksLikeApiKey, quotableInput } from './api-key.ts';
 import { isExpired, nextVersion, type ApiKeyRecord } from './key-record.ts';
 import type { KeyAdminStore } from './key-store.ts';
 import { newKeyRecord } from './register.ts';
@@ -67,13 +67,22 @@ export function parseKeyId(text: string): string {
 
 export const MAX_LABEL_LENGTH = 200;
 
-/** A label: up to 200 characters, none of them a control character (it is printed in lists). */
+/**
+ * A label: up to 200 characters, none of them a control character (it is printed in lists), and
+ * no API key in it (a label is stored and shown as it is).
+ */
 export function parseLabel(text: string | undefined): string | undefined {
   if (text === undefined) return undefined;
   // eslint-disable-next-line no-control-regex
   if (text.length === 0 || text.length > MAX_LABEL_LENGTH || /[\u0000-\u001f\u007f]/.test(text)) {
     throw new InvalidKeyInput(
       `label must be 1 to ${MAX_LABEL_LENGTH} characters without control characters`,
+    );
+  }
+  const key = findApiKey(text);
+  if (key !== undefined) {
+    throw new InvalidKeyInput(
+      `label must not hold an API key (${keyHint(key)}): a label is stored and listed as it is`,
     );
   }
   return text;

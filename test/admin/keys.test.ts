@@ -1,7 +1,7 @@
 /** `keys …` through the real CLI, on isolated tables of the run's DynamoDB Local. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DynamoDbKeyStore } from '../../lib/dynamodb/keys-table.ts';
-import { hashApiKey } from '../../lib/keys/api-key.ts';
+import { generateApiKey, hashApiKey } from '../../lib/keys/api-key.ts';
 import { authenticate } from '../../lib/keys/authenticate.ts';
 import { PLAN_LIMITS } from '../../lib/limits/plans.ts';
 import { createTestTables, type TestTables } from '../support/tables.ts';
@@ -108,6 +108,10 @@ describe('keys create', () => {
       /^error: --per-minute must be a whole number, got "lots"$/,
     ],
     [['--plan', 'free', '--label', 'two\nlines'], /^error: label must be 1 to 200 characters/],
+    [
+      ['--plan', 'free', '--label', `for ${generateApiKey()}`],
+      /^error: label must not hold an API key \(sok_\w{4}…\): a label is stored and listed as it is$/,
+    ],
     [['--plan', 'free', '--colour', 'red'], /^error: Unknown option '--colour'$/],
     [['--plan', 'free', 'extra'], /^error: unexpected argument "extra"/],
   ])('refuses %j with one line, exit 2, and stores nothing', async (args, message) => {
