@@ -1,6 +1,12 @@
 /** The stateful part of a stage: the three tables, from the shared table definitions. */
 import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
-import { AttributeType, Billing, TableV2, type ITableV2 } from 'aws-cdk-lib/aws-dynamodb';
+import {
+  AttributeType,
+  Billing,
+  ProjectionType,
+  TableV2,
+  type ITableV2,
+} from 'aws-cdk-lib/aws-dynamodb';
 import type { Construct } from 'constructs';
 import { STACK_OUTPUTS } from '../lib/deployment.ts';
 import { TABLES, type TableDefinition, type TableName } from '../lib/dynamodb/tables.ts';
@@ -49,6 +55,7 @@ export class DataStack extends Stack {
             name: index.partitionKey.name,
             type: attributeType(index.partitionKey.type),
           },
+          projectionType: ProjectionType[index.projection],
         })),
         billing: Billing.onDemand(),
         pointInTimeRecoverySpecification: {

@@ -24,7 +24,7 @@ export function createTableInput(
   const indexes = (definition.globalIndexes ?? []).map((index) => ({
     IndexName: index.name,
     KeySchema: [{ AttributeName: keyOf(index.partitionKey), KeyType: 'HASH' as const }],
-    Projection: { ProjectionType: 'ALL' as const },
+    Projection: { ProjectionType: index.projection },
   }));
   return {
     TableName: tableName,

@@ -14,6 +14,8 @@ export interface TableDefinition {
   readonly globalIndexes?: readonly {
     readonly name: string;
     readonly partitionKey: { readonly name: string; readonly type: KeyType };
+    /** KEYS_ONLY: the index holds its key and the table's key, nothing else. */
+    readonly projection: 'ALL' | 'KEYS_ONLY';
   }[];
   readonly timeToLiveAttribute?: string;
   /** Keep continuous backups (point-in-time recovery). */
@@ -39,7 +41,10 @@ export const TABLES = {
     id: 'ApiKeys',
     envVar: 'API_KEYS_TABLE',
     partitionKey: { name: 'keyHash', type: 'S' },
-    globalIndexes: [{ name: 'byKeyId', partitionKey: { name: 'keyId', type: 'S' } }],
+    // Finds a key's hash by its public id (the record is then read from the table).
+    globalIndexes: [
+      { name: 'byKeyId', partitionKey: { name: 'keyId', type: 'S' }, projection: 'KEYS_ONLY' },
+    ],
     pointInTimeRecovery: true,
   },
   rateLimits: {
