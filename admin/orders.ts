@@ -10,12 +10,8 @@ import type { BatchWriteOptions } from '../lib/dynamodb/batch-write.ts';
 import { DynamoDbOrderStore } from '../lib/dynamodb/orders-table.ts';
 import { readOrderId, shipOrder } from '../lib/orders/operations.ts';
 import { formatProblem, parseOrders } from '../lib/orders/order-input.ts';
-import {
-  ordersToWrite,
-  planImport,
-  type OrderConflict,
-  type OrderField,
-} from '../lib/orders/import.ts';
+import { ordersToWrite, planImport, type OrderConflict } from '../lib/orders/import.ts';
+import type { OrderField } from '../lib/orders/order.ts';
 import { OrdersPartlyWritten } from '../lib/orders/order-store.ts';
 import { ordersJsonArray } from '../lib/orders/order-json.ts';
 import type { Order } from '../lib/orders/order.ts';

@@ -87,6 +87,20 @@ export async function invokeBuffered(
   return result;
 }
 
+/** The HTTP prelude (JSON + 8 NUL bytes) at the head of a streamed response, if well formed. */
+function splitPrelude(head: Buffer): { prelude: StreamedResponse['prelude']; rest: Buffer } {
+  const at = head.indexOf(PRELUDE_DELIMITER);
+  if (at < 0) return { prelude: undefined, rest: head };
+  try {
+    const prelude = JSON.parse(
+      head.subarray(0, at).toString('utf8'),
+    ) as StreamedResponse['prelude'];
+    return { prelude, rest: head.subarray(at + PRELUDE_DELIMITER.length) };
+  } catch {
+    return { prelude: undefined, rest: head };
+  }
+}
+
 export interface StreamedResponse {
   /** The HTTP prelude the handler wrote (statusCode, headers), if any. */
   readonly prelude: { statusCode?: number; headers?: Record<string, string> } | undefined;
@@ -120,24 +134,12 @@ export function invokeStreaming(
     let head = Buffer.alloc(0);
     const onData = (chunk: Buffer | string): void => {
       head = Buffer.concat([head, Buffer.from(chunk)]);
-      const at = head.indexOf(PRELUDE_DELIMITER);
-      if (at < 0 && head.length < 64 * 1024) return;
+      if (head.indexOf(PRELUDE_DELIMITER) < 0 && head.length < 64 * 1024) return;
       responseStream.off('data', onData);
       responseStream.off('end', onEnd);
       responseStream.off('error', onError);
       responseStream.pause();
-      let prelude: StreamedResponse['prelude'];
-      let rest = head;
-      if (at >= 0) {
-        try {
-          prelude = JSON.parse(
-            head.subarray(0, at).toString('utf8'),
-          ) as StreamedResponse['prelude'];
-          rest = head.subarray(at + PRELUDE_DELIMITER.length);
-        } catch {
-          prelude = undefined;
-        }
-      }
+      const { prelude, rest } = splitPrelude(head);
       const body = new PassThrough();
       if (rest.length > 0) body.write(rest);
       responseStream.on('error', (error) => body.destroy(error));
@@ -146,17 +148,8 @@ export function invokeStreaming(
     };
     const onEnd = (): void => {
       responseStream.off('data', onData);
-      const at = head.indexOf(PRELUDE_DELIMITER);
-      const prelude =
-        at >= 0
-          ? (JSON.parse(head.subarray(0, at).toString('utf8')) as StreamedResponse['prelude'])
-          : undefined;
-      resolve({
-        prelude,
-        body: Readable.from(at >= 0 ? [head.subarray(at + PRELUDE_DELIMITER.length)] : [head]),
-        done,
-        abort,
-      });
+      const { prelude, rest } = splitPrelude(head);
+      resolve({ prelude, body: Readable.from([rest]), done, abort });
     };
     const onError = (error: Error): void => reject(error);
     responseStream.on('data', onData);

@@ -11,7 +11,7 @@ import { parseKeyEntries, type KeyEntry } from '../lib/keys/key-input.ts';
 import { resolveLimits } from '../lib/limits/plans.ts';
 import { formatProblem, parseOrders } from '../lib/orders/order-input.ts';
 import { orderToJson, type Order } from '../lib/orders/order.ts';
-import { DEMO_KEYS } from './demo-data.ts';
+import { DEMO_KEYS, DEMO_ORDERS } from './demo-data.ts';
 import { createGateway } from './gateway.ts';
 import {
   DEFAULT_TABLE_PREFIX,
@@ -158,15 +158,11 @@ function describeKeys(keys: readonly KeyEntry[]): string[] {
   });
 }
 
-function describeOrders(
-  stack: LocalStack,
-  seeded: readonly Order[] | undefined,
-  demo: readonly Order[],
-): string[] {
+function describeOrders(stack: LocalStack, seeded: readonly Order[] | undefined): string[] {
   if (seeded) return [`Orders: ${seeded.length} loaded from --seed`];
   if (stack.ordersLoaded === 0)
     return ['Orders: the orders table already existed; its contents were kept'];
-  return [`Demo orders:`, ...demo.map((order) => `  ${orderToJson(order)}`)];
+  return [`Demo orders:`, ...DEMO_ORDERS.map((order) => `  ${orderToJson(order)}`)];
 }
 
 async function main(argv: string[]): Promise<void> {
@@ -231,11 +227,10 @@ async function main(argv: string[]): Promise<void> {
     dynamoDbPid: stack.dynamoDbPid,
   });
 
-  const { DEMO_ORDERS } = await import('./demo-data.ts');
   lines.push(
     `DynamoDB: ${stack.endpoint}${options.dynamodbEndpoint ? '' : ' (DynamoDB Local, in memory)'}`,
     `Tables: ${Object.values(stack.tables).join(', ')}`,
-    ...describeOrders(stack, options.seedOrders, DEMO_ORDERS),
+    ...describeOrders(stack, options.seedOrders),
     `API keys${stack.keys === DEMO_KEYS ? ' (demo keys, local only)' : ''}:`,
     ...describeKeys(stack.keys),
     `Authorizer cache TTL: ${options.authorizerTtlSeconds} s`,

@@ -9,7 +9,7 @@
  */
 import type { MiddlewareObj, Request } from '@middy/core';
 import httpErrorHandler from '@middy/http-error-handler';
-import { ApiError, errorBody } from '../../lib/api/errors.ts';
+import { ApiError } from '../../lib/api/errors.ts';
 import { JSON_CONTENT_TYPE } from '../../lib/api/http.ts';
 import { logger } from './logger.ts';
 
@@ -29,7 +29,8 @@ function toHttpError(error: unknown): ExposedHttpError {
       error: apiError.cause instanceof Error ? apiError.cause : apiError,
     });
   }
-  const body = error instanceof ApiError ? apiError.body : errorBody('INTERNAL_ERROR');
+  // An unexpected error is a bare INTERNAL_ERROR: the catalogue's message, no detail.
+  const body = apiError.body;
   return {
     statusCode: body.status,
     message: JSON.stringify(body),

@@ -1,6 +1,5 @@
 /** Response helpers: the only place that builds `{ statusCode, headers, body }` objects. */
 import type { Readable } from 'node:stream';
-import type { ErrorBody } from './errors.ts';
 
 export interface HttpResponse<Body = string> {
   statusCode: number;
@@ -20,15 +19,4 @@ export function jsonStream(
   headers: Record<string, string> = {},
 ): HttpResponse<Readable> {
   return { statusCode, headers: { 'Content-Type': JSON_CONTENT_TYPE, ...headers }, body };
-}
-
-export function errorResponse(
-  error: ErrorBody,
-  headers: Readonly<Record<string, string>> = {},
-): HttpResponse {
-  return {
-    statusCode: error.status,
-    headers: { 'Content-Type': JSON_CONTENT_TYPE, ...headers },
-    body: JSON.stringify(error),
-  };
 }

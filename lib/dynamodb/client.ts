@@ -5,7 +5,6 @@
  */
 import { DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { requireEnv } from '../config/env.ts';
 import { TABLES, type TableNames } from './tables.ts';
 
 export interface DynamoDbConnection {
@@ -57,14 +56,6 @@ export function createSingleAttemptClient(
 export function connectionFromEnv(env: NodeJS.ProcessEnv = process.env): DynamoDbConnection {
   const endpoint = env.DYNAMODB_ENDPOINT;
   return endpoint ? { endpoint, region: env.AWS_REGION ?? LOCAL_REGION } : {};
-}
-
-export function tableNamesFromEnv(env: NodeJS.ProcessEnv = process.env): TableNames {
-  return {
-    orders: requireEnv(TABLES.orders.envVar, env),
-    apiKeys: requireEnv(TABLES.apiKeys.envVar, env),
-    rateLimits: requireEnv(TABLES.rateLimits.envVar, env),
-  };
 }
 
 /** The environment that hands table names to a function. */

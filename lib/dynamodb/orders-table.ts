@@ -105,55 +105,54 @@ export class DynamoDbOrderStore implements OrderImportStore {
   }
 
   async cancel(id: bigint): Promise<CancelOutcome> {
+    const result = await this.leavePending(id, { status: 'cancelled' });
+    if (result === 'moved') return 'cancelled';
+    if (result === 'not-found') return 'not-found';
+    if (result === 'cancelled') return 'already-cancelled';
+    if (result === 'shipped') return 'shipped';
+    throw new Error(`Order ${id} has an unexpected status`);
+  }
+
+  async ship(id: bigint): Promise<ShipOutcome> {
+    const result = await this.leavePending(id, { status: 'shipped', complete: true });
+    if (result === 'moved') return 'shipped';
+    if (result === 'not-found') return 'not-found';
+    if (result === 'shipped') return 'already-shipped';
+    if (result === 'cancelled') return 'cancelled';
+    throw new Error(`Order ${id} has an unexpected status`);
+  }
+
+  /**
+   * pending → another state in one conditional write. When the condition fails, the old item in
+   * the same answer (ReturnValuesOnConditionCheckFailure) says why, without a second read:
+   * its status, or 'not-found'.
+   */
+  private async leavePending(id: bigint, changes: Record<string, unknown>): Promise<unknown> {
+    const names: Record<string, string> = { '#status': 'status' };
+    const values: Record<string, unknown> = { ':pending': 'pending' };
+    const sets = Object.entries(changes).map(([attribute, value], i) => {
+      names[`#a${i}`] = attribute;
+      values[`:v${i}`] = value;
+      return `#a${i} = :v${i}`;
+    });
     try {
       await this.client.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: { shard: orderShard(id), id },
-          UpdateExpression: 'SET #status = :cancelled',
+          UpdateExpression: `SET ${sets.join(', ')}`,
           ConditionExpression: '#status = :pending',
-          ExpressionAttributeNames: { '#status': 'status' },
-          ExpressionAttributeValues: { ':pending': 'pending', ':cancelled': 'cancelled' },
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: values,
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
-      return 'cancelled';
+      return 'moved';
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) return translateDynamoDbError(error);
       // lib-dynamodb leaves the failed item marshalled.
       if (!error.Item) return 'not-found';
-      const { status } = unmarshall(error.Item) as { status?: unknown };
-      if (status === 'cancelled') return 'already-cancelled';
-      if (status === 'shipped') return 'shipped';
-      throw new Error(`Order ${id} has an unexpected status`, { cause: error });
-    }
-  }
-
-  async ship(id: bigint): Promise<ShipOutcome> {
-    try {
-      await this.client.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: { shard: orderShard(id), id },
-          UpdateExpression: 'SET #status = :shipped, #complete = :true',
-          ConditionExpression: '#status = :pending',
-          ExpressionAttributeNames: { '#status': 'status', '#complete': 'complete' },
-          ExpressionAttributeValues: {
-            ':pending': 'pending',
-            ':shipped': 'shipped',
-            ':true': true,
-          },
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-        }),
-      );
-      return 'shipped';
-    } catch (error) {
-      if (!(error instanceof ConditionalCheckFailedException)) return translateDynamoDbError(error);
-      if (!error.Item) return 'not-found';
-      const { status } = unmarshall(error.Item) as { status?: unknown };
-      if (status === 'shipped') return 'already-shipped';
-      if (status === 'cancelled') return 'cancelled';
-      throw new Error(`Order ${id} has an unexpected status`, { cause: error });
+      return (unmarshall(error.Item) as { status?: unknown }).status;
     }
   }
 

@@ -3,11 +3,7 @@
  * so: skipped, which is what makes a re-run idempotent) or changed (stored otherwise: a
  * conflict, which replaces the stored order only when the operator asks for it).
  */
-import type { Order } from './order.ts';
-
-/** The fields of an order, in schema order. */
-export const ORDER_FIELDS = ['id', 'petId', 'quantity', 'shipDate', 'complete', 'status'] as const;
-export type OrderField = (typeof ORDER_FIELDS)[number];
+import { ORDER_FIELDS, type Order, type OrderField } from './order.ts';
 
 export interface FieldDifference {
   readonly field: OrderField;

@@ -5,6 +5,7 @@
 import { quotableInput, redactApiKeys } from '../keys/api-key.ts';
 import {
   isOrderStatus,
+  ORDER_FIELDS,
   ORDER_STATUSES,
   parseInt64,
   QUANTITY_MAX,
@@ -46,7 +47,6 @@ function parseKeepingNumberLiterals(text: string): unknown {
   return JSON.parse(text, reviver as Parameters<typeof JSON.parse>[1]);
 }
 
-const ALLOWED_FIELDS = ['id', 'petId', 'quantity', 'shipDate', 'complete', 'status'] as const;
 // RFC 3339 date-time, as OpenAPI's `format: date-time` means it.
 const DATE_TIME = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
 
@@ -76,10 +76,8 @@ function readRecord(record: unknown, problems: string[]): Order | undefined {
   }
   const fields = record as Record<string, unknown>;
   for (const name of Object.keys(fields)) {
-    if (!(ALLOWED_FIELDS as readonly string[]).includes(name)) {
-      problems.push(
-        `unknown field "${quotableInput(name)}" (allowed: ${ALLOWED_FIELDS.join(', ')})`,
-      );
+    if (!(ORDER_FIELDS as readonly string[]).includes(name)) {
+      problems.push(`unknown field "${quotableInput(name)}" (allowed: ${ORDER_FIELDS.join(', ')})`);
     }
   }
   const order: { -readonly [K in keyof Order]: Order[K] } = { id: 0n, status: 'pending' };

@@ -5,6 +5,10 @@
 export const ORDER_STATUSES = ['pending', 'shipped', 'cancelled'] as const;
 export type OrderStatus = (typeof ORDER_STATUSES)[number];
 
+/** The fields of an order, in schema order (the order of the JSON the API writes). */
+export const ORDER_FIELDS = ['id', 'petId', 'quantity', 'shipDate', 'complete', 'status'] as const;
+export type OrderField = (typeof ORDER_FIELDS)[number];
+
 export interface Order {
   readonly id: bigint;
   readonly petId?: bigint;

@@ -77,15 +77,35 @@ describe('listOrders against DynamoDB', () => {
     expect(parsed.find((o) => o.quantity === undefined)).not.toHaveProperty('shipDate');
   });
 
-  it('queries every shard in parallel, then follows each one page by page', async () => {
+  it('queries every shard at once, one page each when it fits', async () => {
     store = new DynamoDbOrderStore(t.client, t.tables.orders, { pageSize: 1000 });
     const counter = countDynamoDbCalls(t.client, t.tables.orders);
-    await invokeHttp(
-      createListOrdersHandler({ orders: () => store, limiter: () => limiter }),
-      event,
+    // How many Queries are out at the same time.
+    let inFlight = 0;
+    let mostInFlight = 0;
+    const name = `inFlight${Math.random()}`;
+    t.client.middlewareStack.add(
+      (next) => async (args) => {
+        mostInFlight = Math.max(mostInFlight, ++inFlight);
+        try {
+          return await next(args);
+        } finally {
+          inFlight--;
+        }
+      },
+      { step: 'finalizeRequest', name },
     );
+    try {
+      await invokeHttp(
+        createListOrdersHandler({ orders: () => store, limiter: () => limiter }),
+        event,
+      );
+    } finally {
+      t.client.middlewareStack.remove(name);
+    }
     // 300 orders over 8 shards fit one page each; a last page is read only when one is full.
     expect(counter.calls).toEqual(Array(ORDER_SHARDS).fill('QueryCommand'));
+    expect(mostInFlight).toBe(ORDER_SHARDS);
   });
 
   it('answers 503 with Retry-After, before any byte of the list, when DynamoDB fails', async () => {
