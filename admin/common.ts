@@ -3,7 +3,8 @@
  * with `--help`, and the one-line summary of a failure (never a stack trace).
  */
 import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
-import { ApiError } from '../lib/api/errors.ts';
+import { TIME_BUDGETS } from '../lib/config/budgets.ts';
+import { DependencyFailure } from '../lib/failures.ts';
 import { quotableInput, redactApiKeys } from '../lib/keys/api-key.ts';
 import { InvalidKeyInput, KeyRefused } from '../lib/keys/lifecycle.ts';
 import { OrderRefused } from '../lib/orders/operations.ts';
@@ -97,6 +98,25 @@ export function parseCommand<T extends ParseArgsOptionsConfig>(
   return parsed;
 }
 
+/** Attempts of each DynamoDB call the CLI makes (each ends at adminAttemptMs()). */
+export const ADMIN_ATTEMPTS = 3;
+
+/**
+ * How long the CLI waits for one attempt of a DynamoDB call: TIME_BUDGETS.adminAttemptMs, or
+ * STORE_ORDERS_ADMIN_TIMEOUT_SECONDS (1 to 600) for slow links.
+ */
+export function adminAttemptMs(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.STORE_ORDERS_ADMIN_TIMEOUT_SECONDS;
+  if (raw === undefined || raw === '') return TIME_BUDGETS.adminAttemptMs;
+  const seconds = /^\d{1,3}$/.test(raw) ? Number(raw) : NaN;
+  if (!(seconds >= 1 && seconds <= 600)) {
+    throw new UsageError(
+      `STORE_ORDERS_ADMIN_TIMEOUT_SECONDS must be a whole number from 1 to 600, got "${quotableInput(raw)}"`,
+    );
+  }
+  return seconds * 1000;
+}
+
 /** A whole-number flag value, or undefined when the flag was not given. */
 export function integerFlag(value: string | undefined, flag: string): number | undefined {
   if (value === undefined) return undefined;
@@ -115,9 +135,14 @@ function firstLine(text: string): string {
  * never a stack trace.
  */
 export function describeFailure(error: unknown): string {
-  let cause = error;
-  // 503s from the stores wrap the DynamoDB error that caused them.
-  while (cause instanceof ApiError && cause.cause !== undefined) cause = cause.cause;
+  let cause: unknown = error;
+  if (cause instanceof DependencyFailure) {
+    if (cause.reason === 'timeout') {
+      return `DynamoDB did not answer within ${adminAttemptMs() / 1000} s, ${ADMIN_ATTEMPTS} times (is it running and reachable? STORE_ORDERS_ADMIN_TIMEOUT_SECONDS waits longer)`;
+    }
+    // The stores wrap the DynamoDB error that caused the failure.
+    if (cause.cause !== undefined) cause = cause.cause;
+  }
   if (!(cause instanceof Error)) return String(cause);
   const { code } = cause as { code?: string };
   const message =

@@ -4,13 +4,12 @@
  * nothing prints a stored hash.
  */
 import { DynamoDbKeyStore } from '../lib/dynamodb/keys-table.ts';
-import { isExpired, type ApiKeyRecord } from '../lib/keys/key-record.ts';
+import { isExpired, limitsOf, type ApiKeyRecord } from '../lib/keys/key-record.ts';
 import {
   changePlan,
   choosePlan,
   DEFAULT_GRACE,
   issueKey,
-  limitsOf,
   listKeys,
   parseGrace,
   parseKeyId,

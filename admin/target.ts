@@ -6,7 +6,11 @@
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { createDocumentClient, type DynamoDbConnection } from '../lib/dynamodb/client.ts';
+import {
+  attemptTimeouts,
+  createDocumentClient,
+  type DynamoDbConnection,
+} from '../lib/dynamodb/client.ts';
 import {
   DEFAULT_OUTPUTS_FILE,
   outputsFile,
@@ -17,7 +21,7 @@ import {
   type StageName,
 } from '../lib/deployment.ts';
 import { quotableInput } from '../lib/keys/api-key.ts';
-import { Failure, inContext, UsageError } from './common.ts';
+import { ADMIN_ATTEMPTS, adminAttemptMs, Failure, inContext, UsageError } from './common.ts';
 
 export const TARGET_OPTIONS = {
   stage: { type: 'string' },
@@ -206,11 +210,14 @@ export function requireTable(target: Target, table: TargetTable): string {
   throw new UsageError(`this command needs ${TABLE_FLAGS[table]} NAME`);
 }
 
-/** A client for the target: more patient than a function's (an operator can wait). */
+/**
+ * A client for the target: more patient than a function's (an operator can wait), but every
+ * attempt still ends at its budget, so a stalled DynamoDB ends the command with a clear line.
+ */
 export function targetClient(target: Target): DynamoDBDocumentClient {
   return createDocumentClient(target.connection, {
-    maxAttempts: 5,
-    requestHandler: { connectionTimeout: 3_000, requestTimeout: 30_000 },
+    maxAttempts: ADMIN_ATTEMPTS,
+    requestHandler: attemptTimeouts(adminAttemptMs(), 3_000),
   });
 }
 

@@ -30,7 +30,7 @@ function generate(count: number): Order[] {
     quantity: 1 + (i % 9),
     shipDate: new Date(Date.UTC(2026, 0, 1) + i * 60_000).toISOString(),
     complete: i % 3 === 1,
-    status: ORDER_STATUSES[i % 3] as Order['status'],
+    status: ORDER_STATUSES[i % 3],
   }));
 }
 

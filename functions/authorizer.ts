@@ -1,14 +1,30 @@
 /**
- * The API-key authorizer (API Gateway TOKEN authorizer). Allows a known, active key with a
- * policy that covers every method of the stage (the result is cached by token), and hands the
- * caller's key id, plan and limits to the functions as context. Throwing `Unauthorized` is how
- * a TOKEN authorizer answers 401; any other error becomes AUTHORIZER_FAILURE (503).
+ * The API-key authorizer (API Gateway TOKEN authorizer). Every answer is a policy that covers
+ * every method of the stage (API Gateway caches it by token for the TTL):
+ *  - a known, active key: Allow, with the caller's key id, plan and limits as context;
+ *  - any other token: Deny → API Gateway's ACCESS_DENIED gateway response, 401 UNAUTHORIZED.
+ *    Refusing a key is not an error: the function's Errors metric counts real failures only;
+ *  - the key store failed transiently (throttling, timeout): the authorizer fails, which API
+ *    Gateway answers 503 (AUTHORIZER_CONFIGURATION_ERROR), uncached;
+ *  - it failed permanently (missing table, access denied, a malformed key record): Allow with
+ *    an `authorizerFailure` context and no caller, so that the function answers 500
+ *    INTERNAL_ERROR (API Gateway cannot give an authorizer failure two statuses).
+ * The lookup has a time budget (TIME_BUDGETS.authorizerMs).
  */
-import type { APIGatewayAuthorizerResult, APIGatewayTokenAuthorizerEvent } from 'aws-lambda';
-import { authenticate, callerToContext } from '../lib/keys/authenticate.ts';
+import type {
+  APIGatewayAuthorizerResult,
+  APIGatewayTokenAuthorizerEvent,
+  StatementEffect,
+} from 'aws-lambda';
+import { MetricUnit } from '@aws-lambda-powertools/metrics';
+import { signalAt, TIME_BUDGETS } from '../lib/config/budgets.ts';
+import { DependencyFailure, isTransient } from '../lib/failures.ts';
+import { AUTHORIZER_FAILURE_KEY, authenticate, callerToContext } from '../lib/keys/authenticate.ts';
 import type { KeyStore } from '../lib/keys/key-store.ts';
+import { METRIC_NAMES } from '../lib/metrics.ts';
 import { keyStoreFromEnv } from './shared/dependencies.ts';
 import { logger } from './shared/logger.ts';
+import { metrics, publishMetrics } from './shared/metrics.ts';
 import { tracer } from './shared/tracer.ts';
 import middy from '@middy/core';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
@@ -19,6 +35,9 @@ export interface AuthorizerDependencies {
   readonly now?: () => Date;
 }
 
+/** The principal of an answer without an identified caller. */
+export const ANONYMOUS = 'anonymous';
+
 /**
  * `arn:aws:execute-api:region:account:apiId/stage/*\/*` from the method ARN of any route, so the
  * cached policy covers every method and path of the stage.
@@ -28,36 +47,63 @@ export function stageWideResource(methodArn: string): string {
   return `${apiArn}/${stage}/*/*`;
 }
 
+function policy(
+  effect: StatementEffect,
+  principalId: string,
+  methodArn: string,
+  context?: Record<string, string>,
+): APIGatewayAuthorizerResult {
+  return {
+    principalId,
+    policyDocument: {
+      Version: '2012-10-17',
+      Statement: [
+        { Action: 'execute-api:Invoke', Effect: effect, Resource: stageWideResource(methodArn) },
+      ],
+    },
+    ...(context ? { context } : {}),
+  };
+}
+
 export function createAuthorizerHandler(deps: AuthorizerDependencies) {
   return middy(
     async (event: APIGatewayTokenAuthorizerEvent): Promise<APIGatewayAuthorizerResult> => {
-      const caller = await authenticate(
-        deps.keys(),
-        event.authorizationToken,
-        deps.now?.() ?? new Date(),
-      );
+      const now = deps.now?.() ?? new Date();
+      let caller;
+      try {
+        caller = await authenticate(deps.keys(), event.authorizationToken, now, {
+          signal: signalAt(now.getTime() + TIME_BUDGETS.authorizerMs),
+        });
+      } catch (error) {
+        const failure =
+          error instanceof DependencyFailure ? error : { kind: 'bug', reason: 'unexpected' };
+        if (isTransient(error)) {
+          logger.warn('Key check failed (transient): API Gateway answers 503', {
+            failure: { kind: failure.kind, reason: failure.reason },
+            error: error as Error,
+          });
+          metrics.addMetric(METRIC_NAMES.serviceUnavailable, MetricUnit.Count, 1);
+          throw new Error('The key store is unavailable', { cause: error });
+        }
+        logger.error('Key check failed (permanent): the function answers 500', {
+          failure: { kind: failure.kind, reason: failure.reason },
+          error: error as Error,
+        });
+        metrics.addMetric(METRIC_NAMES.internalErrors, MetricUnit.Count, 1);
+        return policy('Allow', ANONYMOUS, event.methodArn, {
+          [AUTHORIZER_FAILURE_KEY]: failure.reason,
+        });
+      }
       if (!caller) {
         logger.info('API key refused');
-        throw new Error('Unauthorized');
+        return policy('Deny', ANONYMOUS, event.methodArn);
       }
-      return {
-        principalId: caller.keyId,
-        policyDocument: {
-          Version: '2012-10-17',
-          Statement: [
-            {
-              Action: 'execute-api:Invoke',
-              Effect: 'Allow',
-              Resource: stageWideResource(event.methodArn),
-            },
-          ],
-        },
-        context: callerToContext(caller),
-      };
+      return policy('Allow', caller.keyId, event.methodArn, callerToContext(caller));
     },
   )
     .use(captureLambdaHandler(tracer))
-    .use(injectLambdaContext(logger));
+    .use(injectLambdaContext(logger))
+    .use(publishMetrics());
 }
 
 let store: KeyStore | undefined;

@@ -2,12 +2,13 @@
 import middy from '@middy/core';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
 import { noContent } from '../lib/api/http.ts';
+import type { RateLimiter } from '../lib/limits/limiter.ts';
 import { cancelOrder, parseOrderId } from '../lib/orders/operations.ts';
 import type { OrderStore } from '../lib/orders/order-store.ts';
+import { requestSignal } from './shared/budget.ts';
 import { orderStoreFromEnv, rateLimiterFromEnv } from './shared/dependencies.ts';
 import { httpMiddlewares } from './shared/http-function.ts';
 import type { RateLimitDependencies } from './shared/rate-limit.ts';
-import type { RateLimiter } from '../lib/limits/limiter.ts';
 
 export interface CancelOrderDependencies extends RateLimitDependencies {
   readonly orders: () => OrderStore;
@@ -18,7 +19,7 @@ export function createCancelOrderHandler(deps: CancelOrderDependencies) {
     .use(httpMiddlewares(deps))
     .handler(async (event) => {
       const id = parseOrderId(event.pathParameters?.orderId);
-      await cancelOrder(deps.orders(), id);
+      await cancelOrder(deps.orders(), id, { signal: requestSignal(event) });
       return noContent();
     });
 }

@@ -10,6 +10,17 @@ export const SERVICE_NAME = 'store-orders';
 export const METRIC_NAMES = {
   /** The rate limiter could not reach its counter store (then fails open or closed). */
   limiterStoreFailures: 'RateLimiterStoreFailures',
+  /** Answers 503 SERVICE_UNAVAILABLE: a transient failure of DynamoDB (also the authorizer's). */
+  serviceUnavailable: 'ServiceUnavailable',
+  /**
+   * Answers 500 INTERNAL_ERROR, and the authorizer's permanent failures: a bug, or a permanent
+   * failure of DynamoDB (access denied, missing table, validation, malformed stored data).
+   */
+  internalErrors: 'InternalErrors',
+  /** Stored orders listed without a field of the wrong type, or left out (unreadable id). */
+  unreadableOrders: 'UnreadableOrders',
+  /** Lists that failed after their status line: the client got a cut-off body. */
+  listStreamFailures: 'ListStreamFailures',
   /** Requests refused with 429 RATE_LIMITED. */
   rateLimited: 'RateLimited',
   /** Requests refused with 429 API_KEY_TEMPORARILY_BANNED. */

@@ -280,6 +280,8 @@ export function createGateway(options: GatewayOptions) {
         ...(started.prelude?.headers ?? {}),
         'x-amzn-RequestId': requestId,
       });
+      // The status line goes out as soon as the function sent its prelude, as with API Gateway.
+      response.flushHeaders();
       started.body.on('error', () => response.destroy());
       // A client that goes away stops the function too (else it would wait on back-pressure).
       response.on('close', () => {

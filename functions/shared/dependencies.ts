@@ -12,7 +12,7 @@ import { DynamoDbKeyStore } from '../../lib/dynamodb/keys-table.ts';
 import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
 import { TABLES } from '../../lib/dynamodb/tables.ts';
 import { DynamoDbRateLimiter } from '../../lib/dynamodb/rate-limit-table.ts';
-import { limiterSettingsFromEnv } from '../../lib/limits/limiter.ts';
+import { limiterSettingsFromEnv, type LimiterSettings } from '../../lib/limits/limiter.ts';
 import { METRIC_NAMES } from '../../lib/metrics.ts';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { logger } from './logger.ts';
@@ -34,16 +34,21 @@ export function keyStoreFromEnv(): DynamoDbKeyStore {
   return new DynamoDbKeyStore(documentClient(), requireEnv(TABLES.apiKeys.envVar));
 }
 
+/** What a function does when the limiter's store fails transiently: a warning and a metric. */
+export function onLimiterStoreFailure(settings: LimiterSettings): (error: unknown) => void {
+  return (error) => {
+    metrics.addMetric(METRIC_NAMES.limiterStoreFailures, MetricUnit.Count, 1);
+    logger.warn(`Rate limiter store failed: failing ${settings.failureMode}`, {
+      error: error as Error,
+    });
+  };
+}
+
 export function rateLimiterFromEnv(): DynamoDbRateLimiter {
   const settings = limiterSettingsFromEnv();
   const client = tracer.captureAWSv3Client(createSingleAttemptClient(connectionFromEnv()));
   return new DynamoDbRateLimiter(client, requireEnv(TABLES.rateLimits.envVar), {
     settings,
-    onStoreFailure: (error) => {
-      metrics.addMetric(METRIC_NAMES.limiterStoreFailures, MetricUnit.Count, 1);
-      logger.warn(`Rate limiter store failed: failing ${settings.failureMode}`, {
-        error: error as Error,
-      });
-    },
+    onStoreFailure: onLimiterStoreFailure(settings),
   });
 }

@@ -1,17 +1,90 @@
 /**
- * Error handling of the HTTP functions, in one place. The chain, in the order middy runs it on
+ * Error handling of the HTTP functions, in one place: what a client is told about each domain
+ * error and failure, and what is logged and counted. The chain, in the order middy runs it on
  * an error:
- *   1. shape: a catalogued ApiError keeps its code; anything else is logged and becomes a bare
- *      500 INTERNAL_ERROR (no stack or detail reaches the client);
+ *   1. shape: the error becomes an ApiError of the catalogue (below); 5xx are logged with the
+ *      request id and counted;
  *   2. @middy/http-error-handler turns it into the response, with the Error object as body;
  *   3. headers: adds the error's headers (Retry-After, WWW-Authenticate), which
  *      http-error-handler 7.9 does not apply itself.
  */
+import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { MiddlewareObj, Request } from '@middy/core';
 import httpErrorHandler from '@middy/http-error-handler';
-import { ApiError } from '../../lib/api/errors.ts';
+import {
+  DEFAULT_RETRY_AFTER_SECONDS,
+  ERROR_CATALOGUE,
+  type ErrorBody,
+  type ErrorCode,
+} from '../../lib/api/errors.ts';
 import { JSON_CONTENT_TYPE } from '../../lib/api/http.ts';
+import { DependencyFailure } from '../../lib/failures.ts';
+import { METRIC_NAMES } from '../../lib/metrics.ts';
+import { InvalidOrderId, OrderAlreadyShipped, OrderNotFound } from '../../lib/orders/operations.ts';
 import { logger } from './logger.ts';
+import { metrics } from './metrics.ts';
+
+/** A failure the API reports to its client with a code of the catalogue. */
+export class ApiError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly headers: Readonly<Record<string, string>>;
+
+  constructor(
+    code: ErrorCode,
+    options: { message?: string; headers?: Record<string, string>; cause?: unknown } = {},
+  ) {
+    super(options.message ?? ERROR_CATALOGUE[code].message, { cause: options.cause });
+    this.name = 'ApiError';
+    this.code = code;
+    this.status = ERROR_CATALOGUE[code].status;
+    this.headers = options.headers ?? {};
+  }
+
+  get body(): ErrorBody {
+    return { code: this.code, message: this.message, status: this.status };
+  }
+}
+
+const RETRY_LATER = { 'Retry-After': String(DEFAULT_RETRY_AFTER_SECONDS) };
+
+/** What the logs say of a failure: its class and cause, never a key (the logger redacts). */
+function describe(error: unknown): Record<string, unknown> {
+  if (error instanceof DependencyFailure) {
+    return {
+      failure: { kind: error.kind, dependency: error.dependency, reason: error.reason },
+      error: error.cause instanceof Error ? error.cause : error,
+    };
+  }
+  return { error: error instanceof Error ? error : new Error(String(error)) };
+}
+
+/**
+ * The answer to an error, logged and counted here: transient failures → 503 with Retry-After
+ * (a warning and ServiceUnavailable); bugs and permanent failures → 500 without detail (an
+ * error and InternalErrors, which an alarm watches); domain refusals as the catalogue says.
+ */
+export function toApiError(error: unknown): ApiError {
+  if (error instanceof ApiError) return error;
+  if (error instanceof InvalidOrderId) {
+    return new ApiError('INVALID_ORDER_ID', { message: error.message, cause: error });
+  }
+  if (error instanceof OrderNotFound) {
+    return new ApiError('ORDER_NOT_FOUND', { message: error.message, cause: error });
+  }
+  if (error instanceof OrderAlreadyShipped) {
+    return new ApiError('ORDER_ALREADY_SHIPPED', { message: error.message, cause: error });
+  }
+  if (error instanceof DependencyFailure && error.kind === 'transient') {
+    logger.warn('Dependency unavailable: answering 503', describe(error));
+    metrics.addMetric(METRIC_NAMES.serviceUnavailable, MetricUnit.Count, 1);
+    return new ApiError('SERVICE_UNAVAILABLE', { headers: RETRY_LATER, cause: error });
+  }
+  logger.error('Request failed: answering 500', describe(error));
+  metrics.addMetric(METRIC_NAMES.internalErrors, MetricUnit.Count, 1);
+  // The catalogue's message only: no stack or internal detail reaches the client.
+  return new ApiError('INTERNAL_ERROR', { cause: error });
+}
 
 interface ExposedHttpError {
   statusCode: number;
@@ -20,29 +93,17 @@ interface ExposedHttpError {
   headers: Record<string, string>;
 }
 
-function toHttpError(error: unknown): ExposedHttpError {
-  const apiError =
-    error instanceof ApiError ? error : new ApiError('INTERNAL_ERROR', { cause: error });
-  if (apiError.status >= 500) {
-    logger.error('Request failed', {
-      code: apiError.code,
-      error: apiError.cause instanceof Error ? apiError.cause : apiError,
-    });
-  }
-  // An unexpected error is a bare INTERNAL_ERROR: the catalogue's message, no detail.
-  const body = apiError.body;
-  return {
-    statusCode: body.status,
-    message: JSON.stringify(body),
-    expose: true,
-    headers: { ...apiError.headers },
-  };
-}
-
 const shape: MiddlewareObj = {
   onError: (request: Request) => {
     if (request.response !== undefined) return;
-    request.error = toHttpError(request.error) as unknown as Error;
+    const apiError = toApiError(request.error);
+    const exposed: ExposedHttpError = {
+      statusCode: apiError.status,
+      message: JSON.stringify(apiError.body),
+      expose: true,
+      headers: { ...apiError.headers },
+    };
+    request.error = exposed as unknown as Error;
   },
 };
 

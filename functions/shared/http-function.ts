@@ -1,22 +1,32 @@
 /**
  * The middy chain every HTTP function shares. On the way in: tracing, the logger's Lambda
- * context, the rate limiter. On an error, in the order middy runs them: the Error shaping and
+ * context and the request id API Gateway gave the client (`correlation_id` in every log line),
+ * the rate limiter. On an error, in the order middy runs them: the Error shaping and
  * http-error-handler, then the rate-limit headers, then the metrics flush and the trace.
  */
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
 import type { MiddlewareObj } from '@middy/core';
+import type { APIGatewayProxyEvent } from 'aws-lambda';
 import { httpErrors } from './http-errors.ts';
 import { logger } from './logger.ts';
 import { publishMetrics } from './metrics.ts';
 import { rateLimit, type RateLimitDependencies } from './rate-limit.ts';
 import { tracer } from './tracer.ts';
 
+/** Every log line of the invocation carries the request id the client sees (x-amzn-RequestId). */
+const correlate: MiddlewareObj<APIGatewayProxyEvent> = {
+  before: (request) => {
+    logger.setCorrelationId(request.event.requestContext?.requestId);
+  },
+};
+
 export function httpMiddlewares(deps: RateLimitDependencies): MiddlewareObj[] {
   return [
     // Responses may be streams: the trace records the call, not the body.
     captureLambdaHandler(tracer, { captureResponse: false }) as MiddlewareObj,
     injectLambdaContext(logger) as MiddlewareObj,
+    correlate as MiddlewareObj,
     publishMetrics(),
     rateLimit(deps) as MiddlewareObj,
     ...httpErrors(),

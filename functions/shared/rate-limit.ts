@@ -2,14 +2,27 @@
  * The rate limiter in the middy chain of every HTTP function: counts the request before the
  * handler runs (429 when refused), and puts the rate-limit headers on every response to the
  * identified caller, success or error. Handlers do not know it is there.
+ *
+ * Headers: all of them when the counts are known; only RateLimit-Policy when the counter store
+ * failed and the request was let by or answered 503 (the counts are then not known, and the
+ * answer does not pretend they are).
  */
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { MiddlewareObj, Request } from '@middy/core';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
-import { ApiError, DEFAULT_RETRY_AFTER_SECONDS } from '../../lib/api/errors.ts';
-import { callerFromContext } from '../../lib/keys/authenticate.ts';
-import { rateLimitHeaders, type RateLimiter } from '../../lib/limits/limiter.ts';
+import { DEFAULT_RETRY_AFTER_SECONDS } from '../../lib/api/errors.ts';
+import { DependencyFailure } from '../../lib/failures.ts';
+import { AUTHORIZER_FAILURE_KEY, callerFromContext } from '../../lib/keys/authenticate.ts';
+import {
+  countsKnown,
+  policyHeader,
+  rateLimitHeaders,
+  type RateLimiter,
+} from '../../lib/limits/limiter.ts';
 import { METRIC_NAMES } from '../../lib/metrics.ts';
+import { requestSignal } from './budget.ts';
+import { ApiError } from './http-errors.ts';
+import { logger } from './logger.ts';
 import { metrics } from './metrics.ts';
 
 export interface RateLimitDependencies {
@@ -31,19 +44,35 @@ export function rateLimit(deps: RateLimitDependencies): MiddlewareObj<APIGateway
 
   return {
     before: async (request) => {
-      const caller = callerFromContext(request.event.requestContext?.authorizer);
+      const context = request.event.requestContext?.authorizer;
+      if (context?.[AUTHORIZER_FAILURE_KEY] !== undefined) {
+        // The authorizer could not check the key for a reason that will not pass by itself.
+        throw new DependencyFailure('permanent', 'api keys table', 'authorizer', {
+          message: 'The authorizer could not check the key (a permanent failure; see its log)',
+        });
+      }
+      const caller = callerFromContext(context);
       if (!caller)
         throw new Error(
           'No caller in the authorizer context: is the function behind the authorizer?',
         );
       const now = deps.now?.() ?? Date.now();
-      const { decision, unavailable } = await deps.limiter().consume(caller, now);
-      const headers = rateLimitHeaders(decision, now, caller.limits);
+      const result = await deps
+        .limiter()
+        .consume(caller, now, { signal: requestSignal(request.event, now) });
+      const { decision, unavailable } = result;
+      const headers = countsKnown(result)
+        ? rateLimitHeaders(decision, now, caller.limits)
+        : policyHeader(caller.limits);
       headersOf.set(request, headers);
       if (unavailable) {
         throw new ApiError('SERVICE_UNAVAILABLE', {
           headers: { 'Retry-After': String(DEFAULT_RETRY_AFTER_SECONDS) },
         });
+      }
+      if (decision.outcome !== 'admitted') {
+        // One line per refusal, by key id: what an operator reads to see who hits the limits.
+        logger.info('Rate limit refusal', { keyId: caller.keyId, outcome: decision.outcome });
       }
       if (decision.outcome === 'limited') {
         metrics.addMetric(METRIC_NAMES.rateLimited, MetricUnit.Count, 1);

@@ -42,28 +42,6 @@ export interface ErrorBody {
 /** Seconds a client should wait after a 503, when nothing better is known. */
 export const DEFAULT_RETRY_AFTER_SECONDS = 1;
 
-/** A failure the API reports to its client with a code of the catalogue. */
-export class ApiError extends Error {
-  readonly code: ErrorCode;
-  readonly status: number;
-  readonly headers: Readonly<Record<string, string>>;
-
-  constructor(
-    code: ErrorCode,
-    options: { message?: string; headers?: Record<string, string>; cause?: unknown } = {},
-  ) {
-    super(options.message ?? ERROR_CATALOGUE[code].message, { cause: options.cause });
-    this.name = 'ApiError';
-    this.code = code;
-    this.status = ERROR_CATALOGUE[code].status;
-    this.headers = options.headers ?? {};
-  }
-
-  get body(): ErrorBody {
-    return { code: this.code, message: this.message, status: this.status };
-  }
-}
-
 export function errorBody(code: ErrorCode, message?: string): ErrorBody {
   const entry = ERROR_CATALOGUE[code];
   return { code, message: message ?? entry.message, status: entry.status };

@@ -1,19 +1,50 @@
-/** Reading numbers from items unmarshalled with `wrapNumbers: true`, without losing digits. */
+/**
+ * Reading numbers from items unmarshalled with `wrapNumbers: true`, without losing digits, and
+ * naming what a stored item gets wrong: stored data the service cannot read is a permanent
+ * failure (lib/failures.ts), never a crash.
+ */
 import { NumberValue } from '@aws-sdk/lib-dynamodb';
+import { DependencyFailure } from '../failures.ts';
+import { parseInt64 } from '../orders/order.ts';
 
-export function readBigInt(value: unknown, attribute: string): bigint {
-  if (value instanceof NumberValue) return value.toBigInt();
-  if (typeof value === 'bigint') return value;
-  throw new Error(`Attribute ${attribute} is not a number`);
+/** The decimal text of a stored number, or undefined when the value is not a number. */
+export function numberText(value: unknown): string | undefined {
+  if (value instanceof NumberValue) return value.toString();
+  if (typeof value === 'bigint') return value.toString();
+  if (typeof value === 'number' && Number.isFinite(value)) return String(value);
+  return undefined;
 }
 
-export function readOptionalBigInt(value: unknown, attribute: string): bigint | undefined {
-  return value === undefined ? undefined : readBigInt(value, attribute);
+/** A stored int64, or undefined when the value is not an integer in the int64 range. */
+export function readInt64(value: unknown): bigint | undefined {
+  const text = numberText(value);
+  return text === undefined ? undefined : parseInt64(text);
 }
 
-export function readOptionalNumber(value: unknown, attribute: string): number | undefined {
+/** A stored integer within [min, max], or undefined when it is anything else. */
+export function readInteger(value: unknown, min: number, max: number): number | undefined {
+  const text = numberText(value);
+  if (text === undefined || !/^-?\d{1,16}$/.test(text)) return undefined;
+  const n = Number(text);
+  return Number.isSafeInteger(n) && n >= min && n <= max ? n : undefined;
+}
+
+/** The failure for a stored item the service cannot use: permanent, and named. */
+export function malformedItem(dependency: string, what: string): DependencyFailure {
+  return new DependencyFailure('permanent', dependency, 'malformed-item', {
+    message: `${dependency}: a stored item is malformed: ${what} (permanent)`,
+  });
+}
+
+/** An optional stored number (finite), or a permanent failure when it is not one. */
+export function readOptionalNumber(
+  value: unknown,
+  attribute: string,
+  dependency: string,
+): number | undefined {
   if (value === undefined) return undefined;
-  const n = Number(value instanceof NumberValue ? value.toString() : value);
-  if (!Number.isFinite(n)) throw new Error(`Attribute ${attribute} is not a number`);
+  const text = numberText(value);
+  const n = text === undefined ? NaN : Number(text);
+  if (!Number.isFinite(n)) throw malformedItem(dependency, `${attribute} is not a number`);
   return n;
 }

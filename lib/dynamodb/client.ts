@@ -1,10 +1,12 @@
 /**
- * The DynamoDB client, created once per process. Integers come back as NumberValue (exact
- * digits), never as JS numbers; timeouts are short so a slow dependency becomes a 503 well
- * inside the function's own timeout.
+ * The DynamoDB client, created once per container. Integers come back as NumberValue (exact
+ * digits), never as JS numbers. Each attempt has a timeout that really ends it
+ * (`throwOnRequestTimeout`: without it the SDK only logs a warning and waits on), and the
+ * callers put a deadline on each whole call (lib/dynamodb/errors.ts `send`).
  */
 import { DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { TIME_BUDGETS } from '../config/budgets.ts';
 import { TABLES, type TableNames } from './tables.ts';
 
 export interface DynamoDbConnection {
@@ -17,6 +19,14 @@ export interface DynamoDbConnection {
 export const LOCAL_CREDENTIALS = { accessKeyId: 'local', secretAccessKey: 'local' };
 export const LOCAL_REGION = 'local';
 
+/** Socket timeouts of one attempt; a timed-out attempt fails (and may be retried). */
+export function attemptTimeouts(
+  requestTimeout: number = TIME_BUDGETS.attemptMs,
+  connectionTimeout: number = TIME_BUDGETS.connectMs,
+) {
+  return { connectionTimeout, requestTimeout, throwOnRequestTimeout: true };
+}
+
 export function createDocumentClient(
   connection: DynamoDbConnection = {},
   overrides: Partial<DynamoDBClientConfig> = {},
@@ -24,7 +34,7 @@ export function createDocumentClient(
   const local = connection.endpoint !== undefined;
   const client = new DynamoDBClient({
     maxAttempts: 3,
-    requestHandler: { connectionTimeout: 1_000, requestTimeout: 3_000 },
+    requestHandler: attemptTimeouts(),
     ...(local
       ? {
           endpoint: connection.endpoint,

@@ -6,10 +6,6 @@
  * next version, so an operator's change never lands on a key that changed meanwhile.
  */
 import {
-  ConditionalCheckFailedException,
-  TransactionCanceledException,
-} from '@aws-sdk/client-dynamodb';
-import {
   GetCommand,
   PutCommand,
   QueryCommand,
@@ -21,12 +17,15 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { nextVersion, versionOf, type ApiKeyRecord } from '../keys/key-record.ts';
 import type { KeyAdminStore } from '../keys/key-store.ts';
-import { isPlanName, type Limits, type PlanName } from '../limits/plans.ts';
-import { readOptionalNumber } from './attributes.ts';
-import { translateDynamoDbError } from './errors.ts';
+import { isPlanName, isValidLimits, type Limits, type PlanName } from '../limits/plans.ts';
+import type { CallOptions } from '../failures.ts';
+import { malformedItem, readOptionalNumber } from './attributes.ts';
+import { isConditionFailure, send } from './errors.ts';
 import { TABLES } from './tables.ts';
 
 const BY_KEY_ID = TABLES.apiKeys.globalIndexes[0].name;
+/** How failures of this table are named in logs. */
+const DEPENDENCY = 'api keys table';
 
 type Item = Record<string, unknown>;
 
@@ -35,22 +34,31 @@ export function recordToItem(record: ApiKeyRecord): Item {
   return limits ? { ...rest, perMinute: limits.perMinute, perDay: limits.perDay } : { ...rest };
 }
 
+/** A stored key record; a record the service cannot read is a permanent failure. */
 export function itemToRecord(item: Item): ApiKeyRecord {
   const { keyId, keyHash, plan, label, status, createdAt, expiresAt, revokedAt, replacedBy } = item;
-  const version = readOptionalNumber(item.version, 'version');
+  const number = (name: string) => readOptionalNumber(item[name], name, DEPENDENCY);
+  const version = number('version');
   if (typeof keyId !== 'string' || typeof keyHash !== 'string' || !isPlanName(plan)) {
-    throw new Error('Stored API key record is malformed');
+    throw malformedItem(DEPENDENCY, 'a key record lacks its id, hash or a known plan');
   }
-  if (status !== 'active' && status !== 'revoked') throw new Error('Stored API key has no status');
-  const perMinute = readOptionalNumber(item.perMinute, 'perMinute');
-  const perDay = readOptionalNumber(item.perDay, 'perDay');
+  if (status !== 'active' && status !== 'revoked') {
+    throw malformedItem(DEPENDENCY, `key ${keyId} has no known status`);
+  }
+  const perMinute = number('perMinute');
+  const perDay = number('perDay');
+  const limits =
+    perMinute !== undefined && perDay !== undefined ? { perMinute, perDay } : undefined;
+  if (plan === 'enterprise' && !isValidLimits(limits)) {
+    throw malformedItem(DEPENDENCY, `enterprise key ${keyId} has no valid limits`);
+  }
   return {
     keyId,
     keyHash,
     plan,
     status,
     createdAt: String(createdAt),
-    ...(perMinute !== undefined && perDay !== undefined ? { limits: { perMinute, perDay } } : {}),
+    ...(limits ? { limits } : {}),
     ...(typeof label === 'string' ? { label } : {}),
     ...(typeof expiresAt === 'string' ? { expiresAt } : {}),
     ...(typeof revokedAt === 'string' ? { revokedAt } : {}),
@@ -133,30 +141,33 @@ export class DynamoDbKeyStore implements KeyAdminStore {
     this.tableName = tableName;
   }
 
-  async findByHash(keyHash: string): Promise<ApiKeyRecord | undefined> {
-    try {
-      const { Item } = await this.client.send(
-        new GetCommand({ TableName: this.tableName, Key: { keyHash } }),
-      );
-      return Item ? itemToRecord(Item) : undefined;
-    } catch (error) {
-      return translateDynamoDbError(error);
-    }
+  async findByHash(keyHash: string, options: CallOptions = {}): Promise<ApiKeyRecord | undefined> {
+    const { Item } = await send(
+      DEPENDENCY,
+      (abortSignal) =>
+        this.client.send(new GetCommand({ TableName: this.tableName, Key: { keyHash } }), {
+          abortSignal,
+        }),
+      options.signal,
+    );
+    return Item ? itemToRecord(Item) : undefined;
   }
 
   async create(record: ApiKeyRecord): Promise<boolean> {
     try {
-      await this.client.send(
-        new PutCommand({
-          TableName: this.tableName,
-          Item: recordToItem(record),
-          ConditionExpression: 'attribute_not_exists(keyHash)',
-        }),
+      await send(DEPENDENCY, () =>
+        this.client.send(
+          new PutCommand({
+            TableName: this.tableName,
+            Item: recordToItem(record),
+            ConditionExpression: 'attribute_not_exists(keyHash)',
+          }),
+        ),
       );
       return true;
     } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return false;
-      return translateDynamoDbError(error);
+      if (isConditionFailure(error)) return false;
+      throw error;
     }
   }
 
@@ -166,8 +177,8 @@ export class DynamoDbKeyStore implements KeyAdminStore {
    * a moment ago may not be in the index yet: it is then not found.
    */
   async findById(keyId: string): Promise<ApiKeyRecord | undefined> {
-    try {
-      const { Items } = await this.client.send(
+    const { Items } = await send(DEPENDENCY, () =>
+      this.client.send(
         new QueryCommand({
           TableName: this.tableName,
           IndexName: BY_KEY_ID,
@@ -176,32 +187,30 @@ export class DynamoDbKeyStore implements KeyAdminStore {
           ExpressionAttributeNames: { '#keyId': 'keyId', '#keyHash': 'keyHash' },
           ExpressionAttributeValues: { ':keyId': keyId },
         }),
-      );
-      const keyHash: unknown = Items?.[0]?.keyHash;
-      if (typeof keyHash !== 'string') return undefined;
-      const { Item } = await this.client.send(
+      ),
+    );
+    const keyHash: unknown = Items?.[0]?.keyHash;
+    if (typeof keyHash !== 'string') return undefined;
+    const { Item } = await send(DEPENDENCY, () =>
+      this.client.send(
         new GetCommand({ TableName: this.tableName, Key: { keyHash }, ConsistentRead: true }),
-      );
-      return Item ? itemToRecord(Item) : undefined;
-    } catch (error) {
-      return translateDynamoDbError(error);
-    }
+      ),
+    );
+    return Item ? itemToRecord(Item) : undefined;
   }
 
   async list(): Promise<ApiKeyRecord[]> {
     const records: ApiKeyRecord[] = [];
     let startKey: Item | undefined;
-    try {
-      do {
-        const page = await this.client.send(
+    do {
+      const page = await send(DEPENDENCY, () =>
+        this.client.send(
           new ScanCommand({ TableName: this.tableName, ExclusiveStartKey: startKey }),
-        );
-        for (const item of page.Items ?? []) records.push(itemToRecord(item));
-        startKey = page.LastEvaluatedKey;
-      } while (startKey);
-    } catch (error) {
-      return translateDynamoDbError(error);
-    }
+        ),
+      );
+      for (const item of page.Items ?? []) records.push(itemToRecord(item));
+      startKey = page.LastEvaluatedKey;
+    } while (startKey);
     return records;
   }
 
@@ -233,42 +242,39 @@ export class DynamoDbKeyStore implements KeyAdminStore {
   async rotate(old: ApiKeyRecord, oldExpiresAt: string, successor: ApiKeyRecord): Promise<boolean> {
     const unchanged = unchangedAndActive(old);
     try {
-      await this.client.send(
-        new TransactWriteCommand({
-          TransactItems: [
-            {
-              Put: {
-                TableName: this.tableName,
-                Item: recordToItem(successor),
-                ConditionExpression: 'attribute_not_exists(keyHash)',
-              },
-            },
-            {
-              Update: {
-                TableName: this.tableName,
-                Key: { keyHash: old.keyHash },
-                UpdateExpression: `SET #expiresAt = :expiresAt, #replacedBy = :replacedBy, ${unchanged.set}`,
-                ConditionExpression: unchanged.ConditionExpression,
-                ExpressionAttributeNames: unchanged.ExpressionAttributeNames,
-                ExpressionAttributeValues: {
-                  ...unchanged.ExpressionAttributeValues,
-                  ':expiresAt': oldExpiresAt,
-                  ':replacedBy': successor.keyId,
+      await send(DEPENDENCY, () =>
+        this.client.send(
+          new TransactWriteCommand({
+            TransactItems: [
+              {
+                Put: {
+                  TableName: this.tableName,
+                  Item: recordToItem(successor),
+                  ConditionExpression: 'attribute_not_exists(keyHash)',
                 },
               },
-            },
-          ],
-        }),
+              {
+                Update: {
+                  TableName: this.tableName,
+                  Key: { keyHash: old.keyHash },
+                  UpdateExpression: `SET #expiresAt = :expiresAt, #replacedBy = :replacedBy, ${unchanged.set}`,
+                  ConditionExpression: unchanged.ConditionExpression,
+                  ExpressionAttributeNames: unchanged.ExpressionAttributeNames,
+                  ExpressionAttributeValues: {
+                    ...unchanged.ExpressionAttributeValues,
+                    ':expiresAt': oldExpiresAt,
+                    ':replacedBy': successor.keyId,
+                  },
+                },
+              },
+            ],
+          }),
+        ),
       );
       return true;
     } catch (error) {
-      if (
-        error instanceof TransactionCanceledException &&
-        error.CancellationReasons?.some((reason) => reason.Code === 'ConditionalCheckFailed')
-      ) {
-        return false;
-      }
-      return translateDynamoDbError(error);
+      if (isConditionFailure(error)) return false;
+      throw error;
     }
   }
 
@@ -302,11 +308,11 @@ export class DynamoDbKeyStore implements KeyAdminStore {
   /** One conditional UpdateItem: false when the condition did not hold. */
   private async update(input: UpdateCommandInput): Promise<boolean> {
     try {
-      await this.client.send(new UpdateCommand(input));
+      await send(DEPENDENCY, () => this.client.send(new UpdateCommand(input)));
       return true;
     } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return false;
-      return translateDynamoDbError(error);
+      if (isConditionFailure(error)) return false;
+      throw error;
     }
   }
 }

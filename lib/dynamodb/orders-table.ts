@@ -1,5 +1,4 @@
 /** The OrderStore (and what imports need) on DynamoDB: one item per order, keyed by (shard, id). */
-import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import {
   QueryCommand,
   UpdateCommand,
@@ -7,18 +6,29 @@ import {
   type QueryCommandOutput,
 } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { TIME_BUDGETS } from '../config/budgets.ts';
+import type { CallOptions } from '../failures.ts';
 import { mergeSorted } from '../orders/merge.ts';
-import { compareIds, isOrderStatus, type Order } from '../orders/order.ts';
+import {
+  compareIds,
+  isOrderStatus,
+  QUANTITY_MAX,
+  QUANTITY_MIN,
+  type Order,
+  type OrderField,
+} from '../orders/order.ts';
 import {
   OrdersPartlyWritten,
   type CancelOutcome,
   type FindOrdersOptions,
   type OrderImportStore,
+  type OrderStreamOptions,
   type PutOrdersOptions,
   type ShipOutcome,
+  type UnreadableOrder,
 } from '../orders/order-store.ts';
-import { readBigInt, readOptionalBigInt, readOptionalNumber } from './attributes.ts';
-import { translateDynamoDbError } from './errors.ts';
+import { malformedItem, numberText, readInt64, readInteger } from './attributes.ts';
+import { isConditionFailure, send } from './errors.ts';
 import {
   BatchWriteFailed,
   getInBatches,
@@ -30,25 +40,56 @@ import { ORDER_SHARDS, orderShard } from './tables.ts';
 /** Items per Query page: bounds what each shard holds in memory while the list streams. */
 export const ORDER_PAGE_SIZE = 1_000;
 
+/** How failures of this table are named in logs. */
+const DEPENDENCY = 'orders table';
+
 type Item = Record<string, unknown>;
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
 export function orderToItem(order: Order): Item {
   return { shard: orderShard(order.id), ...order };
 }
 
-export function itemToOrder(item: Item): Order {
-  const status = item.status;
-  if (!isOrderStatus(status)) throw new Error(`Stored order has an unknown status`);
-  const order: { -readonly [K in keyof Order]: Order[K] } = {
-    id: readBigInt(item.id, 'id'),
-    status,
+/**
+ * A stored item as an order, as far as it can be read: an item without a status is `pending`
+ * (as the seed and imports store it); a field whose value has the wrong type is left out and
+ * named in `unreadable`. No order at all (`order` undefined) when even the id is unreadable.
+ */
+export function readOrderItem(item: Item): { order?: Order; unreadable: OrderField[] } {
+  const id = readInt64(item.id);
+  if (id === undefined) return { unreadable: ['id'] };
+  const unreadable: OrderField[] = [];
+  const order: Mutable<Order> = { id };
+  const field = <F extends OrderField>(name: F, read: (value: unknown) => Order[F] | undefined) => {
+    const value = item[name];
+    if (value === undefined) return;
+    const parsed = read(value);
+    if (parsed === undefined) unreadable.push(name);
+    else order[name] = parsed;
   };
-  const petId = readOptionalBigInt(item.petId, 'petId');
-  if (petId !== undefined) order.petId = petId;
-  const quantity = readOptionalNumber(item.quantity, 'quantity');
-  if (quantity !== undefined) order.quantity = quantity;
-  if (typeof item.shipDate === 'string') order.shipDate = item.shipDate;
-  if (typeof item.complete === 'boolean') order.complete = item.complete;
+  field('petId', readInt64);
+  field('quantity', (v) => readInteger(v, QUANTITY_MIN, QUANTITY_MAX));
+  field('shipDate', (v) => (typeof v === 'string' ? v : undefined));
+  field('complete', (v) => (typeof v === 'boolean' ? v : undefined));
+  if (item.status === undefined) order.status = 'pending';
+  else field('status', (v) => (isOrderStatus(v) ? v : undefined));
+  return { order, unreadable };
+}
+
+/** What a reader that cannot stop to complain does with an item: the order, and the problem. */
+function readForList(
+  item: Item,
+  onUnreadable: ((problem: UnreadableOrder) => void) | undefined,
+): Order | undefined {
+  const { order, unreadable } = readOrderItem(item);
+  if (unreadable.length > 0) {
+    const id = numberText(item.id);
+    onUnreadable?.({
+      ...(id !== undefined ? { id } : {}),
+      fields: unreadable,
+      skipped: order === undefined,
+    });
+  }
   return order;
 }
 
@@ -56,79 +97,106 @@ export class DynamoDbOrderStore implements OrderImportStore {
   private readonly client: DynamoDBDocumentClient;
   private readonly tableName: string;
   private readonly pageSize: number;
+  private readonly pageTimeoutMs: number;
 
   constructor(
     client: DynamoDBDocumentClient,
     tableName: string,
-    options: { pageSize?: number } = {},
+    options: { pageSize?: number; pageTimeoutMs?: number } = {},
   ) {
     this.client = client;
     this.tableName = tableName;
     this.pageSize = options.pageSize ?? ORDER_PAGE_SIZE;
+    this.pageTimeoutMs = options.pageTimeoutMs ?? TIME_BUDGETS.listPageMs;
   }
 
-  async openOrderStream(): Promise<AsyncIterable<Order>> {
+  async openOrderStream(options: OrderStreamOptions = {}): Promise<AsyncIterable<Order>> {
     const shards = Array.from({ length: ORDER_SHARDS }, (_, shard) => shard);
-    const firstPages = await Promise.all(shards.map((shard) => this.queryPage(shard)));
-    const sources = firstPages.map((page, shard) => this.readShard(shard, page));
+    const firstPages = await Promise.all(
+      shards.map((shard) => this.queryPage(shard, undefined, options.signal)),
+    );
+    const sources = firstPages.map((page, shard) =>
+      this.readShard(shard, page, options.onUnreadable),
+    );
     return mergeSorted(sources, (a, b) => compareIds(a.id, b.id));
   }
 
-  /** One shard in id order, reading the next page while the current one is consumed. */
-  private async *readShard(shard: number, firstPage: QueryCommandOutput): AsyncGenerator<Order> {
+  /**
+   * One shard in id order, reading the next page while the current one is consumed. Each later
+   * page has its own time budget: a stalled read ends the iteration with a failure.
+   */
+  private async *readShard(
+    shard: number,
+    firstPage: QueryCommandOutput,
+    onUnreadable: OrderStreamOptions['onUnreadable'],
+  ): AsyncGenerator<Order> {
     let page = firstPage;
     for (;;) {
-      const next = page.LastEvaluatedKey ? this.queryPage(shard, page.LastEvaluatedKey) : undefined;
+      const next = page.LastEvaluatedKey
+        ? this.queryPage(shard, page.LastEvaluatedKey, AbortSignal.timeout(this.pageTimeoutMs))
+        : undefined;
       // Observed below; this keeps an abandoned prefetch from being an unhandled rejection.
       next?.catch(() => undefined);
-      for (const item of page.Items ?? []) yield itemToOrder(item);
+      for (const item of page.Items ?? []) {
+        const order = readForList(item, onUnreadable);
+        if (order) yield order;
+      }
       if (!next) return;
       page = await next;
     }
   }
 
-  private async queryPage(shard: number, startKey?: Item): Promise<QueryCommandOutput> {
-    try {
-      return await this.client.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          KeyConditionExpression: '#shard = :shard',
-          ExpressionAttributeNames: { '#shard': 'shard' },
-          ExpressionAttributeValues: { ':shard': shard },
-          ExclusiveStartKey: startKey,
-          Limit: this.pageSize,
-        }),
-      );
-    } catch (error) {
-      return translateDynamoDbError(error);
-    }
+  private queryPage(
+    shard: number,
+    startKey: Item | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<QueryCommandOutput> {
+    return send(
+      DEPENDENCY,
+      (abortSignal) =>
+        this.client.send(
+          new QueryCommand({
+            TableName: this.tableName,
+            KeyConditionExpression: '#shard = :shard',
+            ExpressionAttributeNames: { '#shard': 'shard' },
+            ExpressionAttributeValues: { ':shard': shard },
+            ExclusiveStartKey: startKey,
+            Limit: this.pageSize,
+          }),
+          { abortSignal },
+        ),
+      signal,
+    );
   }
 
-  async cancel(id: bigint): Promise<CancelOutcome> {
-    const result = await this.leavePending(id, { status: 'cancelled' });
+  async cancel(id: bigint, options: CallOptions = {}): Promise<CancelOutcome> {
+    const result = await this.leavePending(id, { status: 'cancelled' }, options);
     if (result === 'moved') return 'cancelled';
     if (result === 'not-found') return 'not-found';
     if (result === 'cancelled') return 'already-cancelled';
-    if (result === 'shipped') return 'shipped';
-    throw new Error(`Order ${id} has an unexpected status`);
+    return 'shipped';
   }
 
-  async ship(id: bigint): Promise<ShipOutcome> {
-    const result = await this.leavePending(id, { status: 'shipped', complete: true });
+  async ship(id: bigint, options: CallOptions = {}): Promise<ShipOutcome> {
+    const result = await this.leavePending(id, { status: 'shipped', complete: true }, options);
     if (result === 'moved') return 'shipped';
     if (result === 'not-found') return 'not-found';
     if (result === 'shipped') return 'already-shipped';
-    if (result === 'cancelled') return 'cancelled';
-    throw new Error(`Order ${id} has an unexpected status`);
+    return 'cancelled';
   }
 
   /**
-   * pending → another state in one conditional write. When the condition fails, the old item in
-   * the same answer (ReturnValuesOnConditionCheckFailure) says why, without a second read:
-   * its status, or 'not-found'.
+   * pending (or no status, which is pending) → another state in one conditional write. When
+   * the condition fails, the old item in the same answer (ReturnValuesOnConditionCheckFailure)
+   * says why, without a second read: its status, or 'not-found'. A stored status the service
+   * does not know is malformed data: neither state is assumed.
    */
-  private async leavePending(id: bigint, changes: Record<string, unknown>): Promise<unknown> {
-    const names: Record<string, string> = { '#status': 'status' };
+  private async leavePending(
+    id: bigint,
+    changes: Record<string, unknown>,
+    options: CallOptions,
+  ): Promise<'moved' | 'not-found' | 'shipped' | 'cancelled'> {
+    const names: Record<string, string> = { '#status': 'status', '#id': 'id' };
     const values: Record<string, unknown> = { ':pending': 'pending' };
     const sets = Object.entries(changes).map(([attribute, value], i) => {
       names[`#a${i}`] = attribute;
@@ -136,30 +204,41 @@ export class DynamoDbOrderStore implements OrderImportStore {
       return `#a${i} = :v${i}`;
     });
     try {
-      await this.client.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: { shard: orderShard(id), id },
-          UpdateExpression: `SET ${sets.join(', ')}`,
-          ConditionExpression: '#status = :pending',
-          ExpressionAttributeNames: names,
-          ExpressionAttributeValues: values,
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-        }),
+      await send(
+        DEPENDENCY,
+        (abortSignal) =>
+          this.client.send(
+            new UpdateCommand({
+              TableName: this.tableName,
+              Key: { shard: orderShard(id), id },
+              UpdateExpression: `SET ${sets.join(', ')}`,
+              // attribute_exists: an update must never create an order.
+              ConditionExpression:
+                'attribute_exists(#id) AND (#status = :pending OR attribute_not_exists(#status))',
+              ExpressionAttributeNames: names,
+              ExpressionAttributeValues: values,
+              ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+            }),
+            { abortSignal },
+          ),
+        options.signal,
       );
       return 'moved';
     } catch (error) {
-      if (!(error instanceof ConditionalCheckFailedException)) return translateDynamoDbError(error);
+      if (!isConditionFailure(error)) throw error;
       // lib-dynamodb leaves the failed item marshalled.
-      if (!error.Item) return 'not-found';
-      return (unmarshall(error.Item) as { status?: unknown }).status;
+      const old = (error as { Item?: Parameters<typeof unmarshall>[0] }).Item;
+      if (!old) return 'not-found';
+      const status = (unmarshall(old) as { status?: unknown }).status;
+      if (status === 'shipped' || status === 'cancelled') return status;
+      throw malformedItem(DEPENDENCY, `order ${id} has an unknown status`);
     }
   }
 
   async findOrders(ids: readonly bigint[], options: FindOrdersOptions = {}): Promise<Order[]> {
     const keys = ids.map((id) => ({ shard: orderShard(id), id }));
     const items = await getInBatches(this.client, this.tableName, keys, options);
-    return items.map(itemToOrder);
+    return items.flatMap((item) => readOrderItem(item).order ?? []);
   }
 
   async putOrders(

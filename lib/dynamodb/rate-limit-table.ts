@@ -9,7 +9,6 @@
  * one round trip. A stale cache only costs a failed condition, whose ALL_OLD item is the fresh
  * state for the retry.
  */
-import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { Caller } from '../keys/key-record.ts';
@@ -30,10 +29,14 @@ import {
   type Decision,
   type WindowCount,
 } from '../limits/sliding-window.ts';
+import { DependencyFailure, isTransient, type CallOptions } from '../failures.ts';
 import { readOptionalNumber } from './attributes.ts';
-import { isThrottling } from './errors.ts';
+import { dynamoDbFailure, isConditionFailure, send } from './errors.ts';
 import { TABLES } from './tables.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
+
+/** How failures of this table are named in logs. */
+const DEPENDENCY = 'rate limits table';
 
 /**
  * Writes per request before the store counts as failing. Each kind of conflict can hit a request
@@ -58,7 +61,7 @@ export function counterKey(keyId: string): string {
 
 export function itemToState(item: Item | undefined): CounterState {
   if (!item) return {};
-  const n = (name: string) => readOptionalNumber(item[name], name);
+  const n = (name: string) => readOptionalNumber(item[name], name, DEPENDENCY);
   const window = (prefix: 'm' | 'd'): WindowCount | undefined => {
     const start = n(`${prefix}w`);
     return start === undefined
@@ -185,23 +188,28 @@ export class DynamoDbRateLimiter implements RateLimiter {
     this.cache.set(keyId, state);
   }
 
-  async consume(caller: Caller, now: number): Promise<LimitResult> {
+  /**
+   * Counts the request, by `signal`'s deadline. A transient store failure is answered from the
+   * last known state and the failure mode; a permanent one (missing table, access denied,
+   * malformed item) is thrown: no failure mode hides a misconfiguration.
+   */
+  async consume(caller: Caller, now: number, options: CallOptions = {}): Promise<LimitResult> {
     const known = this.cache.get(caller.keyId) ?? {};
     try {
       return {
-        decision: await this.consumeFrom(caller, now, known),
+        decision: await this.consumeFrom(caller, now, known, options.signal),
         degraded: false,
         unavailable: false,
       };
     } catch (error) {
+      if (!isTransient(error)) throw error;
       this.onStoreFailure(error);
       // Counts only grow within a window, so a refusal read from the last known state holds.
       const decision = decide(known, now, caller.limits);
       if (decision.outcome !== 'admitted') return { decision, degraded: true, unavailable: false };
-      // Admitted without being counted: the headers show the last known counts.
-      const uncounted = { ...decision, ...this.windowsAt(known, decision.at) };
+      // Admitted without being counted: the counts are not known.
       return {
-        decision: uncounted,
+        decision,
         degraded: true,
         unavailable: this.settings.failureMode === 'closed',
       };
@@ -215,20 +223,25 @@ export class DynamoDbRateLimiter implements RateLimiter {
     };
   }
 
-  private async consumeFrom(caller: Caller, now: number, initial: CounterState): Promise<Decision> {
+  private async consumeFrom(
+    caller: Caller,
+    now: number,
+    initial: CounterState,
+    signal: AbortSignal | undefined,
+  ): Promise<Decision> {
     let state = initial;
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       // Decided (and written) at the request's counter time: never behind the stored windows.
       const decision = decide(state, now, caller.limits);
       if (decision.outcome === 'banned') return decision;
       if (decision.outcome === 'admitted') {
-        const admitted = await this.admit(caller, decision.at, state);
+        const admitted = await this.admit(caller, decision.at, state, signal);
         state = admitted.state;
         this.remember(caller.keyId, state);
         if (admitted.written) return { ...decision, ...this.windowsAt(state, decision.at) };
         continue;
       }
-      const refused = await this.refuse(caller, decision.at, state);
+      const refused = await this.refuse(caller, decision.at, state, signal);
       state = refused.state;
       this.remember(caller.keyId, state);
       if (!refused.written) continue;
@@ -242,74 +255,97 @@ export class DynamoDbRateLimiter implements RateLimiter {
         retryAfterMs: Math.max(decision.retryAfterMs, retryAfterMs),
       };
     }
-    throw new Error(`Rate limiter: no consistent write after ${MAX_ATTEMPTS} attempts`);
+    throw new DependencyFailure('transient', DEPENDENCY, 'contention', {
+      message: `${DEPENDENCY}: no consistent write after ${MAX_ATTEMPTS} attempts (transient)`,
+    });
   }
 
-  private async admit(caller: Caller, at: number, known: CounterState) {
+  private async admit(
+    caller: Caller,
+    at: number,
+    known: CounterState,
+    signal: AbortSignal | undefined,
+  ) {
     const b = new UpdateBuilder();
     admitWindow(b, 'm', known.minute, at, MINUTE_MS, caller.limits.perMinute);
     admitWindow(b, 'd', known.day, at, DAY_MS, caller.limits.perDay);
     b.notBanned(at);
     const day = rollWindow(known.day, at, DAY_MS);
     b.set(`${b.name(TTL)} = ${b.value(expiry(day, known.bannedUntil))}`);
-    return this.write(b, caller.keyId);
+    return this.write(b, caller.keyId, signal);
   }
 
   /**
-   * Counts a refusal in the current minute window; the refusal that goes over the threshold
-   * bans the key (unless a ban already runs: a ban is never extended).
+   * Counts a refusal (429 RATE_LIMITED) in the current minute window, in one conditional write
+   * that also bans: the refusals up to the threshold each add one (`rc < max`), and the one that
+   * goes over it, pinned to the count it saw (`rc = max`), sets the ban and restarts the count
+   * in the same write. So under any concurrency exactly one refusal starts the ban, every
+   * request after it sees the ban, and at most max + 1 refusals in a window say RATE_LIMITED;
+   * a ban shorter than the window does not re-trigger on the next refusal after it.
    */
-  private async refuse(caller: Caller, at: number, known: CounterState) {
+  private async refuse(
+    caller: Caller,
+    at: number,
+    known: CounterState,
+    signal: AbortSignal | undefined,
+  ) {
     const start = windowStart(at, MINUTE_MS);
+    const max = this.settings.maxRefusalsPerMinute;
+    const count = known.refusals?.start === start ? known.refusals.count : 0;
     const b = new UpdateBuilder();
     const [rw, rc] = [b.name('rw'), b.name('rc')];
-    if (known.refusals?.start === start) {
+    b.notBanned(at);
+    if (count >= max) {
+      const until = at + this.settings.banMs;
       b.condition(`${rw} = ${b.value(start)}`);
+      b.condition(`${rc} = ${b.value(count)}`);
+      b.set(`${rc} = ${b.value(0)}`);
+      b.set(`${b.name('bu')} = ${b.value(until)}`);
+      b.set(`${b.name(TTL)} = ${b.value(expiry(rollWindow(known.day, at, DAY_MS), until))}`);
+    } else if (known.refusals?.start === start) {
+      b.condition(`${rw} = ${b.value(start)}`);
+      b.condition(`${rc} < ${b.value(max)}`);
       b.set(`${rc} = ${rc} + ${b.value(1)}`);
     } else {
       b.equalsOrAbsent('rw', known.refusals?.start);
       b.set(`${rw} = ${b.value(start)}`);
       b.set(`${rc} = ${b.value(1)}`);
     }
-    b.notBanned(at);
-    const result = await this.write(b, caller.keyId);
-    if (!result.written) return result;
-    const count = result.state.refusals?.count ?? 0;
-    if (count <= this.settings.maxRefusalsPerMinute) return result;
-    const ban = new UpdateBuilder();
-    const until = at + this.settings.banMs;
-    ban.notBanned(at);
-    ban.set(`${ban.name('bu')} = ${ban.value(until)}`);
-    ban.set(
-      `${ban.name(TTL)} = ${ban.value(expiry(rollWindow(result.state.day, at, DAY_MS), until))}`,
-    );
-    const banned = await this.write(ban, caller.keyId);
-    // Written or not (another request banned first), the fresh state carries the ban.
-    return { written: true, state: banned.state };
+    return this.write(b, caller.keyId, signal);
   }
 
   /**
-   * One conditional write. The client must not retry by itself (createSingleAttemptClient): a
-   * retried `c = c + 1` whose first attempt landed would count twice. Only throttling, which
-   * guarantees nothing was written, is retried here; any other failure is the store's.
+   * One conditional write, by `signal`'s deadline. The client must not retry by itself
+   * (createSingleAttemptClient): a retried `c = c + 1` whose first attempt landed would count
+   * twice. Only throttling, which guarantees nothing was written, is retried here; any other
+   * failure is the store's.
    */
   private async write(
     b: UpdateBuilder,
     keyId: string,
+    signal: AbortSignal | undefined,
   ): Promise<{ written: boolean; state: CounterState }> {
     for (let attempt = 1; ; attempt++) {
       try {
-        const { Attributes } = await this.client.send(b.command(this.tableName, counterKey(keyId)));
+        const { Attributes } = await send(
+          DEPENDENCY,
+          (abortSignal) =>
+            this.client.send(b.command(this.tableName, counterKey(keyId)), { abortSignal }),
+          signal,
+        );
         return { written: true, state: itemToState(Attributes) };
       } catch (error) {
-        if (error instanceof ConditionalCheckFailedException) {
-          return {
-            written: false,
-            state: itemToState(error.Item ? unmarshall(error.Item) : undefined),
-          };
+        if (isConditionFailure(error)) {
+          const item = (error as { Item?: Parameters<typeof unmarshall>[0] }).Item;
+          return { written: false, state: itemToState(item ? unmarshall(item) : undefined) };
         }
-        if (!isThrottling(error) || attempt >= THROTTLING_ATTEMPTS) throw error;
-        await sleep(Math.random() * 25 * 2 ** attempt);
+        const failure = dynamoDbFailure(error, DEPENDENCY);
+        if (failure.reason !== 'throttled' || attempt >= THROTTLING_ATTEMPTS) throw failure;
+        try {
+          await sleep(Math.random() * 25 * 2 ** attempt, undefined, { signal });
+        } catch {
+          throw failure;
+        }
       }
     }
   }

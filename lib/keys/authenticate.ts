@@ -1,6 +1,7 @@
-import { isPlanName, resolveLimits } from '../limits/plans.ts';
+import type { CallOptions } from '../failures.ts';
+import { isPlanName } from '../limits/plans.ts';
 import { hashApiKey, mayBeApiKey, parseBearerToken } from './api-key.ts';
-import { isUsable, type Caller } from './key-record.ts';
+import { isUsable, limitsOf, type Caller } from './key-record.ts';
 import type { KeyStore } from './key-store.ts';
 
 /**
@@ -11,20 +12,23 @@ export async function authenticate(
   store: KeyStore,
   authorization: string | undefined,
   now: Date,
+  options: CallOptions = {},
 ): Promise<Caller | undefined> {
   const token = parseBearerToken(authorization);
   if (token === undefined || !mayBeApiKey(token)) return undefined;
-  const record = await store.findByHash(hashApiKey(token));
+  const record = await store.findByHash(hashApiKey(token), options);
   if (!record || !isUsable(record, now)) return undefined;
-  return {
-    keyId: record.keyId,
-    plan: record.plan,
-    limits:
-      record.plan === 'enterprise'
-        ? resolveLimits('enterprise', record.limits)
-        : resolveLimits(record.plan),
-  };
+  const limits = limitsOf(record);
+  // The store vouches for enterprise limits (a record without them is malformed data).
+  if (!limits) throw new Error(`Key ${record.keyId} has no limits`);
+  return { keyId: record.keyId, plan: record.plan, limits };
 }
+
+/**
+ * The context key by which an authorizer that could not check a key, for a reason that will
+ * not pass by itself, tells the functions so (they answer 500 INTERNAL_ERROR).
+ */
+export const AUTHORIZER_FAILURE_KEY = 'authorizerFailure';
 
 /** The caller as the flat string map an API Gateway authorizer context can carry. */
 export function callerToContext(caller: Caller): Record<string, string> {

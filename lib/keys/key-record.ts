@@ -1,4 +1,4 @@
-import type { Limits, PlanName } from '../limits/plans.ts';
+import { PLAN_LIMITS, type Limits, type PlanName } from '../limits/plans.ts';
 
 export type KeyStatus = 'active' | 'revoked';
 
@@ -52,4 +52,9 @@ export function isUsable(record: ApiKeyRecord, now: Date): boolean {
 /** True once the key's expiry (set by a rotation) has passed. */
 export function isExpired(record: ApiKeyRecord, now: Date): boolean {
   return record.expiresAt !== undefined && Date.parse(record.expiresAt) <= now.getTime();
+}
+
+/** The limits a record grants (undefined only for a malformed enterprise record). */
+export function limitsOf(record: Pick<ApiKeyRecord, 'plan' | 'limits'>): Limits | undefined {
+  return record.plan === 'enterprise' ? record.limits : PLAN_LIMITS[record.plan];
 }

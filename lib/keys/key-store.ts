@@ -1,9 +1,11 @@
+import type { CallOptions } from '../failures.ts';
 import type { Limits, PlanName } from '../limits/plans.ts';
 import type { ApiKeyRecord } from './key-record.ts';
 
 /** The port API-key authentication and registration need from storage. */
 export interface KeyStore {
-  findByHash(keyHash: string): Promise<ApiKeyRecord | undefined>;
+  /** The record of a key hash, by `signal`'s deadline (a record it cannot read: a failure). */
+  findByHash(keyHash: string, options?: CallOptions): Promise<ApiKeyRecord | undefined>;
   /** Stores a new key record; returns false when a key with this hash already exists. */
   create(record: ApiKeyRecord): Promise<boolean>;
 }

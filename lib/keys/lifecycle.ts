@@ -15,6 +15,7 @@ import {
   MAX_LIMIT,
   PLAN_LIMITS,
   PLAN_NAMES,
+  MinuteAboveDay,
   resolveLimits,
   type Limits,
   type PlanName,
@@ -111,18 +112,15 @@ export function choosePlan(plan: string | undefined, custom: Partial<Limits> = {
     limits = resolveLimits(plan, custom);
   } catch (error) {
     throw new InvalidKeyInput(
-      plan === 'enterprise'
-        ? `the enterprise plan needs both a per-minute and a per-day limit, integers from 1 to ${MAX_LIMIT}`
-        : `plan ${plan} has fixed limits (${PLAN_LIMITS[plan].perMinute}/min, ${PLAN_LIMITS[plan].perDay}/day); per-minute and per-day limits are only for enterprise`,
+      error instanceof MinuteAboveDay
+        ? `--per-minute (${custom.perMinute}) cannot be above --per-day (${custom.perDay})`
+        : plan === 'enterprise'
+          ? `the enterprise plan needs both a per-minute and a per-day limit, integers from 1 to ${MAX_LIMIT}`
+          : `plan ${plan} has fixed limits (${PLAN_LIMITS[plan].perMinute}/min, ${PLAN_LIMITS[plan].perDay}/day); per-minute and per-day limits are only for enterprise`,
       { cause: error },
     );
   }
   return plan === 'enterprise' ? { plan, limits } : { plan };
-}
-
-/** The limits a record grants (undefined only for a malformed enterprise record). */
-export function limitsOf(record: Pick<ApiKeyRecord, 'plan' | 'limits'>): Limits | undefined {
-  return record.plan === 'enterprise' ? record.limits : PLAN_LIMITS[record.plan];
 }
 
 export const DEFAULT_GRACE = '24h';

@@ -1,4 +1,5 @@
 /** The rate limiter as the functions see it: a port, its settings and the headers it yields. */
+import type { CallOptions } from '../failures.ts';
 import type { Caller } from '../keys/key-record.ts';
 import type { Limits } from './plans.ts';
 import {
@@ -49,15 +50,39 @@ export function limiterSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): Li
 
 export interface LimitResult {
   readonly decision: Decision;
-  /** The store failed: the decision comes from the last known state, not from the counter. */
+  /**
+   * The store failed transiently: the decision comes from the last known state, not from the
+   * counter. A refusal from it holds (counts only grow within a window); an admission means
+   * the counts are not known.
+   */
   readonly degraded: boolean;
   /** The store failed and the failure mode is closed: answer 503. */
   readonly unavailable: boolean;
 }
 
-/** Counts a request of a caller at a time, atomically, and says whether it is admitted. */
+/**
+ * Counts a request of a caller at a time, atomically, by `signal`'s deadline, and says whether
+ * it is admitted. A permanent store failure is thrown (a DependencyFailure); a transient one
+ * is answered by the failure mode.
+ */
 export interface RateLimiter {
-  consume(caller: Caller, now: number): Promise<LimitResult>;
+  consume(caller: Caller, now: number, options?: CallOptions): Promise<LimitResult>;
+}
+
+/** Whether a result's counts are known: not when the store failed and the request was let by. */
+export function countsKnown(result: LimitResult): boolean {
+  return !(result.degraded && result.decision.outcome === 'admitted');
+}
+
+/**
+ * The headers of an answer whose counts are not known (the counter store failed): only
+ * RateLimit-Policy, the key's two limits, which its plan says. Remaining, Reset and the binding
+ * limit would be guesses.
+ */
+export function policyHeader(limits: Limits): Record<string, string> {
+  return {
+    'RateLimit-Policy': `"minute";q=${limits.perMinute};w=60, "day";q=${limits.perDay};w=86400`,
+  };
 }
 
 /**
@@ -80,7 +105,7 @@ export function rateLimitHeaders(
     'X-RateLimit-Limit': String(binding.limit),
     'X-RateLimit-Remaining': String(binding.remaining),
     'X-RateLimit-Reset': String(binding.reset),
-    'RateLimit-Policy': `"minute";q=${limits.perMinute};w=60, "day";q=${limits.perDay};w=86400`,
+    ...policyHeader(limits),
     RateLimit: reports.map(item).join(', '),
   };
   if (decision.outcome !== 'admitted')

@@ -25,9 +25,20 @@ function isLimit(value: unknown): value is number {
   return typeof value === 'number' && Number.isInteger(value) && value >= 1 && value <= MAX_LIMIT;
 }
 
+/** Custom limits whose minute limit exceeds their day limit: the minute limit could never bind. */
+export class MinuteAboveDay extends Error {
+  constructor(limits: Limits) {
+    super(
+      `limits.perMinute (${limits.perMinute}) cannot be above limits.perDay (${limits.perDay})`,
+    );
+    this.name = 'MinuteAboveDay';
+  }
+}
+
 /**
- * The limits of a key: its plan's, or for enterprise the custom numbers it carries.
- * Throws a readable Error when the combination is invalid.
+ * The limits of a key: its plan's, or for enterprise the custom numbers it carries (a
+ * per-minute limit no higher than the per-day one). Throws a readable Error when the
+ * combination is invalid.
  */
 export function resolveLimits(plan: PlanName, custom?: Partial<Limits>): Limits {
   if (plan !== 'enterprise') {
@@ -41,5 +52,12 @@ export function resolveLimits(plan: PlanName, custom?: Partial<Limits>): Limits 
       `the enterprise plan needs limits.perMinute and limits.perDay as integers from 1 to ${MAX_LIMIT}`,
     );
   }
-  return { perMinute: custom.perMinute, perDay: custom.perDay };
+  const limits = { perMinute: custom.perMinute, perDay: custom.perDay };
+  if (limits.perMinute > limits.perDay) throw new MinuteAboveDay(limits);
+  return limits;
+}
+
+/** Whether a stored key's limits are usable as they are (both integers in range). */
+export function isValidLimits(limits: Partial<Limits> | undefined): limits is Limits {
+  return limits !== undefined && isLimit(limits.perMinute) && isLimit(limits.perDay);
 }

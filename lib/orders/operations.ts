@@ -1,8 +1,42 @@
-/** The operations on orders — the API's two and the operator's ship — over an OrderStore. */
-import { ApiError } from '../api/errors.ts';
+/**
+ * The operations on orders — the API's two and the operator's ship — over an OrderStore. They
+ * throw domain errors (below, and DependencyFailure from the store); the edge decides what a
+ * client or an operator is told.
+ */
+import type { CallOptions } from '../failures.ts';
 import { quotableInput } from '../keys/api-key.ts';
 import { parseInt64, type Order } from './order.ts';
-import type { OrderStore } from './order-store.ts';
+import type { OrderStore, OrderStreamOptions } from './order-store.ts';
+
+/** The text given as an order id is not an int64. `shown` is what a message may quote of it. */
+export class InvalidOrderId extends Error {
+  readonly shown: string | undefined;
+  constructor(shown: string | undefined) {
+    super(
+      `The order id${shown === undefined ? '' : ` "${shown}"`} is not a base-10 integer in the int64 range.`,
+    );
+    this.name = 'InvalidOrderId';
+    this.shown = shown;
+  }
+}
+
+export class OrderNotFound extends Error {
+  readonly id: bigint;
+  constructor(id: bigint) {
+    super(`Order ${id} was not found.`);
+    this.name = 'OrderNotFound';
+    this.id = id;
+  }
+}
+
+export class OrderAlreadyShipped extends Error {
+  readonly id: bigint;
+  constructor(id: bigint) {
+    super(`Order ${id} has already shipped and cannot be cancelled.`);
+    this.name = 'OrderAlreadyShipped';
+    this.id = id;
+  }
+}
 
 /**
  * An order id as a caller or an operator gives it (a path parameter, a command-line argument):
@@ -17,35 +51,35 @@ export function readOrderId(
   return { id, shown: raw === undefined ? undefined : quotableInput(raw) };
 }
 
-/** The orderId path parameter as an int64, or 400 INVALID_ORDER_ID. */
+/** The orderId path parameter as an int64, or InvalidOrderId. */
 export function parseOrderId(raw: string | undefined): bigint {
   const read = readOrderId(raw);
-  if (read.id === undefined) {
-    const shown = read.shown === undefined ? '' : ` "${read.shown}"`;
-    throw new ApiError('INVALID_ORDER_ID', {
-      message: `The order id${shown} is not a base-10 integer in the int64 range.`,
-    });
-  }
+  if (read.id === undefined) throw new InvalidOrderId(read.shown);
   return read.id;
 }
 
-export async function listOrders(store: OrderStore): Promise<AsyncIterable<Order>> {
-  return store.openOrderStream();
+export async function listOrders(
+  store: OrderStore,
+  options: OrderStreamOptions = {},
+): Promise<AsyncIterable<Order>> {
+  return store.openOrderStream(options);
 }
 
 /** Cancels a pending order; a cancelled one stays cancelled (DELETE is idempotent). */
-export async function cancelOrder(store: OrderStore, id: bigint): Promise<void> {
-  const outcome = await store.cancel(id);
+export async function cancelOrder(
+  store: OrderStore,
+  id: bigint,
+  options: CallOptions = {},
+): Promise<void> {
+  const outcome = await store.cancel(id, options);
   switch (outcome) {
     case 'cancelled':
     case 'already-cancelled':
       return;
     case 'shipped':
-      throw new ApiError('ORDER_ALREADY_SHIPPED', {
-        message: `Order ${id} has already shipped and cannot be cancelled.`,
-      });
+      throw new OrderAlreadyShipped(id);
     case 'not-found':
-      throw new ApiError('ORDER_NOT_FOUND', { message: `Order ${id} was not found.` });
+      throw new OrderNotFound(id);
   }
 }
 

@@ -5,7 +5,8 @@ export const JSON_CHUNK_BYTES = 64 * 1024;
 
 /**
  * The JSON array of a sequence of orders, as text chunks of about `chunkBytes`: memory stays
- * flat however many orders pass through.
+ * flat however many orders pass through. The first order goes out on its own, at once, so that
+ * a client sees the list begin as soon as the first pages are read.
  */
 export async function* ordersJsonArray(
   orders: AsyncIterable<Order>,
@@ -15,11 +16,11 @@ export async function* ordersJsonArray(
   let first = true;
   for await (const order of orders) {
     chunk += first ? orderToJson(order) : `,${orderToJson(order)}`;
-    first = false;
-    if (chunk.length >= chunkBytes) {
+    if (first || chunk.length >= chunkBytes) {
       yield chunk;
       chunk = '';
     }
+    first = false;
   }
   yield `${chunk}]`;
 }

@@ -1,3 +1,4 @@
+import type { CallOptions } from '../failures.ts';
 import type { Order } from './order.ts';
 
 /** What a cancel did, or why it could not: decided by one conditional write. */
@@ -26,17 +27,35 @@ export interface PutOrdersOptions {
   readonly onProgress?: (written: number) => void;
 }
 
+/**
+ * A stored order the store could not read whole: `fields` were left out of it (a value of the
+ * wrong type), or, when `skipped`, the item was left out of the list (its id is unreadable).
+ */
+export interface UnreadableOrder {
+  /** The id as stored (digits), when it could be read. */
+  readonly id?: string;
+  readonly fields: readonly string[];
+  readonly skipped: boolean;
+}
+
+export interface OrderStreamOptions extends CallOptions {
+  /** Told of every stored order that could not be read whole; the list goes on. */
+  readonly onUnreadable?: (problem: UnreadableOrder) => void;
+}
+
 /** The port the order operations need from storage. */
 export interface OrderStore {
   /**
    * Every order, sorted by id ascending. The promise settles once the first page of every
-   * partition has been read, so a storage failure surfaces before any byte is answered.
+   * partition has been read (by `signal`'s deadline), so a storage failure surfaces before any
+   * byte is answered; each later page has a time budget of its own, and the iteration fails
+   * when one does not come.
    */
-  openOrderStream(): Promise<AsyncIterable<Order>>;
-  /** pending → cancelled in one conditional write. */
-  cancel(id: bigint): Promise<CancelOutcome>;
-  /** pending → shipped (and complete) in one conditional write. */
-  ship(id: bigint): Promise<ShipOutcome>;
+  openOrderStream(options?: OrderStreamOptions): Promise<AsyncIterable<Order>>;
+  /** pending (or no status) → cancelled in one conditional write. */
+  cancel(id: bigint, options?: CallOptions): Promise<CancelOutcome>;
+  /** pending (or no status) → shipped (and complete) in one conditional write. */
+  ship(id: bigint, options?: CallOptions): Promise<ShipOutcome>;
   /**
    * Inserts or replaces orders (seeding, imports): an order whose id is stored already is
    * replaced, so writing the same orders twice leaves the same table. A failure midway throws

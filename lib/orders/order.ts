@@ -15,7 +15,11 @@ export interface Order {
   readonly quantity?: number;
   readonly shipDate?: string;
   readonly complete?: boolean;
-  readonly status: OrderStatus;
+  /**
+   * Always set by the service (an order stored without one is `pending`); absent only on an
+   * order read from storage whose stored status is not one of ORDER_STATUSES.
+   */
+  readonly status?: OrderStatus;
 }
 
 export const INT64_MIN = -(2n ** 63n);
@@ -55,6 +59,6 @@ export function orderToJson(order: Order): string {
   if (order.quantity !== undefined) json += `,"quantity":${order.quantity}`;
   if (order.shipDate !== undefined) json += `,"shipDate":${JSON.stringify(order.shipDate)}`;
   if (order.complete !== undefined) json += `,"complete":${order.complete}`;
-  json += `,"status":"${order.status}"}`;
-  return json;
+  if (order.status !== undefined) json += `,"status":"${order.status}"`;
+  return `${json}}`;
 }

@@ -56,7 +56,7 @@ describe('orders import of 50,000 orders', () => {
       id: i % 2 === 0 ? INT64_MAX - BigInt(i) : INT64_MIN + BigInt(i),
       petId: 9_007_199_254_740_993n + BigInt(i),
       quantity: i % 7,
-      status: ORDER_STATUSES[i % 3] as Order['status'],
+      status: ORDER_STATUSES[i % 3],
     }));
     const file = tempFile('clean.json', `[\n${orders.map(orderToJson).join(',\n')}\n]\n`);
     const listed = `[${[...orders]

@@ -100,6 +100,10 @@ describe('keys create', () => {
     ],
     [['--plan', 'enterprise', '--per-minute', '0', '--per-day', '5'], /enterprise plan needs both/],
     [
+      ['--plan', 'enterprise', '--per-minute', '9', '--per-day', '5'],
+      /^error: --per-minute \(9\) cannot be above --per-day \(5\)$/,
+    ],
+    [
       ['--plan', 'pro', '--per-minute', '5', '--per-day', '9'],
       /^error: plan pro has fixed limits \(300\/min, 10000\/day\)/,
     ],

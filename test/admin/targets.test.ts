@@ -5,6 +5,8 @@
  * confirmation), and the refusals of target flags.
  */
 import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { createServer as createTcpServer } from 'node:net';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -340,6 +342,29 @@ describe('target flags', () => {
     ],
   ])('refuse %j with exit 2', async (flags, message) => {
     expectOneLineError(await runCli(['keys', 'list', ...flags]), 2, message);
+  });
+
+  it('gives up on a DynamoDB that never answers within its budget, in one clear line', async () => {
+    // Accepts connections and never answers, as a paused DynamoDB does.
+    const silent = createTcpServer(() => undefined);
+    silent.listen(0, '127.0.0.1');
+    await once(silent, 'listening');
+    const port = (silent.address() as { port: number }).port;
+    try {
+      const started = performance.now();
+      const result = await runCli(
+        ['keys', 'list', '--endpoint', `http://127.0.0.1:${port}`, '--table-keys', 'keys'],
+        { env: { STORE_ORDERS_ADMIN_TIMEOUT_SECONDS: '1' } },
+      );
+      expectOneLineError(
+        result,
+        1,
+        /^error: table keys on .*: DynamoDB did not answer within 1 s, 3 times \(is it running and reachable\?/,
+      );
+      expect(performance.now() - started).toBeLessThan(10_000);
+    } finally {
+      silent.close();
+    }
   });
 
   it('--local without a running npm start says how to start one', async () => {

@@ -125,8 +125,8 @@ const RATE_HEADERS = {
 const FUNCTION_HEADERS = { ...JSON_HEADERS, ...RATE_HEADERS };
 /** The statuses each operation documents, by what answers them. */
 const STATUSES = {
-  listOrders: { function: [200, 500], either: [429, 503], gateway: [401] },
-  cancelOrder: { function: [204, 400, 404, 409, 500], either: [429, 503], gateway: [401] },
+  listOrders: { function: [200], either: [429, 500, 503], gateway: [401] },
+  cancelOrder: { function: [204, 400, 404, 409], either: [429, 500, 503], gateway: [401] },
 } as const;
 
 describe('the OpenAPI document', () => {
@@ -252,7 +252,7 @@ describe('the OpenAPI document', () => {
     }
   });
 
-  it('documents the five rate-limit headers: required where only a function answers, optional on 429 and 503, absent on 401', () => {
+  it('documents the five rate-limit headers: required where only a function answers, optional on 429, 500 and 503, absent on 401', () => {
     for (const { method, path, operation } of operations()) {
       const expected = STATUSES[operation.operationId as keyof typeof STATUSES];
       const headersOf = (status: number) => operation.responses?.[String(status)]?.headers ?? {};
@@ -469,7 +469,6 @@ describe('openApiResponseErrors', () => {
         409,
         '{"code":"ORDER_ALREADY_SHIPPED","message":"m","status":409}',
       ],
-      ['GET', '/store/orders', 500, '{"code":"INTERNAL_ERROR","message":"m","status":500}'],
     ])('requires every rate-limit header on %s %s %i', async (method, path, status, body) => {
       const answer = { method, path, status, body };
       const headers = status === 204 ? RATE_HEADERS : FUNCTION_HEADERS;
@@ -1001,18 +1000,37 @@ describe('real responses from the handlers, on a fixed clock', () => {
     expect((await call('GET', '/store/orders')).statusCode).toBe(200);
   });
 
-  it('fails closed when the rate-limit store fails: 503 with Retry-After and the last known counts', async () => {
+  it('fails closed when the rate-limit store fails transiently: 503 with Retry-After, and no counts it does not know', async () => {
     const { call } = functionsFor(PLAN_LIMITS.free);
     expect((await call('GET', '/store/orders')).headers['X-RateLimit-Remaining']).toBe('59');
     const restore = failDynamoDbCalls(tables.client, () =>
-      Object.assign(new Error('denied'), { name: 'AccessDeniedException', $metadata: {} }),
+      Object.assign(new Error('slow down'), { name: 'ThrottlingException', $metadata: {} }),
     );
     try {
       const unavailable = await call('DELETE', '/store/orders/1');
       expect(unavailable.statusCode).toBe(503);
       expect(bodyOf(unavailable).code).toBe('SERVICE_UNAVAILABLE');
       expect(Number(unavailable.headers['Retry-After'])).toBeGreaterThanOrEqual(1);
-      expect(unavailable.headers['X-RateLimit-Remaining']).toBe('59');
+      expect(unavailable.headers['RateLimit-Policy']).toBe(
+        '"minute";q=60;w=60, "day";q=1000;w=86400',
+      );
+      expect(unavailable.headers['X-RateLimit-Remaining']).toBeUndefined();
+      expect(unavailable.headers['RateLimit']).toBeUndefined();
+    } finally {
+      restore();
+    }
+  });
+
+  it('answers 500 without rate-limit counts when the rate-limit store fails permanently', async () => {
+    const { call } = functionsFor(PLAN_LIMITS.free);
+    const restore = failDynamoDbCalls(tables.client, () =>
+      Object.assign(new Error('denied'), { name: 'AccessDeniedException', $metadata: {} }),
+    );
+    try {
+      const failed = await call('DELETE', '/store/orders/1');
+      expect(failed.statusCode).toBe(500);
+      expect(bodyOf(failed).code).toBe('INTERNAL_ERROR');
+      expect(failed.headers['X-RateLimit-Remaining']).toBeUndefined();
     } finally {
       restore();
     }

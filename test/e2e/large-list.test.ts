@@ -44,7 +44,7 @@ function ordersFrom(first: bigint, count: number): Order[] {
     quantity: i % 100,
     shipDate: '2026-11-22T10:00:00Z',
     complete: i % 2 === 0,
-    status: (['pending', 'shipped', 'cancelled'] as const)[i % 3] as Order['status'],
+    status: (['pending', 'shipped', 'cancelled'] as const)[i % 3],
   }));
 }
 

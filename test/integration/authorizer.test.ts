@@ -66,8 +66,17 @@ describe('authorizer against DynamoDB', () => {
     ['another scheme', `Basic ${freeKey}`],
     ['an empty token', 'Bearer '],
     ['no scheme', freeKey],
-  ])('throws Unauthorized for %s', async (_, header) => {
-    await expect(authorize(header)).rejects.toThrow(/^Unauthorized$/);
+  ])('refuses %s with a stage-wide Deny, not an error', async (_, header) => {
+    const result = await authorize(header);
+    expect(result.principalId).toBe('anonymous');
+    expect(result.policyDocument.Statement).toEqual([
+      {
+        Action: 'execute-api:Invoke',
+        Effect: 'Deny',
+        Resource: 'arn:aws:execute-api:eu-west-1:123456789012:abc123/v1/*/*',
+      },
+    ]);
+    expect(result.context).toBeUndefined();
   });
 
   it('reads the key table once per authorization', async () => {
@@ -76,14 +85,28 @@ describe('authorizer against DynamoDB', () => {
     expect(counter.calls).toEqual(['GetItemCommand']);
   });
 
-  it('fails with another error than Unauthorized when DynamoDB is down (API Gateway: 503)', async () => {
+  it('fails (API Gateway: 503, uncached) when the key store is unreachable', async () => {
     const restore = failDynamoDbCalls(t.client, () =>
       Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }),
     );
     try {
-      await expect(authorize(`Bearer ${freeKey}`)).rejects.toMatchObject({
-        code: 'SERVICE_UNAVAILABLE',
-      });
+      await expect(authorize(`Bearer ${freeKey}`)).rejects.toThrow('The key store is unavailable');
+    } finally {
+      restore();
+    }
+  });
+
+  it('allows, with a failure context and no caller, when the key store fails permanently (the function answers 500)', async () => {
+    const restore = failDynamoDbCalls(t.client, () =>
+      Object.assign(new Error('not authorized'), {
+        name: 'AccessDeniedException',
+        $metadata: { httpStatusCode: 400 },
+      }),
+    );
+    try {
+      const result = await authorize(`Bearer ${freeKey}`);
+      expect(result.policyDocument.Statement[0]).toMatchObject({ Effect: 'Allow' });
+      expect(result.context).toEqual({ authorizerFailure: 'access-denied' });
     } finally {
       restore();
     }

@@ -159,8 +159,8 @@ describe('one round trip in the steady state', () => {
     for (let i = 2; i <= 60; i++) expect(await callsFor(MINUTE_START + i)).toEqual(['admitted', 1]);
     for (let i = 1; i <= 10; i++)
       expect(await callsFor(MINUTE_START + 100 + i)).toEqual(['limited', 1]);
-    // The 11th refusal also writes the ban.
-    expect(await callsFor(MINUTE_START + 200)).toEqual(['limited', 2]);
+    // The 11th refusal writes the ban in the same write.
+    expect(await callsFor(MINUTE_START + 200)).toEqual(['limited', 1]);
     expect(await callsFor(MINUTE_START + 300)).toEqual(['banned', 0]);
 
     // Another container (cold cache) learns the state from its first, failed write.
@@ -218,9 +218,53 @@ describe('temporary ban', () => {
     for (let i = 0; i < 5; i++)
       outcomes.push((await container.consume(caller, MINUTE_START + i)).decision.outcome);
     expect(outcomes).toEqual(['admitted', 'limited', 'limited', 'limited', 'banned']);
-    expect((await container.consume(caller, MINUTE_START + 3 + 5_000)).decision.outcome).not.toBe(
-      'banned',
+  });
+
+  it('does not re-trigger a ban shorter than the window: counting starts again after it', async () => {
+    const caller = {
+      keyId: `key_short${++sequence}`,
+      plan: 'enterprise' as const,
+      limits: { perMinute: 1, perDay: 100 },
+    };
+    const container = limiter({
+      ...DEFAULT_LIMITER_SETTINGS,
+      maxRefusalsPerMinute: 2,
+      banMs: 5_000,
+    });
+    const at = (ms: number) => container.consume(caller, MINUTE_START + ms);
+    await at(0);
+    for (let i = 1; i <= 3; i++) expect((await at(i)).decision.outcome).toBe('limited');
+    expect((await at(10)).decision.outcome).toBe('banned');
+    // The ban (set at 3 ms) ends at 5,003 ms, inside the same minute window.
+    const after = [];
+    for (let i = 0; i < 4; i++) after.push((await at(5_003 + i)).decision.outcome);
+    // Two refusals, the third goes over the line again and bans; not the first one after.
+    expect(after).toEqual(['limited', 'limited', 'limited', 'banned']);
+  });
+});
+
+describe('bans under concurrency', () => {
+  it('200 concurrent requests on one free key: 60 admitted, at most 11 RATE_LIMITED, the rest banned', async () => {
+    const caller = freeCaller();
+    const containers = Array.from({ length: 10 }, () => limiter());
+    const results = await Promise.all(
+      Array.from({ length: 200 }, (_, i) =>
+        containers[i % containers.length]!.consume(caller, MINUTE_START + 7 * 60_000 + i),
+      ),
     );
+    const outcomes = results.map((r) => r.decision.outcome);
+    const count = (outcome: string) => outcomes.filter((o) => o === outcome).length;
+    console.log(
+      `[ban-burst] 200 concurrent: ${count('admitted')} admitted, ${count('limited')} RATE_LIMITED, ${count('banned')} banned`,
+    );
+    expect(results.every((r) => !r.degraded)).toBe(true);
+    expect(count('admitted')).toBe(60);
+    expect(count('limited')).toBe(DEFAULT_LIMITER_SETTINGS.maxRefusalsPerMinute + 1);
+    expect(count('banned')).toBe(200 - 60 - 11);
+    // The ban is stored at once; the refusal count starts again after it.
+    const item = await stored(caller.keyId);
+    expect(Number(item?.bu)).toBeGreaterThan(MINUTE_START + 7 * 60_000);
+    expect(Number(item?.rc)).toBe(0);
   });
 });
 

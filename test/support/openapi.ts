@@ -272,7 +272,8 @@ const WINDOW_SECONDS: Readonly<Record<string, number>> = { minute: 60, day: 86_4
 
 /**
  * Whether the rate-limit headers of a response agree with each other (their formats are the
- * schemas' business): all five or none; `X-RateLimit-*` describe the first window of
+ * schemas' business): all five, none, or RateLimit-Policy alone (the counts are not known: the
+ * counter store failed); `X-RateLimit-*` describe the first window of
  * `RateLimit`, which is the binding one (fewer remaining, the minute window on a tie); nothing
  * remains beyond the quota, and no window ends further away than its length.
  */
@@ -282,6 +283,7 @@ function rateLimitHeaderProblems(
 ): string[] {
   const present = RATE_LIMIT_HEADERS.filter((name) => headers(name) !== null);
   if (present.length === 0) return [];
+  if (present.length === 1 && present[0] === 'RateLimit-Policy') return [];
   if (present.length < RATE_LIMIT_HEADERS.length) {
     const missing = RATE_LIMIT_HEADERS.filter((name) => headers(name) === null);
     return [`${where}: rate-limit headers come together, but ${missing.join(', ')} missing`];

@@ -1,8 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { INT64_MAX, INT64_MIN, orderToJson, parseInt64 } from '../../lib/orders/order.ts';
-import { parseOrderId } from '../../lib/orders/operations.ts';
-import { ApiError } from '../../lib/api/errors.ts';
+import { InvalidOrderId, parseOrderId } from '../../lib/orders/operations.ts';
 
 describe('parseInt64', () => {
   it.each([
@@ -45,24 +44,15 @@ describe('parseInt64', () => {
 });
 
 describe('parseOrderId', () => {
-  it('answers 400 INVALID_ORDER_ID for a malformed id, quoting it', () => {
-    const error = (() => {
-      try {
-        parseOrderId('1e3');
-      } catch (e) {
-        return e;
-      }
-    })();
-    expect(error).toBeInstanceOf(ApiError);
-    expect((error as ApiError).body).toEqual({
-      code: 'INVALID_ORDER_ID',
-      status: 400,
-      message: 'The order id "1e3" is not a base-10 integer in the int64 range.',
-    });
+  it('refuses a malformed id with InvalidOrderId, quoting it', () => {
+    expect(() => parseOrderId('1e3')).toThrow(new InvalidOrderId('1e3').message);
+    expect(new InvalidOrderId('1e3').message).toBe(
+      'The order id "1e3" is not a base-10 integer in the int64 range.',
+    );
   });
 
-  it('answers 400 when the parameter is missing', () => {
-    expect(() => parseOrderId(undefined)).toThrow(ApiError);
+  it('refuses a missing parameter with InvalidOrderId', () => {
+    expect(() => parseOrderId(undefined)).toThrow(InvalidOrderId);
   });
 });
 

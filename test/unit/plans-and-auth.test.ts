@@ -50,6 +50,16 @@ describe('plans', () => {
     expect(() => resolveLimits('enterprise', { perMinute: 0, perDay: 7 })).toThrow(/needs limits/);
     expect(() => resolveLimits('free', { perMinute: 5 })).toThrow(/only for the enterprise plan/);
   });
+
+  it('refuses enterprise limits whose minute limit is above the day limit', () => {
+    expect(() => resolveLimits('enterprise', { perMinute: 9, perDay: 3 })).toThrow(
+      'limits.perMinute (9) cannot be above limits.perDay (3)',
+    );
+    expect(resolveLimits('enterprise', { perMinute: 3, perDay: 3 })).toEqual({
+      perMinute: 3,
+      perDay: 3,
+    });
+  });
 });
 
 describe('authenticate', () => {

@@ -1,0 +1,124 @@
+/**
+ * The real DynamoDB Local under `npm start`, paused (SIGSTOP) for longer than the time budget and
+ * resumed: every request is answered within the budget, a list already streaming is cut (not
+ * held), nothing is applied after it was answered as failed except the documented cancel case,
+ * and the API recovers without a restart.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TIME_BUDGETS } from '../../lib/config/budgets.ts';
+import { generateApiKey } from '../../lib/keys/api-key.ts';
+import type { LocalState } from '../../local/local-stack.ts';
+import { startLocalApi, tempStateFile, type LocalApi } from '../support/local-api.ts';
+
+const LIST_SIZE = 20_000;
+const keys = { cached: generateApiKey(), fresh: generateApiKey() };
+let api: LocalApi;
+let javaPid: number;
+
+function seedFile(): string {
+  const dir = join(tempStateFile(), '..');
+  const orders = Array.from({ length: LIST_SIZE }, (_, i) => ({
+    id: i + 1,
+    petId: 1_000 + i,
+    quantity: 1,
+    status: 'pending',
+  }));
+  writeFileSync(join(dir, 'seed.json'), JSON.stringify(orders));
+  writeFileSync(
+    join(dir, 'keys.json'),
+    JSON.stringify([
+      { key: keys.cached, plan: 'enterprise', limits: { perMinute: 1000, perDay: 10000 } },
+      { key: keys.fresh, plan: 'enterprise', limits: { perMinute: 1000, perDay: 10000 } },
+    ]),
+  );
+  return dir;
+}
+
+async function timed(method: string, path: string, key: string) {
+  const started = performance.now();
+  const response = await fetch(`${api.url}${path}`, {
+    method,
+    headers: { Authorization: `Bearer ${key}` },
+  });
+  const ms = performance.now() - started;
+  return { status: response.status, headers: response.headers, ms, body: await response.text() };
+}
+
+beforeAll(async () => {
+  const dir = seedFile();
+  api = await startLocalApi({
+    ownDynamoDb: true,
+    args: ['--seed', join(dir, 'seed.json'), '--keys', join(dir, 'keys.json')],
+  });
+  javaPid = (JSON.parse(readFileSync(api.stateFile, 'utf8')) as LocalState).dynamoDbPid!;
+}, 120_000);
+afterAll(async () => {
+  try {
+    process.kill(javaPid, 'SIGCONT');
+  } catch {
+    // already gone
+  }
+  await api.stop();
+});
+
+describe('DynamoDB Local paused for longer than the budget', () => {
+  it('answers within the budget, cuts a stalled list, applies nothing late but the documented cancel, and recovers', async () => {
+    // The cached key's authorizer answer is in the gateway's cache before the pause.
+    expect((await timed('DELETE', '/store/orders/2', keys.cached)).status).toBe(204);
+
+    // A list starts streaming; its reader takes one chunk, then stops reading for a while.
+    const listing = await fetch(`${api.url}/store/orders`, {
+      headers: { Authorization: `Bearer ${keys.cached}` },
+    });
+    expect(listing.status).toBe(200);
+    const reader = listing.body!.getReader();
+    const first = await reader.read();
+    expect(first.done).toBe(false);
+
+    process.kill(javaPid, 'SIGSTOP');
+    try {
+      const [cancel, list, unknownToCache] = await Promise.all([
+        timed('DELETE', '/store/orders/1', keys.cached),
+        timed('GET', '/store/orders', keys.cached),
+        timed('GET', '/store/orders', keys.fresh),
+      ]);
+      for (const answer of [cancel, list, unknownToCache]) {
+        expect(answer.status).toBe(503);
+        expect(answer.headers.get('retry-after')).toBe('1');
+        expect(answer.ms).toBeLessThan(TIME_BUDGETS.answerMs);
+        expect(JSON.parse(answer.body)).toMatchObject({ code: 'SERVICE_UNAVAILABLE' });
+      }
+      // The limiter could not count: the answer claims no counts.
+      expect(cancel.headers.get('x-ratelimit-remaining')).toBeNull();
+
+      // The list already streaming: once its reader reads on, the stalled page ends the stream.
+      const cutStarted = performance.now();
+      let cut = false;
+      try {
+        for (;;) {
+          const { done } = await reader.read();
+          if (done) break;
+        }
+      } catch {
+        cut = true;
+      }
+      expect(cut).toBe(true);
+      expect(performance.now() - cutStarted).toBeLessThan(TIME_BUDGETS.listPageMs + 2_000);
+    } finally {
+      process.kill(javaPid, 'SIGCONT');
+    }
+
+    // Recovery without a restart.
+    const after = await timed('GET', '/store/orders', keys.cached);
+    expect(after.status).toBe(200);
+    expect((JSON.parse(after.body) as unknown[]).length).toBe(LIST_SIZE);
+    // The cancel answered 503 never reached its write (its limiter call stalled first): the
+    // order is still pending, and a retry converges.
+    expect(after.body).toContain('{"id":1,"petId":1000,"quantity":1,"status":"pending"}');
+    expect((await timed('DELETE', '/store/orders/1', keys.cached)).status).toBe(204);
+    const listed = await timed('GET', '/store/orders', keys.cached);
+    expect(listed.body).toContain('{"id":1,"petId":1000,"quantity":1,"status":"cancelled"}');
+  }, 60_000);
+});
