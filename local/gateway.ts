@@ -3,15 +3,29 @@
  * matter to a client:
  *  - routing from the shared route table: unknown path → 404 ROUTE_NOT_FOUND before
  *    authentication; known path, other method → 405 METHOD_NOT_ALLOWED with `Allow`;
- *  - a TOKEN authorizer on `Authorization`: a missing header is refused without invoking it;
- *    `Unauthorized` → 401; another error → AUTHORIZER_CONFIGURATION_ERROR; Allow policies cached per token
- *    for the TTL, and checked against the method ARN like API Gateway does;
- *  - REST v1 proxy events with `requestContext.authorizer`;
- *  - buffered responses limited to 6 MB, streamed responses piped as they are produced;
- *  - gateway responses from the shared definitions, in the Error shape.
+ *  - a TOKEN authorizer on `Authorization`: a missing header, or one that fails the identity
+ *    validation expression, is refused (401) without invoking it; `Unauthorized` → 401; a Deny
+ *    policy → ACCESS_DENIED (401 here); another error → AUTHORIZER_CONFIGURATION_ERROR (503);
+ *    policies (Allow and Deny) cached per token for the TTL and checked against the method ARN;
+ *  - REST v1 proxy events with `requestContext.authorizer` and `requestTimeEpoch`;
+ *  - buffered responses limited to 6 MB; streamed responses passed through as the function
+ *    writes them, its bytes untouched (content codings included), the status line sent as soon
+ *    as the function's prelude is in;
+ *  - gateway responses from the shared definitions, in the Error shape — also for requests
+ *    Node's HTTP parser refuses (see `attachGateway`);
+ *  - a client that goes away at any moment stops its invocation (queued or running).
+ * Functions run through an Invoker: containers for `npm start`, in-process handlers in tests.
  */
 import { randomUUID } from 'node:crypto';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import {
+  createServer,
+  STATUS_CODES,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
+import type { Duplex } from 'node:stream';
+import { errorBody } from '../lib/api/errors.ts';
 import {
   gatewayAnswer,
   methodNotAllowedAnswer,
@@ -26,28 +40,33 @@ import {
   type RouteDefinition,
   type RouteMatch,
 } from '../lib/api/routes.ts';
-import {
-  createContext,
-  invokeBuffered,
-  invokeStreaming,
-  isStreamingHandler,
-  PayloadTooLargeError,
-} from './lambda-runtime.ts';
+import { FUNCTIONS, type FunctionName } from '../lib/functions.ts';
+import { BEARER_KEY_PATTERN, quotableInput } from '../lib/keys/api-key.ts';
+import { inProcessInvoker, type Invoker } from './invoker.ts';
 
 const REGION = 'local';
 const ACCOUNT_ID = '000000000000';
 const API_ID = 'local';
-/** API Gateway's integration timeout. */
+/** API Gateway's integration timeout for buffered (non-streamed) integrations. */
 const INTEGRATION_TIMEOUT_MS = 29_000;
 /** API Gateway REST's request payload limit. */
 const MAX_REQUEST_BYTES = 10 * 1024 * 1024;
+/** API Gateway REST's limit on the request's headers (names, values, line ends). */
+export const MAX_HEADER_BYTES = 10_240;
+/** How much of a path a log line shows. */
+const LOGGED_PATH_LENGTH = 120;
 
 export interface GatewayOptions {
-  readonly functions: Readonly<Record<OperationId, unknown>>;
-  readonly authorizer: unknown;
+  /** How functions run (default: the given handlers, in this process). */
+  readonly invoker?: Invoker;
+  /** In-process handlers, when no invoker is given (tests). */
+  readonly functions?: Partial<Record<OperationId, unknown>>;
+  readonly authorizer?: unknown;
   /** Authorizer result cache TTL; 0 turns the cache off. */
   readonly authorizerTtlSeconds: number;
   readonly integrationTimeoutMs?: number;
+  /** The TOKEN authorizer's identity validation expression (default: the service's). */
+  readonly identityValidation?: RegExp;
   /** One line per request; never carries a key. */
   readonly log?: (line: string) => void;
   /** The route table and gateway responses (default: the service's, as the stack deploys them). */
@@ -128,38 +147,101 @@ async function readBody(request: IncomingMessage): Promise<Buffer | 'too-large'>
   return Buffer.concat(chunks);
 }
 
-export function createGateway(options: GatewayOptions) {
+/**
+ * The path and query of a request target in origin form (`/v1/x?y`) or absolute form
+ * (`http://host/v1/x?y`), taken apart as text: nothing a client sends can make it throw.
+ * Undefined for any other form (authority form `host:443`, asterisk `*`).
+ */
+export function requestTarget(raw: string): { path: string; query: string } | undefined {
+  let rest = raw;
+  const absolute = /^https?:\/\/([^/?#]*)/i.exec(raw);
+  if (absolute) {
+    // host[:port], the port at most 65535; an IPv6 literal in brackets.
+    const authority = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::(\d{1,5}))?$/.exec(
+      absolute[1] ?? '',
+    );
+    if (!authority || Number(authority[1] ?? 0) > 65_535) return undefined;
+    rest = raw.slice(absolute[0].length) || '/';
+  }
+  if (!rest.startsWith('/')) return undefined;
+  const hash = rest.indexOf('#');
+  if (hash >= 0) rest = rest.slice(0, hash);
+  const mark = rest.indexOf('?');
+  return mark < 0
+    ? { path: rest, query: '' }
+    : { path: rest.slice(0, mark), query: rest.slice(mark + 1) };
+}
+
+/** A path as a log line may show it: decoded where it can be, keys cut to a hint, no controls. */
+export function loggablePath(path: string): string {
+  let decoded = path;
+  try {
+    decoded = decodeURIComponent(path);
+  } catch {
+    // shown as sent
+  }
+  return quotableInput(decoded, LOGGED_PATH_LENGTH);
+}
+
+/** An HTTP/1.1 answer written straight to a socket (for requests the parser refused). */
+function rawAnswer(socket: Duplex, answer: GatewayAnswer, requestId: string): void {
+  const body = JSON.stringify(answer.body);
+  const head = [
+    `HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status] ?? ''}`,
+    ...Object.entries({
+      ...answer.headers,
+      'Content-Length': String(Buffer.byteLength(body)),
+      'x-amzn-RequestId': requestId,
+      Connection: 'close',
+    }).map(([name, value]) => `${name}: ${value}`),
+  ].join('\r\n');
+  socket.end(`${head}\r\n\r\n${body}`);
+}
+
+export interface GatewayListener {
+  (request: IncomingMessage, response: ServerResponse): Promise<void>;
+  /** For Node's `clientError`: a request its parser refused gets the Error object too. */
+  clientError(error: Error & { code?: string }, socket: Duplex): void;
+  /** For Node's `connect`: CONNECT is routed like any method, never a tunnel. */
+  connect(request: IncomingMessage, socket: Duplex): void;
+}
+
+export function createGateway(options: GatewayOptions): GatewayListener {
   const now = options.now ?? Date.now;
   const cache = new Map<string, { result: AuthorizerResult; expires: number }>();
   const answerOf = (type: GatewayResponseType) => gatewayAnswer(type, options.gatewayResponses);
   const integrationTimeoutMs = options.integrationTimeoutMs ?? INTEGRATION_TIMEOUT_MS;
+  const identityValidation = options.identityValidation ?? new RegExp(BEARER_KEY_PATTERN);
+  const invoker =
+    options.invoker ?? inProcessInvoker({ ...options.functions, authorizer: options.authorizer });
+  const stagePrefix = `/${API_STAGE}`;
 
   const methodArn = (match: RouteMatch, path: string): string =>
     `arn:aws:execute-api:${REGION}:${ACCOUNT_ID}:${API_ID}/${API_STAGE}/${match.route.method}${path}`;
+
+  /** How long a function may run before it answers: its own timeout, within API Gateway's. */
+  const timeoutOf = (name: FunctionName, streaming: boolean): number => {
+    const own = FUNCTIONS[name].timeoutSeconds * 1000;
+    return streaming ? own : Math.min(own, integrationTimeoutMs);
+  };
 
   async function authorize(token: string, arn: string): Promise<Authorization> {
     const cached = options.authorizerTtlSeconds > 0 ? cache.get(token) : undefined;
     let result = cached && cached.expires > now() ? cached.result : undefined;
     if (!result) {
-      let output: unknown;
-      try {
-        output = await (options.authorizer as (e: unknown, c: unknown) => Promise<unknown>)(
-          { type: 'TOKEN', authorizationToken: token, methodArn: arn },
-          createContext('authorizer'),
-        );
-      } catch (error) {
-        // As API Gateway: "Unauthorized" is a 401; any other error is a configuration error.
-        return {
-          ok: false,
-          answer:
-            (error as Error)?.message === 'Unauthorized'
-              ? 'UNAUTHORIZED'
-              : 'AUTHORIZER_CONFIGURATION_ERROR',
-        };
+      const invocation = await invoker.invoke(
+        'authorizer',
+        { type: 'TOKEN', authorizationToken: token, methodArn: arn },
+        { timeoutMs: timeoutOf('authorizer', false) },
+      );
+      if (invocation.kind === 'failed' && invocation.message === 'Unauthorized') {
+        return { ok: false, answer: 'UNAUTHORIZED' };
       }
-      if (!isAuthorizerResult(output))
+      // Any other failure, a timeout or an unusable answer: not cached.
+      if (invocation.kind !== 'returned' || !isAuthorizerResult(invocation.result)) {
         return { ok: false, answer: 'AUTHORIZER_CONFIGURATION_ERROR' };
-      result = output;
+      }
+      result = invocation.result;
       if (options.authorizerTtlSeconds > 0) {
         cache.set(token, { result, expires: now() + options.authorizerTtlSeconds * 1000 });
       }
@@ -171,7 +253,7 @@ export function createGateway(options: GatewayOptions) {
 
   function proxyEvent(
     request: IncomingMessage,
-    url: URL,
+    target: { path: string; query: string },
     match: RouteMatch,
     authorizer: AuthorizerResult,
     body: Buffer,
@@ -180,11 +262,11 @@ export function createGateway(options: GatewayOptions) {
     const { single, multi } = rawHeaders(request);
     const query: Record<string, string> = {};
     const multiQuery: Record<string, string[]> = {};
-    for (const [name, value] of url.searchParams) {
+    for (const [name, value] of new URLSearchParams(target.query)) {
       query[name] = value;
       (multiQuery[name] ??= []).push(value);
     }
-    const stagePath = url.pathname.slice(API_STAGE.length + 1);
+    const stagePath = target.path.slice(stagePrefix.length);
     const hasQuery = Object.keys(query).length > 0;
     const startedAt = now();
     return {
@@ -213,7 +295,7 @@ export function createGateway(options: GatewayOptions) {
           sourceIp: request.socket.remoteAddress ?? '127.0.0.1',
           userAgent: single['User-Agent'] ?? null,
         },
-        path: url.pathname,
+        path: target.path,
         protocol: `HTTP/${request.httpVersion}`,
         requestId,
         requestTime: new Date(startedAt).toUTCString(),
@@ -247,88 +329,83 @@ export function createGateway(options: GatewayOptions) {
     return answer.status;
   }
 
-  async function withTimeout<T>(work: Promise<T>): Promise<T | 'timeout'> {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<'timeout'>((resolve) => {
-      timer = setTimeout(() => resolve('timeout'), integrationTimeoutMs);
-    });
-    try {
-      return await Promise.race([work, timeout]);
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
   async function integrate(
     response: ServerResponse,
-    handler: unknown,
-    functionName: string,
+    name: OperationId,
+    streaming: boolean,
     event: unknown,
     requestId: string,
+    signal: AbortSignal,
   ): Promise<number> {
-    const context = createContext(functionName, integrationTimeoutMs);
-    if (isStreamingHandler(handler)) {
-      const started = await withTimeout(
-        invokeStreaming(handler, event, context).catch(() => 'failed' as const),
-      );
-      if (started === 'timeout')
-        return sendAnswer(response, answerOf('INTEGRATION_TIMEOUT'), requestId);
-      if (started === 'failed')
+    const invocation = await invoker.invoke(name, event, {
+      signal,
+      timeoutMs: timeoutOf(name, streaming),
+    });
+    if (signal.aborted) {
+      if (invocation.kind === 'streaming') invocation.body.destroy();
+      return 499;
+    }
+    switch (invocation.kind) {
+      case 'timed-out': {
+        // API Gateway gave up first (its 29 s), or the function ran out of its own time.
+        const gatewayFirst =
+          !streaming && FUNCTIONS[name].timeoutSeconds * 1000 > integrationTimeoutMs;
+        return sendAnswer(
+          response,
+          answerOf(gatewayFirst ? 'INTEGRATION_TIMEOUT' : 'INTEGRATION_FAILURE'),
+          requestId,
+        );
+      }
+      case 'failed':
+        options.log?.(`function ${name} failed: ${quotableInput(invocation.message, 200)}`);
         return sendAnswer(response, answerOf('INTEGRATION_FAILURE'), requestId);
-      const status = started.prelude?.statusCode ?? 200;
-      response.writeHead(status, {
-        ...(started.prelude?.headers ?? {}),
-        'x-amzn-RequestId': requestId,
-      });
-      // The status line goes out as soon as the function sent its prelude, as with API Gateway.
-      response.flushHeaders();
-      started.body.on('error', () => response.destroy());
-      // A client that goes away stops the function too (else it would wait on back-pressure).
-      response.on('close', () => {
-        if (!response.writableFinished) started.abort(new Error('client closed the connection'));
-      });
-      started.body.pipe(response);
-      // A failure after the status line went out can only cut the connection short, as in AWS.
-      await started.done.catch(() => response.destroy());
-      return status;
+      case 'too-large':
+        return sendAnswer(response, answerOf('INTEGRATION_FAILURE'), requestId);
+      case 'streaming': {
+        const status = invocation.prelude?.statusCode ?? 200;
+        response.writeHead(status, {
+          ...(invocation.prelude?.headers ?? {}),
+          'x-amzn-RequestId': requestId,
+        });
+        // The status line goes out as soon as the function sent its prelude, as with API Gateway.
+        response.flushHeaders();
+        invocation.body.on('error', () => response.destroy());
+        invocation.body.pipe(response);
+        // A failure after the status line went out can only cut the connection short, as in AWS.
+        await invocation.done.catch(() => response.destroy());
+        return status;
+      }
+      case 'returned': {
+        const proxy = invocation.result as {
+          statusCode?: unknown;
+          headers?: Record<string, string>;
+          body?: unknown;
+        };
+        if (
+          typeof proxy?.statusCode !== 'number' ||
+          (proxy.body !== undefined && typeof proxy.body !== 'string')
+        ) {
+          return sendAnswer(response, answerOf('INTEGRATION_FAILURE'), requestId);
+        }
+        const headers = { ...(proxy.headers ?? {}), 'x-amzn-RequestId': requestId };
+        send(response, proxy.statusCode, headers, proxy.body ?? '');
+        return proxy.statusCode;
+      }
     }
-    let result: unknown;
-    try {
-      result = await withTimeout(invokeBuffered(handler, event, context));
-    } catch (error) {
-      if (!(error instanceof PayloadTooLargeError))
-        options.log?.(`function ${functionName} failed: ${(error as Error).message}`);
-      return sendAnswer(response, answerOf('INTEGRATION_FAILURE'), requestId);
-    }
-    if (result === 'timeout')
-      return sendAnswer(response, answerOf('INTEGRATION_TIMEOUT'), requestId);
-    const proxy = result as {
-      statusCode?: unknown;
-      headers?: Record<string, string>;
-      body?: unknown;
-    };
-    if (
-      typeof proxy?.statusCode !== 'number' ||
-      (proxy.body !== undefined && typeof proxy.body !== 'string')
-    ) {
-      return sendAnswer(response, answerOf('INTEGRATION_FAILURE'), requestId);
-    }
-    const headers = { ...(proxy.headers ?? {}), 'x-amzn-RequestId': requestId };
-    send(response, proxy.statusCode, headers, proxy.body ?? '');
-    return proxy.statusCode;
   }
 
   async function handle(
     request: IncomingMessage,
     response: ServerResponse,
+    requestId: string,
+    signal: AbortSignal,
   ): Promise<{ status: number; keyId?: string }> {
-    const requestId = randomUUID();
-    const url = new URL(request.url ?? '/', 'http://localhost');
+    const target = requestTarget(request.url ?? '');
+    if (!target) return { status: sendAnswer(response, answerOf('DEFAULT_4XX'), requestId) };
     const method = request.method ?? 'GET';
-    const stagePrefix = `/${API_STAGE}`;
-    const inStage = url.pathname === stagePrefix || url.pathname.startsWith(`${stagePrefix}/`);
+    const inStage = target.path === stagePrefix || target.path.startsWith(`${stagePrefix}/`);
     const resolution = inStage
-      ? resolveRoute(method, url.pathname.slice(stagePrefix.length) || '/', options.routes)
+      ? resolveRoute(method, target.path.slice(stagePrefix.length) || '/', options.routes)
       : ({ kind: 'not-found' } as const);
     if (resolution.kind === 'not-found') {
       return {
@@ -342,36 +419,127 @@ export function createGateway(options: GatewayOptions) {
     if (body === 'too-large')
       return { status: sendAnswer(response, answerOf('REQUEST_TOO_LARGE'), requestId) };
 
+    // The identity source: missing, or not shaped like a key, is refused before any invocation.
     const token = headerValue(request, 'authorization');
-    if (token === undefined || token.trim() === '') {
+    if (token === undefined || !identityValidation.test(token)) {
       return { status: sendAnswer(response, answerOf('UNAUTHORIZED'), requestId) };
     }
     const match = resolution.match;
-    const arn = methodArn(match, url.pathname.slice(stagePrefix.length));
+    const arn = methodArn(match, target.path.slice(stagePrefix.length));
     const authorization = await authorize(token, arn);
     if (!authorization.ok)
       return { status: sendAnswer(response, answerOf(authorization.answer), requestId) };
 
-    const event = proxyEvent(request, url, match, authorization.result, body, requestId);
-    const handler = options.functions[match.route.operationId];
-    const status = await integrate(response, handler, match.route.operationId, event, requestId);
+    const event = proxyEvent(request, target, match, authorization.result, body, requestId);
+    const { operationId, streaming } = match.route;
+    const status = await integrate(response, operationId, streaming, event, requestId, signal);
     return { status, keyId: authorization.result.principalId };
   }
 
-  return async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
+  const logLine = (method: string, path: string, status: number | string, rest = '') =>
+    options.log?.(`${method} ${path} ${status}${rest}`);
+
+  const listener = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
     const started = now();
+    const requestId = randomUUID();
+    // Watched from the first moment: a client may leave while the request is still queued.
+    const left = new AbortController();
+    response.on('close', () => {
+      if (!response.writableFinished) left.abort(new Error('the client went away'));
+    });
     let outcome: { status: number; keyId?: string } = { status: 500 };
     try {
-      outcome = await handle(request, response);
+      outcome = await handle(request, response, requestId, left.signal);
     } catch (error) {
-      options.log?.(`gateway error: ${(error as Error).message}`);
+      options.log?.(`gateway error: ${quotableInput((error as Error).message, 200)}`);
       if (!response.headersSent)
-        outcome = { status: sendAnswer(response, answerOf('DEFAULT_5XX'), randomUUID()) };
+        outcome = { status: sendAnswer(response, answerOf('DEFAULT_5XX'), requestId) };
       else response.destroy();
     }
+    const path = loggablePath(requestTarget(request.url ?? '')?.path ?? request.url ?? '');
+    const gone = left.signal.aborted ? ' (client went away)' : '';
     // The request log names the caller by key id, never by key.
-    options.log?.(
-      `${request.method} ${new URL(request.url ?? '/', 'http://localhost').pathname} ${outcome.status} ${now() - started}ms${outcome.keyId ? ` ${outcome.keyId}` : ''}`,
+    logLine(
+      request.method ?? '-',
+      path,
+      outcome.status,
+      ` ${now() - started}ms${outcome.keyId ? ` ${outcome.keyId}` : ''}${gone}`,
     );
   };
+
+  const clientError = (error: Error & { code?: string }, socket: Duplex): void => {
+    // A connection reset or a client that sent nothing in time: nobody to answer.
+    if (!socket.writable || error.code === 'ECONNRESET' || error.code?.startsWith('ERR_HTTP_')) {
+      socket.destroy();
+      return;
+    }
+    // Garbage after a request whose answer is still going out: that answer ends whole, then
+    // the connection closes (as Node itself does).
+    const inFlight = (socket as { _httpMessage?: ServerResponse })._httpMessage;
+    if (inFlight && !inFlight.writableFinished) {
+      inFlight.once('finish', () => socket.end());
+      inFlight.once('close', () => socket.destroy());
+      return;
+    }
+    const type = error.code === 'HPE_HEADER_OVERFLOW' ? 'REQUEST_TOO_LARGE' : 'DEFAULT_4XX';
+    const answer = answerOf(type);
+    rawAnswer(socket, answer, randomUUID());
+    logLine(
+      '-',
+      '-',
+      answer.status,
+      ` (refused by the HTTP parser: ${error.code ?? error.message})`,
+    );
+  };
+
+  const connect = (request: IncomingMessage, socket: Duplex): void => {
+    const target = requestTarget(request.url ?? '');
+    const path = target?.path ?? '';
+    const resolution = path.startsWith(`${stagePrefix}/`)
+      ? resolveRoute('CONNECT', path.slice(stagePrefix.length), options.routes)
+      : ({ kind: 'not-found' } as const);
+    const answer =
+      target === undefined
+        ? answerOf('DEFAULT_4XX')
+        : resolution.kind === 'method-not-allowed'
+          ? methodNotAllowedAnswer(resolution.allow)
+          : answerOf('MISSING_AUTHENTICATION_TOKEN');
+    rawAnswer(socket, answer, randomUUID());
+    logLine('CONNECT', loggablePath(path || (request.url ?? '')), answer.status);
+  };
+
+  return Object.assign(listener, { clientError, connect });
+}
+
+/**
+ * An HTTP server in front of the gateway `current()` gives (503 while there is none yet, as the
+ * local API starts): API Gateway's header limit, and every request Node's parser refuses (a
+ * header over the limit, a malformed request line, a bad Content-Length…) answered with the
+ * Error object, as API Gateway answers them.
+ */
+export function createGatewayServer(current: () => GatewayListener | undefined): Server {
+  const starting = {
+    ...gatewayAnswer('AUTHORIZER_FAILURE'),
+    body: errorBody('SERVICE_UNAVAILABLE', 'The local API is starting.'),
+  };
+  const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES }, (request, response) => {
+    const gateway = current();
+    if (gateway) {
+      void gateway(request, response);
+      return;
+    }
+    response.writeHead(starting.status, starting.headers);
+    response.end(JSON.stringify(starting.body));
+  });
+  server.on('clientError', (error: Error & { code?: string }, socket: Duplex) => {
+    const gateway = current();
+    if (gateway) gateway.clientError(error, socket);
+    else socket.destroy();
+  });
+  server.on('connect', (request: IncomingMessage, socket: Duplex) => {
+    const gateway = current();
+    if (gateway) gateway.connect(request, socket);
+    else socket.destroy();
+  });
+  return server;
 }

@@ -114,13 +114,22 @@ export interface StreamedResponse {
 /**
  * Invokes a streaming handler and resolves as soon as its prelude is written (or the body
  * starts without one), so the caller can pipe the body while the handler still produces it.
+ * `signal` ends the invocation from outside at any moment (the client went away): the
+ * handler's response stream errors, as Lambda's does when its connection closes.
  */
 export function invokeStreaming(
   handler: unknown,
   event: unknown,
   context: LambdaContext,
+  signal?: AbortSignal,
 ): Promise<StreamedResponse> {
   const responseStream = new PassThrough();
+  const abortWith = (): void =>
+    void responseStream.destroy(
+      signal?.reason instanceof Error ? signal.reason : new Error('the client went away'),
+    );
+  if (signal?.aborted) abortWith();
+  else signal?.addEventListener('abort', abortWith, { once: true });
   const done = (handler as StreamingHandler)(event, responseStream, context).then(
     () => undefined,
     (error: unknown) => {
@@ -129,6 +138,7 @@ export function invokeStreaming(
     },
   );
   done.catch(() => undefined);
+  void done.finally(() => signal?.removeEventListener('abort', abortWith)).catch(() => undefined);
   const abort = (reason: Error): void => void responseStream.destroy(reason);
   return new Promise((resolve, reject) => {
     let head = Buffer.alloc(0);

@@ -47,6 +47,8 @@ export interface LocalStackOptions {
   readonly seedOrders?: readonly Order[];
   /** Keys to register; the demo keys when absent. */
   readonly keys?: readonly KeyEntry[];
+  /** A state file that DynamoDB Local's wrapper removes if this process dies (see writeLocalState). */
+  readonly stateFile?: string;
 }
 
 export interface LocalStack {
@@ -56,13 +58,20 @@ export interface LocalStack {
   readonly keys: readonly KeyEntry[];
   readonly ordersLoaded: number;
   readonly dynamoDbPid: number | undefined;
+  /** Settles if the DynamoDB Local this stack started ends (never for a given endpoint). */
+  readonly dynamoDbExited: Promise<string>;
   stop(): Promise<void>;
 }
 
 export async function startLocalStack(options: LocalStackOptions = {}): Promise<LocalStack> {
   const dynamo = options.dynamodbEndpoint
-    ? { endpoint: options.dynamodbEndpoint, pid: undefined, stop: () => Promise.resolve() }
-    : await startDynamoDbLocal();
+    ? {
+        endpoint: options.dynamodbEndpoint,
+        pid: undefined,
+        exited: new Promise<string>(() => undefined),
+        stop: () => Promise.resolve(),
+      }
+    : await startDynamoDbLocal({ stateFile: options.stateFile });
   const client = createDocumentClient({ endpoint: dynamo.endpoint });
   try {
     const tables = localTableNames(options.tablePrefix);
@@ -78,6 +87,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       keys,
       ordersLoaded: orders.length,
       dynamoDbPid: dynamo.pid,
+      dynamoDbExited: dynamo.exited,
       stop: async () => {
         client.destroy();
         await dynamo.stop();

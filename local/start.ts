@@ -1,27 +1,35 @@
 /**
- * `npm start`: the whole API on this machine — the real authorizer and handlers behind the
- * API Gateway emulation, on DynamoDB Local (in memory, stopped on exit) or a given endpoint.
+ * `npm start`: the whole API on this machine — the real authorizer and handlers, each function
+ * in containers of its own (worker threads, as Lambda runs them), behind the API Gateway
+ * emulation, on DynamoDB Local (in memory) or a given endpoint.
+ *
+ * Lifecycle: SIGINT, SIGTERM and SIGHUP stop everything; so does the end of the process that
+ * started it (npm or a shell killed without this process); if this process is killed outright,
+ * DynamoDB Local's wrapper stops Java and removes the state file; if DynamoDB Local dies, this
+ * says so in one line and exits 1.
  */
 import { readFile } from 'node:fs/promises';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Server } from 'node:http';
 import { parseArgs } from 'node:util';
 import { API_STAGE } from '../lib/api/routes.ts';
-import { keyHint } from '../lib/keys/api-key.ts';
+import { LOCAL_REGION } from '../lib/dynamodb/client.ts';
+import { keyHint, quotableInput } from '../lib/keys/api-key.ts';
 import { parseKeyEntries, type KeyEntry } from '../lib/keys/key-input.ts';
 import { resolveLimits } from '../lib/limits/plans.ts';
 import { formatProblem, parseOrders } from '../lib/orders/order-input.ts';
 import { orderToJson, type Order } from '../lib/orders/order.ts';
+import { ContainerPool, DEFAULT_MAX_CONTAINERS } from './container-pool.ts';
 import { DEMO_KEYS, DEMO_ORDERS } from './demo-data.ts';
-import { createGateway } from './gateway.ts';
+import { createGateway, createGatewayServer, type GatewayListener } from './gateway.ts';
 import {
   DEFAULT_TABLE_PREFIX,
-  loadFunctions,
+  functionEnvironment,
+  localStateFile,
   removeLocalState,
   startLocalStack,
   writeLocalState,
   type LocalStack,
 } from './local-stack.ts';
-import { LOCAL_REGION } from '../lib/dynamodb/client.ts';
 
 const USAGE = `Usage: npm start -- [options]
 
@@ -34,6 +42,7 @@ Options:
   --dynamodb-endpoint URL  use a running DynamoDB instead of starting DynamoDB Local
   --table-prefix NAME      prefix of the table names (default ${DEFAULT_TABLE_PREFIX})
   --authorizer-ttl SECONDS authorizer cache TTL, 0 to 3600 (default 60, as deployed)
+  --containers N           containers per function at most, 1 to 64 (default ${DEFAULT_MAX_CONTAINERS})
   --help                   show this help`;
 
 /** A problem with what the user gave: reported as one line, never as a stack trace. */
@@ -46,6 +55,7 @@ interface StartOptions {
   dynamodbEndpoint?: string;
   tablePrefix: string;
   authorizerTtlSeconds: number;
+  maxContainers: number;
 }
 
 function integerOption(
@@ -57,7 +67,9 @@ function integerOption(
 ): number {
   if (value === undefined) return fallback;
   if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > max) {
-    throw new UsageError(`--${name} must be an integer from ${min} to ${max}, got "${value}"`);
+    throw new UsageError(
+      `--${name} must be an integer from ${min} to ${max}, got "${quotableInput(value)}"`,
+    );
   }
   return Number(value);
 }
@@ -67,7 +79,7 @@ async function readInputFile(path: string, flag: string): Promise<string> {
     return await readFile(path, 'utf8');
   } catch (error) {
     throw new UsageError(
-      `--${flag} ${path}: cannot read the file (${(error as NodeJS.ErrnoException).code ?? 'error'})`,
+      `--${flag} ${quotableInput(path, 200)}: cannot read the file (${(error as NodeJS.ErrnoException).code ?? 'error'})`,
     );
   }
 }
@@ -79,7 +91,7 @@ function problemsLine(
 ): string {
   const shown = problems.slice(0, 3).map(formatProblem).join('; ');
   const more = problems.length > 3 ? `; and ${problems.length - 3} more` : '';
-  return `--${flag} ${path}: ${shown}${more}`;
+  return `--${flag} ${quotableInput(path, 200)}: ${shown}${more}`;
 }
 
 async function parseOptions(argv: string[]): Promise<StartOptions | 'help'> {
@@ -94,19 +106,21 @@ async function parseOptions(argv: string[]): Promise<StartOptions | 'help'> {
         'dynamodb-endpoint': { type: 'string' },
         'table-prefix': { type: 'string' },
         'authorizer-ttl': { type: 'string' },
+        containers: { type: 'string' },
         help: { type: 'boolean' },
       },
       strict: true,
       allowPositionals: false,
     }));
   } catch (error) {
-    throw new UsageError((error as Error).message.split('\n')[0]);
+    throw new UsageError(quotableInput((error as Error).message.split('\n')[0] ?? '', 200));
   }
   if (values.help) return 'help';
   const options: StartOptions = {
     port: integerOption(values.port, 'port', 0, 65535, 3000),
     tablePrefix: values['table-prefix'] ?? DEFAULT_TABLE_PREFIX,
     authorizerTtlSeconds: integerOption(values['authorizer-ttl'], 'authorizer-ttl', 0, 3600, 60),
+    maxContainers: integerOption(values.containers, 'containers', 1, 64, DEFAULT_MAX_CONTAINERS),
   };
   if (!/^[A-Za-z0-9_.-]{3,200}$/.test(options.tablePrefix)) {
     throw new UsageError('--table-prefix must be 3 to 200 letters, digits, "_", "-" or "."');
@@ -114,7 +128,9 @@ async function parseOptions(argv: string[]): Promise<StartOptions | 'help'> {
   const endpoint = values['dynamodb-endpoint'];
   if (endpoint !== undefined) {
     if (!URL.canParse(endpoint) || !/^https?:$/.test(new URL(endpoint).protocol)) {
-      throw new UsageError(`--dynamodb-endpoint must be an http(s) URL, got "${endpoint}"`);
+      throw new UsageError(
+        `--dynamodb-endpoint must be an http(s) URL, got "${quotableInput(endpoint)}"`,
+      );
     }
     options.dynamodbEndpoint = endpoint;
   }
@@ -165,35 +181,48 @@ function describeOrders(stack: LocalStack, seeded: readonly Order[] | undefined)
   return [`Demo orders:`, ...DEMO_ORDERS.map((order) => `  ${orderToJson(order)}`)];
 }
 
+/** Ends when the process that started this one is gone (its parent changes). */
+function watchParent(onGone: () => void): void {
+  const parent = process.ppid;
+  setInterval(() => {
+    if (process.ppid !== parent) onGone();
+  }, 500).unref();
+}
+
+/** Writes the line, then exits once it has reached stderr (a pipe is not cut short). */
+function exitWith(code: number, line?: string): void {
+  if (line === undefined) process.exit(code);
+  process.stderr.write(`${line}\n`, () => process.exit(code));
+}
+
 async function main(argv: string[]): Promise<void> {
   const options = await parseOptions(argv);
   if (options === 'help') {
     console.log(USAGE);
     return;
   }
-  const lines: string[] = [];
   // Claim the port first: a taken port is reported before DynamoDB Local is started at all.
-  let handle: (req: IncomingMessage, res: ServerResponse) => unknown = (_req, res) => {
-    res.writeHead(503, { 'Content-Type': 'application/json', 'Retry-After': '1' });
-    res.end('{"code":"SERVICE_UNAVAILABLE","message":"The local API is starting.","status":503}');
-  };
-  const server = createServer((req, res) => void handle(req, res));
+  // Until the functions are ready, the server answers 503.
+  const running: { gateway?: GatewayListener; pool?: ContainerPool } = {};
+  const server = createGatewayServer(() => running.gateway);
   const port = await listen(server, options.port);
 
   let stack: LocalStack | undefined;
   let stopping = false;
-  const shutdown = async (signal: string): Promise<void> => {
+  const shutdown = async (reason: string, code = 0, line?: string): Promise<void> => {
     if (stopping) return;
     stopping = true;
-    console.log(`\n${signal}: stopping`);
+    if (code === 0) console.log(`\n${reason}: stopping`);
     server.closeAllConnections();
     server.close();
+    await running.pool?.close();
     await removeLocalState();
     await stack?.stop();
-    process.exit(0);
+    exitWith(code, line);
   };
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const)
     process.on(signal, () => void shutdown(signal));
+  watchParent(() => void shutdown('the process that started npm start has ended'));
 
   try {
     stack = await startLocalStack({
@@ -201,22 +230,39 @@ async function main(argv: string[]): Promise<void> {
       tablePrefix: options.tablePrefix,
       seedOrders: options.seedOrders,
       keys: options.keys,
+      stateFile: localStateFile(),
     });
   } catch (error) {
     server.close();
     throw new UsageError(
       options.dynamodbEndpoint
         ? `cannot use DynamoDB at ${options.dynamodbEndpoint}: ${(error as Error).message.split('\n')[0]}`
-        : (error as Error).message.split('\n')[0],
+        : ((error as Error).message.split('\n')[0] ?? 'DynamoDB Local did not start'),
     );
   }
-  const functions = await loadFunctions(stack);
+  const dynamoDbPid = stack.dynamoDbPid;
+  void stack.dynamoDbExited.then((how) => {
+    if (stopping) return;
+    void shutdown(
+      'DynamoDB Local ended',
+      1,
+      `error: DynamoDB Local (pid ${dynamoDbPid}) ended unexpectedly (${how}); the local API stops with it`,
+    );
+  });
+
+  const log = (line: string): void => console.log(line);
+  const pool = new ContainerPool({
+    env: functionEnvironment(stack),
+    maxContainers: options.maxContainers,
+    log,
+  });
+  running.pool = pool;
+  await pool.prewarm();
   const apiUrl = `http://127.0.0.1:${port}/${API_STAGE}`;
-  handle = createGateway({
-    functions,
-    authorizer: functions.authorizer,
+  running.gateway = createGateway({
+    invoker: pool,
     authorizerTtlSeconds: options.authorizerTtlSeconds,
-    log: (line) => console.log(line),
+    log,
   });
   await writeLocalState({
     apiUrl,
@@ -227,18 +273,19 @@ async function main(argv: string[]): Promise<void> {
     dynamoDbPid: stack.dynamoDbPid,
   });
 
-  lines.push(
+  const lines = [
     `DynamoDB: ${stack.endpoint}${options.dynamodbEndpoint ? '' : ' (DynamoDB Local, in memory)'}`,
     `Tables: ${Object.values(stack.tables).join(', ')}`,
     ...describeOrders(stack, options.seedOrders),
     `API keys${stack.keys === DEMO_KEYS ? ' (demo keys, local only)' : ''}:`,
     ...describeKeys(stack.keys),
     `Authorizer cache TTL: ${options.authorizerTtlSeconds} s`,
+    `Functions: up to ${options.maxContainers} containers each (worker threads), one invocation at a time per container`,
     stack.keys === DEMO_KEYS
       ? `Try: curl -H "Authorization: Bearer ${DEMO_KEYS[0]?.key}" ${apiUrl}/store/orders`
       : `Try: curl -H "Authorization: Bearer <your key>" ${apiUrl}/store/orders`,
     `Listening on ${apiUrl}`,
-  );
+  ];
   console.log(lines.join('\n'));
 }
 
@@ -246,9 +293,7 @@ main(process.argv.slice(2)).catch((error: unknown) => {
   const message =
     error instanceof UsageError
       ? error.message
-      : `unexpected failure: ${(error as Error)?.message ?? String(error)}`;
-  console.error(`error: ${message}`);
-  process.exitCode = 1;
-  // DynamoDB Local (if started) is killed by its exit hook.
-  setImmediate(() => process.exit(1));
+      : `unexpected failure: ${quotableInput((error as Error)?.message ?? String(error), 300)}`;
+  // DynamoDB Local (if started) is stopped by its wrapper when this process ends.
+  exitWith(1, `error: ${message}`);
 });

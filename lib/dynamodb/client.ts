@@ -54,12 +54,17 @@ export function createDocumentClient(
 
 /**
  * A client that makes exactly one attempt per call, for writes that are not idempotent (the rate
- * limiter's counters): the SDK's retry after a timeout could apply a write twice.
+ * limiter's counters): the SDK's retry after a timeout could apply a write twice. With no second
+ * attempt to make room for, its one attempt may take the whole request budget (the caller's
+ * deadline still ends it).
  */
 export function createSingleAttemptClient(
   connection: DynamoDbConnection = {},
 ): DynamoDBDocumentClient {
-  return createDocumentClient(connection, { maxAttempts: 1 });
+  return createDocumentClient(connection, {
+    maxAttempts: 1,
+    requestHandler: attemptTimeouts(TIME_BUDGETS.requestMs),
+  });
 }
 
 /** The connection a function uses: AWS's, or DYNAMODB_ENDPOINT when running locally. */

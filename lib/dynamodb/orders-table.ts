@@ -39,6 +39,12 @@ import { ORDER_SHARDS, orderShard } from './tables.ts';
 
 /** Items per Query page: bounds what each shard holds in memory while the list streams. */
 export const ORDER_PAGE_SIZE = 1_000;
+/**
+ * Items in each shard's first page: small, so that the status line and the first orders go
+ * out quickly (the first pages of all shards are read before the status line, within the
+ * request's budget); the pages after it are full.
+ */
+export const FIRST_PAGE_SIZE = 100;
 
 /** How failures of this table are named in logs. */
 const DEPENDENCY = 'orders table';
@@ -133,7 +139,9 @@ export class DynamoDbOrderStore implements OrderImportStore {
     let page = firstPage;
     for (;;) {
       const next = page.LastEvaluatedKey
-        ? this.queryPage(shard, page.LastEvaluatedKey, AbortSignal.timeout(this.pageTimeoutMs))
+        ? this.queryPage(shard, page.LastEvaluatedKey, AbortSignal.timeout(this.pageTimeoutMs), {
+            requestTimeout: this.pageTimeoutMs,
+          })
         : undefined;
       // Observed below; this keeps an abandoned prefetch from being an unhandled rejection.
       next?.catch(() => undefined);
@@ -146,10 +154,15 @@ export class DynamoDbOrderStore implements OrderImportStore {
     }
   }
 
+  /**
+   * One page of a shard: the first one small (see FIRST_PAGE_SIZE), the later ones full, each
+   * attempt of which may take the whole page budget (a full page is not retried at once).
+   */
   private queryPage(
     shard: number,
     startKey: Item | undefined,
     signal: AbortSignal | undefined,
+    options: { requestTimeout?: number } = {},
   ): Promise<QueryCommandOutput> {
     return send(
       DEPENDENCY,
@@ -161,9 +174,9 @@ export class DynamoDbOrderStore implements OrderImportStore {
             ExpressionAttributeNames: { '#shard': 'shard' },
             ExpressionAttributeValues: { ':shard': shard },
             ExclusiveStartKey: startKey,
-            Limit: this.pageSize,
+            Limit: startKey ? this.pageSize : Math.min(FIRST_PAGE_SIZE, this.pageSize),
           }),
-          { abortSignal },
+          { abortSignal, ...options },
         ),
       signal,
     );

@@ -100,16 +100,40 @@ export function findApiKey(text: string): string | undefined {
 }
 
 /**
+ * What a message must not carry as it is: C0 and C1 controls, DEL, bidirectional and
+ * zero-width formatting characters, line and paragraph separators, a byte-order mark, lone
+ * surrogates — and the quote and backslash that would blur where a quoted value ends.
+ */
+const UNSAFE_IN_MESSAGES =
+  // eslint-disable-next-line no-control-regex -- finding control characters is the point
+  /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff"\\]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/gu;
+
+/**
  * Input as an error message may quote it: keys cut to their hint, then at most `maxLength`
- * characters (an ellipsis marks the cut).
+ * characters (an ellipsis marks the cut), with every character a reader could not see or that
+ * would reorder the text shown as a `\uXXXX` escape (quote and backslash escaped too).
  */
 export function quotableInput(text: string, maxLength = 40): string {
-  const safe = redactApiKeys(text);
-  return safe.length > maxLength ? `${safe.slice(0, maxLength)}…` : safe;
+  const characters = [...redactApiKeys(text)];
+  const kept = characters.slice(0, maxLength).join('');
+  const escaped = kept.replace(UNSAFE_IN_MESSAGES, (c) =>
+    c === '"' || c === '\\'
+      ? `\\${c}`
+      : `\\u${(c.codePointAt(0) ?? 0).toString(16).padStart(4, '0')}`,
+  );
+  return characters.length > maxLength ? `${escaped}…` : escaped;
 }
 
 // RFC 9110 §11: credentials = auth-scheme [ 1*SP token68 ]; the scheme is case-insensitive.
 const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
+
+/**
+ * What an Authorization header holding one of this service's keys looks like: `Bearer` (any
+ * case), spaces, `sok_` and 38 base62 characters. API Gateway's identity validation
+ * expression (the TOKEN authorizer's `validationRegex`, a Java regex, anchored here) and the
+ * local emulator refuse any other header with 401 before the authorizer runs.
+ */
+export const BEARER_KEY_PATTERN = `^[Bb][Ee][Aa][Rr][Ee][Rr] +${KEY_PREFIX}[0-9A-Za-z]{${RANDOM_LENGTH + CHECKSUM_LENGTH}} *$`;
 
 /** The token of an `Authorization: Bearer <token>` header, or undefined. */
 export function parseBearerToken(header: string | undefined): string | undefined {

@@ -6,8 +6,12 @@ import {
   type Limits,
   type PlanName,
 } from '../limits/plans.ts';
-import { isWellFormedApiKey, KEY_PREFIX, parseBearerToken, redactApiKeys } from './api-key.ts';
-import type { RecordProblem } from '../orders/order-input.ts';
+import { isWellFormedApiKey, KEY_PREFIX, quotableInput } from './api-key.ts';
+import {
+  jsonSyntaxProblem,
+  withoutByteOrderMark,
+  type RecordProblem,
+} from '../orders/order-input.ts';
 
 export interface KeyEntry {
   readonly key: string;
@@ -30,25 +34,23 @@ function readEntry(value: unknown, problems: string[]): KeyEntry | undefined {
   const entry = value as Record<string, unknown>;
   for (const name of Object.keys(entry)) {
     if (!ALLOWED.includes(name))
-      problems.push(`unknown field "${name}" (allowed: ${ALLOWED.join(', ')})`);
+      problems.push(`unknown field "${quotableInput(name)}" (allowed: ${ALLOWED.join(', ')})`);
   }
   const { key, plan, limits, label } = entry;
-  if (
-    typeof key !== 'string' ||
-    key.length === 0 ||
-    key.length > 512 ||
-    parseBearerToken(`Bearer ${key}`) !== key
-  ) {
+  // Only keys in the service's format pass API Gateway's identity validation expression.
+  if (typeof key !== 'string' || !key.startsWith(KEY_PREFIX)) {
     problems.push(
-      'key must be a non-empty string of letters, digits and -._~+/ (at most 512 characters)',
+      `key must be an API key of this service: ${KEY_PREFIX} + 32 letters and digits + a 6-character checksum (npm run admin -- keys create prints one)`,
     );
-  } else if (key.startsWith(KEY_PREFIX) && !isWellFormedApiKey(key)) {
-    problems.push(`key starts with ${KEY_PREFIX} but its checksum is wrong`);
+  } else if (!isWellFormedApiKey(key)) {
+    problems.push(
+      `key starts with ${KEY_PREFIX} but is not a well-formed key (length or checksum)`,
+    );
   }
   if (label !== undefined && typeof label !== 'string') problems.push('label must be a string');
   if (!isPlanName(plan)) {
     problems.push(
-      `plan must be one of ${PLAN_NAMES.join(', ')}, got ${JSON.stringify(typeof plan === 'string' ? redactApiKeys(plan) : plan) ?? 'nothing'}`,
+      `plan must be one of ${PLAN_NAMES.join(', ')}, got ${typeof plan === 'string' ? `"${quotableInput(plan)}"` : plan === undefined ? 'nothing' : typeof plan}`,
     );
     return undefined;
   }
@@ -74,12 +76,9 @@ function readEntry(value: unknown, problems: string[]): KeyEntry | undefined {
 export function parseKeyEntries(text: string): KeysParseResult {
   let parsed: unknown;
   try {
-    parsed = JSON.parse(text);
+    parsed = JSON.parse(withoutByteOrderMark(text));
   } catch (error) {
-    return {
-      ok: false,
-      problems: [{ index: -1, message: `not valid JSON: ${(error as Error).message}` }],
-    };
+    return { ok: false, problems: [{ index: -1, message: jsonSyntaxProblem(error) }] };
   }
   if (!Array.isArray(parsed)) {
     return {

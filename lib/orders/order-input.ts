@@ -2,7 +2,7 @@
  * Reading orders from JSON text (seed files, imports) without losing an int64 digit: number
  * literals are taken from their source text, never from a parsed JS `number`.
  */
-import { quotableInput, redactApiKeys } from '../keys/api-key.ts';
+import { quotableInput } from '../keys/api-key.ts';
 import {
   isOrderStatus,
   ORDER_FIELDS,
@@ -62,11 +62,27 @@ function int64Field(value: unknown, field: string, problems: string[]): bigint |
 }
 
 function describe(value: unknown): string {
-  if (value instanceof NumberLiteral) return value.source;
+  if (value instanceof NumberLiteral) return quotableInput(value.source);
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'an array';
-  // A key pasted into a record is not echoed whole.
-  return typeof value === 'string' ? JSON.stringify(redactApiKeys(value)) : typeof value;
+  // A key pasted into a record is not echoed whole; nothing long is echoed whole.
+  return typeof value === 'string' ? `"${quotableInput(value)}"` : typeof value;
+}
+
+/**
+ * The text of a JSON file: a UTF-8 byte-order mark at its start (some editors write one) is
+ * not part of the JSON, and is dropped.
+ */
+export function withoutByteOrderMark(text: string): string {
+  return text.startsWith('\uFEFF') ? text.slice(1) : text;
+}
+
+/** A JSON syntax error in one readable line: where, without echoing the file's text. */
+export function jsonSyntaxProblem(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  // V8 quotes a snippet of the text (`…, "[{"id": x}]" is not valid JSON`): not worth echoing.
+  const reason = message.replace(/,? ".*" is not valid JSON$/s, '').replace(/^JSON\.parse: /, '');
+  return `not valid JSON: ${quotableInput(reason, 120)}`;
 }
 
 function readRecord(record: unknown, problems: string[]): Order | undefined {
@@ -167,10 +183,9 @@ export function recordLines(text: string): number[] {
 export function parseOrders(text: string, options: { lines?: boolean } = {}): OrdersParseResult {
   let parsed: unknown;
   try {
-    parsed = parseKeepingNumberLiterals(text);
+    parsed = parseKeepingNumberLiterals(withoutByteOrderMark(text));
   } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
-    return { ok: false, problems: [{ index: -1, message: `not valid JSON: ${reason}` }] };
+    return { ok: false, problems: [{ index: -1, message: jsonSyntaxProblem(error) }] };
   }
   if (!Array.isArray(parsed)) {
     return { ok: false, problems: [{ index: -1, message: 'expected a JSON array of orders' }] };

@@ -53,13 +53,34 @@ describe('bad input: one clear line, non-zero exit, no stack trace', () => {
     ],
     [
       'an unknown plan',
-      () => ['--keys', file('gold.json', '[{"key": "k-1", "plan": "gold"}]')],
+      () => ['--keys', file('gold.json', `[{"key": "${generateApiKey()}", "plan": "gold"}]`)],
       /^error: --keys .*: record 0: plan must be one of free, pro, business, enterprise, got "gold"$/,
     ],
     [
       'enterprise without limits',
-      () => ['--keys', file('ent.json', '[{"key": "k-2", "plan": "enterprise"}]')],
+      () => ['--keys', file('ent.json', `[{"key": "${generateApiKey()}", "plan": "enterprise"}]`)],
       /^error: --keys .*: record 0: the enterprise plan needs limits/,
+    ],
+    [
+      'enterprise limits with more per minute than per day',
+      () => [
+        '--keys',
+        file(
+          'ent-day.json',
+          `[{"key": "${generateApiKey()}", "plan": "enterprise", "limits": {"perMinute": 10, "perDay": 5}}]`,
+        ),
+      ],
+      /^error: --keys .*: record 0: limits\.perMinute \(10\) cannot be above limits\.perDay \(5\)$/,
+    ],
+    [
+      'a key that is not one of the service',
+      () => ['--keys', file('plain.json', '[{"key": "plain-local-key", "plan": "pro"}]')],
+      /^error: --keys .*: record 0: key must be an API key of this service: sok_ \+ 32 letters and digits/,
+    ],
+    [
+      'a megabyte-long value, quoted only in part',
+      () => ['--seed', file('long.json', `[{"id": 1, "shipDate": "${'9'.repeat(1_000_000)}"}]`)],
+      /^error: --seed .*: line 1 \(record 0\): shipDate must be an ISO 8601 date-time string, got "9{40}…"$/,
     ],
     ['an unknown flag', () => ['--colour', 'red'], /^error: Unknown option '--colour'/],
     [
@@ -156,6 +177,7 @@ describe('start-up', () => {
 
   it('loads --seed and --keys files instead of the demo data, and shows only key hints', async () => {
     const key = generateApiKey();
+    const other = generateApiKey();
     const api = await start({
       args: [
         '--seed',
@@ -168,7 +190,7 @@ describe('start-up', () => {
           'keys.json',
           JSON.stringify([
             { key, plan: 'enterprise', limits: { perMinute: 5, perDay: 9 } },
-            { key: 'plain-local-key', plan: 'pro' },
+            { key: other, plan: 'pro' },
           ]),
         ),
       ],
@@ -182,10 +204,17 @@ describe('start-up', () => {
     expect(await response.text()).toBe(
       '[{"id":10,"status":"pending"},{"id":9223372036854775806,"petId":-9223372036854775808,"status":"shipped"}]',
     );
-    const plain = await fetch(`${api.url}/store/orders`, {
-      headers: { Authorization: 'Bearer plain-local-key' },
+    const second = await fetch(`${api.url}/store/orders`, {
+      headers: { Authorization: `Bearer ${other}` },
     });
-    expect(plain.status).toBe(200);
+    expect(second.status).toBe(200);
+  });
+
+  it('accepts a seed file that starts with a UTF-8 byte-order mark', async () => {
+    const api = await start({
+      args: ['--seed', file('bom.json', '\uFEFF[{"id": 77, "status": "shipped"}]')],
+    });
+    expect(api.output()).toContain('Orders: 1 loaded from --seed');
   });
 
   it('records its endpoint and tables for the other local tools, and removes the record on exit', async () => {

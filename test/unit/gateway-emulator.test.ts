@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createGateway, type GatewayOptions } from '../../local/gateway.ts';
+import { generateApiKey } from '../../lib/keys/api-key.ts';
 import {
   BUFFERED_RESPONSE_LIMIT_BYTES,
   installLambdaRuntimeGlobals,
@@ -49,7 +50,11 @@ async function gateway(options: Partial<GatewayOptions>): Promise<string> {
   return `http://127.0.0.1:${(server.address() as { port: number }).port}/v1`;
 }
 
-const auth = (token = 'tok') => ({ headers: { Authorization: `Bearer ${token}` } });
+/** Well-formed keys (the identity validation expression lets nothing else reach the authorizer). */
+const KEYS = { a: generateApiKey(), b: generateApiKey(), tok: generateApiKey() };
+const auth = (token: keyof typeof KEYS = 'tok') => ({
+  headers: { Authorization: `Bearer ${KEYS[token]}` },
+});
 
 describe('authorizer emulation', () => {
   it('caches an Allow by token for the TTL, then asks again', async () => {
@@ -66,10 +71,48 @@ describe('authorizer emulation', () => {
     await fetch(`${url}/store/orders`, auth('a'));
     await fetch(`${url}/store/orders/1`, { ...auth('a'), method: 'DELETE' });
     await fetch(`${url}/store/orders`, auth('b'));
-    expect(tokens).toEqual(['Bearer a', 'Bearer b']);
+    expect(tokens).toEqual([`Bearer ${KEYS.a}`, `Bearer ${KEYS.b}`]);
     clock = 60_001;
     await fetch(`${url}/store/orders`, auth('a'));
-    expect(tokens).toEqual(['Bearer a', 'Bearer b', 'Bearer a']);
+    expect(tokens).toEqual([`Bearer ${KEYS.a}`, `Bearer ${KEYS.b}`, `Bearer ${KEYS.a}`]);
+  });
+
+  it('caches a Deny by token for the TTL, answered 401 with WWW-Authenticate', async () => {
+    let calls = 0;
+    const deny = allowAll();
+    deny.policyDocument.Statement[0]!.Effect = 'Deny';
+    const url = await gateway({
+      authorizer: () => {
+        calls++;
+        return Promise.resolve(deny);
+      },
+    });
+    for (let i = 0; i < 3; i++) {
+      const refused = await fetch(`${url}/store/orders`, auth('a'));
+      expect(refused.status).toBe(401);
+      expect(refused.headers.get('www-authenticate')).toBe('Bearer realm="store-orders"');
+      expect(await refused.json()).toMatchObject({ code: 'UNAUTHORIZED', status: 401 });
+    }
+    expect(calls).toBe(1);
+  });
+
+  it.each([
+    ['a token that is not a key', 'Bearer tok'],
+    ['a key with a wrong length', `Bearer ${KEYS.a}x`],
+    ['another scheme', `Basic ${KEYS.a}`],
+    ['no token', 'Bearer '],
+  ])('refuses %s with 401 before invoking the authorizer', async (_, header) => {
+    let calls = 0;
+    const url = await gateway({
+      authorizer: () => {
+        calls++;
+        return Promise.resolve(allowAll());
+      },
+    });
+    const refused = await fetch(`${url}/store/orders`, { headers: { Authorization: header } });
+    expect(refused.status).toBe(401);
+    expect(refused.headers.get('www-authenticate')).toBe('Bearer realm="store-orders"');
+    expect(calls).toBe(0);
   });
 
   it('does not cache a refusal: a key created a moment later works at once', async () => {
@@ -141,7 +184,7 @@ describe('authorizer emulation', () => {
         authorizer: { principalId: 'key_9', keyId: 'key_9', perMinute: '60', pro: 'true' },
       },
     });
-    expect((seen!.headers as Record<string, string>).Authorization).toBe('Bearer tok');
+    expect((seen!.headers as Record<string, string>).Authorization).toBe(`Bearer ${KEYS.tok}`);
   });
 });
 
@@ -240,7 +283,7 @@ describe('integration emulation', () => {
     await expect(response.text()).rejects.toThrow();
   });
 
-  it('answers 500 when a function throws, and 503 when it times out', async () => {
+  it('answers 500 when a function throws, and 503 when API Gateway gives up waiting', async () => {
     const url = await gateway({
       integrationTimeoutMs: 50,
       functions: {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { apiKeyFromBody, hashApiKey } from '../../lib/keys/api-key.ts';
+import { apiKeyFromBody, generateApiKey, hashApiKey } from '../../lib/keys/api-key.ts';
 import { authenticate, callerFromContext, callerToContext } from '../../lib/keys/authenticate.ts';
 import type { ApiKeyRecord } from '../../lib/keys/key-record.ts';
 import type { KeyStore } from '../../lib/keys/key-store.ts';
@@ -121,23 +121,24 @@ describe('authenticate', () => {
 });
 
 describe('parseKeyEntries', () => {
-  it('reads keys with their plans', () => {
-    expect(
-      parseKeyEntries(
-        '[{"key":"abc","plan":"free"},{"key":"def","plan":"enterprise","limits":{"perMinute":5,"perDay":9}}]',
-      ),
-    ).toEqual({
+  const [a, b, c, d] = [generateApiKey(), generateApiKey(), generateApiKey(), generateApiKey()];
+
+  it('reads keys with their plans, after a byte-order mark too', () => {
+    const text = `[{"key":"${a}","plan":"free"},{"key":"${b}","plan":"enterprise","limits":{"perMinute":5,"perDay":9}}]`;
+    const expected = {
       ok: true,
       entries: [
-        { key: 'abc', plan: 'free' },
-        { key: 'def', plan: 'enterprise', limits: { perMinute: 5, perDay: 9 } },
+        { key: a, plan: 'free' },
+        { key: b, plan: 'enterprise', limits: { perMinute: 5, perDay: 9 } },
       ],
-    });
+    };
+    expect(parseKeyEntries(text)).toEqual(expected);
+    expect(parseKeyEntries(`\uFEFF${text}`)).toEqual(expected);
   });
 
-  it('reports unknown plans, missing enterprise limits, unusable keys and repeats', () => {
+  it('reports unknown plans, missing enterprise limits, keys not of the service and repeats', () => {
     const result = parseKeyEntries(
-      '[{"key":"a","plan":"gold"},{"key":"b","plan":"enterprise"},{"key":"has space","plan":"free"},{"key":"c","plan":"free"},{"key":"c","plan":"pro"}]',
+      `[{"key":"${a}","plan":"gold"},{"key":"${b}","plan":"enterprise"},{"key":"has space","plan":"free"},{"key":"${c}x","plan":"free"},{"key":"${d}","plan":"free"},{"key":"${d}","plan":"pro"}]`,
     );
     expect(result.ok ? [] : result.problems).toEqual([
       { index: 0, message: 'plan must be one of free, pro, business, enterprise, got "gold"' },
@@ -149,9 +150,23 @@ describe('parseKeyEntries', () => {
       {
         index: 2,
         message:
-          'key must be a non-empty string of letters, digits and -._~+/ (at most 512 characters)',
+          'key must be an API key of this service: sok_ + 32 letters and digits + a 6-character checksum (npm run admin -- keys create prints one)',
       },
-      { index: 4, message: 'the same key appears twice' },
+      {
+        index: 3,
+        message: 'key starts with sok_ but is not a well-formed key (length or checksum)',
+      },
+      { index: 5, message: 'the same key appears twice' },
     ]);
+  });
+
+  it('names a syntax error without echoing the text, and cuts long values', () => {
+    const broken = parseKeyEntries(`[{"key": "${a}", "plan": free}]`);
+    expect(broken.ok ? '' : broken.problems[0]?.message).toMatch(/^not valid JSON: /);
+    expect(broken.ok ? '' : broken.problems[0]?.message).not.toContain(a);
+    const long = parseKeyEntries(`[{"key":"${a}","plan":"${'p'.repeat(100_000)}"}]`);
+    expect(long.ok ? '' : long.problems[0]?.message).toBe(
+      `plan must be one of free, pro, business, enterprise, got "${'p'.repeat(40)}…"`,
+    );
   });
 });
