@@ -1,11 +1,12 @@
 /**
  * The stateless part of a stage: the three functions and the REST API in front of them, its
- * gateway responses, its alarms. Resources, methods and gateway responses are generated from the
- * same definitions the local emulator applies (lib/api/routes.ts, lib/api/gateway-responses.ts).
+ * gateway responses, its monitoring (alarms, dashboard). Functions, resources, methods, gateway
+ * responses and the authorizer's identity validation are generated from the same definitions the
+ * local emulator applies (lib/functions.ts, lib/api/routes.ts, lib/api/gateway-responses.ts,
+ * lib/keys/api-key.ts).
  */
 import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
 import {
-  AccessLogFormat,
   AuthorizationType,
   DomainName,
   EndpointType,
@@ -22,15 +23,6 @@ import {
   TokenAuthorizer,
 } from 'aws-cdk-lib/aws-apigateway';
 import { Certificate } from 'aws-cdk-lib/aws-certificatemanager';
-import {
-  Alarm,
-  ComparisonOperator,
-  MathExpression,
-  Metric,
-  TreatMissingData,
-  type IMetric,
-} from 'aws-cdk-lib/aws-cloudwatch';
-import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import { LogGroup } from 'aws-cdk-lib/aws-logs';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import type { Construct } from 'constructs';
@@ -48,10 +40,14 @@ import {
   type RouteDefinition,
 } from '../lib/api/routes.ts';
 import { STACK_OUTPUTS } from '../lib/deployment.ts';
-import { METRIC_NAMES, SERVICE_NAME, stageMetricsNamespace } from '../lib/metrics.ts';
+import { FUNCTIONS } from '../lib/functions.ts';
+import { BEARER_KEY_PATTERN } from '../lib/keys/api-key.ts';
+import { stageMetricsNamespace } from '../lib/metrics.ts';
+import { accessLogFormat } from './access-log.ts';
 import type { StageConfig } from './config.ts';
 import { ServiceFunction } from './constructs/service-function.ts';
 import type { StageTables } from './data-stack.ts';
+import { Monitoring } from './monitoring.ts';
 
 export interface ApiStackProps extends StackProps {
   readonly config: StageConfig;
@@ -75,12 +71,13 @@ const MOCK_CONTENT_TYPES = [
   'application/octet-stream',
 ];
 
-/** Timeout of listOrders, which streams: the whole table, however large, must get through. */
-const LIST_TIMEOUT = Duration.minutes(5);
-
 export class ApiStack extends Stack {
   readonly api: RestApi;
   readonly functions: Readonly<Record<OperationId | 'authorizer', ServiceFunction>>;
+  readonly authorizer: TokenAuthorizer;
+  /** Where every alarm of the stage notifies (alarm and OK). */
+  readonly alarmTopic: Topic;
+  readonly monitoring: Monitoring;
 
   constructor(scope: Construct, id: string, props: ApiStackProps) {
     super(scope, id, props);
@@ -92,41 +89,33 @@ export class ApiStack extends Stack {
       logRetention: config.logRetention,
       logRemovalPolicy: config.removalPolicy,
       logLevel: config.logLevel,
+      metricsNamespace: stageMetricsNamespace(config.stage),
     };
     const limiterEnvironment = {
       RATE_LIMIT_FAILURE_MODE: config.rateLimiter.failureMode,
       RATE_LIMIT_BAN_AFTER_REFUSALS: String(config.rateLimiter.banAfterRefusals),
       RATE_LIMIT_BAN_SECONDS: String(config.rateLimiter.banSeconds),
-      POWERTOOLS_METRICS_NAMESPACE: stageMetricsNamespace(config.stage),
     };
-    // Memory: listOrders merges and serialises up to the whole table (CPU scales with memory);
-    // the other two do one DynamoDB call each, where 512 MB keeps cold starts short.
+    // listOrders holds an execution for as long as it streams: its reserved concurrency caps it,
+    // so that long lists cannot take every execution from cancelOrder and the authorizer.
     const listOrders = new ServiceFunction(this, 'ListOrders', {
       ...common,
-      entry: 'list-orders.ts',
-      description: 'GET /store/orders: every order, sorted by id, streamed',
-      memorySize: 1024,
-      timeout: LIST_TIMEOUT,
+      definition: FUNCTIONS.listOrders,
       environment: limiterEnvironment,
+      reservedConcurrentExecutions: config.concurrency.listOrdersReserved,
     })
       .useTable('orders', tables.orders, ['dynamodb:Query'])
       .useTable('rateLimits', tables.rateLimits, ['dynamodb:UpdateItem']);
     const cancelOrder = new ServiceFunction(this, 'CancelOrder', {
       ...common,
-      entry: 'cancel-order.ts',
-      description: 'DELETE /store/orders/{orderId}: pending to cancelled',
-      memorySize: 512,
-      timeout: Duration.seconds(10),
+      definition: FUNCTIONS.cancelOrder,
       environment: limiterEnvironment,
     })
       .useTable('orders', tables.orders, ['dynamodb:UpdateItem'])
       .useTable('rateLimits', tables.rateLimits, ['dynamodb:UpdateItem']);
     const authorizerFunction = new ServiceFunction(this, 'Authorizer', {
       ...common,
-      entry: 'authorizer.ts',
-      description: 'API key authorizer: key to plan and limits',
-      memorySize: 512,
-      timeout: Duration.seconds(10),
+      definition: FUNCTIONS.authorizer,
     }).useTable('apiKeys', tables.apiKeys, ['dynamodb:GetItem']);
     const functions = { listOrders, cancelOrder, authorizer: authorizerFunction };
     this.functions = functions;
@@ -153,27 +142,21 @@ export class ApiStack extends Stack {
         throttlingRateLimit: config.throttling.rateLimit,
         throttlingBurstLimit: config.throttling.burstLimit,
         accessLogDestination: new LogGroupLogDestination(accessLogs),
-        // JSON access logs; the Authorization header is never among the fields.
-        accessLogFormat: AccessLogFormat.jsonWithStandardFields({
-          caller: false,
-          httpMethod: true,
-          ip: true,
-          protocol: true,
-          requestTime: true,
-          resourcePath: true,
-          responseLength: true,
-          status: true,
-          user: true,
-        }),
+        // JSON access logs with the caller's key id; never the Authorization header.
+        accessLogFormat: accessLogFormat(),
       },
     });
     this.api = api;
 
+    // A header that cannot hold a key is refused with 401 before the authorizer runs: junk
+    // costs no invocation and no key-store read.
     const authorizer = new TokenAuthorizer(this, 'ApiKeyAuthorizer', {
       handler: authorizerFunction,
       identitySource: IdentitySource.header('Authorization'),
+      validationRegex: BEARER_KEY_PATTERN,
       resultsCacheTtl: config.authorizerCacheTtl,
     });
+    this.authorizer = authorizer;
 
     for (const [path, methods] of methodsByPath(routes)) {
       const resource = api.root.resourceForPath(path);
@@ -185,7 +168,9 @@ export class ApiStack extends Stack {
             responseTransferMode: route.streaming
               ? ResponseTransferMode.STREAM
               : ResponseTransferMode.BUFFERED,
-            ...(route.streaming ? { timeout: LIST_TIMEOUT } : {}),
+            ...(route.streaming
+              ? { timeout: Duration.seconds(FUNCTIONS[route.operationId].timeoutSeconds) }
+              : {}),
           }),
           {
             authorizer,
@@ -270,82 +255,19 @@ export class ApiStack extends Stack {
       description: 'Base URL of the API (ends in /v1)',
     });
 
-    this.addAlarms(config, [listOrders, cancelOrder, authorizerFunction], authorizerFunction);
-  }
-
-  private addAlarms(
-    config: StageConfig,
-    all: readonly ServiceFunction[],
-    authorizerFunction: ServiceFunction,
-  ): void {
-    const topic = new Topic(this, 'Alarms', {
+    this.alarmTopic = new Topic(this, 'Alarms', {
       displayName: `Store Orders ${config.stage} alarms`,
       enforceSSL: true,
     });
     new CfnOutput(this, 'AlarmTopicArn', {
-      value: topic.topicArn,
+      value: this.alarmTopic.topicArn,
       description: 'Subscribe to be told of alarms',
     });
-    const period = Duration.minutes(5);
-    const alarm = (id: string, description: string, metric: IMetric, threshold: number) => {
-      new Alarm(this, id, {
-        alarmDescription: description,
-        metric,
-        threshold,
-        evaluationPeriods: 1,
-        comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-        treatMissingData: TreatMissingData.NOT_BREACHING,
-      }).addAlarmAction(new SnsAction(topic));
-    };
-    const { alarms } = config;
-    alarm(
-      'ServerErrorRate',
-      `5XX answers reach ${alarms.serverErrorRate * 100}% of requests`,
-      new MathExpression({
-        expression: 'IF(requests > 0, errors / requests, 0)',
-        usingMetrics: {
-          errors: this.api.metricServerError({ period, statistic: 'Sum' }),
-          requests: this.api.metricCount({ period, statistic: 'Sum' }),
-        },
-        period,
-      }),
-      alarms.serverErrorRate,
-    );
-    alarm(
-      'LatencyP99',
-      `p99 latency reaches ${alarms.p99LatencyMs} ms`,
-      this.api.metricLatency({ period, statistic: 'p99' }),
-      alarms.p99LatencyMs,
-    );
-    alarm(
-      'AuthorizerErrors',
-      'The authorizer fails (clients get 503)',
-      authorizerFunction.metricErrors({ period, statistic: 'Sum' }),
-      alarms.authorizerErrors,
-    );
-    alarm(
-      'FunctionThrottles',
-      'Lambda throttles a function (concurrency exhausted)',
-      new MathExpression({
-        expression: all.map((_, i) => `t${i}`).join(' + '),
-        usingMetrics: Object.fromEntries(
-          all.map((fn, i) => [`t${i}`, fn.metricThrottles({ period, statistic: 'Sum' })]),
-        ),
-        period,
-      }),
-      alarms.throttles,
-    );
-    alarm(
-      'RateLimiterStoreFailures',
-      `The rate limiter cannot reach its counters (failing ${config.rateLimiter.failureMode})`,
-      new Metric({
-        namespace: stageMetricsNamespace(config.stage),
-        metricName: METRIC_NAMES.limiterStoreFailures,
-        dimensionsMap: { service: SERVICE_NAME },
-        period,
-        statistic: 'Sum',
-      }),
-      alarms.limiterStoreFailures,
-    );
+    this.monitoring = new Monitoring(this, 'Monitoring', {
+      config,
+      api,
+      functions,
+      topic: this.alarmTopic,
+    });
   }
 }

@@ -16,6 +16,8 @@ export interface StageConfig {
   /** What happens to the tables when the stack is deleted. */
   readonly removalPolicy: RemovalPolicy;
   readonly deletionProtection: boolean;
+  /** CloudFormation termination protection on both stacks of the stage. */
+  readonly terminationProtection: boolean;
   /** Stage-level API Gateway throttle: a safety net above the per-key limits. */
   readonly throttling: { readonly rateLimit: number; readonly burstLimit: number };
   readonly rateLimiter: {
@@ -23,17 +25,42 @@ export interface StageConfig {
     readonly banAfterRefusals: number;
     readonly banSeconds: number;
   };
+  /**
+   * Concurrency: listOrders holds an execution for as long as it streams (minutes), so a burst of
+   * lists could take every execution of the account from cancelOrder and the authorizer. Its
+   * reserved concurrency is its ceiling (and its guarantee); `undefined` reserves nothing.
+   */
+  readonly concurrency: {
+    readonly listOrdersReserved: number | undefined;
+    /** The account's Lambda concurrency limit in the stage's region (checked against the reservation). */
+    readonly accountLimit: number;
+  };
+  /** Alarm thresholds; every alarm evaluates one 5-minute period. */
   readonly alarms: {
-    /** API 5XX responses as a fraction of requests, over 5 minutes. */
+    /** API 5XX responses as a fraction of requests. */
     readonly serverErrorRate: number;
-    /** p99 API latency, ms, over 5 minutes (listOrders streams: its latency is time to first byte). */
+    /** p99 API latency, ms (listOrders streams: its latency is time to first byte). */
     readonly p99LatencyMs: number;
-    /** Authorizer function errors per 5 minutes. */
+    /** Errors (crashes, timeouts) of listOrders and of cancelOrder, each. */
+    readonly functionErrors: number;
+    /** Authorizer errors: its key store failed transiently (clients got 503); a refusal is no error. */
     readonly authorizerErrors: number;
-    /** Function throttles per 5 minutes. */
+    /** Throttles of each function (concurrency exhausted). */
     readonly throttles: number;
-    /** Rate-limiter store failures per 5 minutes. */
+    /** DynamoDB throttled requests per table, over the operations the functions call. */
+    readonly tableThrottledRequests: number;
+    /** DynamoDB system errors (HTTP 500 from DynamoDB) per table. */
+    readonly tableSystemErrors: number;
+    /** The longest listOrders run, as a fraction of its timeout. */
+    readonly listDurationOfTimeout: number;
+    /** Rate-limiter store failures. */
     readonly limiterStoreFailures: number;
+    /** 500 INTERNAL_ERROR answers (bugs, permanent failures): any one pages. */
+    readonly internalErrors: number;
+    /** Lists cut off after their status line. */
+    readonly listStreamFailures: number;
+    /** The largest list response, bytes: half of the 200 MB Lambda streaming ceiling. */
+    readonly listResponseBytes: number;
   };
   readonly logLevel: 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
   /** Optional custom domain: base URL `https://<domainName>/v1`. */
@@ -43,20 +70,35 @@ export interface StageConfig {
 /** Reads CDK context values (`-c key=value` or cdk.json). */
 export type ContextReader = (key: string) => unknown;
 
+/** Lambda keeps at least this many executions of an account unreserved. */
+export const MIN_UNRESERVED_CONCURRENCY = 100;
+
+/** Lambda's streamed response ceiling (bytes); the list alarm fires at half of it. */
+export const STREAMED_RESPONSE_CEILING_BYTES = 200_000_000;
+
 const DEFAULTS: Record<StageName, Omit<StageConfig, 'stage' | 'env'>> = {
   staging: {
     authorizerCacheTtl: Duration.seconds(60),
     logRetention: RetentionDays.TWO_WEEKS,
     removalPolicy: RemovalPolicy.DESTROY,
     deletionProtection: false,
+    terminationProtection: false,
     throttling: { rateLimit: 200, burstLimit: 400 },
     rateLimiter: { failureMode: 'closed', banAfterRefusals: 10, banSeconds: 900 },
+    concurrency: { listOrdersReserved: 10, accountLimit: 1_000 },
     alarms: {
       serverErrorRate: 0.05,
       p99LatencyMs: 3_000,
-      authorizerErrors: 5,
+      functionErrors: 5,
+      authorizerErrors: 10,
       throttles: 10,
+      tableThrottledRequests: 20,
+      tableSystemErrors: 10,
+      listDurationOfTimeout: 0.8,
       limiterStoreFailures: 10,
+      internalErrors: 1,
+      listStreamFailures: 1,
+      listResponseBytes: STREAMED_RESPONSE_CEILING_BYTES / 2,
     },
     logLevel: 'DEBUG',
   },
@@ -65,14 +107,23 @@ const DEFAULTS: Record<StageName, Omit<StageConfig, 'stage' | 'env'>> = {
     logRetention: RetentionDays.ONE_YEAR,
     removalPolicy: RemovalPolicy.RETAIN,
     deletionProtection: true,
+    terminationProtection: true,
     throttling: { rateLimit: 2_000, burstLimit: 4_000 },
     rateLimiter: { failureMode: 'closed', banAfterRefusals: 10, banSeconds: 900 },
+    concurrency: { listOrdersReserved: 100, accountLimit: 1_000 },
     alarms: {
       serverErrorRate: 0.01,
       p99LatencyMs: 1_500,
-      authorizerErrors: 1,
+      functionErrors: 1,
+      authorizerErrors: 3,
       throttles: 1,
+      tableThrottledRequests: 5,
+      tableSystemErrors: 5,
+      listDurationOfTimeout: 0.8,
       limiterStoreFailures: 1,
+      internalErrors: 1,
+      listStreamFailures: 1,
+      listResponseBytes: STREAMED_RESPONSE_CEILING_BYTES / 2,
     },
     logLevel: 'INFO',
   },
@@ -102,10 +153,17 @@ function integer(value: unknown, name: string, min: number, max: number, fallbac
   return n;
 }
 
+/** The region of an ACM certificate ARN (`arn:aws:acm:REGION:ACCOUNT:certificate/ID`). */
+export function certificateRegion(certificateArn: string): string {
+  return certificateArn.split(':')[3] ?? '';
+}
+
 /**
  * The configuration of a stage. Context keys (per stage, e.g. `staging:account`):
- * `account`, `region`, `authorizerCacheTtlSeconds`, `rateLimitFailureMode`. Account and region
- * fall back to CDK_DEFAULT_ACCOUNT / CDK_DEFAULT_REGION.
+ * `account`, `region`, `authorizerCacheTtlSeconds`, `rateLimitFailureMode`, `domainName`,
+ * `certificateArn`, `listOrdersReservedConcurrency` (a number, or `none`),
+ * `accountConcurrencyLimit`. Account and region fall back to CDK_DEFAULT_ACCOUNT /
+ * CDK_DEFAULT_REGION.
  */
 export function stageConfig(
   stage: StageName,
@@ -154,12 +212,57 @@ export function stageConfig(
   if ((domainName === undefined) !== (certificateArn === undefined)) {
     throw new Error(`${key('domainName')} and ${key('certificateArn')} go together`);
   }
+  if (certificateArn) {
+    // A REGIONAL endpoint takes its certificate from its own region: checked here, not at deploy.
+    if (!region) {
+      throw new Error(
+        `${key('domainName')} needs the stage's region (${key('region')} or CDK_DEFAULT_REGION): ` +
+          `a REGIONAL custom domain's certificate must be in that region`,
+      );
+    }
+    if (certificateRegion(certificateArn) !== region) {
+      throw new Error(
+        `${key('certificateArn')} is in ${certificateRegion(certificateArn)}, but a REGIONAL ` +
+          `custom domain needs a certificate in the stage's region, ${region}`,
+      );
+    }
+  }
+  const concurrency = concurrencyConfig(stage, context, defaults.concurrency);
   return {
     ...defaults,
     stage,
+    concurrency,
     ...(domainName && certificateArn ? { customDomain: { domainName, certificateArn } } : {}),
     env: { ...(account ? { account } : {}), ...(region ? { region } : {}) },
     authorizerCacheTtl: Duration.seconds(ttl),
     rateLimiter: { ...defaults.rateLimiter, failureMode },
   };
+}
+
+function concurrencyConfig(
+  stage: StageName,
+  context: ContextReader,
+  defaults: StageConfig['concurrency'],
+): StageConfig['concurrency'] {
+  const key = (name: string) => `${stage}:${name}`;
+  const accountLimit = integer(
+    context(key('accountConcurrencyLimit')),
+    key('accountConcurrencyLimit'),
+    1,
+    1e6,
+    defaults.accountLimit,
+  );
+  const raw = context(key('listOrdersReservedConcurrency')) ?? defaults.listOrdersReserved;
+  if (raw === 'none' || raw === undefined) return { listOrdersReserved: undefined, accountLimit };
+  // 0 would not mean "no reservation" but a function that never runs: the minimum is 1.
+  const reserved = integer(raw, `${key('listOrdersReservedConcurrency')} (or none)`, 1, 1e6, 1);
+  if (accountLimit - reserved < MIN_UNRESERVED_CONCURRENCY) {
+    throw new Error(
+      `${key('listOrdersReservedConcurrency')}=${reserved} leaves fewer than the ` +
+        `${MIN_UNRESERVED_CONCURRENCY} unreserved executions Lambda requires of an account limit ` +
+        `of ${accountLimit} (${key('accountConcurrencyLimit')}): lower it, raise the limit, or ` +
+        `set it to none`,
+    );
+  }
+  return { listOrdersReserved: reserved, accountLimit };
 }

@@ -3,6 +3,7 @@ import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
 import {
   AttributeType,
   Billing,
+  ContributorInsightsMode,
   ProjectionType,
   TableV2,
   type ITableV2,
@@ -16,6 +17,12 @@ export type StageTables = Readonly<Record<TableName, ITableV2>>;
 
 const attributeType = (type: 'S' | 'N') =>
   type === 'S' ? AttributeType.STRING : AttributeType.NUMBER;
+
+/**
+ * DynamoDB Contributor Insights on the rate counters: one item per API key (`key#<keyId>`),
+ * written on every request, so its most-accessed and throttled keys are the busiest API keys.
+ */
+const CONTRIBUTOR_INSIGHTS: ReadonlySet<TableName> = new Set(['rateLimits']);
 
 const OUTPUT_OF: Record<TableName, string> = {
   orders: STACK_OUTPUTS.ordersTable,
@@ -63,6 +70,14 @@ export class DataStack extends Stack {
         },
         ...(definition.timeToLiveAttribute
           ? { timeToLiveAttribute: definition.timeToLiveAttribute }
+          : {}),
+        ...(CONTRIBUTOR_INSIGHTS.has(name)
+          ? {
+              contributorInsightsSpecification: {
+                enabled: true,
+                mode: ContributorInsightsMode.ACCESSED_AND_THROTTLED_KEYS,
+              },
+            }
           : {}),
         removalPolicy: config.removalPolicy,
         deletionProtection: config.deletionProtection,

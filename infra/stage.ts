@@ -22,13 +22,14 @@ export class StoreOrdersStage extends Stage {
       stackName: names.data,
       description: `Store Orders ${config.stage}: tables`,
       config,
-      terminationProtection: config.deletionProtection,
+      terminationProtection: config.terminationProtection,
     });
     this.api = new ApiStack(this, 'Api', {
       stackName: names.api,
       description: `Store Orders ${config.stage}: functions and API`,
       config,
       tables: this.data.tables,
+      terminationProtection: config.terminationProtection,
     });
   }
 }

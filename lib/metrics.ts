@@ -21,6 +21,10 @@ export const METRIC_NAMES = {
   unreadableOrders: 'UnreadableOrders',
   /** Lists that failed after their status line: the client got a cut-off body. */
   listStreamFailures: 'ListStreamFailures',
+  /** Bytes a list sent (after content coding), per list: watched against the 200 MB ceiling. */
+  listResponseBytes: 'ListResponseBytes',
+  /** Orders a list sent, per list. */
+  listOrdersSent: 'ListOrdersSent',
   /** Requests refused with 429 RATE_LIMITED. */
   rateLimited: 'RateLimited',
   /** Requests refused with 429 API_KEY_TEMPORARILY_BANNED. */

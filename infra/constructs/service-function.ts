@@ -5,16 +5,17 @@
  * that carries the table's name and grants exactly the actions given, on that table only.
  */
 import { Duration } from 'aws-cdk-lib';
-import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
+import type { ITableV2 } from 'aws-cdk-lib/aws-dynamodb';
 import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Architecture, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat, type BundlingOptions } from 'aws-cdk-lib/aws-lambda-nodejs';
-import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { LogGroup, type ILogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { RemovalPolicy } from 'aws-cdk-lib';
 import { Construct } from 'constructs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { TABLES, type TableName } from '../../lib/dynamodb/tables.ts';
+import type { FunctionDefinition } from '../../lib/functions.ts';
 import { SERVICE_NAME } from '../../lib/metrics.ts';
 
 const FUNCTIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'functions');
@@ -38,19 +39,32 @@ export const BUNDLING: BundlingOptions = {
 };
 
 export interface ServiceFunctionProps {
-  /** File under functions/, e.g. `list-orders.ts`. */
-  readonly entry: string;
-  readonly description: string;
-  readonly memorySize: number;
-  readonly timeout: Duration;
+  /** Entry file (under functions/), description, memory and timeout. */
+  readonly definition: FunctionDefinition;
   readonly logRetention: RetentionDays;
   readonly logRemovalPolicy: RemovalPolicy;
   readonly logLevel: string;
+  /** CloudWatch namespace of the function's own metrics (the stage's: stages never mix). */
+  readonly metricsNamespace: string;
   readonly environment?: Record<string, string>;
+  /** Reserved concurrency: the function's ceiling and guarantee (default: none). */
+  readonly reservedConcurrentExecutions?: number;
+}
+
+/** A table a function uses, and the actions it may do on it. */
+export interface TableUse {
+  readonly name: TableName;
+  readonly table: ITableV2;
+  readonly actions: readonly `dynamodb:${string}`[];
 }
 
 export class ServiceFunction extends NodejsFunction {
+  /** The function's own log group (its only one). */
+  readonly logs: ILogGroup;
+  readonly tableUses: TableUse[] = [];
+
   constructor(scope: Construct, id: string, props: ServiceFunctionProps) {
+    const { definition } = props;
     const logGroup = new LogGroup(scope, `${id}Logs`, {
       retention: props.logRetention,
       removalPolicy: props.logRemovalPolicy,
@@ -59,18 +73,21 @@ export class ServiceFunction extends NodejsFunction {
     // AWSLambdaBasicExecutionRole, which may write to any log group).
     const role = new Role(scope, `${id}Role`, {
       assumedBy: new ServicePrincipal('lambda.amazonaws.com'),
-      description: `${props.description} (execution role)`,
+      description: `${definition.description} (execution role)`,
     });
     logGroup.grantWrite(role);
     super(scope, id, {
       role,
-      entry: join(FUNCTIONS_DIR, props.entry),
+      entry: join(FUNCTIONS_DIR, definition.entry),
       handler: 'handler',
-      description: props.description,
+      description: definition.description,
       runtime: Runtime.NODEJS_24_X,
       architecture: Architecture.ARM_64,
-      memorySize: props.memorySize,
-      timeout: props.timeout,
+      memorySize: definition.memoryMb,
+      timeout: Duration.seconds(definition.timeoutSeconds),
+      ...(props.reservedConcurrentExecutions === undefined
+        ? {}
+        : { reservedConcurrentExecutions: props.reservedConcurrentExecutions }),
       tracing: Tracing.ACTIVE,
       logGroup,
       bundling: BUNDLING,
@@ -78,16 +95,19 @@ export class ServiceFunction extends NodejsFunction {
         NODE_OPTIONS: '--enable-source-maps',
         POWERTOOLS_SERVICE_NAME: SERVICE_NAME,
         POWERTOOLS_LOG_LEVEL: props.logLevel,
+        POWERTOOLS_METRICS_NAMESPACE: props.metricsNamespace,
         ...props.environment,
       },
     });
+    this.logs = logGroup;
   }
 
   /**
    * Hands the function a table: its name in the table's variable, and only these actions on the
    * table itself (not its indexes, which no function reads).
    */
-  useTable(name: TableName, table: ITable, actions: readonly `dynamodb:${string}`[]): this {
+  useTable(name: TableName, table: ITableV2, actions: readonly `dynamodb:${string}`[]): this {
+    this.tableUses.push({ name, table, actions });
     this.addEnvironment(TABLES[name].envVar, table.tableName);
     this.addToRolePolicy(
       new PolicyStatement({ actions: [...actions], resources: [table.tableArn] }),

@@ -4,6 +4,7 @@ import { App } from 'aws-cdk-lib';
 import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
+import { ACCESS_LOG_FIELDS, ERROR_MESSAGE_VARIABLE } from '../../infra/access-log.ts';
 import { ApiStack } from '../../infra/api-stack.ts';
 import { stageConfig } from '../../infra/config.ts';
 import { BUNDLING } from '../../infra/constructs/service-function.ts';
@@ -18,6 +19,8 @@ import { methodsByPath, resolveRoute, ROUTES, type RouteDefinition } from '../..
 import { createGateway } from '../../local/gateway.ts';
 import { STACK_OUTPUTS, stackNames } from '../../lib/deployment.ts';
 import { TABLES } from '../../lib/dynamodb/tables.ts';
+import { FUNCTIONS } from '../../lib/functions.ts';
+import { BEARER_KEY_PATTERN, generateApiKey } from '../../lib/keys/api-key.ts';
 import { templates, testApp } from './support.ts';
 
 const { app, stages } = testApp();
@@ -69,6 +72,40 @@ describe('stages', () => {
     });
   });
 
+  it('log each request as JSON: caller key id, route, status, latencies, error, trace id; never the key', () => {
+    for (const { api } of [staging, production]) {
+      const [, stage] = resources(api, 'AWS::ApiGateway::Stage')[0]!;
+      const format = (stage.Properties.AccessLogSetting as { Format: string }).Format;
+      // The error message is written pre-quoted by API Gateway: the only unquoted variable.
+      expect(format).toContain(`"errorMessage":${ERROR_MESSAGE_VARIABLE}`);
+      const fields = JSON.parse(format.replace(ERROR_MESSAGE_VARIABLE, '"-"')) as Record<
+        string,
+        string
+      >;
+      expect(fields).toMatchObject({
+        requestId: '$context.requestId',
+        keyId: '$context.authorizer.principalId',
+        status: '$context.status',
+        httpMethod: '$context.httpMethod',
+        resourcePath: '$context.resourcePath',
+        responseLatencyMs: '$context.responseLatency',
+        integrationLatencyMs: '$context.integration.latency',
+        errorType: '$context.error.responseType',
+        xrayTraceId: '$context.xrayTraceId',
+      });
+      expect(Object.keys(fields)).toEqual([...Object.keys(ACCESS_LOG_FIELDS), 'errorMessage']);
+      // No header, no request parameter, no API Gateway key: nothing that could hold the key.
+      expect(format).not.toMatch(/Authorization|\$input|\$method|header|identity\.apiKey/i);
+    }
+  });
+
+  it('protect every production stack from termination, and no staging one', () => {
+    expect(stages.production.data.terminationProtection).toBe(true);
+    expect(stages.production.api.terminationProtection).toBe(true);
+    expect(stages.staging.data.terminationProtection).toBe(false);
+    expect(stages.staging.api.terminationProtection).toBe(false);
+  });
+
   it('keep the account-wide API Gateway logging role when either stage is deleted', () => {
     for (const { api } of [staging, production]) {
       const roles = resources(api, 'AWS::IAM::Role').filter(([id]) =>
@@ -115,6 +152,15 @@ describe('API Gateway', () => {
     }
   });
 
+  it('refuses a header that cannot hold a key before invoking the authorizer (identity validation)', () => {
+    for (const { api } of [staging, production]) {
+      api.hasResourceProperties('AWS::ApiGateway::Authorizer', {
+        Type: 'TOKEN',
+        IdentityValidationExpression: BEARER_KEY_PATTERN,
+      });
+    }
+  });
+
   it('streams listOrders and buffers cancelOrder', () => {
     const byMethod = Object.fromEntries(
       resources(staging.api, 'AWS::ApiGateway::Method').map(([, m]) => [
@@ -125,7 +171,8 @@ describe('API Gateway', () => {
     expect(byMethod.GET).toMatchObject({
       Type: 'AWS_PROXY',
       ResponseTransferMode: 'STREAM',
-      TimeoutInMillis: 300_000,
+      // API Gateway keeps the stream open as long as the function may run.
+      TimeoutInMillis: FUNCTIONS.listOrders.timeoutSeconds * 1000,
     });
     expect(JSON.stringify(byMethod.GET?.Uri)).toContain('response-streaming-invocations');
     expect(byMethod.DELETE).toMatchObject({ Type: 'AWS_PROXY' });
@@ -263,12 +310,19 @@ describe('functions', () => {
     }
   });
 
-  it('have the memory, timeout and environment each needs', () => {
+  it('have the memory, timeout and description of the shared function definitions', () => {
+    for (const definition of Object.values(FUNCTIONS)) {
+      staging.api.hasResourceProperties('AWS::Lambda::Function', {
+        Description: definition.description,
+        MemorySize: definition.memoryMb,
+        Timeout: definition.timeoutSeconds,
+      });
+    }
+  });
+
+  it('have the environment each needs, and all publish metrics under the stage namespace', () => {
     const byDescription = (d: RegExp) =>
       staging.api.toJSON().Resources[functionId(staging.api, d)] as Resource;
-    expect(byDescription(/^GET/).Properties).toMatchObject({ MemorySize: 1024, Timeout: 300 });
-    expect(byDescription(/^DELETE/).Properties).toMatchObject({ MemorySize: 512, Timeout: 10 });
-    expect(byDescription(/authorizer/).Properties).toMatchObject({ MemorySize: 512, Timeout: 10 });
     const listEnv = (
       byDescription(/^GET/).Properties.Environment as { Variables: Record<string, unknown> }
     ).Variables;
@@ -287,6 +341,8 @@ describe('functions', () => {
     ).Variables;
     expect(Object.keys(authorizerEnv)).toContain(TABLES.apiKeys.envVar);
     expect(authorizerEnv).not.toHaveProperty(TABLES.orders.envVar);
+    // The authorizer counts its own failures (InternalErrors): in the stage's namespace too.
+    expect(authorizerEnv.POWERTOOLS_METRICS_NAMESPACE).toBe('StoreOrders/staging');
   });
 
   it('are bundled as minified ESM with the AWS SDK inside', () => {
@@ -297,6 +353,22 @@ describe('functions', () => {
       externalModules: [],
       target: 'node24',
     });
+  });
+
+  it('cap listOrders with reserved concurrency (10 in staging, 100 in production), not the others', () => {
+    const reserved = (template: Template): Record<string, unknown> =>
+      Object.fromEntries(
+        resources(template, 'AWS::Lambda::Function').map(([, fn]): [string, unknown] => [
+          String(fn.Properties.Description).split(':')[0]!,
+          fn.Properties.ReservedConcurrentExecutions,
+        ]),
+      );
+    expect(reserved(staging.api)).toEqual({
+      'GET /store/orders': 10,
+      'DELETE /store/orders/{orderId}': undefined,
+      'API key authorizer': undefined,
+    });
+    expect(reserved(production.api)['GET /store/orders']).toBe(100);
   });
 
   it('may only do what they use, on the tables they use: no * on DynamoDB', () => {
@@ -339,31 +411,6 @@ describe('functions', () => {
         'AWSLambdaBasicExecutionRole',
       );
     }
-  });
-});
-
-describe('alarms', () => {
-  it('watch 5XX rate, p99 latency, authorizer errors, throttles and rate-limiter store failures, notifying a topic', () => {
-    const alarms = resources(production.api, 'AWS::CloudWatch::Alarm');
-    expect(alarms.map(([id]) => id.replace(/[0-9A-F]{8}$/, '')).sort()).toEqual(
-      [
-        'AuthorizerErrors',
-        'FunctionThrottles',
-        'LatencyP99',
-        'RateLimiterStoreFailures',
-        'ServerErrorRate',
-      ].sort(),
-    );
-    for (const [, alarm] of alarms) expect(alarm.Properties.AlarmActions).toHaveLength(1);
-    production.api.hasResourceProperties('AWS::CloudWatch::Alarm', {
-      Namespace: 'StoreOrders/production',
-      MetricName: 'RateLimiterStoreFailures',
-      Threshold: 1,
-    });
-    production.api.hasResourceProperties('AWS::CloudWatch::Alarm', {
-      ExtendedStatistic: 'p99',
-      Threshold: 1500,
-    });
   });
 });
 
@@ -413,8 +460,71 @@ describe('configuration', () => {
     [{ 'staging:authorizerCacheTtlSeconds': '7200' }, /from 0 to 3600/],
     [{ 'staging:rateLimitFailureMode': 'maybe' }, /open or closed/],
     [{ 'staging:domainName': 'api.example.com' }, /go together/],
+    [{ 'staging:listOrdersReservedConcurrency': '0' }, /from 1 to 1000000, got "0"/],
+    [{ 'staging:listOrdersReservedConcurrency': 'lots' }, /\(or none\) must be an integer/],
+    [
+      { 'staging:listOrdersReservedConcurrency': '950' },
+      /=950 leaves fewer than the 100 unreserved executions Lambda requires of an account limit of 1000/,
+    ],
+    [
+      { 'staging:accountConcurrencyLimit': '10' },
+      /=10 leaves fewer than the 100 unreserved executions .* set it to none/,
+    ],
   ])('refuses %j with a clear message', (values, message) => {
     expect(() => stageConfig('staging', context(values), {})).toThrow(message);
+  });
+
+  it('reserves listOrders concurrency per stage: a number within the account limit, or none', () => {
+    const reserved = (values: Record<string, unknown>) =>
+      stageConfig('production', context(values), {}).concurrency.listOrdersReserved;
+    expect(reserved({})).toBe(100);
+    expect(reserved({ 'production:listOrdersReservedConcurrency': '250' })).toBe(250);
+    expect(reserved({ 'production:listOrdersReservedConcurrency': 'none' })).toBeUndefined();
+    expect(
+      reserved({
+        'production:listOrdersReservedConcurrency': '1900',
+        'production:accountConcurrencyLimit': '2000',
+      }),
+    ).toBe(1900);
+    // A new account (limit 10) can reserve nothing: `none` deploys there.
+    expect(
+      reserved({
+        'production:listOrdersReservedConcurrency': 'none',
+        'production:accountConcurrencyLimit': '10',
+      }),
+    ).toBeUndefined();
+    const { stages: unreserved } = testApp({ 'staging:listOrdersReservedConcurrency': 'none' });
+    for (const [, fn] of resources(templates(unreserved.staging).api, 'AWS::Lambda::Function'))
+      expect(fn.Properties).not.toHaveProperty('ReservedConcurrentExecutions');
+  });
+
+  describe('a custom domain certificate (REGIONAL endpoint)', () => {
+    const domain = (certificateRegion: string, region?: string) => ({
+      'staging:domainName': 'api.example.com',
+      'staging:certificateArn': `arn:aws:acm:${certificateRegion}:123456789012:certificate/abc-123`,
+      ...(region ? { 'staging:region': region } : {}),
+    });
+
+    it('must be in the stage region: checked at synth, not at deploy', () => {
+      expect(() => stageConfig('staging', context(domain('us-east-1', 'eu-west-1')), {})).toThrow(
+        "staging:certificateArn is in us-east-1, but a REGIONAL custom domain needs a certificate in the stage's region, eu-west-1",
+      );
+      expect(() => testApp(domain('us-east-1', 'eu-west-1'))).toThrow(/is in us-east-1/);
+      expect(
+        stageConfig('staging', context(domain('eu-west-1', 'eu-west-1')), {}).customDomain,
+      ).toBeDefined();
+    });
+
+    it('needs the stage region to be known', () => {
+      expect(() => stageConfig('staging', context(domain('eu-west-1')), {})).toThrow(
+        "staging:domainName needs the stage's region (staging:region or CDK_DEFAULT_REGION)",
+      );
+      // The environment's default region counts.
+      expect(
+        stageConfig('staging', context(domain('eu-west-1')), { CDK_DEFAULT_REGION: 'eu-west-1' })
+          .customDomain,
+      ).toBeDefined();
+    });
   });
 
   it('maps a custom domain on /v1 when one is configured', () => {
@@ -513,6 +623,68 @@ describe('one source for the stack and the emulator', () => {
       expect(await response.json()).toEqual(
         gatewayAnswer('MISSING_AUTHENTICATION_TOKEN', gatewayResponses).body,
       );
+    } finally {
+      server.close();
+    }
+  });
+
+  it('the deployed authorizer and the emulator refuse the same Authorization headers, the same way', async () => {
+    const [, authorizer] = resources(staging.api, 'AWS::ApiGateway::Authorizer')[0]!;
+    const deployed = new RegExp(String(authorizer.Properties.IdentityValidationExpression));
+    const deployedAnswer = (type: string) => {
+      const response = resources(staging.api, 'AWS::ApiGateway::GatewayResponse').find(
+        ([, r]) => r.Properties.ResponseType === type,
+      )![1].Properties as { StatusCode: string; ResponseTemplates: Record<string, string> };
+      return {
+        status: Number(response.StatusCode),
+        body: JSON.parse(response.ResponseTemplates['application/json']!) as unknown,
+      };
+    };
+    const key = generateApiKey();
+    const headers = [
+      [`Bearer ${key}`, 'valid'],
+      [`bearer ${key}`, 'valid'],
+      [`BEARER   ${key}`, 'valid'],
+      ['Basic dXNlcjpwYXNzd29yZA==', 'junk'],
+      ['Bearer not-a-key', 'junk'],
+      [`Bearer ${key}x`, 'junk'],
+      [`Bearer ${key.slice(0, -1)}`, 'junk'],
+      [`Token ${key}`, 'junk'],
+      [key, 'junk'],
+    ] as const;
+    // The key store refuses every key: API Gateway's ACCESS_DENIED.
+    let invocations = 0;
+    const deny = (event: { methodArn: string }) => {
+      invocations += 1;
+      return Promise.resolve({
+        principalId: 'anonymous',
+        policyDocument: {
+          Version: '2012-10-17',
+          Statement: [{ Action: 'execute-api:Invoke', Effect: 'Deny', Resource: event.methodArn }],
+        },
+      });
+    };
+    const listener = createGateway({
+      functions: { listOrders: null, cancelOrder: null },
+      authorizer: deny,
+      authorizerTtlSeconds: 0,
+    });
+    const server = createServer((req, res) => void listener(req, res));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/v1/store/orders`;
+      for (const [header, kind] of headers) {
+        expect(deployed.test(header), header).toBe(kind === 'valid');
+        const before = invocations;
+        const response = await fetch(url, { headers: { Authorization: header } });
+        // Junk never reaches the authorizer (UNAUTHORIZED); a refused key is a Deny (ACCESS_DENIED).
+        const expected = deployedAnswer(kind === 'valid' ? 'ACCESS_DENIED' : 'UNAUTHORIZED');
+        expect({ status: response.status, body: await response.json() }, header).toEqual(expected);
+        expect(response.headers.get('www-authenticate'), header).toBe(
+          'Bearer realm="store-orders"',
+        );
+        expect(invocations - before, header).toBe(kind === 'valid' ? 1 : 0);
+      }
     } finally {
       server.close();
     }

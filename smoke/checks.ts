@@ -1,0 +1,301 @@
+/**
+ * The smoke suite: black-box checks of a running API (a deployed stage or `npm start`) over
+ * HTTP(S), by its base address (ending in /v1) and one API key. Read-only unless given a pending
+ * order to cancel. About ten requests, five of them counted against the key's limits.
+ */
+import { methodsByPath, ROUTES } from '../lib/api/routes.ts';
+import { WWW_AUTHENTICATE } from '../lib/api/gateway-responses.ts';
+import { generateApiKey } from '../lib/keys/api-key.ts';
+
+export interface SmokeOptions {
+  /** Base address, e.g. `https://abc123.execute-api.eu-west-1.amazonaws.com/v1`. */
+  readonly baseUrl: string;
+  readonly apiKey: string;
+  /** Id of a pending order: only then is an order really cancelled. */
+  readonly pendingOrder?: bigint;
+  /** Time allowed per request. */
+  readonly timeoutMs: number;
+}
+
+export type Outcome = 'ok' | 'fail' | 'skip';
+
+export interface CheckResult {
+  readonly name: string;
+  readonly outcome: Outcome;
+  /** Why it failed or was skipped. */
+  readonly reason?: string;
+}
+
+/** A check's verdict: thrown to fail a check with a reason. */
+class CheckFailure extends Error {}
+
+/** A check that cannot run because one it depends on failed. */
+class Skip extends Error {}
+
+function expect(condition: unknown, reason: string): asserts condition {
+  if (!condition) throw new CheckFailure(reason);
+}
+
+const INT64_MIN = -(2n ** 63n);
+const INT64_MAX = 2n ** 63n - 1n;
+const INTEGER = /^-?(0|[1-9]\d*)$/;
+
+interface Answer {
+  readonly status: number;
+  readonly headers: Headers;
+  readonly text: string;
+}
+
+interface Order {
+  readonly id: bigint;
+  readonly status?: unknown;
+}
+
+/** The two operations' paths, from the route table. */
+const LIST_PATH = ROUTES.find((r) => r.operationId === 'listOrders')!.path;
+const ORDER_PATH = ROUTES.find((r) => r.operationId === 'cancelOrder')!.path;
+const orderPath = (id: string) => ORDER_PATH.replace(/\{\w+\}/, encodeURIComponent(id));
+
+/**
+ * Parses a list body with int64 ids exact: `id` and `petId` are read from their source text
+ * (JSON.parse source text access, Node 24), never through a JS number.
+ */
+export function parseOrders(text: string): Order[] {
+  const inexact: string[] = [];
+  const reviver = (key: string, value: unknown, context?: { source?: string }): unknown => {
+    if ((key === 'id' || key === 'petId') && typeof value === 'number') {
+      const source = context?.source ?? '';
+      if (!INTEGER.test(source)) {
+        inexact.push(`${key} ${source}`);
+        return value;
+      }
+      const exact = BigInt(source);
+      if (exact < INT64_MIN || exact > INT64_MAX) inexact.push(`${key} ${source}`);
+      return exact;
+    }
+    return value;
+  };
+  let body: unknown;
+  try {
+    body = JSON.parse(text, reviver);
+  } catch (error) {
+    throw new CheckFailure(`the body is not JSON (${(error as Error).message})`);
+  }
+  expect(Array.isArray(body), 'the body is not a JSON array');
+  expect(inexact.length === 0, `not int64 integers: ${inexact.slice(0, 3).join(', ')}`);
+  body.forEach((order: unknown, i) => {
+    expect(
+      typeof order === 'object' && order !== null && typeof (order as Order).id === 'bigint',
+      `item ${i} has no integer id`,
+    );
+  });
+  const orders = body as Order[];
+  for (let i = 1; i < orders.length; i++) {
+    expect(
+      orders[i - 1]!.id < orders[i]!.id,
+      `not sorted by id: ${orders[i - 1]!.id} before ${orders[i]!.id}`,
+    );
+  }
+  return orders;
+}
+
+/** An id no listed order has: above the largest, or the first free one from 1 up. */
+export function absentId(orders: readonly Order[]): bigint {
+  const ids = new Set(orders.map((o) => o.id));
+  const largest = orders.at(-1)?.id ?? 0n;
+  if (largest < INT64_MAX) return largest < 0n ? 1n : largest + 1n;
+  let id = 1n;
+  while (ids.has(id)) id += 1n;
+  return id;
+}
+
+function expectError(answer: Answer, status: number, code: string): void {
+  expect(answer.status === status, `status ${answer.status}, expected ${status}`);
+  const type = answer.headers.get('content-type') ?? '';
+  expect(/^application\/json\b/i.test(type), `Content-Type ${JSON.stringify(type)}`);
+  let body: unknown;
+  try {
+    body = JSON.parse(answer.text);
+  } catch {
+    throw new CheckFailure(`the body is not JSON: ${JSON.stringify(answer.text.slice(0, 80))}`);
+  }
+  const error = body as { code?: unknown; message?: unknown; status?: unknown };
+  expect(typeof body === 'object' && body !== null, 'the body is not an Error object');
+  expect(error.code === code, `code ${JSON.stringify(error.code)}, expected ${code}`);
+  expect(typeof error.message === 'string' && error.message !== '', 'the Error has no message');
+  expect(error.status === status, `body status ${JSON.stringify(error.status)} ≠ ${status}`);
+}
+
+function expectHeader(answer: Answer, name: string, expected: string): void {
+  const actual = answer.headers.get(name);
+  expect(
+    actual === expected,
+    `${name} ${JSON.stringify(actual)}, expected ${JSON.stringify(expected)}`,
+  );
+}
+
+function expectRateLimitHeaders(answer: Answer): void {
+  const integer = (name: string): bigint => {
+    const value = answer.headers.get(name);
+    expect(value !== null && /^\d+$/.test(value), `${name} ${JSON.stringify(value)}`);
+    return BigInt(value);
+  };
+  const limit = integer('X-RateLimit-Limit');
+  const remaining = integer('X-RateLimit-Remaining');
+  const reset = integer('X-RateLimit-Reset');
+  expect(limit > 0n, `X-RateLimit-Limit ${limit}`);
+  expect(remaining <= limit, `X-RateLimit-Remaining ${remaining} above the limit ${limit}`);
+  const now = BigInt(Math.floor(Date.now() / 1000));
+  expect(
+    reset > now - 60n && reset <= now + 86_400n + 60n,
+    `X-RateLimit-Reset ${reset} is not a time within the next day`,
+  );
+  for (const name of ['RateLimit-Policy', 'RateLimit']) {
+    expect(answer.headers.get(name), `no ${name} header`);
+  }
+}
+
+function expectAllow(answer: Answer, allowed: readonly string[]): void {
+  const actual = (answer.headers.get('allow') ?? '')
+    .split(',')
+    .map((m) => m.trim())
+    .filter(Boolean)
+    .sort();
+  expect(
+    actual.join(', ') === [...allowed].sort().join(', '),
+    `Allow ${JSON.stringify(answer.headers.get('allow'))}, expected ${allowed.join(', ')}`,
+  );
+}
+
+export async function runSmoke(
+  options: SmokeOptions,
+  report: (result: CheckResult) => void = () => {},
+): Promise<CheckResult[]> {
+  const base = options.baseUrl.replace(/\/+$/, '');
+  const results: CheckResult[] = [];
+
+  const request = async (method: string, path: string, authorization?: string): Promise<Answer> => {
+    let response: Response;
+    try {
+      response = await fetch(`${base}${path}`, {
+        method,
+        headers: authorization === undefined ? {} : { Authorization: authorization },
+        redirect: 'manual',
+        signal: AbortSignal.timeout(options.timeoutMs),
+      });
+    } catch (error) {
+      const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+      throw new CheckFailure(
+        `${method} ${path}: no answer (${cause?.code ?? cause?.message ?? (error as Error).message})`,
+      );
+    }
+    return { status: response.status, headers: response.headers, text: await response.text() };
+  };
+  const bearer = `Bearer ${options.apiKey}`;
+
+  const check = async <T>(name: string, run: () => T | Promise<T>): Promise<T | undefined> => {
+    let result: CheckResult;
+    let value: T | undefined;
+    try {
+      value = await run();
+      result = { name, outcome: 'ok' };
+    } catch (error) {
+      if (!(error instanceof CheckFailure) && !(error instanceof Skip)) throw error;
+      result = {
+        name,
+        outcome: error instanceof Skip ? 'skip' : 'fail',
+        reason: error.message,
+      };
+    }
+    results.push(result);
+    report(result);
+    return value;
+  };
+
+  // ── Authentication: refused before any function runs, with the challenge header ──────────
+  const unauthorized = (answer: Answer) => {
+    expectError(answer, 401, 'UNAUTHORIZED');
+    expectHeader(answer, 'WWW-Authenticate', WWW_AUTHENTICATE);
+  };
+  await check('401 without Authorization', async () =>
+    unauthorized(await request('GET', LIST_PATH)),
+  );
+  await check('401 with a well-formed unknown key', async () =>
+    unauthorized(await request('GET', LIST_PATH, `Bearer ${generateApiKey()}`)),
+  );
+  await check('401 with a malformed Authorization header', async () =>
+    unauthorized(await request('GET', LIST_PATH, 'Bearer not-a-key')),
+  );
+
+  // ── Routing: answered by API Gateway before authentication ───────────────────────────────
+  await check('404 ROUTE_NOT_FOUND for an unknown path', async () =>
+    expectError(await request('GET', '/store/no-such-path'), 404, 'ROUTE_NOT_FOUND'),
+  );
+  for (const [path, allowed] of methodsByPath()) {
+    const method = ['GET', 'POST', 'DELETE', 'PUT'].find(
+      (m) => !(allowed as string[]).includes(m),
+    )!;
+    const concrete = path.replace(/\{\w+\}/g, '1');
+    await check(
+      `405 METHOD_NOT_ALLOWED for ${method} ${concrete}, Allow: ${allowed.join(', ')}`,
+      async () => {
+        const answer = await request(method, concrete);
+        expectError(answer, 405, 'METHOD_NOT_ALLOWED');
+        expectAllow(answer, allowed);
+      },
+    );
+  }
+
+  // ── The list: sorted, exact, with the rate-limit headers ─────────────────────────────────
+  let listed: Answer | undefined;
+  const orders = await check('200 list: a JSON array sorted by id, int64 ids exact', async () => {
+    listed = await request('GET', LIST_PATH, bearer);
+    expect(listed.status === 200, `status ${listed.status}: ${listed.text.slice(0, 120)}`);
+    const type = listed.headers.get('content-type') ?? '';
+    expect(/^application\/json\b/i.test(type), `Content-Type ${JSON.stringify(type)}`);
+    return parseOrders(listed.text);
+  });
+  await check('rate-limit headers on the list', () => {
+    if (listed?.status !== 200) throw new Skip('the list failed');
+    expectRateLimitHeaders(listed);
+  });
+
+  // ── Cancel: an absent id, a malformed id, and (only when asked) a real cancel ────────────
+  await check('404 ORDER_NOT_FOUND cancelling an order that does not exist', async () => {
+    if (!orders) throw new Skip('the list failed: no id known to be absent');
+    const id = absentId(orders);
+    const answer = await request('DELETE', orderPath(id.toString()), bearer);
+    expectError(answer, 404, 'ORDER_NOT_FOUND');
+    expectRateLimitHeaders(answer);
+  });
+  await check('400 INVALID_ORDER_ID for a malformed order id', async () =>
+    expectError(
+      await request('DELETE', orderPath('not-a-number'), bearer),
+      400,
+      'INVALID_ORDER_ID',
+    ),
+  );
+
+  const pending = options.pendingOrder;
+  if (pending !== undefined) {
+    const cancelled = await check(`204 cancelling pending order ${pending}`, async () => {
+      if (!orders) throw new Skip('the list failed: cannot tell the order is pending');
+      const order = orders.find((o) => o.id === pending);
+      expect(order, `order ${pending} is not in the list`);
+      expect(
+        order.status === 'pending',
+        `order ${pending} is ${JSON.stringify(order.status)}, not pending: nothing was cancelled`,
+      );
+      const answer = await request('DELETE', orderPath(pending.toString()), bearer);
+      expect(answer.status === 204, `status ${answer.status}: ${answer.text.slice(0, 120)}`);
+      expect(answer.text === '', 'a 204 with a body');
+      return true;
+    });
+    await check(`204 cancelling order ${pending} again (idempotent)`, async () => {
+      if (!cancelled) throw new Skip('the first cancel failed');
+      const answer = await request('DELETE', orderPath(pending.toString()), bearer);
+      expect(answer.status === 204, `status ${answer.status}: ${answer.text.slice(0, 120)}`);
+    });
+  }
+  return results;
+}

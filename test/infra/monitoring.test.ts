@@ -1,0 +1,376 @@
+/** What an operator gets per stage: alarms with their thresholds and actions, a dashboard, Contributor Insights. */
+import { Match, type Template } from 'aws-cdk-lib/assertions';
+import { describe, expect, it } from 'vitest';
+import { stageConfig, type StageConfig } from '../../infra/config.ts';
+import { RATE_LIMIT_REFUSAL_LOG } from '../../infra/monitoring.ts';
+import type { StageName } from '../../lib/deployment.ts';
+import { FUNCTIONS } from '../../lib/functions.ts';
+import { METRIC_NAMES } from '../../lib/metrics.ts';
+import { templates, testApp } from './support.ts';
+
+const { stages } = testApp();
+const STAGE_NAMES = ['staging', 'production'] as const satisfies readonly StageName[];
+const api = Object.fromEntries(
+  STAGE_NAMES.map((stage) => [stage, templates(stages[stage]).api]),
+) as Record<StageName, Template>;
+const data = Object.fromEntries(
+  STAGE_NAMES.map((stage) => [stage, templates(stages[stage]).data]),
+) as Record<StageName, Template>;
+const config = (stage: StageName) => stageConfig(stage, () => undefined, {});
+
+type Resource = { Type: string; Properties: Record<string, unknown> };
+const resources = (template: Template, type: string) =>
+  Object.entries(template.findResources(type) as Record<string, Resource>);
+
+/** Alarm properties by alarm name, without the `store-orders-<stage>-` prefix. */
+function alarmsOf(stage: StageName): Record<string, Record<string, unknown>> {
+  return Object.fromEntries(
+    resources(api[stage], 'AWS::CloudWatch::Alarm').map(([, a]) => [
+      String(a.Properties.AlarmName).replace(`store-orders-${stage}-`, ''),
+      a.Properties,
+    ]),
+  );
+}
+
+/** The alarms each stage must have, with the threshold its config sets. */
+function expectedThresholds(c: StageConfig): Record<string, number> {
+  const a = c.alarms;
+  return {
+    ServerErrorRate: a.serverErrorRate,
+    LatencyP99: a.p99LatencyMs,
+    ListOrdersErrors: a.functionErrors,
+    CancelOrderErrors: a.functionErrors,
+    AuthorizerErrors: a.authorizerErrors,
+    ListOrdersThrottles: a.throttles,
+    CancelOrderThrottles: a.throttles,
+    AuthorizerThrottles: a.throttles,
+    OrdersTableThrottledRequests: a.tableThrottledRequests,
+    OrdersTableSystemErrors: a.tableSystemErrors,
+    ApiKeysTableThrottledRequests: a.tableThrottledRequests,
+    ApiKeysTableSystemErrors: a.tableSystemErrors,
+    RateLimitsTableThrottledRequests: a.tableThrottledRequests,
+    RateLimitsTableSystemErrors: a.tableSystemErrors,
+    ListOrdersNearTimeout: FUNCTIONS.listOrders.timeoutSeconds * 1000 * a.listDurationOfTimeout,
+    RateLimiterStoreFailures: a.limiterStoreFailures,
+    InternalErrors: a.internalErrors,
+    ListStreamFailures: a.listStreamFailures,
+    ListResponseBytes: a.listResponseBytes,
+  };
+}
+
+/** The logical id of a resource whose properties contain a string. */
+function logicalId(template: Template, type: string, contains: string): string {
+  const found = resources(template, type).find(([, r]) =>
+    JSON.stringify(r.Properties).includes(contains),
+  );
+  if (!found) throw new Error(`no ${type} with ${contains}`);
+  return found[0];
+}
+
+/** The dashboard's widgets, with every CloudFormation token rendered as "TOKEN". */
+function dashboardWidgets(template: Template): Record<string, unknown>[] {
+  const [dashboard] = resources(template, 'AWS::CloudWatch::Dashboard');
+  const body = dashboard![1].Properties.DashboardBody as { 'Fn::Join': [string, unknown[]] };
+  const text = body['Fn::Join'][1].map((p) => (typeof p === 'string' ? p : 'TOKEN')).join('');
+  return (JSON.parse(text) as { widgets: Record<string, unknown>[] }).widgets;
+}
+
+describe.each(STAGE_NAMES)('alarms (%s)', (stage) => {
+  const alarms = alarmsOf(stage);
+
+  it('are the ones an on-call needs, each with the threshold of the stage config', () => {
+    const thresholds = Object.fromEntries(
+      Object.entries(alarms).map(([name, a]) => [name, a.Threshold]),
+    );
+    expect(thresholds).toEqual(expectedThresholds(config(stage)));
+  });
+
+  it('each notify the stage topic when they fire and when they clear, with a runbook line', () => {
+    const topic = { Ref: logicalId(api[stage], 'AWS::SNS::Topic', `${stage} alarms`) };
+    for (const [name, alarm] of Object.entries(alarms)) {
+      expect(alarm.AlarmActions, name).toEqual([topic]);
+      expect(alarm.OKActions, name).toEqual([topic]);
+      expect(alarm).toMatchObject({
+        ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+        EvaluationPeriods: 1,
+        TreatMissingData: 'notBreaching',
+      });
+      expect(alarm.AlarmDescription, name).toMatch(/\. First look: .{20,}/);
+    }
+  });
+
+  it("watch the service's own metrics in the stage namespace, 500s and cut-off lists at one", () => {
+    const namespace = `StoreOrders/${stage}`;
+    const own = (metricName: string, statistic: string) => ({
+      Namespace: namespace,
+      MetricName: metricName,
+      Dimensions: [{ Name: 'service', Value: 'store-orders' }],
+      Statistic: statistic,
+      Period: 300,
+    });
+    expect(alarms.InternalErrors).toMatchObject({
+      ...own(METRIC_NAMES.internalErrors, 'Sum'),
+      Threshold: 1,
+    });
+    expect(alarms.ListStreamFailures).toMatchObject({
+      ...own(METRIC_NAMES.listStreamFailures, 'Sum'),
+      Threshold: 1,
+    });
+    expect(alarms.RateLimiterStoreFailures).toMatchObject(
+      own(METRIC_NAMES.limiterStoreFailures, 'Sum'),
+    );
+    // Half of Lambda's 200 MB streamed-response ceiling, on the largest list.
+    expect(alarms.ListResponseBytes).toMatchObject({
+      ...own(METRIC_NAMES.listResponseBytes, 'Maximum'),
+      Threshold: 100_000_000,
+    });
+  });
+
+  it('watch errors and throttles of each function, and the longest list against its timeout', () => {
+    const fn = (description: string) => ({
+      Ref: logicalId(api[stage], 'AWS::Lambda::Function', description),
+    });
+    const lambda = (metricName: string, description: string, statistic = 'Sum') => ({
+      Namespace: 'AWS/Lambda',
+      MetricName: metricName,
+      Statistic: statistic,
+      Dimensions: [{ Name: 'FunctionName', Value: fn(description) }],
+    });
+    for (const [name, definition] of [
+      ['ListOrders', FUNCTIONS.listOrders],
+      ['CancelOrder', FUNCTIONS.cancelOrder],
+      ['Authorizer', FUNCTIONS.authorizer],
+    ] as const) {
+      expect(alarms[`${name}Errors`]).toMatchObject(lambda('Errors', definition.description));
+      expect(alarms[`${name}Throttles`]).toMatchObject(lambda('Throttles', definition.description));
+    }
+    expect(alarms.ListOrdersNearTimeout).toMatchObject({
+      ...lambda('Duration', FUNCTIONS.listOrders.description, 'Maximum'),
+      Threshold: 720_000,
+    });
+  });
+
+  it('watch DynamoDB throttled requests and system errors per table, over the operations the functions call', () => {
+    const operations = (alarm: Record<string, unknown>) => {
+      const metrics = alarm.Metrics as {
+        Expression?: string;
+        MetricStat?: {
+          Metric: { MetricName: string; Dimensions: { Name: string; Value: unknown }[] };
+        };
+      }[];
+      const stats = metrics.filter((m) => m.MetricStat).map((m) => m.MetricStat!.Metric);
+      return {
+        metric: [...new Set(stats.map((m) => m.MetricName))],
+        table: [
+          ...new Set(
+            stats.map(
+              (m) =>
+                JSON.stringify(m.Dimensions.find((d) => d.Name === 'TableName')!.Value).match(
+                  /Orders|ApiKeys|RateLimits/,
+                )?.[0],
+            ),
+          ),
+        ],
+        operations: stats.map((m) => m.Dimensions.find((d) => d.Name === 'Operation')!.Value),
+        expression: metrics.find((m) => m.Expression)?.Expression,
+      };
+    };
+    const expected = {
+      Orders: ['Query', 'UpdateItem'],
+      ApiKeys: ['GetItem'],
+      RateLimits: ['UpdateItem'],
+    };
+    for (const [table, ops] of Object.entries(expected)) {
+      expect(operations(alarms[`${table}TableThrottledRequests`]!)).toEqual({
+        metric: ['ThrottledRequests'],
+        table: [table],
+        operations: ops,
+        // The alarm is on the sum over the operations.
+        expression: ops
+          .map((op) => `${table.toLowerCase()}_throttledrequests_${op.toLowerCase()}`)
+          .join(' + '),
+      });
+      expect(operations(alarms[`${table}TableSystemErrors`]!)).toMatchObject({
+        metric: ['SystemErrors'],
+        table: [table],
+        operations: ops,
+      });
+    }
+  });
+
+  it('watch the API 5XX rate and p99 latency of the stage API', () => {
+    expect(alarms.ServerErrorRate!.Metrics).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ Expression: 'IF(requests > 0, errors / requests, 0)' }),
+        expect.objectContaining({
+          Id: 'errors',
+          MetricStat: expect.objectContaining({
+            Metric: {
+              Namespace: 'AWS/ApiGateway',
+              MetricName: '5XXError',
+              Dimensions: [{ Name: 'ApiName', Value: `store-orders-${stage}` }],
+            },
+          }),
+        }),
+      ]),
+    );
+    expect(alarms.LatencyP99).toMatchObject({ MetricName: 'Latency', ExtendedStatistic: 'p99' });
+  });
+});
+
+describe('alarm thresholds', () => {
+  it('are tighter in production than in staging', () => {
+    const staging = alarmsOf('staging');
+    const production = alarmsOf('production');
+    expect(production.ServerErrorRate!.Threshold).toBe(0.01);
+    expect(staging.ServerErrorRate!.Threshold).toBe(0.05);
+    expect(production.LatencyP99!.Threshold).toBe(1500);
+    expect(production.AuthorizerErrors!.Threshold).toBe(3);
+    for (const name of Object.keys(production)) {
+      expect(production[name]!.Threshold as number, name).toBeLessThanOrEqual(
+        staging[name]!.Threshold as number,
+      );
+    }
+  });
+});
+
+describe.each(STAGE_NAMES)('dashboard (%s)', (stage) => {
+  const widgets = dashboardWidgets(api[stage]);
+  const byTitle = (title: string) => {
+    const widget = widgets.find((w) => (w.properties as { title?: string }).title === title);
+    if (!widget) throw new Error(`no widget ${title}`);
+    return widget.properties as {
+      metrics: unknown[][];
+      annotations?: { horizontal: { value: number }[] };
+      insightRule?: Record<string, unknown>;
+      alarms?: unknown[];
+    };
+  };
+  /** [namespace, metric name, ...dimension name/value pairs] of each graphed metric. */
+  const series = (title: string) =>
+    byTitle(title).metrics.map((m) => m.filter((part) => typeof part === 'string').join(' '));
+
+  it('is named for the stage', () => {
+    api[stage].hasResourceProperties('AWS::CloudWatch::Dashboard', {
+      DashboardName: `store-orders-${stage}`,
+    });
+  });
+
+  it('shows requests by route and status class, from the per-method API metrics', () => {
+    for (const [method, path] of [
+      ['GET', '/store/orders'],
+      ['DELETE', '/store/orders/{orderId}'],
+    ]) {
+      const dims = `ApiName store-orders-${stage} Method ${method} Resource ${path} Stage TOKEN`;
+      expect(series(`Requests by status class: ${method} ${path}`)).toEqual([
+        '',
+        `AWS/ApiGateway Count ${dims}`,
+        `AWS/ApiGateway 4XXError ${dims}`,
+        `AWS/ApiGateway 5XXError ${dims}`,
+      ]);
+    }
+    expect(series('API latency by route (ms)')).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^AWS\/ApiGateway Latency .*Method GET/),
+        expect.stringMatching(/^AWS\/ApiGateway IntegrationLatency .*Method DELETE/),
+      ]),
+    );
+  });
+
+  it("shows 429s by code, the limiter's store failures and the service errors", () => {
+    const own = (name: string) => `StoreOrders/${stage} ${name} service store-orders`;
+    expect(series('429 answers by code')).toEqual([
+      own(METRIC_NAMES.rateLimited),
+      own(METRIC_NAMES.bannedRequests),
+    ]);
+    expect(series('Service errors')).toEqual(
+      expect.arrayContaining([
+        own(METRIC_NAMES.limiterStoreFailures),
+        own(METRIC_NAMES.internalErrors),
+        own(METRIC_NAMES.serviceUnavailable),
+        own(METRIC_NAMES.listStreamFailures),
+      ]),
+    );
+    expect(series('List size')).toEqual([
+      own(METRIC_NAMES.listResponseBytes),
+      own(METRIC_NAMES.listOrdersSent),
+    ]);
+  });
+
+  it('shows function durations and concurrency, with the listOrders reservation', () => {
+    expect(series('Function duration (ms): p99 and max')).toHaveLength(6);
+    expect(new Set(series('Function duration (ms): p99 and max'))).toEqual(
+      new Set(['AWS/Lambda Duration FunctionName TOKEN']),
+    );
+    expect(series('Concurrent executions (max)')).toEqual(
+      Array(3).fill('AWS/Lambda ConcurrentExecutions FunctionName TOKEN'),
+    );
+    expect(byTitle('Concurrent executions (max)').annotations?.horizontal[0]?.value).toBe(
+      config(stage).concurrency.listOrdersReserved,
+    );
+  });
+
+  it('shows DynamoDB consumed capacity and throttles of every table', () => {
+    const capacity = series('DynamoDB consumed capacity (units per minute)');
+    expect(capacity.filter((s) => s.includes('ConsumedReadCapacityUnits'))).toHaveLength(3);
+    expect(capacity.filter((s) => s.includes('ConsumedWriteCapacityUnits'))).toHaveLength(3);
+    const errors = series('DynamoDB throttled requests and system errors');
+    expect(errors.filter((s) => s.includes('ThrottledRequests'))).toHaveLength(4);
+    expect(errors.filter((s) => s.includes('SystemErrors'))).toHaveLength(4);
+  });
+
+  it('shows every alarm, and which API keys hit their limits (Contributor Insights)', () => {
+    expect(byTitle('Alarms').alarms).toHaveLength(Object.keys(alarmsOf(stage)).length);
+    expect(byTitle('API keys refused with 429 (top 10 key ids)').insightRule).toMatchObject({
+      ruleName: `store-orders-${stage}-rate-limit-refusals`,
+      orderBy: 'Sum',
+    });
+  });
+});
+
+describe.each(STAGE_NAMES)('which API keys hit their limits (%s)', (stage) => {
+  it("a Contributor Insights rule counts the functions' 'Rate limit refusal' lines by key id", () => {
+    const rules = resources(api[stage], 'AWS::CloudWatch::InsightRule');
+    expect(rules).toHaveLength(1);
+    const [, rule] = rules[0]!;
+    expect(rule.Properties).toMatchObject({
+      RuleName: `store-orders-${stage}-rate-limit-refusals`,
+      RuleState: 'ENABLED',
+    });
+    const join = (rule.Properties.RuleBody as { 'Fn::Join': [string, unknown[]] })['Fn::Join'][1];
+    const body = JSON.parse(
+      join.map((p) => (typeof p === 'string' ? p : JSON.stringify(p).replace(/"/g, "'"))).join(''),
+    ) as Record<string, unknown>;
+    expect(body).toEqual({
+      Schema: { Name: 'CloudWatchLogRule', Version: 1 },
+      LogGroupNames: [
+        expect.stringMatching(/^\{'Ref':'ListOrdersLogs[0-9A-F]{8}'\}$/),
+        expect.stringMatching(/^\{'Ref':'CancelOrderLogs[0-9A-F]{8}'\}$/),
+      ],
+      LogFormat: 'JSON',
+      Contribution: {
+        Keys: ['$.keyId'],
+        Filters: [{ Match: '$.message', In: [RATE_LIMIT_REFUSAL_LOG.message] }],
+      },
+      AggregateOn: 'Count',
+    });
+  });
+
+  it('DynamoDB Contributor Insights watches the rate counters (one item per key) only', () => {
+    data[stage].hasResourceProperties('AWS::DynamoDB::GlobalTable', {
+      KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
+      Replicas: [
+        Match.objectLike({
+          ContributorInsightsSpecification: {
+            Enabled: true,
+            Mode: 'ACCESSED_AND_THROTTLED_KEYS',
+          },
+        }),
+      ],
+    });
+    const watched = resources(data[stage], 'AWS::DynamoDB::GlobalTable').filter(([, t]) =>
+      JSON.stringify(t.Properties.Replicas).includes('ContributorInsightsSpecification'),
+    );
+    expect(watched).toHaveLength(1);
+  });
+});
