@@ -1,0 +1,405 @@
+/**
+ * The Store Orders API client: web-standard APIs only (fetch, streams, TextDecoder,
+ * AbortSignal, timers), so it runs unchanged in Node 24 and in browsers.
+ */
+import {
+  API_ERROR_STATUS,
+  ApiError,
+  isApiErrorCode,
+  OrderListParseError,
+  UNEXPECTED_RESPONSE,
+} from './errors.ts';
+import { type Order, parseInt64 } from './order.ts';
+import { OrderListParser } from './order-list-parser.ts';
+import {
+  parseRetryAfter,
+  RateLimitPacer,
+  readRateLimit,
+  type PacerSnapshot,
+  type RateLimitInfo,
+  type Ticket,
+} from './rate-limit.ts';
+import { wait, Watchdog } from './timers.ts';
+
+/** What `new Headers(…)` accepts (named so in the DOM lib, not in every environment's types). */
+export type HeadersInput = ConstructorParameters<typeof Headers>[0];
+
+export interface StoreOrdersClientOptions {
+  /** Base address, ending in the stage: `https://…/v1`, or `http://127.0.0.1:3000/v1`. */
+  readonly baseUrl: string | URL;
+  /** The API key (`sok_…`), sent as `Authorization: Bearer <key>`. */
+  readonly apiKey: string;
+  /** Default per-call settings (each call can override them). */
+  readonly timeoutMs?: number;
+  readonly budgetMs?: number;
+  readonly maxAttempts?: number;
+  /** First backoff delay; each retry doubles it, up to `maxDelayMs` (full jitter). */
+  readonly baseDelayMs?: number;
+  readonly maxDelayMs?: number;
+  /** Requests let in flight while the key's remaining count is not known yet (default 1). */
+  readonly initialConcurrency?: number;
+  /** RATE_LIMITED refusals tolerated in one minute before sending stops until the next one. */
+  readonly maxRefusalsPerMinute?: number;
+  /** Longest order (characters) the list parser accepts. */
+  readonly maxOrderLength?: number;
+  /** Headers sent with every request (browsers ignore forbidden ones such as Accept-Encoding). */
+  readonly headers?: HeadersInput;
+  /** A fetch to use instead of the global one. */
+  readonly fetch?: typeof fetch;
+}
+
+export interface CallOptions {
+  /** Aborts the call: waits, the request and the reading of the list. */
+  readonly signal?: AbortSignal;
+  /**
+   * Longest the server may stay silent (ms): until the answer's headers arrive, and between two
+   * chunks of the list. Default 30 s. Exceeded: the call fails with a `TimeoutError`
+   * DOMException (not retried).
+   */
+  readonly timeoutMs?: number;
+  /**
+   * Time budget of the call (ms) for waiting and retrying: a retry or a wait for the rate limit
+   * that would end later than this after the call began is not made; the call fails with the
+   * last error (or, when nothing could be sent, an ApiError with `sent: false`). Default 30 s.
+   */
+  readonly budgetMs?: number;
+  /** Requests at most for this call, the first included. Default 4. */
+  readonly maxAttempts?: number;
+  /** Extra headers for this call. */
+  readonly headers?: HeadersInput;
+}
+
+const DEFAULTS = {
+  timeoutMs: 30_000,
+  budgetMs: 30_000,
+  maxAttempts: 4,
+  baseDelayMs: 250,
+  maxDelayMs: 10_000,
+  initialConcurrency: 1,
+  maxRefusalsPerMinute: 5,
+};
+
+interface Answer {
+  readonly response: Response;
+  readonly watchdog: Watchdog;
+}
+
+/** A request that got no answer: network failure, or an abort / timeout. */
+function isAbort(watchdog: Watchdog): boolean {
+  return watchdog.signal.aborted;
+}
+
+/** The path segment of an order id: exact digits, validated before anything is sent. */
+export function orderIdSegment(id: bigint | string): string {
+  if (typeof id === 'bigint') {
+    if (parseInt64(id.toString()) !== undefined) return id.toString();
+  } else if (typeof id === 'string') {
+    const parsed = parseInt64(id);
+    if (parsed !== undefined) return parsed.toString();
+  } else {
+    throw new TypeError(
+      `An order id must be a bigint or a string of digits, not a ${typeof id} (a JS number cannot hold every int64).`,
+    );
+  }
+  const shown = String(id).slice(0, 40);
+  return invalidId(shown);
+}
+
+function invalidId(shown: string): never {
+  throw new ApiError({
+    code: 'INVALID_ORDER_ID',
+    status: API_ERROR_STATUS.INVALID_ORDER_ID,
+    message: `Not sent: order id ${JSON.stringify(shown)} is not a base-10 integer in the int64 range.`,
+    sent: false,
+    attempts: 0,
+  });
+}
+
+export class StoreOrdersClient {
+  readonly #base: string;
+  readonly #authorization: string;
+  readonly #options: StoreOrdersClientOptions;
+  readonly #fetch: typeof fetch;
+  readonly #pacer: RateLimitPacer;
+
+  constructor(options: StoreOrdersClientOptions) {
+    const base = String(options.baseUrl).replace(/\/+$/, '');
+    if (!/^https?:\/\//i.test(base)) throw new TypeError(`baseUrl must be an http(s) URL`);
+    if (!options.apiKey) throw new TypeError('apiKey is required');
+    this.#base = base;
+    this.#authorization = `Bearer ${options.apiKey}`;
+    this.#options = options;
+    this.#fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+    this.#pacer = new RateLimitPacer({
+      initialConcurrency: options.initialConcurrency ?? DEFAULTS.initialConcurrency,
+      maxRefusalsPerMinute: options.maxRefusalsPerMinute ?? DEFAULTS.maxRefusalsPerMinute,
+    });
+  }
+
+  /** The rate-limit headers of the last answer that carried them (undefined before any). */
+  get rateLimit(): RateLimitInfo | undefined {
+    return this.#pacer.last;
+  }
+
+  /** The client's own pacing state: requests in flight, available, blocked or banned until. */
+  get pacing(): PacerSnapshot {
+    return this.#pacer.snapshot();
+  }
+
+  /**
+   * Every order, sorted by id, read as the list streams in: one order at a time in memory.
+   * The request is sent when iteration starts. A list cut short, or a body that is not a
+   * well-formed list, ends the iteration with an OrderListParseError (orders before the fault
+   * were complete and valid). Breaking out of the loop cancels the download.
+   *
+   *     for await (const order of client.listOrders()) console.log(order.id);
+   */
+  async *listOrders(options: CallOptions = {}): AsyncGenerator<Order, void, undefined> {
+    const { response, watchdog } = await this.#call('GET', '/store/orders', options);
+    const reader = response.body?.getReader();
+    let finished = reader === undefined;
+    try {
+      if (response.status !== 200) {
+        throw unexpected(response, `GET /store/orders answered ${response.status}, not 200.`);
+      }
+      const parser = new OrderListParser(
+        this.#options.maxOrderLength === undefined
+          ? {}
+          : { maxOrderLength: this.#options.maxOrderLength },
+      );
+      const decoder = new TextDecoder('utf-8', { fatal: true });
+      let bytes = 0;
+      while (reader !== undefined) {
+        const { done, value } = await reader.read();
+        if (done) {
+          finished = true;
+          break;
+        }
+        watchdog.pause();
+        let text: string;
+        try {
+          text = decoder.decode(value, { stream: true });
+        } catch {
+          throw new OrderListParseError('the body is not valid UTF-8', bytes);
+        }
+        bytes += value.byteLength;
+        for (const order of parser.push(text)) yield order;
+        watchdog.touch();
+      }
+      watchdog.finish();
+      let rest: string;
+      try {
+        rest = decoder.decode();
+      } catch {
+        throw new OrderListParseError('the body ends inside a UTF-8 sequence', bytes);
+      }
+      for (const order of parser.push(rest)) yield order;
+      parser.end();
+    } catch (error) {
+      if (isAbort(watchdog)) throw watchdog.signal.reason;
+      throw error;
+    } finally {
+      watchdog.finish();
+      if (!finished) {
+        // The caller stopped early, or the list failed: release the connection.
+        watchdog.abort();
+        await reader?.cancel().catch(() => undefined);
+      }
+    }
+  }
+
+  /** Every order, in one array (memory grows with the list: prefer `listOrders` for big lists). */
+  async listAllOrders(options: CallOptions = {}): Promise<Order[]> {
+    const orders: Order[] = [];
+    for await (const order of this.listOrders(options)) orders.push(order);
+    return orders;
+  }
+
+  /**
+   * Cancels a pending order. Resolves when the order is cancelled, including when it already was
+   * (the operation is idempotent). Fails with ApiError ORDER_NOT_FOUND, ORDER_ALREADY_SHIPPED or
+   * INVALID_ORDER_ID (a malformed id is refused before sending, with `sent: false`).
+   */
+  async cancelOrder(id: bigint | string, options: CallOptions = {}): Promise<void> {
+    const segment = orderIdSegment(id);
+    const { response, watchdog } = await this.#call(
+      'DELETE',
+      `/store/orders/${encodeURIComponent(segment)}`,
+      options,
+    );
+    try {
+      await response.body?.cancel();
+    } finally {
+      watchdog.finish();
+    }
+  }
+
+  /**
+   * Sends one operation's request: through the pacer, retrying 429 RATE_LIMITED, 503 and
+   * network failures with exponential backoff (full jitter) after Retry-After, within the call's
+   * attempts and time budget. Resolves with a 2xx answer, whose body is still to be read under
+   * the returned watchdog; throws an ApiError for any other.
+   */
+  async #call(method: string, path: string, options: CallOptions): Promise<Answer> {
+    const defaults = this.#options;
+    const timeoutMs = options.timeoutMs ?? defaults.timeoutMs ?? DEFAULTS.timeoutMs;
+    const budgetMs = options.budgetMs ?? defaults.budgetMs ?? DEFAULTS.budgetMs;
+    const maxAttempts = Math.max(
+      1,
+      options.maxAttempts ?? defaults.maxAttempts ?? DEFAULTS.maxAttempts,
+    );
+    const deadline = Date.now() + budgetMs;
+    const signal = options.signal;
+    const headers = new Headers(defaults.headers);
+    for (const [name, value] of new Headers(options.headers)) headers.set(name, value);
+    headers.set('Authorization', this.#authorization);
+    if (!headers.has('Accept')) headers.set('Accept', 'application/json');
+
+    let attempts = 0;
+    let lastFailure: Error | undefined;
+    for (;;) {
+      const ticket = await this.#pacer.acquire(deadline, signal, attempts, lastFailure);
+      attempts++;
+      const outcome = await this.#attempt(
+        method,
+        path,
+        headers,
+        ticket,
+        timeoutMs,
+        signal,
+        attempts,
+      );
+      if ('response' in outcome) return outcome;
+      // Retry, if attempts and time allow: Retry-After, then backoff with full jitter.
+      const delay = outcome.retryAfterMs + this.#backoff(attempts);
+      if (attempts >= maxAttempts || Date.now() + delay > deadline) throw outcome.failure;
+      lastFailure = outcome.failure;
+      await wait(delay, { signal });
+    }
+  }
+
+  /** One request: a 2xx answer, or a failure worth retrying; anything else is thrown. */
+  async #attempt(
+    method: string,
+    path: string,
+    headers: Headers,
+    ticket: Ticket,
+    timeoutMs: number,
+    signal: AbortSignal | undefined,
+    attempts: number,
+  ): Promise<Answer | { failure: Error; retryAfterMs: number }> {
+    const watchdog = new Watchdog(timeoutMs, signal);
+    let response: Response;
+    try {
+      response = await this.#fetch(`${this.#base}${path}`, {
+        method,
+        headers,
+        signal: watchdog.signal,
+      });
+    } catch (error) {
+      this.#pacer.abandoned(ticket);
+      watchdog.finish();
+      if (isAbort(watchdog)) throw watchdog.signal.reason;
+      // A network failure: both operations are idempotent, so it is retried.
+      return { failure: error as Error, retryAfterMs: 0 };
+    }
+    const info = readRateLimit(response.headers, response.status, Date.now());
+    if (response.ok) {
+      this.#pacer.answered(ticket, { status: response.status, info });
+      return { response, watchdog };
+    }
+    const error = await this.#errorOf(response, info, attempts, ticket, watchdog);
+    if (!isRetryable(error)) throw error;
+    return { failure: error, retryAfterMs: (error.retryAfterSeconds ?? 0) * 1000 };
+  }
+
+  /** The ApiError of a non-2xx answer (its body read under the watchdog). */
+  async #errorOf(
+    response: Response,
+    info: RateLimitInfo | undefined,
+    attempts: number,
+    ticket: Ticket,
+    watchdog: Watchdog,
+  ): Promise<ApiError> {
+    let body: string;
+    try {
+      body = await response.text();
+    } catch (error) {
+      this.#pacer.answered(ticket, { status: response.status, info });
+      if (isAbort(watchdog)) throw watchdog.signal.reason;
+      throw error;
+    } finally {
+      watchdog.finish();
+    }
+    const error = errorFromBody(response, body, info, attempts);
+    this.#pacer.answered(ticket, {
+      status: response.status,
+      info,
+      code: error.code,
+      retryAfterSeconds: error.retryAfterSeconds,
+    });
+    return error;
+  }
+
+  #backoff(attempt: number): number {
+    const base = this.#options.baseDelayMs ?? DEFAULTS.baseDelayMs;
+    const cap = this.#options.maxDelayMs ?? DEFAULTS.maxDelayMs;
+    return Math.random() * Math.min(cap, base * 2 ** (attempt - 1));
+  }
+}
+
+/** 429 RATE_LIMITED and 503 are retried; a ban, and every other answer, are final. */
+function isRetryable(error: ApiError | Error): boolean {
+  if (!(error instanceof ApiError)) return true;
+  if (error.status === 503) return true;
+  return error.status === 429 && error.code !== 'API_KEY_TEMPORARILY_BANNED';
+}
+
+function errorFromBody(
+  response: Response,
+  body: string,
+  info: RateLimitInfo | undefined,
+  attempts: number,
+): ApiError {
+  const retryAfterSeconds = parseRetryAfter(response.headers.get('retry-after'), Date.now());
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body);
+  } catch {
+    parsed = undefined;
+  }
+  const fields = typeof parsed === 'object' && parsed !== null ? parsed : {};
+  const code = 'code' in fields ? fields.code : undefined;
+  const message = 'message' in fields ? fields.message : undefined;
+  if (isApiErrorCode(code)) {
+    return new ApiError({
+      code,
+      status: response.status,
+      message: typeof message === 'string' ? message : `${code} (${response.status})`,
+      retryAfterSeconds,
+      rateLimit: info,
+      sent: true,
+      attempts,
+    });
+  }
+  return unexpected(response, `Unexpected answer ${response.status}: ${body.slice(0, 200)}`, {
+    info,
+    attempts,
+  });
+}
+
+function unexpected(
+  response: Response,
+  message: string,
+  extra: { info?: RateLimitInfo | undefined; attempts?: number } = {},
+): ApiError {
+  return new ApiError({
+    code: UNEXPECTED_RESPONSE,
+    status: response.status,
+    message,
+    retryAfterSeconds: parseRetryAfter(response.headers.get('retry-after'), Date.now()),
+    rateLimit: extra.info,
+    sent: true,
+    attempts: extra.attempts ?? 1,
+  });
+}

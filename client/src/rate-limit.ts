@@ -1,0 +1,390 @@
+/**
+ * Rate limits as the client sees them: the headers of an answer, and the pacer that every call
+ * of a client goes through so that a burst of calls does not send requests the server would
+ * refuse (and does not get the key banned: more than 10 refusals in a minute ban it for 15).
+ */
+import { ApiError, type ApiErrorCode } from './errors.ts';
+import { wait } from './timers.ts';
+
+/** One window of `RateLimit-Policy`: quota `q` per `w` seconds. */
+export interface RateLimitPolicyItem {
+  readonly name: string;
+  readonly quota: number;
+  readonly windowSeconds: number;
+}
+
+/** One window of `RateLimit`: `r` requests remaining, `t` seconds until it resets. */
+export interface RateLimitWindow {
+  readonly name: string;
+  readonly remaining: number;
+  readonly resetSeconds: number;
+}
+
+/** The rate-limit headers of one answer. Fields the answer did not carry are undefined. */
+export interface RateLimitInfo {
+  /** HTTP status of the answer. */
+  readonly status: number;
+  /** `X-RateLimit-Limit`: the limit of the binding window. */
+  readonly limit: number | undefined;
+  /** `X-RateLimit-Remaining`: requests left in the binding window after this one. */
+  readonly remaining: number | undefined;
+  /** `X-RateLimit-Reset`: Unix time (seconds) at which the binding window's fixed window ends. */
+  readonly reset: number | undefined;
+  /** `RateLimit-Policy`, parsed (the only one present on a 503 whose counts are unknown). */
+  readonly policy: readonly RateLimitPolicyItem[] | undefined;
+  /** `RateLimit`, parsed: both windows, binding window first. */
+  readonly windows: readonly RateLimitWindow[] | undefined;
+  /** `Retry-After`, in seconds. */
+  readonly retryAfterSeconds: number | undefined;
+  /** Local time (ms since the epoch) at which the answer arrived. */
+  readonly receivedAt: number;
+}
+
+const NON_NEGATIVE_INTEGER = /^[0-9]{1,15}$/;
+
+function integerHeader(headers: Headers, name: string): number | undefined {
+  const value = headers.get(name)?.trim();
+  return value !== undefined && NON_NEGATIVE_INTEGER.test(value) ? Number(value) : undefined;
+}
+
+/** `Retry-After` in seconds: delay-seconds or an HTTP-date (RFC 9110). */
+export function parseRetryAfter(value: string | null, now: number): number | undefined {
+  if (value === null) return undefined;
+  const text = value.trim();
+  if (NON_NEGATIVE_INTEGER.test(text)) return Number(text);
+  const date = Date.parse(text);
+  return Number.isNaN(date) ? undefined : Math.max(0, Math.ceil((date - now) / 1000));
+}
+
+/**
+ * Items of an IETF RateLimit field: `"minute";q=60;w=60, "day";q=1000;w=86400`. Items that do
+ * not parse are skipped.
+ */
+function parseItems(value: string | null): { name: string; params: Map<string, number> }[] {
+  if (value === null) return [];
+  const items = [];
+  for (const item of value.split(',')) {
+    const [rawName, ...rawParams] = item.split(';').map((part) => part.trim());
+    if (!rawName) continue;
+    const name = rawName.replace(/^"(.*)"$/, '$1');
+    const params = new Map<string, number>();
+    for (const param of rawParams) {
+      const match = /^([a-z][a-z0-9_.*-]*)=([0-9]{1,15})$/.exec(param);
+      if (match) params.set(match[1] as string, Number(match[2]));
+    }
+    items.push({ name, params });
+  }
+  return items;
+}
+
+export function parsePolicy(value: string | null): RateLimitPolicyItem[] | undefined {
+  const items = parseItems(value).flatMap(({ name, params }) => {
+    const quota = params.get('q');
+    const windowSeconds = params.get('w');
+    return quota === undefined || windowSeconds === undefined
+      ? []
+      : [{ name, quota, windowSeconds }];
+  });
+  return items.length > 0 ? items : undefined;
+}
+
+export function parseWindows(value: string | null): RateLimitWindow[] | undefined {
+  const items = parseItems(value).flatMap(({ name, params }) => {
+    const remaining = params.get('r');
+    const resetSeconds = params.get('t');
+    return remaining === undefined || resetSeconds === undefined
+      ? []
+      : [{ name, remaining, resetSeconds }];
+  });
+  return items.length > 0 ? items : undefined;
+}
+
+/** The rate-limit headers of an answer; undefined when it carries none of them. */
+export function readRateLimit(
+  headers: Headers,
+  status: number,
+  receivedAt: number,
+): RateLimitInfo | undefined {
+  const info: RateLimitInfo = {
+    status,
+    limit: integerHeader(headers, 'x-ratelimit-limit'),
+    remaining: integerHeader(headers, 'x-ratelimit-remaining'),
+    reset: integerHeader(headers, 'x-ratelimit-reset'),
+    policy: parsePolicy(headers.get('ratelimit-policy')),
+    windows: parseWindows(headers.get('ratelimit')),
+    retryAfterSeconds: parseRetryAfter(headers.get('retry-after'), receivedAt),
+    receivedAt,
+  };
+  const any =
+    info.limit !== undefined ||
+    info.remaining !== undefined ||
+    info.reset !== undefined ||
+    info.policy !== undefined ||
+    info.windows !== undefined;
+  return any ? info : undefined;
+}
+
+export interface PacerOptions {
+  /** Requests let in flight while the key's remaining count is not known. */
+  readonly initialConcurrency: number;
+  /**
+   * RATE_LIMITED refusals this client accepts in one minute before it stops sending until the
+   * next minute: a safety net below the server's ban threshold (more than 10).
+   */
+  readonly maxRefusalsPerMinute: number;
+}
+
+/** A request let through by the pacer; give it back with `answered` or `abandoned`. */
+export interface Ticket {
+  readonly answersBefore: number;
+}
+
+/** What the pacer learns from an answer. */
+export interface PacedAnswer {
+  readonly status: number;
+  readonly info: RateLimitInfo | undefined;
+  readonly code?: string | undefined;
+  readonly retryAfterSeconds?: number | undefined;
+}
+
+/** What the pacer knows, for display and tests. */
+export interface PacerSnapshot {
+  /** Requests sent and not answered yet. */
+  readonly inFlight: number;
+  /**
+   * Requests the client may still send before the binding window resets: the last answer's
+   * remaining count minus requests sent since. Undefined when not known.
+   */
+  readonly available: number | undefined;
+  /** Local time (ms) until which nothing is sent: a 429's Retry-After. */
+  readonly blockedUntil: number | undefined;
+  /** Local time (ms) at which the key's ban ends, when an answer said it is banned. */
+  readonly bannedUntil: number | undefined;
+}
+
+const DEFAULT_BAN_MS = 15 * 60_000;
+
+type Decision =
+  | { readonly go: true }
+  | {
+      readonly go: false;
+      /** Local time at which to decide again; undefined: at the next answer. */
+      readonly until: number | undefined;
+      /** Whether an answer can let the call go sooner. */
+      readonly answersHelp: boolean;
+      readonly code: ApiErrorCode;
+    };
+
+/**
+ * State shared by every call of one client: the key's remaining count from the last answers,
+ * when its binding window resets, and how long a 429 said to wait. A call asks `acquire` before
+ * it sends; it waits while the server would refuse it, or fails at once (without sending) when
+ * that wait would end after its deadline.
+ *
+ * Counting: each request sent takes one from `available`. An answer says how many requests the
+ * key has left after it (`remaining`); requests still in flight, and those answered while it was
+ * in flight, may have been counted after it, so they are taken off too. The result never
+ * exceeds what the server really has left (other users of the key aside).
+ */
+export class RateLimitPacer {
+  readonly #options: PacerOptions;
+  #available: number | undefined;
+  /** The binding window `#available` belongs to: its name and X-RateLimit-Reset (seconds). */
+  #windowName: string | undefined;
+  #window = 0;
+  /** Local time at which that window ends. */
+  #resetAt = 0;
+  #blockedUntil = 0;
+  #bannedUntil = 0;
+  #inFlight = 0;
+  #answers = 0;
+  #refusalMinute = -1;
+  #refusals = 0;
+  #last: RateLimitInfo | undefined;
+  #wake!: Promise<void>;
+  #notify!: () => void;
+
+  constructor(options: PacerOptions) {
+    this.#options = options;
+    this.#renewWake();
+  }
+
+  /** The rate-limit headers of the last answer that carried any. */
+  get last(): RateLimitInfo | undefined {
+    return this.#last;
+  }
+
+  snapshot(now = Date.now()): PacerSnapshot {
+    return {
+      inFlight: this.#inFlight,
+      available: this.#known(now) ? this.#available : undefined,
+      blockedUntil: this.#blockedUntil > now ? this.#blockedUntil : undefined,
+      bannedUntil: this.#bannedUntil > now ? this.#bannedUntil : undefined,
+    };
+  }
+
+  /**
+   * Waits until a request may be sent, and reserves it. Throws an ApiError (`sent: false`, the
+   * call's previous failure as its cause) when the wait would end after `deadline`, and the
+   * signal's reason when it aborts.
+   */
+  async acquire(
+    deadline: number,
+    signal: AbortSignal | undefined,
+    attempts: number,
+    lastFailure?: Error,
+  ) {
+    for (;;) {
+      signal?.throwIfAborted();
+      const now = Date.now();
+      const decision = this.#decide(now);
+      if (decision.go) {
+        if (this.#known(now)) this.#available = (this.#available as number) - 1;
+        this.#inFlight++;
+        return { answersBefore: this.#answers } satisfies Ticket;
+      }
+      const until = decision.until;
+      if ((until !== undefined && until > deadline && !decision.answersHelp) || now >= deadline) {
+        throw this.#notSent(decision.code, until, now, attempts, lastFailure);
+      }
+      const end = Math.min(until ?? Infinity, deadline);
+      await wait(Number.isFinite(end) ? end - now : undefined, {
+        signal,
+        wake: decision.answersHelp ? this.#wake : undefined,
+      });
+    }
+  }
+
+  /**
+   * Records an answer: its status, rate-limit headers, `Retry-After` and, for an error, its code.
+   */
+  answered(ticket: Ticket, answer: PacedAnswer): void {
+    const { status, info, code, retryAfterSeconds } = answer;
+    this.#inFlight--;
+    const during = this.#answers - ticket.answersBefore;
+    this.#answers++;
+    if (info !== undefined) {
+      this.#last = info;
+      this.#count(info, during);
+    }
+    const now = info?.receivedAt ?? Date.now();
+    if (code === 'API_KEY_TEMPORARILY_BANNED') {
+      const banMs = retryAfterSeconds === undefined ? DEFAULT_BAN_MS : retryAfterSeconds * 1000;
+      this.#bannedUntil = Math.max(this.#bannedUntil, now + banMs);
+    } else if (status === 429) {
+      const retryAfterMs = (retryAfterSeconds ?? 1) * 1000;
+      // Nothing is sent until Retry-After; then the count is found out again, one request at a
+      // time (the window may have slid: Retry-After is the better guide than the reset).
+      this.#blockedUntil = Math.max(this.#blockedUntil, now + retryAfterMs);
+      this.#available = undefined;
+      const minute = Math.floor(now / 60_000);
+      if (minute !== this.#refusalMinute) {
+        this.#refusalMinute = minute;
+        this.#refusals = 0;
+      }
+      this.#refusals++;
+    }
+    this.#signal();
+  }
+
+  /** Gives back a ticket whose request got no answer (network failure, abort). */
+  abandoned(_ticket: Ticket): void {
+    this.#inFlight--;
+    // It may still have been counted: answers to requests in flight with it take it off.
+    this.#answers++;
+    this.#signal();
+  }
+
+  #count(info: RateLimitInfo, during: number): void {
+    if (info.remaining === undefined) return;
+    // An answer about an earlier fixed window of the same binding window came in late: its
+    // count is stale. (The binding window can switch between minute and day: a smaller reset
+    // of another window is not stale.)
+    const name = info.windows?.[0]?.name;
+    const window = info.reset ?? 0;
+    if (name === this.#windowName && window < this.#window) return;
+    const resetIn =
+      info.windows?.[0]?.resetSeconds ??
+      (info.reset !== undefined ? info.reset - info.receivedAt / 1000 : 60);
+    this.#windowName = name;
+    this.#window = window;
+    this.#resetAt = info.receivedAt + Math.max(0, resetIn) * 1000;
+    this.#available = Math.max(0, info.remaining - this.#inFlight - during);
+  }
+
+  #known(now: number): boolean {
+    return this.#available !== undefined && now < this.#resetAt;
+  }
+
+  #decide(now: number): Decision {
+    if (this.#bannedUntil > now) {
+      return {
+        go: false,
+        until: this.#bannedUntil,
+        answersHelp: false,
+        code: 'API_KEY_TEMPORARILY_BANNED',
+      };
+    }
+    if (this.#blockedUntil > now) {
+      return { go: false, until: this.#blockedUntil, answersHelp: false, code: 'RATE_LIMITED' };
+    }
+    if (
+      this.#refusals >= this.#options.maxRefusalsPerMinute &&
+      Math.floor(now / 60_000) === this.#refusalMinute
+    ) {
+      const nextMinute = (this.#refusalMinute + 1) * 60_000;
+      return { go: false, until: nextMinute, answersHelp: false, code: 'RATE_LIMITED' };
+    }
+    if (this.#known(now)) {
+      if ((this.#available as number) > 0) return { go: true };
+      // None left: wait for the window to reset; answers still due may show more left.
+      return {
+        go: false,
+        until: this.#resetAt,
+        answersHelp: this.#inFlight > 0,
+        code: 'RATE_LIMITED',
+      };
+    }
+    if (this.#inFlight < this.#options.initialConcurrency) return { go: true };
+    return { go: false, until: undefined, answersHelp: true, code: 'RATE_LIMITED' };
+  }
+
+  #notSent(
+    code: ApiErrorCode,
+    until: number | undefined,
+    now: number,
+    attempts: number,
+    cause: Error | undefined,
+  ) {
+    const seconds = until === undefined ? undefined : Math.max(1, Math.ceil((until - now) / 1000));
+    const reason =
+      code === 'API_KEY_TEMPORARILY_BANNED'
+        ? 'the API key is temporarily banned'
+        : until === undefined
+          ? "the answers of requests in flight, which tell the key's remaining count, did not come"
+          : "the key's rate limit would refuse it";
+    const when = seconds === undefined ? '' : ` (retry in ${seconds} s)`;
+    return new ApiError({
+      code,
+      status: 429,
+      message: `Not sent: ${reason} within the call's time budget${when}.`,
+      retryAfterSeconds: seconds,
+      rateLimit: this.#last,
+      sent: false,
+      attempts,
+      cause,
+    });
+  }
+
+  #renewWake(): void {
+    this.#wake = new Promise<void>((resolve) => {
+      this.#notify = resolve;
+    });
+  }
+
+  #signal(): void {
+    const notify = this.#notify;
+    this.#renewWake();
+    notify();
+  }
+}

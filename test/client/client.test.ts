@@ -1,0 +1,439 @@
+/**
+ * The client against a small scripted HTTP server: retries and Retry-After, the time budget,
+ * bans as final, abort and timeout, compressed lists, and pacing of concurrent calls.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { brotliCompressSync, gzipSync, zstdCompressSync } from 'node:zlib';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  ApiError,
+  isApiError,
+  OrderListParseError,
+  StoreOrdersClient,
+  type StoreOrdersClientOptions,
+} from '../../client/src/index.ts';
+
+type Handler = (req: IncomingMessage, res: ServerResponse, n: number) => void;
+
+interface Scripted {
+  readonly url: string;
+  /** Requests received so far (method and path). */
+  readonly requests: string[];
+  readonly server: Server;
+}
+
+const servers: Server[] = [];
+afterEach(async () => {
+  await Promise.all(
+    servers.splice(0).map(
+      (server) =>
+        new Promise((resolve) => {
+          server.closeAllConnections();
+          server.close(resolve);
+        }),
+    ),
+  );
+});
+
+/** A server answering request n (0-based) with `handler`. */
+async function scripted(handler: Handler): Promise<Scripted> {
+  const requests: string[] = [];
+  const server = createServer((req, res) => {
+    requests.push(`${req.method} ${req.url}`);
+    handler(req, res, requests.length - 1);
+  });
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}/v1`, requests, server };
+}
+
+function json(res: ServerResponse, status: number, body: unknown, headers = {}): void {
+  res.writeHead(status, { 'content-type': 'application/json', ...headers });
+  res.end(JSON.stringify(body));
+}
+
+function error(code: string, status: number) {
+  return { code, message: `${code} from the test server`, status };
+}
+
+function client(url: string, options: Partial<StoreOrdersClientOptions> = {}) {
+  return new StoreOrdersClient({ baseUrl: url, apiKey: 'sok_test', baseDelayMs: 10, ...options });
+}
+
+async function rejection(promise: Promise<unknown>): Promise<unknown> {
+  try {
+    await promise;
+  } catch (e) {
+    return e;
+  }
+  throw new Error('expected a rejection');
+}
+
+const LIST = '[{"id":1,"status":"pending"},{"id":9223372036854775807,"petId":9007199254740993}]';
+const ORDERS = [
+  { id: 1n, status: 'pending' },
+  { id: 9223372036854775807n, petId: 9007199254740993n },
+];
+
+describe('requests', () => {
+  it('sends the key as a bearer token, the id digits exact, and accepts 204', async () => {
+    let authorization: string | undefined;
+    const api = await scripted((req, res) => {
+      authorization = req.headers.authorization;
+      res.writeHead(204).end();
+    });
+    await client(api.url).cancelOrder(9223372036854775807n);
+    await client(api.url).cancelOrder('-0009007199254740993');
+    expect(api.requests).toEqual([
+      'DELETE /v1/store/orders/9223372036854775807',
+      'DELETE /v1/store/orders/-9007199254740993',
+    ]);
+    expect(authorization).toBe('Bearer sok_test');
+  });
+
+  it.each(['1e3', '1.0', '+1', ' 1', '', '0x10', '9223372036854775808', '-9223372036854775809'])(
+    'refuses the order id %j without sending anything',
+    async (id) => {
+      const api = await scripted((_req, res) => res.writeHead(204).end());
+      const e = await rejection(client(api.url).cancelOrder(id));
+      expect(e).toBeInstanceOf(ApiError);
+      expect(e).toMatchObject({ code: 'INVALID_ORDER_ID', status: 400, sent: false, attempts: 0 });
+      expect(api.requests).toEqual([]);
+    },
+  );
+
+  it('refuses a bigint outside int64 and a JS number', async () => {
+    const api = await scripted((_req, res) => res.writeHead(204).end());
+    await expect(client(api.url).cancelOrder(2n ** 63n)).rejects.toMatchObject({
+      code: 'INVALID_ORDER_ID',
+    });
+    await expect(client(api.url).cancelOrder(1 as unknown as bigint)).rejects.toThrow(TypeError);
+    expect(api.requests).toEqual([]);
+  });
+
+  it('types error answers by their code, with the rate-limit headers of the answer', async () => {
+    const api = await scripted((_req, res) =>
+      json(res, 409, error('ORDER_ALREADY_SHIPPED', 409), {
+        'x-ratelimit-limit': '60',
+        'x-ratelimit-remaining': '41',
+        'x-ratelimit-reset': '1800000000',
+        'ratelimit-policy': '"minute";q=60;w=60, "day";q=1000;w=86400',
+        ratelimit: '"minute";r=41;t=17, "day";r=900;t=5000',
+      }),
+    );
+    const c = client(api.url);
+    const e = await rejection(c.cancelOrder(3n));
+    expect(isApiError(e, 'ORDER_ALREADY_SHIPPED')).toBe(true);
+    expect(e).toMatchObject({
+      status: 409,
+      sent: true,
+      attempts: 1,
+      message: 'ORDER_ALREADY_SHIPPED from the test server',
+      rateLimit: {
+        limit: 60,
+        remaining: 41,
+        reset: 1800000000,
+        policy: [
+          { name: 'minute', quota: 60, windowSeconds: 60 },
+          { name: 'day', quota: 1000, windowSeconds: 86400 },
+        ],
+        windows: [
+          { name: 'minute', remaining: 41, resetSeconds: 17 },
+          { name: 'day', remaining: 900, resetSeconds: 5000 },
+        ],
+      },
+    });
+    expect(c.rateLimit?.remaining).toBe(41);
+    expect(api.requests).toHaveLength(1); // a 409 is final
+  });
+
+  it('reports an answer that is not the API error JSON as UNEXPECTED_RESPONSE', async () => {
+    const api = await scripted((_req, res) => res.writeHead(502).end('<html>Bad gateway</html>'));
+    await expect(client(api.url).cancelOrder(1n)).rejects.toMatchObject({
+      code: 'UNEXPECTED_RESPONSE',
+      status: 502,
+      message: expect.stringContaining('<html>Bad gateway</html>'),
+    });
+  });
+});
+
+describe('retries', () => {
+  it('retries a 503 after its Retry-After, then succeeds', async () => {
+    const api = await scripted((_req, res, n) =>
+      n === 0
+        ? json(res, 503, error('SERVICE_UNAVAILABLE', 503), {
+            'retry-after': '1',
+            'ratelimit-policy': '"minute";q=60;w=60, "day";q=1000;w=86400',
+          })
+        : res.writeHead(200, { 'content-type': 'application/json' }).end(LIST),
+    );
+    const c = client(api.url);
+    const started = Date.now();
+    expect(await c.listAllOrders()).toEqual(ORDERS);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1000);
+    expect(api.requests).toHaveLength(2);
+    // A 503 whose counts are unknown carries only the policy.
+    expect(c.rateLimit).toMatchObject({ status: 503, remaining: undefined, limit: undefined });
+    expect(c.rateLimit?.policy).toHaveLength(2);
+  });
+
+  it('gives up after maxAttempts, with the last error', async () => {
+    const api = await scripted((_req, res) =>
+      json(res, 503, error('SERVICE_UNAVAILABLE', 503), { 'retry-after': '0' }),
+    );
+    const e = await rejection(client(api.url, { maxAttempts: 3 }).cancelOrder(1n));
+    expect(e).toMatchObject({ code: 'SERVICE_UNAVAILABLE', attempts: 3, sent: true });
+    expect(api.requests).toHaveLength(3);
+  });
+
+  it('does not retry when Retry-After ends beyond the time budget', async () => {
+    const api = await scripted((_req, res) =>
+      json(res, 503, error('SERVICE_UNAVAILABLE', 503), { 'retry-after': '120' }),
+    );
+    const started = Date.now();
+    const e = await rejection(client(api.url, { budgetMs: 5_000 }).cancelOrder(1n));
+    expect(e).toMatchObject({ code: 'SERVICE_UNAVAILABLE', retryAfterSeconds: 120, attempts: 1 });
+    expect(Date.now() - started).toBeLessThan(1_000);
+  });
+
+  it('retries network failures (a closed port) and then gives up', async () => {
+    const api = await scripted(() => undefined);
+    await new Promise((resolve) => api.server.close(resolve));
+    const e = await rejection(client(api.url, { maxAttempts: 2 }).cancelOrder(1n));
+    expect(e).toBeInstanceOf(TypeError);
+  });
+
+  it('waits out a 429 RATE_LIMITED for every call of the client, then retries once', async () => {
+    const api = await scripted((_req, res, n) =>
+      n === 0
+        ? json(res, 429, error('RATE_LIMITED', 429), {
+            'retry-after': '1',
+            'x-ratelimit-limit': '60',
+            'x-ratelimit-remaining': '0',
+            'x-ratelimit-reset': String(Math.ceil(Date.now() / 1000) + 30),
+          })
+        : res.writeHead(204).end(),
+    );
+    const c = client(api.url);
+    const first = c.cancelOrder(1n);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(c.pacing.blockedUntil).toBeGreaterThan(Date.now());
+    const second = c.cancelOrder(2n); // blocked as well: not sent before Retry-After
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(api.requests).toHaveLength(1);
+    await Promise.all([first, second]);
+    expect(api.requests).toHaveLength(3);
+  });
+
+  it('treats a ban as final, and then sends nothing until it ends', async () => {
+    const api = await scripted((_req, res) =>
+      json(res, 429, error('API_KEY_TEMPORARILY_BANNED', 429), {
+        'retry-after': '897',
+        'x-ratelimit-remaining': '0',
+      }),
+    );
+    const c = client(api.url);
+    const e = await rejection(c.listAllOrders());
+    expect(e).toMatchObject({
+      code: 'API_KEY_TEMPORARILY_BANNED',
+      retryAfterSeconds: 897,
+      sent: true,
+      attempts: 1,
+    });
+    const later = await rejection(c.cancelOrder(1n));
+    expect(later).toMatchObject({ code: 'API_KEY_TEMPORARILY_BANNED', sent: false, attempts: 0 });
+    expect((later as ApiError).retryAfterSeconds).toBeGreaterThan(890);
+    expect(api.requests).toHaveLength(1);
+    expect(c.pacing.bannedUntil).toBeGreaterThan(Date.now() + 890_000);
+  });
+
+  it("treats the ban's Retry-After on a RATE_LIMITED (the 11th refusal) as final", async () => {
+    const api = await scripted((_req, res) =>
+      json(res, 429, error('RATE_LIMITED', 429), { 'retry-after': '900' }),
+    );
+    const c = client(api.url);
+    await expect(c.cancelOrder(1n)).rejects.toMatchObject({ code: 'RATE_LIMITED', sent: true });
+    await expect(c.cancelOrder(1n)).rejects.toMatchObject({ code: 'RATE_LIMITED', sent: false });
+    expect(api.requests).toHaveLength(1);
+  });
+
+  it('stops sending for the minute after maxRefusalsPerMinute refusals', async () => {
+    const api = await scripted((_req, res) =>
+      json(res, 429, error('RATE_LIMITED', 429), { 'retry-after': '0' }),
+    );
+    const c = client(api.url, { maxRefusalsPerMinute: 3, maxAttempts: 10, budgetMs: 2_000 });
+    // Skip the last seconds of a minute, where the count would start again.
+    if (Date.now() % 60_000 > 55_000) await new Promise((r) => setTimeout(r, 6_000));
+    const e = await rejection(c.cancelOrder(1n));
+    expect(e).toMatchObject({ code: 'RATE_LIMITED', sent: false });
+    expect(api.requests).toHaveLength(3);
+  });
+});
+
+describe('abort and timeout', () => {
+  it('aborts a call waiting for its answer', async () => {
+    const api = await scripted(() => undefined); // never answers
+    const controller = new AbortController();
+    const call = client(api.url).cancelOrder(1n, { signal: controller.signal });
+    setTimeout(() => controller.abort(), 50);
+    const e = await rejection(call);
+    expect(e).toBeInstanceOf(DOMException);
+    expect((e as DOMException).name).toBe('AbortError');
+  });
+
+  it('aborts a call waiting out a Retry-After, at once', async () => {
+    const api = await scripted((_req, res) =>
+      json(res, 503, error('SERVICE_UNAVAILABLE', 503), { 'retry-after': '5' }),
+    );
+    const controller = new AbortController();
+    const started = Date.now();
+    const call = client(api.url).cancelOrder(1n, { signal: controller.signal });
+    setTimeout(() => controller.abort(new Error('stop')), 200);
+    await expect(call).rejects.toThrow('stop');
+    expect(Date.now() - started).toBeLessThan(1_000);
+  });
+
+  it('times out when the server does not answer (TimeoutError, not retried)', async () => {
+    const api = await scripted(() => undefined);
+    const e = await rejection(
+      client(api.url, { timeoutMs: 5_000 }).listAllOrders({ timeoutMs: 100 }),
+    );
+    expect((e as DOMException).name).toBe('TimeoutError');
+    expect(api.requests).toHaveLength(1);
+  });
+
+  it('times out when the list stalls, after yielding the orders already read', async () => {
+    const api = await scripted((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write('[{"id":1},');
+    });
+    const seen: bigint[] = [];
+    const c = client(api.url, { timeoutMs: 150 });
+    const e = await rejection(
+      (async () => {
+        for await (const order of c.listOrders()) {
+          seen.push(order.id);
+          // A slow consumer is not the server's silence.
+          await new Promise((resolve) => setTimeout(resolve, 300));
+        }
+      })(),
+    );
+    expect(seen).toEqual([1n]);
+    expect((e as DOMException).name).toBe('TimeoutError');
+  });
+
+  it('stops the download when the caller breaks out of the loop', async () => {
+    let closed = false;
+    const api = await scripted((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write('[{"id":1},{"id":2},');
+      res.on('close', () => (closed = true));
+    });
+    for await (const order of client(api.url).listOrders()) {
+      expect(order.id).toBe(1n);
+      break;
+    }
+    await expect.poll(() => closed).toBe(true);
+  });
+
+  it('reports a list cut short', async () => {
+    const api = await scripted((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('[{"id":1},{"id":2');
+    });
+    const e = await rejection(client(api.url).listAllOrders());
+    expect(e).toBeInstanceOf(OrderListParseError);
+    expect((e as Error).message).toMatch(/ended early, after 1 order/);
+  });
+});
+
+describe('compressed lists', () => {
+  const encoders: Record<string, (body: Buffer) => Buffer> = {
+    gzip: gzipSync,
+    br: brotliCompressSync,
+    zstd: zstdCompressSync,
+  };
+  it.each(Object.keys(encoders))('reads a %s-encoded list', async (encoding) => {
+    const body = encoders[encoding]!(Buffer.from(LIST));
+    const api = await scripted((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': encoding });
+      // In small pieces, as a stream would send them.
+      for (let i = 0; i < body.length; i += 7) res.write(body.subarray(i, i + 7));
+      res.end();
+    });
+    const c = client(api.url, { headers: { 'Accept-Encoding': encoding } });
+    expect(await c.listAllOrders()).toEqual(ORDERS);
+  });
+});
+
+describe('pacing of concurrent calls', () => {
+  /** A server with a fixed-window limit of `limit`, that records the most requests in flight. */
+  async function limited(limit: number, windowSeconds = 30) {
+    let admitted = 0;
+    let inFlight = 0;
+    let maxInFlight = 0;
+    let windowEnd = Date.now() + windowSeconds * 1000;
+    const refusals: number[] = [];
+    const api = await scripted((_req, res, n) => {
+      inFlight++;
+      maxInFlight = Math.max(maxInFlight, inFlight);
+      setTimeout(() => {
+        inFlight--;
+        const now = Date.now();
+        if (now >= windowEnd) {
+          admitted = 0;
+          windowEnd = now + windowSeconds * 1000;
+        }
+        const ok = admitted < limit;
+        if (ok) admitted++;
+        else refusals.push(n);
+        const resetIn = Math.ceil((windowEnd - now) / 1000);
+        const headers = {
+          'x-ratelimit-limit': String(limit),
+          'x-ratelimit-remaining': String(limit - admitted),
+          'x-ratelimit-reset': String(Math.ceil(windowEnd / 1000)),
+          ratelimit: `"minute";r=${limit - admitted};t=${resetIn}`,
+          ...(ok ? {} : { 'retry-after': String(resetIn) }),
+        };
+        if (ok) res.writeHead(204, headers).end();
+        else json(res, 429, error('RATE_LIMITED', 429), headers);
+      }, 20);
+    });
+    return { api, stats: () => ({ admitted, maxInFlight, refusals: refusals.length }) };
+  }
+
+  it('sends one request first, then no more than remaining, and refuses the rest unsent', async () => {
+    const { api, stats } = await limited(8);
+    const c = client(api.url, { budgetMs: 2_000 });
+    const results = await Promise.allSettled(
+      Array.from({ length: 20 }, (_, i) => c.cancelOrder(BigInt(i))),
+    );
+    const fulfilled = results.filter((r) => r.status === 'fulfilled');
+    const notSent = results.flatMap((r) =>
+      r.status === 'rejected' && isApiError(r.reason, 'RATE_LIMITED') && !r.reason.sent
+        ? [r.reason]
+        : [],
+    );
+    expect(fulfilled).toHaveLength(8);
+    expect(notSent).toHaveLength(12);
+    expect(notSent[0]?.retryAfterSeconds).toBeGreaterThan(20);
+    expect(stats()).toEqual({ admitted: 8, maxInFlight: 7, refusals: 0 });
+    expect(api.requests).toHaveLength(8);
+    expect(c.rateLimit?.remaining).toBe(0);
+    expect(c.pacing).toMatchObject({ inFlight: 0, available: 0 });
+  });
+
+  it('lets waiting calls through when the window resets within their budget', async () => {
+    const { api, stats } = await limited(3, 1);
+    const c = client(api.url, { budgetMs: 5_000 });
+    const results = await Promise.allSettled(
+      Array.from({ length: 7 }, (_, i) => c.cancelOrder(BigInt(i))),
+    );
+    // 3 at once, 3 after the reset, the last after the next one: none refused.
+    expect(results.every((r) => r.status === 'fulfilled')).toBe(true);
+    expect(stats()).toMatchObject({ refusals: 0 });
+    expect(api.requests).toHaveLength(7);
+  });
+});

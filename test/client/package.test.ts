@@ -1,0 +1,56 @@
+/**
+ * The client package stays portable: no runtime dependencies, nothing of Node or of the server,
+ * and it bundles for browsers as it is.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { build } from 'esbuild';
+import { describe, expect, it } from 'vitest';
+import { API_ERROR_STATUS } from '../../client/src/index.ts';
+import { ERROR_CATALOGUE } from '../../lib/api/errors.ts';
+
+const CLIENT = join(import.meta.dirname, '..', '..', 'client');
+const SOURCES = readdirSync(join(CLIENT, 'src')).filter((f) => f.endsWith('.ts'));
+
+describe('the client package', () => {
+  it('has no runtime dependencies and exports its entry point', () => {
+    const pkg = JSON.parse(readFileSync(join(CLIENT, 'package.json'), 'utf8'));
+    expect(pkg).toMatchObject({ name: '@store-orders/client', type: 'module' });
+    expect(pkg.dependencies).toBeUndefined();
+    expect(pkg.peerDependencies).toBeUndefined();
+    expect(pkg.exports['.']).toMatchObject({
+      types: './dist/index.d.ts',
+      default: './dist/index.js',
+    });
+  });
+
+  it("copies the service's error catalogue exactly (codes and statuses)", () => {
+    const statuses = Object.fromEntries(
+      Object.entries(ERROR_CATALOGUE).map(([code, entry]) => [code, entry.status]),
+    );
+    expect(API_ERROR_STATUS).toEqual(statuses);
+  });
+
+  it.each(SOURCES)('%s imports only its own modules', (file) => {
+    const text = readFileSync(join(CLIENT, 'src', file), 'utf8');
+    const specifiers = [...text.matchAll(/\bfrom\s+'([^']+)'|\bimport\(\s*'([^']+)'/g)].map(
+      (m) => m[1] ?? m[2],
+    );
+    for (const specifier of specifiers) expect(specifier).toMatch(/^\.\/[a-z-]+\.ts$/);
+    expect(text).not.toMatch(/\b(process|Buffer|require)\s*[.(]/);
+  });
+
+  it('bundles for browsers', async () => {
+    const result = await build({
+      entryPoints: [join(CLIENT, 'src', 'index.ts')],
+      bundle: true,
+      platform: 'browser',
+      format: 'esm',
+      target: 'es2022',
+      write: false,
+      logLevel: 'silent',
+    });
+    expect(result.errors).toEqual([]);
+    expect(result.outputFiles[0]?.text).toContain('StoreOrdersClient');
+  });
+});
