@@ -10,25 +10,25 @@
  * Errors are one line on stderr, `error: …`, never a stack trace.
  */
 import { quotableInput } from '../lib/keys/api-key.ts';
+import { commandSynopsis, groupHelp, PROGRAM, type Command } from './command.ts';
 import { EXIT, errorOutcome, print, processIo, UsageError, type Io } from './common.ts';
-import { KEY_COMMANDS, KEYS_USAGE } from './keys.ts';
-import { ORDER_COMMANDS, ORDERS_USAGE } from './orders.ts';
+import { KEY_COMMANDS } from './keys.ts';
+import { ORDER_COMMANDS } from './orders.ts';
 import { TARGET_USAGE } from './target.ts';
 
-const USAGE = `Usage: store-orders-admin <keys|orders> <command> [options] <target>
+const GROUPS: Readonly<Record<string, { title: string; commands: readonly Command[] }>> = {
+  keys: { title: 'API keys', commands: KEY_COMMANDS },
+  orders: { title: 'Orders', commands: ORDER_COMMANDS },
+};
+
+const USAGE = `Usage: ${PROGRAM} <keys|orders> <command> [options] <target>
        npm run admin -- <keys|orders> <command> [options] <target>
 
-API keys:
-  keys create --plan free|pro|business|enterprise [--per-minute N --per-day N] [--label TEXT]
-  keys list
-  keys revoke <key-id>
-  keys rotate <key-id> [--grace 24h]
-  keys set-plan <key-id> --plan PLAN [--per-minute N --per-day N]
-
-Orders:
-  orders import <file.json> [--replace]
-  orders ship <order-id>
-  orders export [file.json]
+${Object.values(GROUPS)
+  .map(({ title, commands }) =>
+    [`${title}:`, ...commands.map(({ spec }) => `  ${commandSynopsis(spec)}`)].join('\n'),
+  )
+  .join('\n\n')}
 
 Every command takes --help. Production changes ask for confirmation (or --yes).
 Exit codes: 0 done, 1 refused or failed (a refusal changes nothing; an import cut short
@@ -36,14 +36,6 @@ by a storage failure says how many orders it wrote: run it again to finish), 2 w
 command line.
 
 ${TARGET_USAGE}`;
-
-const GROUPS: Record<
-  string,
-  { usage: string; commands: Record<string, (argv: readonly string[], io: Io) => Promise<void>> }
-> = {
-  keys: { usage: KEYS_USAGE, commands: KEY_COMMANDS },
-  orders: { usage: ORDERS_USAGE, commands: ORDER_COMMANDS },
-};
 
 const isHelp = (arg: string | undefined) => arg === '--help' || arg === '-h';
 
@@ -60,19 +52,20 @@ export async function main(argv: readonly string[], io: Io): Promise<void> {
       `unknown command "${quotableInput(groupName)}": keys or orders (see --help)`,
     );
   if (isHelp(commandName)) {
-    print(io.stdout, group.usage);
+    print(io.stdout, groupHelp(groupName, group.commands));
     return;
   }
   if (commandName === undefined) {
     throw new UsageError(`missing ${groupName} command (see ${groupName} --help)`);
   }
-  const command = group.commands[commandName];
+  const names = group.commands.map(({ spec }) => spec.name.slice(groupName.length + 1));
+  const command = group.commands[names.indexOf(commandName)];
   if (!command) {
     throw new UsageError(
-      `unknown ${groupName} command "${quotableInput(commandName)}": ${Object.keys(group.commands).join(', ')}`,
+      `unknown ${groupName} command "${quotableInput(commandName)}": ${names.join(', ')}`,
     );
   }
-  await command(rest, io);
+  await command.run(rest, io);
 }
 
 function fail(error: unknown): void {

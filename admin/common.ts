@@ -1,9 +1,10 @@
 /**
- * What every command of the operator CLI shares: its errors and exit codes, argument parsing
- * with `--help`, and the one-line summary of a failure (never a stack trace).
+ * What every command of the operator CLI shares: its errors and exit codes, and the one-line
+ * summary of a failure (never a stack trace).
  */
-import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
 import { TIME_BUDGETS } from '../lib/config/budgets.ts';
+import { parseWholeNumber, wholeNumberSetting } from '../lib/config/integers.ts';
+import { UsageError } from '../lib/config/usage-error.ts';
 import { DependencyFailure } from '../lib/failures.ts';
 import { quotableInput, redactApiKeys } from '../lib/keys/api-key.ts';
 import { InvalidKeyInput, KeyRefused } from '../lib/keys/lifecycle.ts';
@@ -16,12 +17,7 @@ import { OrderRefused } from '../lib/orders/operations.ts';
 export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
 
 /** The command line is wrong (unknown flag, missing argument, malformed value): exit 2. */
-export class UsageError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'UsageError';
-  }
-}
+export { UsageError };
 
 /** The command cannot be carried out as asked (unreadable file, no confirmation…): exit 1. */
 export class Failure extends Error {
@@ -49,55 +45,6 @@ export function print(stream: NodeJS.WritableStream, text: string): void {
   stream.write(`${text}\n`);
 }
 
-export interface CommandSpec<T extends ParseArgsOptionsConfig> {
-  readonly usage: string;
-  readonly options: T;
-  /** Names of the positional arguments; a trailing `?` marks an optional one. */
-  readonly positionals?: readonly string[];
-}
-
-type Parsed<T extends ParseArgsOptionsConfig> = ReturnType<
-  typeof parseArgs<{ args: string[]; options: T; strict: true; allowPositionals: true }>
->;
-
-/**
- * Parses a command's arguments; `undefined` when `--help` was asked (the usage is printed).
- * Throws UsageError for anything the command does not take.
- */
-export function parseCommand<T extends ParseArgsOptionsConfig>(
-  argv: readonly string[],
-  spec: CommandSpec<T>,
-  io: Io,
-): Parsed<T> | undefined {
-  let parsed: Parsed<T>;
-  try {
-    parsed = parseArgs({
-      args: [...argv],
-      options: spec.options,
-      strict: true,
-      allowPositionals: true,
-    });
-  } catch (error) {
-    // parseArgs explains how to pass a value starting with '-': the first sentence is enough.
-    throw new UsageError(firstLine((error as Error).message).replace(/\. To specify .*$/, ''));
-  }
-  if ((parsed.values as { help?: boolean }).help) {
-    print(io.stdout, spec.usage);
-    return undefined;
-  }
-  const names = spec.positionals ?? [];
-  const required = names.filter((name) => !name.endsWith('?'));
-  if (parsed.positionals.length < required.length) {
-    throw new UsageError(`missing <${required[parsed.positionals.length]}> (see --help)`);
-  }
-  if (parsed.positionals.length > names.length) {
-    throw new UsageError(
-      `unexpected argument "${quotableInput(parsed.positionals[names.length] ?? '')}" (see --help)`,
-    );
-  }
-  return parsed;
-}
-
 /** Attempts of each DynamoDB call the CLI makes (each ends at adminAttemptMs()). */
 export const ADMIN_ATTEMPTS = 3;
 
@@ -107,26 +54,29 @@ export const ADMIN_ATTEMPTS = 3;
  */
 export function adminAttemptMs(env: NodeJS.ProcessEnv = process.env): number {
   const raw = env.STORE_ORDERS_ADMIN_TIMEOUT_SECONDS;
-  if (raw === undefined || raw === '') return TIME_BUDGETS.adminAttemptMs;
-  const seconds = /^\d{1,3}$/.test(raw) ? Number(raw) : NaN;
-  if (!(seconds >= 1 && seconds <= 600)) {
-    throw new UsageError(
-      `STORE_ORDERS_ADMIN_TIMEOUT_SECONDS must be a whole number from 1 to 600, got "${quotableInput(raw)}"`,
-    );
-  }
+  const seconds = wholeNumberSetting(
+    raw || undefined,
+    { min: 1, max: 600 },
+    TIME_BUDGETS.adminAttemptMs / 1000,
+    (expected) =>
+      new UsageError(
+        `STORE_ORDERS_ADMIN_TIMEOUT_SECONDS must be ${expected}, got "${quotableInput(raw ?? '')}"`,
+      ),
+  );
   return seconds * 1000;
 }
 
 /** A whole-number flag value, or undefined when the flag was not given. */
 export function integerFlag(value: string | undefined, flag: string): number | undefined {
   if (value === undefined) return undefined;
-  if (!/^\d{1,12}$/.test(value)) {
+  const n = parseWholeNumber(value, { min: 0 });
+  if (n === undefined) {
     throw new UsageError(`--${flag} must be a whole number, got "${quotableInput(value)}"`);
   }
-  return Number(value);
+  return n;
 }
 
-function firstLine(text: string): string {
+export function firstLine(text: string): string {
   return text.split('\n')[0]?.trim() ?? '';
 }
 

@@ -18,42 +18,26 @@ import {
   rotateKey,
 } from '../lib/keys/lifecycle.ts';
 import { PLAN_NAMES, type Limits } from '../lib/limits/plans.ts';
-import { integerFlag, parseCommand, print, UsageError, type Io } from './common.ts';
+import { switchFlag, valueFlag } from '../lib/config/flags.ts';
+import { integerFlag, print, UsageError, type Io } from './common.ts';
+import { defineCommand, type Command } from './command.ts';
 import { confirmChange } from './confirm.ts';
-import {
-  TARGET_OPTIONS,
-  TARGET_USAGE,
-  withTable,
-  type Target,
-  type TargetValues,
-} from './target.ts';
+import { withTable, type Target, type TargetValues } from './target.ts';
 
-const PROGRAM = 'store-orders-admin keys';
-const PLANS = PLAN_NAMES.join('|');
 const CACHE_NOTE =
   'within the authorizer cache TTL (60 s as deployed; npm start --authorizer-ttl locally)';
 
-export const KEYS_USAGE = `Usage: ${PROGRAM} <command> [options] <target>
-
-Commands:
-  create --plan ${PLANS} [--per-minute N --per-day N] [--label TEXT]
-                           issue a key; it is printed once and only its hash is stored
-  list                     every key: id, label, plan, limits, status, created, expiry
-  revoke <key-id>          stop a key (${CACHE_NOTE.replace(/ \(.*/, '')})
-  rotate <key-id> [--grace 24h]
-                           issue a successor now; the old key works until the grace ends
-  set-plan <key-id> --plan ${PLANS} [--per-minute N --per-day N]
-                           change a key's plan (enterprise: with its own limits)
-
-"${PROGRAM} <command> --help" explains each one.
-
-${TARGET_USAGE}`;
-
-const PLAN_OPTIONS = {
-  plan: { type: 'string' },
-  'per-minute': { type: 'string' },
-  'per-day': { type: 'string' },
-} as const;
+const PLAN_FLAGS = {
+  plan: valueFlag(PLAN_NAMES.join('|'), "the key's plan", { required: true }),
+  'per-minute': valueFlag(
+    'N',
+    'the per-minute limit of an enterprise key (required for enterprise, refused for the other plans, whose limits are fixed)',
+  ),
+  'per-day': valueFlag(
+    'N',
+    'the per-day limit of an enterprise key (as --per-minute), at least --per-minute',
+  ),
+};
 
 function planChoice(values: { plan?: string; 'per-minute'?: string; 'per-day'?: string }) {
   return choosePlan(values.plan, {
@@ -89,55 +73,41 @@ function printNewKey(io: Io, key: string): void {
   print(io.stdout, '');
 }
 
-async function create(argv: readonly string[], io: Io): Promise<void> {
-  const parsed = parseCommand(
-    argv,
-    {
-      usage: `Usage: ${PROGRAM} create --plan ${PLANS} [--per-minute N --per-day N] [--label TEXT] [--json] <target>
-
-Issues a new API key and prints it once, with its public id (key_…). Only the key's SHA-256
-hash is stored: the key cannot be shown again. It works at once.
-
-  --plan PLAN          ${PLAN_NAMES.join(', ')}
-  --per-minute N, --per-day N
-                       the limits of an enterprise key (required for enterprise, refused for
-                       the other plans, whose limits are fixed)
-  --label TEXT         a note for people (who holds the key), shown by list
-  --json               print {"keyId", "key", "plan", "limits", "label"} instead
-
-${TARGET_USAGE}`,
-      options: {
-        ...TARGET_OPTIONS,
-        ...PLAN_OPTIONS,
-        label: { type: 'string' },
-        json: { type: 'boolean' },
-      },
+const create = defineCommand(
+  {
+    name: 'keys create',
+    summary: 'issue a key; it is printed once and only its hash is stored',
+    description: `Issues a new API key and prints it once, with its public id (key_…). Only the key's SHA-256
+hash is stored: the key cannot be shown again. It works at once.`,
+    flags: {
+      ...PLAN_FLAGS,
+      label: valueFlag('TEXT', 'a note for people (who holds the key), shown by list'),
+      json: switchFlag('print {"keyId", "key", "plan", "limits", "label"} instead'),
     },
-    io,
-  );
-  if (!parsed) return;
-  const { values } = parsed;
-  const choice = planChoice(values);
-  const label = parseLabel(values.label);
-  await withKeyStore(values, async (store, target) => {
-    await confirmChange(target, `create a ${choice.plan} key`, values.yes, io);
-    const { key, record } = await issueKey(
-      store,
-      { ...choice, ...(label !== undefined ? { label } : {}) },
-      io.now(),
-    );
-    if (values.json) {
-      const limits = limitsOf(record);
-      print(
-        io.stdout,
-        JSON.stringify({ keyId: record.keyId, key, plan: record.plan, limits, label }),
+  },
+  async ({ values }, io) => {
+    const choice = planChoice(values);
+    const label = parseLabel(values.label);
+    await withKeyStore(values, async (store, target) => {
+      await confirmChange(target, `create a ${choice.plan} key`, values.yes, io);
+      const { key, record } = await issueKey(
+        store,
+        { ...choice, ...(label !== undefined ? { label } : {}) },
+        io.now(),
       );
-      return;
-    }
-    print(io.stdout, `Created key ${describeKey(record)} on ${target.description}.`);
-    printNewKey(io, key);
-  });
-}
+      if (values.json) {
+        const limits = limitsOf(record);
+        print(
+          io.stdout,
+          JSON.stringify({ keyId: record.keyId, key, plan: record.plan, limits, label }),
+        );
+        return;
+      }
+      print(io.stdout, `Created key ${describeKey(record)} on ${target.description}.`);
+      printNewKey(io, key);
+    });
+  },
+);
 
 /** What a list shows of a key: never the key, never its hash. */
 export interface KeyView {
@@ -183,51 +153,43 @@ function shortTime(iso: string | undefined): string {
   return iso === undefined ? '-' : iso.replace(/\.\d{3}Z$/, 'Z');
 }
 
-async function list(argv: readonly string[], io: Io): Promise<void> {
-  const parsed = parseCommand(
-    argv,
-    {
-      usage: `Usage: ${PROGRAM} list [--json] <target>
-
-Lists every key, oldest first: id, label, plan, limits, status (active, revoked, expired),
-created, expiry (set by a rotation) and successor. Never a key or a key hash.
-
-  --json   print a JSON array instead
-
-${TARGET_USAGE}`,
-      options: { ...TARGET_OPTIONS, json: { type: 'boolean' } },
-    },
-    io,
-  );
-  if (!parsed) return;
-  const { values } = parsed;
-  const records = await withKeyStore(values, (store) => listKeys(store));
-  const now = io.now();
-  const views = records.map((record) => keyView(record, now));
-  if (values.json) {
-    print(io.stdout, JSON.stringify(views, null, 2));
-    return;
-  }
-  if (views.length === 0) {
-    print(io.stdout, 'No keys.');
-    return;
-  }
-  const rows = [
-    ['ID', 'LABEL', 'PLAN', 'PER MIN', 'PER DAY', 'STATUS', 'CREATED', 'EXPIRES', 'REPLACED BY'],
-    ...views.map((view) => [
-      view.keyId,
-      view.label ?? '-',
-      view.plan,
-      String(view.limits?.perMinute ?? '-'),
-      String(view.limits?.perDay ?? '-'),
-      view.status,
-      shortTime(view.createdAt),
-      shortTime(view.expiresAt),
-      view.replacedBy ?? '-',
-    ]),
-  ];
-  for (const line of table(rows)) print(io.stdout, line);
-}
+const list = defineCommand(
+  {
+    name: 'keys list',
+    summary: 'every key: id, label, plan, limits, status, created, expiry',
+    description: `Lists every key, oldest first: id, label, plan, limits, status (active, revoked, expired),
+created, expiry (set by a rotation) and successor. Never a key or a key hash.`,
+    flags: { json: switchFlag('print a JSON array instead') },
+  },
+  async ({ values }, io) => {
+    const records = await withKeyStore(values, (store) => listKeys(store));
+    const now = io.now();
+    const views = records.map((record) => keyView(record, now));
+    if (values.json) {
+      print(io.stdout, JSON.stringify(views, null, 2));
+      return;
+    }
+    if (views.length === 0) {
+      print(io.stdout, 'No keys.');
+      return;
+    }
+    const rows = [
+      ['ID', 'LABEL', 'PLAN', 'PER MIN', 'PER DAY', 'STATUS', 'CREATED', 'EXPIRES', 'REPLACED BY'],
+      ...views.map((view) => [
+        view.keyId,
+        view.label ?? '-',
+        view.plan,
+        String(view.limits?.perMinute ?? '-'),
+        String(view.limits?.perDay ?? '-'),
+        view.status,
+        shortTime(view.createdAt),
+        shortTime(view.expiresAt),
+        view.replacedBy ?? '-',
+      ]),
+    ];
+    for (const line of table(rows)) print(io.stdout, line);
+  },
+);
 
 function keyIdArgument(positionals: readonly string[]): string {
   const raw = positionals[0];
@@ -235,117 +197,94 @@ function keyIdArgument(positionals: readonly string[]): string {
   return parseKeyId(raw);
 }
 
-async function revoke(argv: readonly string[], io: Io): Promise<void> {
-  const parsed = parseCommand(
-    argv,
-    {
-      usage: `Usage: ${PROGRAM} revoke <key-id> <target>
-
-Revokes a key: requests with it are refused ${CACHE_NOTE}.
-Revoking a revoked key changes nothing.
-
-${TARGET_USAGE}`,
-      options: TARGET_OPTIONS,
-      positionals: ['key-id'],
-    },
-    io,
-  );
-  if (!parsed) return;
-  const keyId = keyIdArgument(parsed.positionals);
-  await withKeyStore(parsed.values, async (store, target) => {
-    await confirmChange(target, `revoke key ${keyId}`, parsed.values.yes, io);
-    const { record, alreadyRevoked } = await revokeKey(store, keyId, io.now());
-    print(
-      io.stdout,
-      alreadyRevoked
-        ? `Key ${keyId} was already revoked${record.revokedAt ? ` (at ${record.revokedAt})` : ''}; nothing changed.`
-        : `Revoked key ${describeKey(record)}. Requests with it are refused ${CACHE_NOTE}.`,
-    );
-  });
-}
-
-async function rotate(argv: readonly string[], io: Io): Promise<void> {
-  const parsed = parseCommand(
-    argv,
-    {
-      usage: `Usage: ${PROGRAM} rotate <key-id> [--grace DURATION] [--json] <target>
-
-Issues a successor with the same plan, limits and label, printed once; it works at once. The
-old key keeps working until the grace period ends, then is refused. A revoked, expired or
-already rotated key is not rotated.
-
-  --grace DURATION   how long the old key still works, e.g. 30m, 0s, 7d (default ${DEFAULT_GRACE}; at most 90d)
-  --json             print {"keyId", "key", "oldKeyId", "oldKeyExpiresAt"} instead
-
-${TARGET_USAGE}`,
-      options: { ...TARGET_OPTIONS, grace: { type: 'string' }, json: { type: 'boolean' } },
-      positionals: ['key-id'],
-    },
-    io,
-  );
-  if (!parsed) return;
-  const { values } = parsed;
-  const keyId = keyIdArgument(parsed.positionals);
-  const graceMs = parseGrace(values.grace ?? DEFAULT_GRACE);
-  await withKeyStore(values, async (store, target) => {
-    await confirmChange(target, `rotate key ${keyId}`, values.yes, io);
-    const rotation = await rotateKey(store, keyId, graceMs, io.now());
-    if (values.json) {
+const revoke = defineCommand(
+  {
+    name: 'keys revoke',
+    summary: `stop a key (${CACHE_NOTE.replace(/ \(.*/, '')})`,
+    description: `Revokes a key: requests with it are refused ${CACHE_NOTE}.
+Revoking a revoked key changes nothing.`,
+    flags: {},
+    positionals: ['key-id'],
+  },
+  async (parsed, io) => {
+    const keyId = keyIdArgument(parsed.positionals);
+    await withKeyStore(parsed.values, async (store, target) => {
+      await confirmChange(target, `revoke key ${keyId}`, parsed.values.yes, io);
+      const { record, alreadyRevoked } = await revokeKey(store, keyId, io.now());
       print(
         io.stdout,
-        JSON.stringify({
-          keyId: rotation.record.keyId,
-          key: rotation.key,
-          oldKeyId: keyId,
-          oldKeyExpiresAt: rotation.old.expiresAt,
-        }),
+        alreadyRevoked
+          ? `Key ${keyId} was already revoked${record.revokedAt ? ` (at ${record.revokedAt})` : ''}; nothing changed.`
+          : `Revoked key ${describeKey(record)}. Requests with it are refused ${CACHE_NOTE}.`,
       );
-      return;
-    }
-    print(io.stdout, `Rotated key ${keyId} on ${target.description}.`);
-    print(io.stdout, `New key ${describeKey(rotation.record)} works now.`);
-    print(io.stdout, `Old key ${keyId} works until ${rotation.old.expiresAt}, then is refused.`);
-    printNewKey(io, rotation.key);
-  });
-}
+    });
+  },
+);
 
-async function setPlan(argv: readonly string[], io: Io): Promise<void> {
-  const parsed = parseCommand(
-    argv,
-    {
-      usage: `Usage: ${PROGRAM} set-plan <key-id> --plan ${PLANS} [--per-minute N --per-day N] <target>
-
-Changes the plan of an active key; it takes effect ${CACHE_NOTE}.
-
-  --plan PLAN          ${PLAN_NAMES.join(', ')}
-  --per-minute N, --per-day N
-                       the limits of an enterprise key (required for enterprise, refused for
-                       the other plans)
-
-${TARGET_USAGE}`,
-      options: { ...TARGET_OPTIONS, ...PLAN_OPTIONS },
-      positionals: ['key-id'],
+const rotate = defineCommand(
+  {
+    name: 'keys rotate',
+    summary: 'issue a successor now; the old key works until the grace ends',
+    description: `Issues a successor with the same plan, limits and label, printed once; it works at once. The
+old key keeps working until the grace period ends, then is refused. A revoked, expired or
+already rotated key is not rotated.`,
+    flags: {
+      grace: valueFlag(
+        'DURATION',
+        `how long the old key still works, e.g. 30m, 0s, 7d (default ${DEFAULT_GRACE}; at most 90d)`,
+      ),
+      json: switchFlag('print {"keyId", "key", "oldKeyId", "oldKeyExpiresAt"} instead'),
     },
-    io,
-  );
-  if (!parsed) return;
-  const { values } = parsed;
-  const keyId = keyIdArgument(parsed.positionals);
-  const choice = planChoice(values);
-  await withKeyStore(values, async (store, target) => {
-    await confirmChange(target, `move key ${keyId} to plan ${choice.plan}`, values.yes, io);
-    const { before, after } = await changePlan(store, keyId, choice, io.now());
-    print(
-      io.stdout,
-      `Key ${keyId}: plan ${before.plan} (${formatLimits(limitsOf(before))}) → ${after.plan} (${formatLimits(limitsOf(after))}). It takes effect ${CACHE_NOTE}.`,
-    );
-  });
-}
+    positionals: ['key-id'],
+  },
+  async (parsed, io) => {
+    const { values } = parsed;
+    const keyId = keyIdArgument(parsed.positionals);
+    const graceMs = parseGrace(values.grace ?? DEFAULT_GRACE);
+    await withKeyStore(values, async (store, target) => {
+      await confirmChange(target, `rotate key ${keyId}`, values.yes, io);
+      const rotation = await rotateKey(store, keyId, graceMs, io.now());
+      if (values.json) {
+        print(
+          io.stdout,
+          JSON.stringify({
+            keyId: rotation.record.keyId,
+            key: rotation.key,
+            oldKeyId: keyId,
+            oldKeyExpiresAt: rotation.old.expiresAt,
+          }),
+        );
+        return;
+      }
+      print(io.stdout, `Rotated key ${keyId} on ${target.description}.`);
+      print(io.stdout, `New key ${describeKey(rotation.record)} works now.`);
+      print(io.stdout, `Old key ${keyId} works until ${rotation.old.expiresAt}, then is refused.`);
+      printNewKey(io, rotation.key);
+    });
+  },
+);
 
-export const KEY_COMMANDS: Record<string, (argv: readonly string[], io: Io) => Promise<void>> = {
-  create,
-  list,
-  revoke,
-  rotate,
-  'set-plan': setPlan,
-};
+const setPlan = defineCommand(
+  {
+    name: 'keys set-plan',
+    summary: "change a key's plan (enterprise: with its own limits)",
+    description: `Changes the plan of an active key; it takes effect ${CACHE_NOTE}.`,
+    flags: PLAN_FLAGS,
+    positionals: ['key-id'],
+  },
+  async (parsed, io) => {
+    const { values } = parsed;
+    const keyId = keyIdArgument(parsed.positionals);
+    const choice = planChoice(values);
+    await withKeyStore(values, async (store, target) => {
+      await confirmChange(target, `move key ${keyId} to plan ${choice.plan}`, values.yes, io);
+      const { before, after } = await changePlan(store, keyId, choice, io.now());
+      print(
+        io.stdout,
+        `Key ${keyId}: plan ${before.plan} (${formatLimits(limitsOf(before))}) → ${after.plan} (${formatLimits(limitsOf(after))}). It takes effect ${CACHE_NOTE}.`,
+      );
+    });
+  },
+);
+
+export const KEY_COMMANDS: readonly Command[] = [create, list, revoke, rotate, setPlan];

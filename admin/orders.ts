@@ -15,32 +15,12 @@ import type { OrderField } from '../lib/orders/order.ts';
 import { OrdersPartlyWritten } from '../lib/orders/order-store.ts';
 import { ordersJsonArray } from '../lib/orders/order-json.ts';
 import type { Order } from '../lib/orders/order.ts';
-import { describeFailure, Failure, parseCommand, print, UsageError, type Io } from './common.ts';
+import { switchFlag } from '../lib/config/flags.ts';
+import { describeFailure, Failure, print, UsageError, type Io } from './common.ts';
+import { defineCommand, type Command } from './command.ts';
 import { confirmChange } from './confirm.ts';
 import { progressBar } from './progress.ts';
-import {
-  TARGET_OPTIONS,
-  TARGET_USAGE,
-  withTable,
-  type Target,
-  type TargetValues,
-} from './target.ts';
-
-const PROGRAM = 'store-orders-admin orders';
-
-export const ORDERS_USAGE = `Usage: ${PROGRAM} <command> [options] <target>
-
-Commands:
-  import <file.json> [--replace]
-                       validate every record (one bad: nothing written), skip the orders
-                       stored as they are, refuse those stored otherwise unless --replace,
-                       write the rest; re-runnable
-  ship <order-id>      pending → shipped
-  export [file.json]   every order as the API lists them (to stdout without a file)
-
-"${PROGRAM} <command> --help" explains each one.
-
-${TARGET_USAGE}`;
+import { withTable, type Target, type TargetValues } from './target.ts';
 
 function withOrderStore<T>(
   values: TargetValues,
@@ -186,13 +166,12 @@ export async function importValidated(
   };
 }
 
-async function importOrders(argv: readonly string[], io: Io): Promise<void> {
-  const parsed = parseCommand(
-    argv,
-    {
-      usage: `Usage: ${PROGRAM} import <file.json> [--replace] <target>
-
-Loads a JSON array of orders in the API's shape: id (required) and petId (int64, exact to the
+const importOrders = defineCommand(
+  {
+    name: 'orders import',
+    summary:
+      'validate every record (one bad: nothing written), skip the orders stored as they are, refuse those stored otherwise unless --replace, write the rest; re-runnable',
+    description: `Loads a JSON array of orders in the API's shape: id (required) and petId (int64, exact to the
 digit), quantity, shipDate (date-time), complete, status (pending, shipped or cancelled;
 default pending). Every record is checked first; if any is bad, every problem is listed with
 its line and record index and nothing is written.
@@ -206,41 +185,38 @@ file's version over them. The new (and replaced) orders are written in batches o
 and replaced orders.
 
 If the table fails midway (throttling, expired credentials), the orders written so far stay:
-the error says how many, and running the same import again finishes it.
-
-  --replace   write the file's version over orders stored with other values
-
-${TARGET_USAGE}`,
-      options: { ...TARGET_OPTIONS, replace: { type: 'boolean' } },
-      positionals: ['file.json'],
+the error says how many, and running the same import again finishes it.`,
+    flags: {
+      replace: switchFlag("write the file's version over orders stored with other values"),
     },
-    io,
-  );
-  if (!parsed) return;
-  const { values } = parsed;
-  const path = parsed.positionals[0] as string;
-  await withOrderStore(values, async (store, target, table) => {
-    const orders = await readImportFile(path, io);
-    const started = performance.now();
-    const counts = await importValidated(
-      store,
-      path,
-      orders,
-      {
-        replace: values.replace === true,
-        confirm: () =>
-          confirmChange(target, `import ${orders.length} orders into ${table}`, values.yes, io),
-      },
-      io,
-    );
-    const seconds = (performance.now() - started) / 1000;
-    const rate = seconds > 0 ? Math.round(orders.length / seconds) : orders.length;
-    print(
-      io.stdout,
-      `Imported ${orders.length} orders into ${table} on ${target.description} in ${seconds.toFixed(1)} s (${rate} orders/s): ${counts.added} new, ${counts.unchanged} unchanged, ${counts.replaced} replaced.`,
-    );
-  });
-}
+    positionals: ['file.json'],
+  },
+  async (parsed, io) => {
+    const { values } = parsed;
+    const path = parsed.positionals[0] as string;
+    await withOrderStore(values, async (store, target, table) => {
+      const orders = await readImportFile(path, io);
+      const started = performance.now();
+      const counts = await importValidated(
+        store,
+        path,
+        orders,
+        {
+          replace: values.replace === true,
+          confirm: () =>
+            confirmChange(target, `import ${orders.length} orders into ${table}`, values.yes, io),
+        },
+        io,
+      );
+      const seconds = (performance.now() - started) / 1000;
+      const rate = seconds > 0 ? Math.round(orders.length / seconds) : orders.length;
+      print(
+        io.stdout,
+        `Imported ${orders.length} orders into ${table} on ${target.description} in ${seconds.toFixed(1)} s (${rate} orders/s): ${counts.added} new, ${counts.unchanged} unchanged, ${counts.replaced} replaced.`,
+      );
+    });
+  },
+);
 
 function orderIdArgument(raw: string | undefined): bigint {
   const read = readOrderId(raw);
@@ -252,88 +228,78 @@ function orderIdArgument(raw: string | undefined): bigint {
   return read.id;
 }
 
-async function ship(argv: readonly string[], io: Io): Promise<void> {
-  const parsed = parseCommand(
-    argv,
-    {
-      usage: `Usage: ${PROGRAM} ship <order-id> <target>
-
-Ships a pending order: status → shipped and complete → true, in one conditional write (a
+const ship = defineCommand(
+  {
+    name: 'orders ship',
+    summary: 'pending → shipped',
+    description: `Ships a pending order: status → shipped and complete → true, in one conditional write (a
 ship racing a cancel never ships a cancelled order). Shipping a shipped order changes nothing
 (exit 0); a cancelled or unknown order is refused (exit 1). Ids are int64, exact to the digit
-(a negative id goes last, after --: ship --local -- -5).
-
-${TARGET_USAGE}`,
-      options: TARGET_OPTIONS,
-      positionals: ['order-id'],
-    },
-    io,
-  );
-  if (!parsed) return;
-  const id = orderIdArgument(parsed.positionals[0]);
-  await withOrderStore(parsed.values, async (store, target) => {
-    await confirmChange(target, `ship order ${id}`, parsed.values.yes, io);
-    const outcome = await shipOrder(store, id);
-    print(
-      io.stdout,
-      outcome === 'shipped'
-        ? `Order ${id} shipped.`
-        : `Order ${id} was already shipped; nothing changed.`,
-    );
-  });
-}
+(a negative id goes last, after --: ship --local -- -5).`,
+    flags: {},
+    positionals: ['order-id'],
+  },
+  async (parsed, io) => {
+    const id = orderIdArgument(parsed.positionals[0]);
+    await withOrderStore(parsed.values, async (store, target) => {
+      await confirmChange(target, `ship order ${id}`, parsed.values.yes, io);
+      const outcome = await shipOrder(store, id);
+      print(
+        io.stdout,
+        outcome === 'shipped'
+          ? `Order ${id} shipped.`
+          : `Order ${id} was already shipped; nothing changed.`,
+      );
+    });
+  },
+);
 
 /** Counts what passes through. */
-async function* counting<T>(source: AsyncIterable<T>, count: { n: number }): AsyncGenerator<T> {
-  for await (const item of source) {
-    count.n++;
-    yield item;
+async function* counting<T>(
+  batches: AsyncIterable<readonly T[]>,
+  count: { n: number },
+): AsyncGenerator<readonly T[]> {
+  for await (const batch of batches) {
+    count.n += batch.length;
+    yield batch;
   }
 }
 
-async function exportOrders(argv: readonly string[], io: Io): Promise<void> {
-  const parsed = parseCommand(
-    argv,
-    {
-      usage: `Usage: ${PROGRAM} export [file.json] <target>
-
-Writes every order, sorted by id, as the JSON array GET /store/orders answers (int64 ids
+const exportOrders = defineCommand(
+  {
+    name: 'orders export',
+    summary: 'every order as the API lists them (to stdout without a file)',
+    description: `Writes every order, sorted by id, as the JSON array GET /store/orders answers (int64 ids
 exact), streaming: memory stays flat however many orders there are. Without a file, to
-stdout. A file is written under a temporary name and renamed when complete.
+stdout. A file is written under a temporary name and renamed when complete.`,
+    flags: {},
+    positionals: ['file.json?'],
+  },
+  async (parsed, io) => {
+    const path = parsed.positionals[0];
+    await withOrderStore(parsed.values, async (store) => {
+      const count = { n: 0 };
+      const chunks = Readable.from(ordersJsonArray(counting(await store.openOrderStream(), count)));
+      if (path === undefined) {
+        await pipeline(chunks, io.stdout, { end: false });
+        print(io.stderr, `Exported ${count.n} orders.`);
+        return;
+      }
+      const partial = `${path}.${process.pid}.partial`;
+      try {
+        await pipeline(chunks, createWriteStream(partial));
+        await rename(partial, path);
+      } catch (error) {
+        await rm(partial, { force: true });
+        // A file system error names its path; anything else is the store's.
+        const { code, path: failedPath } = error as NodeJS.ErrnoException;
+        if (failedPath !== undefined)
+          throw new Failure(`cannot write ${path} (${code ?? 'error'})`);
+        throw error;
+      }
+      print(io.stderr, `Exported ${count.n} orders to ${path}.`);
+    });
+  },
+);
 
-${TARGET_USAGE}`,
-      options: TARGET_OPTIONS,
-      positionals: ['file.json?'],
-    },
-    io,
-  );
-  if (!parsed) return;
-  const path = parsed.positionals[0];
-  await withOrderStore(parsed.values, async (store) => {
-    const count = { n: 0 };
-    const chunks = Readable.from(ordersJsonArray(counting(await store.openOrderStream(), count)));
-    if (path === undefined) {
-      await pipeline(chunks, io.stdout, { end: false });
-      print(io.stderr, `Exported ${count.n} orders.`);
-      return;
-    }
-    const partial = `${path}.${process.pid}.partial`;
-    try {
-      await pipeline(chunks, createWriteStream(partial));
-      await rename(partial, path);
-    } catch (error) {
-      await rm(partial, { force: true });
-      // A file system error names its path; anything else is the store's.
-      const { code, path: failedPath } = error as NodeJS.ErrnoException;
-      if (failedPath !== undefined) throw new Failure(`cannot write ${path} (${code ?? 'error'})`);
-      throw error;
-    }
-    print(io.stderr, `Exported ${count.n} orders to ${path}.`);
-  });
-}
-
-export const ORDER_COMMANDS: Record<string, (argv: readonly string[], io: Io) => Promise<void>> = {
-  import: importOrders,
-  ship,
-  export: exportOrders,
-};
+export const ORDER_COMMANDS: readonly Command[] = [importOrders, ship, exportOrders];

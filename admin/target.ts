@@ -20,31 +20,36 @@ import {
   STAGES,
   type StageName,
 } from '../lib/deployment.ts';
+import { describeFlags, switchFlag, valueFlag } from '../lib/config/flags.ts';
 import { quotableInput } from '../lib/keys/api-key.ts';
 import { ADMIN_ATTEMPTS, adminAttemptMs, Failure, inContext, UsageError } from './common.ts';
 
-export const TARGET_OPTIONS = {
-  stage: { type: 'string' },
-  outputs: { type: 'string' },
-  local: { type: 'boolean' },
-  endpoint: { type: 'string' },
-  region: { type: 'string' },
-  'table-orders': { type: 'string' },
-  'table-keys': { type: 'string' },
-  yes: { type: 'boolean', short: 'y' },
-  help: { type: 'boolean', short: 'h' },
-} as const;
+/** The flags that name a target, and the two every command takes. */
+export const TARGET_FLAGS = {
+  stage: valueFlag(
+    STAGES.join('|'),
+    'a deployed stage: table names and region from the outputs file',
+  ),
+  outputs: valueFlag(
+    'FILE',
+    `that file (default cdk-outputs.<stage>.json if present, else ${DEFAULT_OUTPUTS_FILE}: what cdk deploy --outputs-file wrote)`,
+  ),
+  local: switchFlag('the DynamoDB of the running `npm start`'),
+  'table-orders': valueFlag(
+    'NAME',
+    'the orders table by name, with --endpoint URL and/or --region REGION',
+  ),
+  'table-keys': valueFlag(
+    'NAME',
+    'the API keys table by name, with --endpoint URL and/or --region REGION',
+  ),
+  endpoint: valueFlag('URL', "a DynamoDB endpoint (e.g. DynamoDB Local); also overrides --stage's"),
+  region: valueFlag('REGION', "AWS region (with --stage: overrides the outputs file's)"),
+  yes: switchFlag('do not ask before changing production data', 'y'),
+  help: switchFlag('show this help', 'h'),
+};
 
-export const TARGET_USAGE = `Target (one of):
-  --stage staging|production  a deployed stage: table names and region from the outputs file
-  --outputs FILE              that file (default cdk-outputs.<stage>.json if present, else
-                              ${DEFAULT_OUTPUTS_FILE}: what cdk deploy --outputs-file wrote)
-  --local                     the DynamoDB of the running \`npm start\`
-  --table-orders NAME, --table-keys NAME
-                              tables by name, with --endpoint URL and/or --region REGION
-  --endpoint URL              a DynamoDB endpoint (e.g. DynamoDB Local); also overrides --stage's
-  --region REGION             AWS region (with --stage: overrides the outputs file's)
-  --yes, -y                   do not ask before changing production data`;
+export const TARGET_USAGE = `Target (one of):\n${describeFlags(TARGET_FLAGS)}`;
 
 export interface TargetValues {
   readonly stage?: string;

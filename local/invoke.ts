@@ -6,6 +6,8 @@
  */
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
+import { describeFlags, flagsSynopsis, switchFlag, valueFlag } from '../lib/config/flags.ts';
+import { UsageError } from '../lib/config/usage-error.ts';
 import { createContext, invokeStreaming, isStreamingHandler } from './lambda-runtime.ts';
 import {
   loadFunctions,
@@ -15,26 +17,32 @@ import {
   type LocalStack,
 } from './local-stack.ts';
 
-const USAGE = `Usage: npm run invoke -- <function> <event.json> [--dynamodb-endpoint URL] [--table-prefix NAME]
+const FLAGS = {
+  'dynamodb-endpoint': valueFlag(
+    'URL',
+    "the DynamoDB to use (default: the running local API's, else a DynamoDB Local)",
+  ),
+  'table-prefix': valueFlag('NAME', 'prefix of the table names'),
+  help: switchFlag('show this help'),
+};
 
-Functions: listOrders, cancelOrder, authorizer. Sample events are in events/.`;
+const USAGE = `Usage: npm run invoke -- <function> <event.json> ${flagsSynopsis(FLAGS)}
 
-class UsageError extends Error {}
+Functions: listOrders, cancelOrder, authorizer. Sample events are in events/.
+
+Options:
+${describeFlags(FLAGS)}`;
 
 async function main(argv: string[]): Promise<number> {
   let parsed;
   try {
     parsed = parseArgs({
       args: argv,
-      options: {
-        'dynamodb-endpoint': { type: 'string' },
-        'table-prefix': { type: 'string' },
-        help: { type: 'boolean' },
-      },
+      options: FLAGS,
       allowPositionals: true,
     });
   } catch (error) {
-    throw new UsageError((error as Error).message.split('\n')[0]);
+    throw new UsageError((error as Error).message.split('\n')[0] ?? '');
   }
   const { values, positionals } = parsed;
   if (values.help) {

@@ -12,6 +12,9 @@ import { readFile } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import { parseArgs } from 'node:util';
 import { API_STAGE } from '../lib/api/routes.ts';
+import { describeFlags, switchFlag, valueFlag } from '../lib/config/flags.ts';
+import { wholeNumberSetting } from '../lib/config/integers.ts';
+import { UsageError } from '../lib/config/usage-error.ts';
 import { LOCAL_REGION } from '../lib/dynamodb/client.ts';
 import { keyHint, quotableInput } from '../lib/keys/api-key.ts';
 import { parseKeyEntries, type KeyEntry } from '../lib/keys/key-input.ts';
@@ -31,22 +34,35 @@ import {
   type LocalStack,
 } from './local-stack.ts';
 
+const FLAGS = {
+  port: valueFlag('N', 'port to listen on (default 3000; 0 picks a free one)'),
+  seed: valueFlag('FILE', 'JSON array of orders to load instead of the demo orders'),
+  keys: valueFlag(
+    'FILE',
+    'JSON array of {"key", "plan", "limits"?} to register instead of the demo keys',
+  ),
+  'dynamodb-endpoint': valueFlag(
+    'URL',
+    'use a running DynamoDB instead of starting DynamoDB Local',
+  ),
+  'table-prefix': valueFlag('NAME', `prefix of the table names (default ${DEFAULT_TABLE_PREFIX})`),
+  'authorizer-ttl': valueFlag(
+    'SECONDS',
+    'authorizer cache TTL, 0 to 3600 (default 60, as deployed)',
+  ),
+  containers: valueFlag(
+    'N',
+    `containers per function at most, 1 to 64 (default ${DEFAULT_MAX_CONTAINERS})`,
+  ),
+  help: switchFlag('show this help'),
+};
+
 const USAGE = `Usage: npm start -- [options]
 
 Starts the Store Orders API locally: API Gateway emulation + the real functions + DynamoDB Local.
 
 Options:
-  --port N                 port to listen on (default 3000; 0 picks a free one)
-  --seed FILE              JSON array of orders to load instead of the demo orders
-  --keys FILE              JSON array of {"key", "plan", "limits"?} to register instead of the demo keys
-  --dynamodb-endpoint URL  use a running DynamoDB instead of starting DynamoDB Local
-  --table-prefix NAME      prefix of the table names (default ${DEFAULT_TABLE_PREFIX})
-  --authorizer-ttl SECONDS authorizer cache TTL, 0 to 3600 (default 60, as deployed)
-  --containers N           containers per function at most, 1 to 64 (default ${DEFAULT_MAX_CONTAINERS})
-  --help                   show this help`;
-
-/** A problem with what the user gave: reported as one line, never as a stack trace. */
-class UsageError extends Error {}
+${describeFlags(FLAGS)}`;
 
 interface StartOptions {
   port: number;
@@ -65,13 +81,13 @@ function integerOption(
   max: number,
   fallback: number,
 ): number {
-  if (value === undefined) return fallback;
-  if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > max) {
-    throw new UsageError(
-      `--${name} must be an integer from ${min} to ${max}, got "${quotableInput(value)}"`,
-    );
-  }
-  return Number(value);
+  return wholeNumberSetting(
+    value,
+    { min, max },
+    fallback,
+    (expected) =>
+      new UsageError(`--${name} must be ${expected}, got "${quotableInput(value ?? '')}"`),
+  );
 }
 
 async function readInputFile(path: string, flag: string): Promise<string> {
@@ -99,16 +115,7 @@ async function parseOptions(argv: string[]): Promise<StartOptions | 'help'> {
   try {
     ({ values } = parseArgs({
       args: argv,
-      options: {
-        port: { type: 'string' },
-        seed: { type: 'string' },
-        keys: { type: 'string' },
-        'dynamodb-endpoint': { type: 'string' },
-        'table-prefix': { type: 'string' },
-        'authorizer-ttl': { type: 'string' },
-        containers: { type: 'string' },
-        help: { type: 'boolean' },
-      },
+      options: FLAGS,
       strict: true,
       allowPositionals: false,
     }));

@@ -4,10 +4,11 @@
  * blanks secret-looking fields and anything shaped like an API key or a bearer credential.
  */
 import { Logger } from '@aws-lambda-powertools/logger';
+import { KEY_TEXT } from '../../lib/keys/api-key.ts';
 import { SERVICE_NAME } from '../../lib/metrics.ts';
 
 const SECRET_FIELDS = /authorization|api[-_]?key$|token|secret|keyhash|password/i;
-const SECRET_VALUES = [/sok_[0-9A-Za-z]{20,}/g, /\b(bearer|basic)\s+[A-Za-z0-9\-._~+/]+=*/gi];
+const SECRET_VALUES = [KEY_TEXT, /\b(bearer|basic)\s+[A-Za-z0-9\-._~+/]+=*/gi];
 
 /** A value with every secret-looking part replaced by `[redacted]`. */
 export function redactValue(key: string, value: unknown): unknown {

@@ -84,6 +84,12 @@ export function looksLikeApiKey(text: string): boolean {
 const KEY_LIKE = new RegExp(`${KEY_PREFIX}[0-9A-Za-z]*…?`, 'g');
 
 /**
+ * Anything long enough to be a key or most of one (20 characters after the prefix, whatever its
+ * checksum), as a pattern for the log redaction; a hint (`sok_AbCd…`) does not match.
+ */
+export const KEY_TEXT = new RegExp(`${KEY_PREFIX}[0-9A-Za-z]{20,}`, 'g');
+
+/**
  * The text with everything that looks like a key cut to its hint: safe to print or log. A hint
  * is left as it is, so redacting twice changes nothing.
  */

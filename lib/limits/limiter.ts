@@ -1,4 +1,5 @@
 /** The rate limiter as the functions see it: a port, its settings and the headers it yields. */
+import { wholeNumberSetting, type IntegerRange } from '../config/integers.ts';
 import type { CallOptions } from '../failures.ts';
 import type { Caller } from '../keys/key-record.ts';
 import type { Limits } from './plans.ts';
@@ -25,25 +26,30 @@ export const DEFAULT_LIMITER_SETTINGS: LimiterSettings = {
   failureMode: 'closed',
 };
 
+/**
+ * The longest ban: a day. The OpenAPI document promises a Retry-After of at most about a day
+ * (the day window, or a ban).
+ */
+export const MAX_BAN_SECONDS = 86_400;
+
 /** The settings from the environment, failing fast on a bad value. */
 export function limiterSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): LimiterSettings {
-  const integer = (name: string, fallback: number, min: number): number => {
-    const raw = env[name];
-    if (raw === undefined || raw === '') return fallback;
-    if (!/^\d+$/.test(raw) || Number(raw) < min)
-      throw new Error(`${name} must be an integer ≥ ${min}, got "${raw}"`);
-    return Number(raw);
-  };
+  const integer = (name: string, fallback: number, range: IntegerRange): number =>
+    wholeNumberSetting(
+      env[name] || undefined,
+      range,
+      fallback,
+      (expected) => new Error(`${name} must be ${expected}, got "${env[name]}"`),
+    );
   const mode = env.RATE_LIMIT_FAILURE_MODE ?? DEFAULT_LIMITER_SETTINGS.failureMode;
   if (mode !== 'open' && mode !== 'closed')
     throw new Error(`RATE_LIMIT_FAILURE_MODE must be open or closed, got "${mode}"`);
+  const { maxRefusalsPerMinute, banMs } = DEFAULT_LIMITER_SETTINGS;
   return {
-    maxRefusalsPerMinute: integer(
-      'RATE_LIMIT_BAN_AFTER_REFUSALS',
-      DEFAULT_LIMITER_SETTINGS.maxRefusalsPerMinute,
-      1,
-    ),
-    banMs: integer('RATE_LIMIT_BAN_SECONDS', DEFAULT_LIMITER_SETTINGS.banMs / 1000, 1) * 1000,
+    maxRefusalsPerMinute: integer('RATE_LIMIT_BAN_AFTER_REFUSALS', maxRefusalsPerMinute, {
+      min: 1,
+    }),
+    banMs: integer('RATE_LIMIT_BAN_SECONDS', banMs / 1000, { min: 1, max: MAX_BAN_SECONDS }) * 1000,
     failureMode: mode,
   };
 }

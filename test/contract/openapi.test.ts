@@ -3,6 +3,7 @@
  * and against responses: samples here, real ones from the handlers behind the local API Gateway
  * emulator, and real ones from the handlers on a fixed clock (rate limits, bans, failures).
  */
+import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { compileErrors, validate } from '@readme/openapi-parser';
@@ -20,9 +21,23 @@ import { apiKeyFromBody } from '../../lib/keys/api-key.ts';
 import { callerToContext } from '../../lib/keys/authenticate.ts';
 import type { Caller } from '../../lib/keys/key-record.ts';
 import { registerKeys } from '../../lib/keys/register.ts';
-import { DEFAULT_LIMITER_SETTINGS } from '../../lib/limits/limiter.ts';
-import { PLAN_LIMITS, type Limits } from '../../lib/limits/plans.ts';
-import type { Order } from '../../lib/orders/order.ts';
+import {
+  DEFAULT_LIMITER_SETTINGS,
+  limiterSettingsFromEnv,
+  MAX_BAN_SECONDS,
+  rateLimitHeaders,
+} from '../../lib/limits/limiter.ts';
+import { MAX_LIMIT, PLAN_LIMITS, type Limits } from '../../lib/limits/plans.ts';
+import { DAY_MS, decide, retryAfterSeconds } from '../../lib/limits/sliding-window.ts';
+import { OrderNotFound, parseOrderId } from '../../lib/orders/operations.ts';
+import {
+  INT64_MAX,
+  INT64_MIN,
+  isShipDate,
+  ORDER_FIELDS,
+  orderToJson,
+  type Order,
+} from '../../lib/orders/order.ts';
 import { createGateway } from '../../local/gateway.ts';
 import { loadFunctions } from '../../local/local-stack.ts';
 import { failDynamoDbCalls, invokeHttp, proxyEvent, type HttpResult } from '../support/lambda.ts';
@@ -122,10 +137,11 @@ const RATE_HEADERS = {
   RateLimit: '"minute";r=59;t=45, "day";r=999;t=57585',
 };
 /** What a function answers an identified caller with an error body. */
-const FUNCTION_HEADERS = { ...JSON_HEADERS, ...RATE_HEADERS };
+/** What a function's answer carries (listOrders also varies by Accept-Encoding). */
+const FUNCTION_HEADERS = { ...JSON_HEADERS, ...RATE_HEADERS, Vary: 'Accept-Encoding' };
 /** The statuses each operation documents, by what answers them. */
 const STATUSES = {
-  listOrders: { function: [200], either: [429, 500, 503], gateway: [401] },
+  listOrders: { function: [200, 406], either: [429, 500, 503], gateway: [401] },
   cancelOrder: { function: [204, 400, 404, 409], either: [429, 500, 503], gateway: [401] },
 } as const;
 
@@ -320,6 +336,88 @@ describe('the OpenAPI document', () => {
     expect(description).toContain('the service fails closed');
   });
 
+  it('writes the int64 bounds digit for digit, though JavaScript reads the maximum as 2^63', () => {
+    const text = readFileSync(OPENAPI_PATH, 'utf8');
+    // Order.id, Order.petId and the orderId parameter.
+    expect(text.match(/^ +minimum: -9223372036854775808$/gm)).toHaveLength(3);
+    expect(text.match(/^ +maximum: 9223372036854775807$/gm)).toHaveLength(3);
+    // What any JavaScript YAML parser hands the tools: the exact range is the source-text check's.
+    const id = (document.components.schemas.Order?.properties as Record<string, Schema>).id;
+    expect(id?.maximum).toBe(2 ** 63);
+    expect(BigInt(id?.minimum as number)).toBe(INT64_MIN);
+  });
+
+  it('lists the fields of the code in the Order schema, in the order the API writes them', () => {
+    const properties = Object.keys(document.components.schemas.Order?.properties ?? {});
+    expect(properties).toEqual([...ORDER_FIELDS]);
+    const json = orderToJson({
+      id: INT64_MAX,
+      petId: 1n,
+      quantity: 1,
+      shipDate: '2026-11-20T09:00:00Z',
+      complete: true,
+      status: 'shipped',
+    });
+    expect(Object.keys(JSON.parse(json) as object)).toEqual(properties);
+  });
+
+  it('gives bounds that hold for the longest values the service writes', async () => {
+    const invalidIdMessage = (raw: string) => {
+      try {
+        parseOrderId(raw);
+      } catch (error) {
+        return (error as Error).message;
+      }
+      throw new Error(`${raw} was accepted`);
+    };
+    const schemas = document.components.schemas;
+    // Error.message: the longest is an invalid order id quoted, every character escaped.
+    const { maxLength, pattern } = (schemas.Error?.properties as Record<string, Schema>)
+      .message as {
+      maxLength: number;
+      pattern: string;
+    };
+    const messages = [
+      ...Object.values(ERROR_CATALOGUE).map(({ message }) => message),
+      invalidIdMessage('\u0007\u202e"'.repeat(100)),
+      invalidIdMessage('\ud83d\ude00'.repeat(100)),
+      new OrderNotFound(INT64_MIN).message,
+    ];
+    for (const message of messages) {
+      expect([...message].length, message).toBeLessThanOrEqual(maxLength);
+      expect(message).toMatch(new RegExp(pattern, 'u'));
+    }
+    // shipDate: RFC 3339 with at most nine digits of fractions.
+    const shipDate = (schemas.Order?.properties as Record<string, Schema>).shipDate;
+    const longest = '2026-11-20T09:00:00.123456789+01:00';
+    expect(isShipDate(longest)).toBe(true);
+    expect(longest.length).toBe(shipDate?.maxLength);
+    expect(isShipDate('2026-11-20T09:00:00.1234567891+01:00')).toBe(false);
+    // Rate-limit headers of the highest limits: the schemas' formats, patterns and lengths.
+    const now = Date.UTC(2026, 10, 22, 0, 0, 0);
+    const limits = { perMinute: MAX_LIMIT, perDay: MAX_LIMIT };
+    expect(
+      await openApiResponseErrors({
+        method: 'GET',
+        path: '/store/orders',
+        status: 200,
+        headers: {
+          ...JSON_HEADERS,
+          Vary: 'Accept-Encoding',
+          ...rateLimitHeaders(decide({}, now, limits), now, limits),
+        },
+        body: '[]',
+      }),
+    ).toEqual([]);
+    // Retry-After: the day window (a day and a moment) or a ban, which the settings cap.
+    const retryAfter = document.components.headers?.['Retry-After']?.schema?.maximum as number;
+    expect(retryAfterSeconds(DAY_MS + 1)).toBeLessThanOrEqual(retryAfter);
+    expect(MAX_BAN_SECONDS).toBeLessThanOrEqual(retryAfter);
+    expect(() =>
+      limiterSettingsFromEnv({ RATE_LIMIT_BAN_SECONDS: String(MAX_BAN_SECONDS + 1) }),
+    ).toThrow(/RATE_LIMIT_BAN_SECONDS must be an integer from 1 to 86400/);
+  });
+
   it('has examples that pass its own response check', async () => {
     const samples: { method: string; path: string; status: number; response: ResponseObject }[] =
       operations().flatMap(({ method, path, operation }) =>
@@ -346,43 +444,68 @@ describe('the OpenAPI document', () => {
   });
 });
 
-describe('openApiResponseErrors', () => {
+describe('openApiResponseErrors: what the project checks beyond openapi-backend', () => {
+  const errorBody = (code: string, status: number) =>
+    JSON.stringify({ code, message: 'm', status });
   const notFound = {
     method: 'DELETE',
     path: '/store/orders/42',
     status: 404,
     headers: FUNCTION_HEADERS,
+    body: errorBody('ORDER_NOT_FOUND', 404),
   };
+  const list = { method: 'GET', path: '/store/orders', status: 200, headers: FUNCTION_HEADERS };
 
-  it('accepts an Error body that matches its response', async () => {
-    const body = JSON.stringify({
-      code: 'ORDER_NOT_FOUND',
-      message: 'Order 42 was not found.',
-      status: 404,
-    });
-    expect(await openApiResponseErrors({ ...notFound, body })).toEqual([]);
-    expect(
-      await openApiResponseErrors({ ...notFound, path: '/store/orders/{orderId}', body }),
-    ).toEqual([]);
+  it('accepts a documented answer, on a concrete path or on a path template', async () => {
+    expect(await openApiResponseErrors(notFound)).toEqual([]);
+    expect(await openApiResponseErrors({ ...notFound, path: '/store/orders/{orderId}' })).toEqual(
+      [],
+    );
   });
 
   it.each([
-    ['a status field that differs from the HTTP status', { code: 'ORDER_NOT_FOUND', status: 400 }],
-    ['a missing field', { code: 'ORDER_NOT_FOUND' }],
-    ['an unknown code', { code: 'NO_SUCH_ORDER', status: 404 }],
-    ['a code of another response', { code: 'ROUTE_NOT_FOUND', status: 404 }],
-  ])('refuses an Error body with %s', async (_, fields) => {
-    const body = JSON.stringify({ message: 'Order 42 was not found.', ...fields });
-    expect(await openApiResponseErrors({ ...notFound, body })).not.toEqual([]);
+    ['an unknown code', { ...notFound, body: errorBody('NO_SUCH_ORDER', 404) }],
+    ['a code of another response', { ...notFound, body: errorBody('ROUTE_NOT_FOUND', 404) }],
+    ['a missing field', { ...notFound, body: '{"code":"ORDER_NOT_FOUND","status":404}' }],
+    ['an order property the schema lacks', { ...list, body: '[{"id":1,"price":10}]' }],
+    ['a shipDate that is no date-time', { ...list, body: '[{"id":1,"shipDate":"next week"}]' }],
+    ['a quantity past int32', { ...list, body: '[{"id":1,"quantity":2147483648}]' }],
+    ['a string id', { ...list, body: '[{"id":"1"}]' }],
+    [
+      'a negative header',
+      { ...list, body: '[]', headers: { ...FUNCTION_HEADERS, 'X-RateLimit-Remaining': '-1' } },
+    ],
+    [
+      'a header that is no integer',
+      { ...list, body: '[]', headers: { ...FUNCTION_HEADERS, 'X-RateLimit-Limit': 'sixty' } },
+    ],
+    [
+      'a malformed RateLimit-Policy',
+      { ...list, body: '[]', headers: { ...FUNCTION_HEADERS, 'RateLimit-Policy': '60;w=60' } },
+    ],
+  ])(
+    'refuses what the schemas refuse (JSON Schema 2020-12 with formats): %s',
+    async (_, answer) => {
+      expect(await openApiResponseErrors(answer)).not.toEqual([]);
+    },
+  );
+
+  it('refuses an Error body whose status is not the HTTP status', async () => {
+    const problems = await openApiResponseErrors({
+      ...notFound,
+      body: errorBody('ORDER_NOT_FOUND', 400),
+    });
+    expect(problems).toContainEqual(
+      expect.stringContaining('Error.status 400 is not the HTTP status'),
+    );
   });
 
   it('refuses a status the operation does not document', async () => {
     const problems = await openApiResponseErrors({
-      method: 'GET',
-      path: '/store/orders',
+      ...list,
       status: 409,
       headers: JSON_HEADERS,
-      body: JSON.stringify({ code: 'ORDER_ALREADY_SHIPPED', message: 'x', status: 409 }),
+      body: errorBody('ORDER_ALREADY_SHIPPED', 409),
     });
     expect(problems).toEqual([expect.stringContaining('status 409 is not documented')]);
   });
@@ -391,18 +514,15 @@ describe('openApiResponseErrors', () => {
     const problems = await openApiResponseErrors({
       ...notFound,
       headers: { ...RATE_HEADERS, 'content-type': 'text/plain' },
-      body: JSON.stringify({ code: 'ORDER_NOT_FOUND', message: 'm', status: 404 }),
     });
     expect(problems).toEqual([expect.stringContaining('Content-Type text/plain')]);
   });
 
-  it('requires the documented headers of 401 and 503', async () => {
-    const unauthorized = {
-      method: 'GET',
-      path: '/store/orders',
-      status: 401,
-      body: JSON.stringify({ code: 'UNAUTHORIZED', message: 'm', status: 401 }),
-    };
+  it('requires the headers the document marks required, and only those', async () => {
+    expect(
+      await openApiResponseErrors({ ...list, headers: JSON_HEADERS, body: '[]' }),
+    ).toContainEqual(expect.stringContaining('header X-RateLimit-Limit is required but missing'));
+    const unauthorized = { ...list, status: 401, body: errorBody('UNAUTHORIZED', 401) };
     expect(
       await openApiResponseErrors({
         ...unauthorized,
@@ -410,36 +530,20 @@ describe('openApiResponseErrors', () => {
       }),
     ).toEqual([]);
     expect(await openApiResponseErrors({ ...unauthorized, headers: JSON_HEADERS })).toEqual([
-      expect.stringContaining('WWW-Authenticate is required'),
+      expect.stringContaining('header WWW-Authenticate is required but missing'),
     ]);
-    const unavailable = {
-      method: 'DELETE',
-      path: '/store/orders/7',
-      status: 503,
-      body: JSON.stringify({ code: 'SERVICE_UNAVAILABLE', message: 'm', status: 503 }),
-    };
+    // A 429 of API Gateway's stage throttle: Retry-After, and none of the optional headers.
+    const limited = { ...notFound, status: 429, body: errorBody('RATE_LIMITED', 429) };
     expect(
-      await openApiResponseErrors({
-        ...unavailable,
-        headers: { ...JSON_HEADERS, 'Retry-After': '1' },
-      }),
+      await openApiResponseErrors({ ...limited, headers: { ...JSON_HEADERS, 'Retry-After': '1' } }),
     ).toEqual([]);
-    expect(
-      await openApiResponseErrors({
-        ...unavailable,
-        headers: { ...JSON_HEADERS, 'Retry-After': '0' },
-      }),
-    ).not.toEqual([]);
-    expect(await openApiResponseErrors({ ...unavailable, headers: JSON_HEADERS })).not.toEqual([]);
+    expect(await openApiResponseErrors({ ...limited, headers: JSON_HEADERS })).toEqual([
+      expect.stringContaining('header Retry-After is required but missing'),
+    ]);
   });
 
   it('accepts a 204 without a body and refuses one with a body', async () => {
-    const cancelled = {
-      method: 'DELETE',
-      path: '/store/orders/7',
-      status: 204,
-      headers: RATE_HEADERS,
-    };
+    const cancelled = { ...notFound, status: 204, headers: RATE_HEADERS };
     expect(await openApiResponseErrors({ ...cancelled, body: '' })).toEqual([]);
     expect(
       await openApiResponseErrors({ ...cancelled, headers: FUNCTION_HEADERS, body: '{}' }),
@@ -447,75 +551,54 @@ describe('openApiResponseErrors', () => {
   });
 
   describe('on rate-limit headers', () => {
-    const list = { method: 'GET', path: '/store/orders', status: 200, body: '[]' };
-    const without = (name: string) =>
-      Object.fromEntries(Object.entries(FUNCTION_HEADERS).filter(([n]) => n !== name));
-
-    it('refuses a 200 without X-RateLimit-Limit', async () => {
-      expect(await openApiResponseErrors({ ...list, headers: FUNCTION_HEADERS })).toEqual([]);
-      expect(
-        await openApiResponseErrors({ ...list, headers: without('X-RateLimit-Limit') }),
-      ).toContainEqual(expect.stringContaining('header X-RateLimit-Limit is required but missing'));
-    });
-
-    it.each([
-      ['GET', '/store/orders', 200, '[]'],
-      ['DELETE', '/store/orders/7', 204, ''],
-      ['DELETE', '/store/orders/x', 400, '{"code":"INVALID_ORDER_ID","message":"m","status":400}'],
-      ['DELETE', '/store/orders/7', 404, '{"code":"ORDER_NOT_FOUND","message":"m","status":404}'],
-      [
-        'DELETE',
-        '/store/orders/7',
-        409,
-        '{"code":"ORDER_ALREADY_SHIPPED","message":"m","status":409}',
-      ],
-    ])('requires every rate-limit header on %s %s %i', async (method, path, status, body) => {
-      const answer = { method, path, status, body };
-      const headers = status === 204 ? RATE_HEADERS : FUNCTION_HEADERS;
-      expect(await openApiResponseErrors({ ...answer, headers })).toEqual([]);
-      for (const name of RATE_LIMIT_HEADERS) {
-        const partial = Object.fromEntries(Object.entries(headers).filter(([n]) => n !== name));
-        expect(await openApiResponseErrors({ ...answer, headers: partial }), name).toContainEqual(
-          expect.stringContaining(`header ${name} is required but missing`),
-        );
-      }
-    });
+    /** The problems of an empty list answered with these rate-limit headers. */
+    const listWith = (headers: Record<string, string>) =>
+      openApiResponseErrors({
+        ...list,
+        body: '[]',
+        headers: { ...JSON_HEADERS, Vary: 'Accept-Encoding', ...headers },
+      });
 
     it("accepts API Gateway's own 500 without them, but not a function's INVALID_ORDER_ID", async () => {
-      const internal = {
-        code: 'INTERNAL_ERROR',
-        message: 'An internal error occurred.',
-        status: 500,
-      };
+      const internal = errorBody('INTERNAL_ERROR', 500);
       expect(
         await openApiResponseErrors({
           ...list,
           status: 500,
           headers: JSON_HEADERS,
-          body: JSON.stringify(internal),
+          body: internal,
         }),
       ).toEqual([]);
       expect(
         await openApiResponseErrors({
-          method: 'DELETE',
+          ...notFound,
           path: '/store/orders/x',
           status: 400,
           headers: JSON_HEADERS,
-          body: JSON.stringify({ code: 'INVALID_ORDER_ID', message: 'm', status: 400 }),
+          body: errorBody('INVALID_ORDER_ID', 400),
         }),
       ).not.toEqual([]);
     });
 
+    it('accepts RateLimit-Policy alone (the counts are not known), but not some of the others', async () => {
+      const unavailable = { ...notFound, status: 503, body: errorBody('SERVICE_UNAVAILABLE', 503) };
+      const policy = { 'RateLimit-Policy': RATE_HEADERS['RateLimit-Policy'], 'Retry-After': '1' };
+      expect(
+        await openApiResponseErrors({ ...unavailable, headers: { ...JSON_HEADERS, ...policy } }),
+      ).toEqual([]);
+      expect(
+        await openApiResponseErrors({
+          ...unavailable,
+          headers: { ...JSON_HEADERS, ...policy, 'X-RateLimit-Limit': '60' },
+        }),
+      ).toContainEqual(expect.stringContaining('rate-limit headers come together'));
+    });
+
     it.each([
-      ['a negative X-RateLimit-Remaining', { 'X-RateLimit-Remaining': '-1' }],
-      ['a non-integer X-RateLimit-Limit', { 'X-RateLimit-Limit': 'sixty' }],
-      ['an X-RateLimit-Reset that is not a whole minute', { 'X-RateLimit-Reset': '1795334461' }],
-      ['a RateLimit-Policy in another format', { 'RateLimit-Policy': '60;w=60' }],
       [
         'a RateLimit-Policy with a wrong window length',
         { 'RateLimit-Policy': '"minute";q=60;w=61, "day";q=1000;w=86400' },
       ],
-      ['a RateLimit with one window', { RateLimit: '"minute";r=59;t=45' }],
       [
         'a RateLimit with the non-binding window first',
         { RateLimit: '"day";r=999;t=57585, "minute";r=59;t=45' },
@@ -525,6 +608,7 @@ describe('openApiResponseErrors', () => {
         { 'X-RateLimit-Remaining': '58' },
       ],
       ["an X-RateLimit-Limit that is not the binding window's", { 'X-RateLimit-Limit': '1000' }],
+      ['an X-RateLimit-Reset that is not a whole minute', { 'X-RateLimit-Reset': '1795334461' }],
       [
         'a window ending after its length',
         { RateLimit: '"minute";r=59;t=61, "day";r=999;t=57585' },
@@ -534,9 +618,7 @@ describe('openApiResponseErrors', () => {
         { 'X-RateLimit-Remaining': '61', RateLimit: '"minute";r=61;t=45, "day";r=999;t=57585' },
       ],
     ])('refuses %s', async (_, changed: Record<string, string>) => {
-      expect(
-        await openApiResponseErrors({ ...list, headers: { ...FUNCTION_HEADERS, ...changed } }),
-      ).not.toEqual([]);
+      expect(await listWith({ ...RATE_HEADERS, ...changed })).not.toEqual([]);
     });
 
     it('accepts the day window as the binding one, and the minute window on a tie', async () => {
@@ -547,9 +629,7 @@ describe('openApiResponseErrors', () => {
         'RateLimit-Policy': '"minute";q=100;w=60, "day";q=5;w=86400',
         RateLimit: '"day";r=4;t=57585, "minute";r=99;t=45',
       };
-      expect(
-        await openApiResponseErrors({ ...list, headers: { ...JSON_HEADERS, ...day } }),
-      ).toEqual([]);
+      expect(await listWith(day)).toEqual([]);
       const tie = {
         'X-RateLimit-Limit': '5',
         'X-RateLimit-Remaining': '0',
@@ -557,72 +637,15 @@ describe('openApiResponseErrors', () => {
         'RateLimit-Policy': '"minute";q=5;w=60, "day";q=5;w=86400',
         RateLimit: '"minute";r=0;t=45, "day";r=0;t=57585',
       };
-      expect(
-        await openApiResponseErrors({ ...list, headers: { ...JSON_HEADERS, ...tie } }),
-      ).toEqual([]);
+      expect(await listWith(tie)).toEqual([]);
       const dayFirst = { ...tie, RateLimit: '"day";r=0;t=57585, "minute";r=0;t=45' };
-      expect(
-        await openApiResponseErrors({ ...list, headers: { ...JSON_HEADERS, ...dayFirst } }),
-      ).toContainEqual(expect.stringContaining('binding window first'));
-    });
-  });
-
-  describe('on 429', () => {
-    const limited = {
-      method: 'DELETE',
-      path: '/store/orders/7',
-      status: 429,
-      body: JSON.stringify({
-        code: 'RATE_LIMITED',
-        message: 'Rate limit exceeded: retry after 51 seconds.',
-        status: 429,
-      }),
-    };
-    const banned = JSON.stringify({
-      code: 'API_KEY_TEMPORARILY_BANNED',
-      message:
-        'The API key is temporarily banned for repeated requests over its rate limit: retry after 900 seconds.',
-      status: 429,
-    });
-
-    it("accepts a function's 429 (both codes) and the stage throttle's, without rate-limit headers", async () => {
-      const headers = { ...FUNCTION_HEADERS, 'Retry-After': '51' };
-      expect(await openApiResponseErrors({ ...limited, headers })).toEqual([]);
-      expect(await openApiResponseErrors({ ...limited, headers, body: banned })).toEqual([]);
-      expect(
-        await openApiResponseErrors({
-          ...limited,
-          headers: { ...JSON_HEADERS, 'Retry-After': '1' },
-        }),
-      ).toEqual([]);
-    });
-
-    it.each([
-      ['without Retry-After', FUNCTION_HEADERS, limited.body],
-      ['with Retry-After 0', { ...FUNCTION_HEADERS, 'Retry-After': '0' }, limited.body],
-      [
-        'with only some rate-limit headers',
-        { ...JSON_HEADERS, 'Retry-After': '5', 'X-RateLimit-Limit': '60' },
-        limited.body,
-      ],
-      [
-        'with a malformed optional header',
-        { ...FUNCTION_HEADERS, 'Retry-After': '5', RateLimit: 'r=0' },
-        limited.body,
-      ],
-      [
-        'with another code',
-        { ...FUNCTION_HEADERS, 'Retry-After': '5' },
-        '{"code":"SERVICE_UNAVAILABLE","message":"m","status":429}',
-      ],
-    ])('refuses a 429 %s', async (_, headers: Record<string, string>, body) => {
-      expect(await openApiResponseErrors({ ...limited, headers, body })).not.toEqual([]);
+      expect(await listWith(dayFirst)).toContainEqual(
+        expect.stringContaining('binding window first'),
+      );
     });
   });
 
   describe('on order lists', () => {
-    const list = { method: 'GET', path: '/store/orders', status: 200, headers: FUNCTION_HEADERS };
-
     it('accepts int64 ids past 2^53, up to the int64 maximum', async () => {
       const body =
         '[{"id":9007199254740993,"petId":-9223372036854775808,"quantity":2147483647,' +
@@ -631,28 +654,11 @@ describe('openApiResponseErrors', () => {
       expect(await openApiResponseErrors({ ...list, body })).toEqual([]);
     });
 
-    it('refuses an integer past the int64 range', async () => {
+    it('refuses an integer past the int64 range, which JSON.parse rounds into it', async () => {
       const body = '[{"id":9223372036854775808,"status":"pending"}]';
       expect(await openApiResponseErrors({ ...list, body })).toEqual([
         expect.stringContaining('outside the int64 range'),
       ]);
-    });
-
-    it('refuses a property the Order schema does not have', async () => {
-      const body = '[{"id":1,"status":"pending","price":10}]';
-      expect(await openApiResponseErrors({ ...list, body })).toEqual([
-        expect.stringContaining('price'),
-      ]);
-    });
-
-    it.each([
-      ['an unknown status', '{"id":1,"status":"lost"}'],
-      ['a negative quantity', '{"id":1,"quantity":-1}'],
-      ['a quantity past int32', '{"id":1,"quantity":2147483648}'],
-      ['a shipDate that is not a date-time', '{"id":1,"shipDate":"next week"}'],
-      ['a string id', '{"id":"1"}'],
-    ])('refuses %s', async (_, order) => {
-      expect(await openApiResponseErrors({ ...list, body: `[${order}]` })).not.toEqual([]);
     });
 
     it('refuses a truncated array', async () => {
@@ -675,23 +681,19 @@ describe('openApiResponseErrors', () => {
 
   describe("on API Gateway's own answers", () => {
     it('accepts 404 ROUTE_NOT_FOUND on an unknown path, and nothing else there', async () => {
-      const body = JSON.stringify({
-        code: 'ROUTE_NOT_FOUND',
-        message: 'No resource exists at this path.',
-        status: 404,
-      });
       const unknown = { method: 'GET', path: '/pets/1', headers: JSON_HEADERS };
+      const body = errorBody('ROUTE_NOT_FOUND', 404);
       expect(await openApiResponseErrors({ ...unknown, status: 404, body })).toEqual([]);
       expect(await openApiResponseErrors({ ...unknown, status: 200, body: '[]' })).not.toEqual([]);
     });
 
     it('accepts 405 with Allow on a known path with another method', async () => {
-      const body = JSON.stringify({
-        code: 'METHOD_NOT_ALLOWED',
-        message: 'This method is not allowed on this resource.',
+      const other = {
+        method: 'POST',
+        path: '/store/orders',
         status: 405,
-      });
-      const other = { method: 'POST', path: '/store/orders', status: 405, body };
+        body: errorBody('METHOD_NOT_ALLOWED', 405),
+      };
       expect(
         await openApiResponseErrors({ ...other, headers: { ...JSON_HEADERS, Allow: 'GET' } }),
       ).toEqual([]);
@@ -708,8 +710,7 @@ describe('openApiResponseErrors', () => {
         const { status, message } = ERROR_CATALOGUE[code];
         expect(
           await openApiResponseErrors({
-            method: 'DELETE',
-            path: '/store/orders/1',
+            ...notFound,
             status,
             headers: JSON_HEADERS,
             body: JSON.stringify({ code, message, status }),
