@@ -25,10 +25,9 @@ import { METRIC_NAMES } from '../lib/metrics.ts';
 import { keyStoreFromEnv } from './shared/dependencies.ts';
 import { logger } from './shared/logger.ts';
 import { metrics, publishMetrics } from './shared/metrics.ts';
-import { tracer } from './shared/tracer.ts';
+import { traceClient, traceHandler } from './shared/tracer.ts';
 import middy from '@middy/core';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
-import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
 
 export interface AuthorizerDependencies {
   readonly keys: () => KeyStore;
@@ -101,10 +100,12 @@ export function createAuthorizerHandler(deps: AuthorizerDependencies) {
       return policy('Allow', caller.keyId, event.methodArn, callerToContext(caller));
     },
   )
-    .use(captureLambdaHandler(tracer))
+    .use(traceHandler())
     .use(injectLambdaContext(logger))
     .use(publishMetrics());
 }
 
 let store: KeyStore | undefined;
-export const handler = createAuthorizerHandler({ keys: () => (store ??= keyStoreFromEnv()) });
+export const handler = createAuthorizerHandler({
+  keys: () => (store ??= keyStoreFromEnv(traceClient)),
+});

@@ -8,6 +8,7 @@ import type { OrderStore } from '../lib/orders/order-store.ts';
 import { requestSignal } from './shared/budget.ts';
 import { orderStoreFromEnv, rateLimiterFromEnv } from './shared/dependencies.ts';
 import { httpMiddlewares } from './shared/http-function.ts';
+import { traceClient, traceHandler } from './shared/tracer.ts';
 import type { RateLimitDependencies } from './shared/rate-limit.ts';
 
 export interface CancelOrderDependencies extends RateLimitDependencies {
@@ -16,10 +17,10 @@ export interface CancelOrderDependencies extends RateLimitDependencies {
 
 export function createCancelOrderHandler(deps: CancelOrderDependencies) {
   return middy<APIGatewayProxyEvent>()
-    .use(httpMiddlewares(deps))
-    .handler(async (event) => {
+    .use(httpMiddlewares(deps, [traceHandler()]))
+    .handler(async (event, context) => {
       const id = parseOrderId(event.pathParameters?.orderId);
-      await cancelOrder(deps.orders(), id, { signal: requestSignal(event) });
+      await cancelOrder(deps.orders(), id, { signal: requestSignal(event, context) });
       return noContent();
     });
 }
@@ -27,6 +28,6 @@ export function createCancelOrderHandler(deps: CancelOrderDependencies) {
 let store: OrderStore | undefined;
 let limiter: RateLimiter | undefined;
 export const handler = createCancelOrderHandler({
-  orders: () => (store ??= orderStoreFromEnv()),
-  limiter: () => (limiter ??= rateLimiterFromEnv()),
+  orders: () => (store ??= orderStoreFromEnv(traceClient)),
+  limiter: () => (limiter ??= rateLimiterFromEnv(traceClient)),
 });

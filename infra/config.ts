@@ -4,8 +4,10 @@
  */
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { wholeNumberSetting } from '../lib/config/integers.ts';
+import { STREAMING_LIMITS } from '../lib/config/streaming.ts';
 import type { StageName } from '../lib/deployment.ts';
-import type { FailureMode } from '../lib/limits/limiter.ts';
+import { DEFAULT_LIMITER_SETTINGS, type FailureMode } from '../lib/limits/limiter.ts';
 
 export interface StageConfig {
   readonly stage: StageName;
@@ -73,8 +75,12 @@ export type ContextReader = (key: string) => unknown;
 /** Lambda keeps at least this many executions of an account unreserved. */
 export const MIN_UNRESERVED_CONCURRENCY = 100;
 
-/** Lambda's streamed response ceiling (bytes); the list alarm fires at half of it. */
-export const STREAMED_RESPONSE_CEILING_BYTES = 200_000_000;
+/** The rate limiter's settings as the functions default them: the same in every stage. */
+const RATE_LIMITER: StageConfig['rateLimiter'] = {
+  failureMode: DEFAULT_LIMITER_SETTINGS.failureMode,
+  banAfterRefusals: DEFAULT_LIMITER_SETTINGS.maxRefusalsPerMinute,
+  banSeconds: DEFAULT_LIMITER_SETTINGS.banMs / 1000,
+};
 
 const DEFAULTS: Record<StageName, Omit<StageConfig, 'stage' | 'env'>> = {
   staging: {
@@ -84,7 +90,7 @@ const DEFAULTS: Record<StageName, Omit<StageConfig, 'stage' | 'env'>> = {
     deletionProtection: false,
     terminationProtection: false,
     throttling: { rateLimit: 200, burstLimit: 400 },
-    rateLimiter: { failureMode: 'closed', banAfterRefusals: 10, banSeconds: 900 },
+    rateLimiter: RATE_LIMITER,
     concurrency: { listOrdersReserved: 10, accountLimit: 1_000 },
     alarms: {
       serverErrorRate: 0.05,
@@ -98,7 +104,7 @@ const DEFAULTS: Record<StageName, Omit<StageConfig, 'stage' | 'env'>> = {
       limiterStoreFailures: 10,
       internalErrors: 1,
       listStreamFailures: 1,
-      listResponseBytes: STREAMED_RESPONSE_CEILING_BYTES / 2,
+      listResponseBytes: STREAMING_LIMITS.ceilingBytes / 2,
     },
     logLevel: 'DEBUG',
   },
@@ -109,7 +115,7 @@ const DEFAULTS: Record<StageName, Omit<StageConfig, 'stage' | 'env'>> = {
     deletionProtection: true,
     terminationProtection: true,
     throttling: { rateLimit: 2_000, burstLimit: 4_000 },
-    rateLimiter: { failureMode: 'closed', banAfterRefusals: 10, banSeconds: 900 },
+    rateLimiter: RATE_LIMITER,
     concurrency: { listOrdersReserved: 100, accountLimit: 1_000 },
     alarms: {
       serverErrorRate: 0.01,
@@ -123,7 +129,7 @@ const DEFAULTS: Record<StageName, Omit<StageConfig, 'stage' | 'env'>> = {
       limiterStoreFailures: 1,
       internalErrors: 1,
       listStreamFailures: 1,
-      listResponseBytes: STREAMED_RESPONSE_CEILING_BYTES / 2,
+      listResponseBytes: STREAMING_LIMITS.ceilingBytes / 2,
     },
     logLevel: 'INFO',
   },
@@ -143,14 +149,12 @@ function optionalString(
 }
 
 function integer(value: unknown, name: string, min: number, max: number, fallback: number): number {
-  if (value === undefined) return fallback;
-  const n = typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : value;
-  if (typeof n !== 'number' || !Number.isInteger(n) || n < min || n > max) {
-    throw new Error(
-      `${name} must be an integer from ${min} to ${max}, got ${JSON.stringify(value)}`,
-    );
-  }
-  return n;
+  return wholeNumberSetting(
+    value,
+    { min, max },
+    fallback,
+    (expected) => new Error(`${name} must be ${expected}, got ${JSON.stringify(value)}`),
+  );
 }
 
 /** The region of an ACM certificate ARN (`arn:aws:acm:REGION:ACCOUNT:certificate/ID`). */

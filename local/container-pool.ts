@@ -24,6 +24,9 @@ const CONTAINER_SCRIPT = new URL('./container.ts', import.meta.url);
  */
 const ABORT_GRACE_MS = 3_000;
 
+/** Bytes of a streamed body in flight between a container and its client, by default. */
+export const STREAM_WINDOW = 1024 * 1024;
+
 /** Containers per function by default: enough to overlap I/O waits on a 2-core machine. */
 export const DEFAULT_MAX_CONTAINERS = 4;
 
@@ -34,6 +37,11 @@ export interface ContainerPoolOptions {
   readonly log?: (line: string) => void;
   /** Modules to run instead of functions/<entry> (tests). */
   readonly entries?: Partial<Record<FunctionName, string>>;
+  /**
+   * Bytes of a streamed body in flight between a container and its client (default 1 MiB): with
+   * the gateway's own buffer (a quarter of it), what a slow client can make the server hold.
+   */
+  readonly streamWindowBytes?: number;
 }
 
 export interface PoolStats {
@@ -47,6 +55,7 @@ export interface PoolStats {
 
 type Message =
   | { type: 'ready'; initMs: number }
+  | { type: 'memory'; liveBytes: number }
   | { type: 'returned'; id: number; result: unknown }
   | { type: 'prelude'; id: number; prelude: Extract<Invocation, { kind: 'streaming' }>['prelude'] }
   | { type: 'chunk'; id: number; data: Uint8Array }
@@ -60,11 +69,22 @@ class Container {
   /** Set while it serves an invocation. */
   busy = false;
   served = 0;
+  /** Its module is loaded (it answers messages). */
+  started = false;
   private exited = false;
 
-  constructor(name: FunctionName, number: number, entry: string, env: Record<string, string>) {
+  private readonly streamWindow: number;
+
+  constructor(
+    name: FunctionName,
+    number: number,
+    entry: string,
+    env: Readonly<Record<string, string>>,
+    streamWindow: number,
+  ) {
     this.label = `${name}#${number}`;
-    const data: ContainerData = { name, entry };
+    this.streamWindow = streamWindow;
+    const data: ContainerData = { name, entry, streamWindow };
     this.worker = new Worker(CONTAINER_SCRIPT, {
       workerData: data,
       env: { ...process.env, ...env },
@@ -83,11 +103,27 @@ class Container {
       this.worker.once('error', reject);
       this.worker.once('exit', (code) => reject(new Error(`container exited with ${code}`)));
     });
-    this.ready.catch(() => undefined);
+    this.ready.then(
+      () => (this.started = true),
+      () => undefined,
+    );
   }
 
   get alive(): boolean {
     return !this.exited;
+  }
+
+  /** What it holds now (see local/container.ts `memory`). */
+  memory(): Promise<number> {
+    return new Promise((resolve) => {
+      const onMessage = (message: Message) => {
+        if (message.type !== 'memory') return;
+        this.worker.off('message', onMessage);
+        resolve(message.liveBytes);
+      };
+      this.worker.on('message', onMessage);
+      this.worker.postMessage({ type: 'memory' });
+    });
   }
 
   discard(): void {
@@ -128,7 +164,7 @@ class Container {
         finish();
       };
       const onMessage = (message: Message) => {
-        if (message.type === 'ready' || message.id !== id) return;
+        if (message.type === 'ready' || message.type === 'memory' || message.id !== id) return;
         switch (message.type) {
           case 'returned':
             resolve({ kind: 'returned', result: message.result });
@@ -143,7 +179,7 @@ class Container {
             );
             return;
           case 'prelude': {
-            body = new Readable({ read: credit, highWaterMark: 256 * 1024 });
+            body = new Readable({ read: credit, highWaterMark: this.streamWindow / 4 });
             const done = new Promise<void>((resolveDone, rejectDone) => {
               settleStream = { resolve: resolveDone, reject: rejectDone };
             });
@@ -210,7 +246,13 @@ class FunctionPool {
 
   /** A new container, its cold start logged once it is ready. */
   private spawn(): Container {
-    const container = new Container(this.name, ++this.numbered, this.entry, this.options.env);
+    const container = new Container(
+      this.name,
+      ++this.numbered,
+      this.entry,
+      this.options.env,
+      this.options.streamWindowBytes ?? STREAM_WINDOW,
+    );
     this.containers.push(container);
     container.worker.once('exit', () => {
       const at = this.containers.indexOf(container);
@@ -285,6 +327,13 @@ class FunctionPool {
     next.start(free);
   }
 
+  /** What its ready containers hold together. */
+  async memory(): Promise<number> {
+    const ready = this.containers.filter((c) => c.alive && c.started);
+    const held = await Promise.all(ready.map((c) => c.memory()));
+    return held.reduce((sum, bytes) => sum + bytes, 0);
+  }
+
   async close(): Promise<void> {
     await Promise.all(this.containers.map((c) => c.worker.terminate()));
   }
@@ -333,6 +382,12 @@ export class ContainerPool implements Invoker {
   /** One warm container per function before the first request. */
   async prewarm(): Promise<void> {
     await Promise.all([...this.pools.values()].map((pool) => pool.prewarm()));
+  }
+
+  /** What all containers hold (heap and external memory), for measurements. */
+  async memory(): Promise<number> {
+    const held = await Promise.all([...this.pools.values()].map((pool) => pool.memory()));
+    return held.reduce((sum, bytes) => sum + bytes, 0);
   }
 
   stats(): PoolStats {

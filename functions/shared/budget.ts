@@ -1,20 +1,25 @@
 /**
  * The deadline of a request's DynamoDB work (lib/config/budgets.ts): counted from the moment the
- * request reached API Gateway, fixed at its first use in an invocation, and shared by every
- * call the invocation makes (the rate limiter, the cancel, the list's first pages).
+ * request reached API Gateway, fixed at its first use in an invocation, and shared by every call
+ * the invocation makes (the rate limiter, the cancel, the list's first pages). Keyed by the
+ * invocation's Lambda context, which is new for every invocation.
  */
-import type { APIGatewayProxyEvent } from 'aws-lambda';
+import type { APIGatewayProxyEvent, Context } from 'aws-lambda';
 import { requestDeadline, signalAt } from '../../lib/config/budgets.ts';
 
 const signals = new WeakMap<object, AbortSignal>();
 
-export function requestSignal(event: APIGatewayProxyEvent, now: number = Date.now()): AbortSignal {
-  let signal = signals.get(event);
+export function requestSignal(
+  event: APIGatewayProxyEvent,
+  context: Context,
+  now: number = Date.now(),
+): AbortSignal {
+  let signal = signals.get(context);
   if (!signal) {
     const arrived = (event.requestContext as { requestTimeEpoch?: number } | undefined)
       ?.requestTimeEpoch;
     signal = signalAt(requestDeadline(arrived, now), now);
-    signals.set(event, signal);
+    signals.set(context, signal);
   }
   return signal;
 }

@@ -1,6 +1,8 @@
 /**
  * The stores a function uses, built once per cold start from the environment. Each function
- * asks only for what it uses, so it only needs the variables (and permissions) of its tables.
+ * asks only for what it uses, so it only needs the variables (and permissions) of its tables,
+ * and says whether its DynamoDB calls are traced (see ./tracer.ts: this module does not load
+ * the X-Ray SDK itself).
  */
 import { requireEnv } from '../../lib/config/env.ts';
 import {
@@ -17,21 +19,27 @@ import { METRIC_NAMES } from '../../lib/metrics.ts';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { logger } from './logger.ts';
 import { metrics } from './metrics.ts';
-import { tracer } from './tracer.ts';
+type DocumentClient = ReturnType<typeof createDocumentClient>;
 
-let client: ReturnType<typeof createDocumentClient> | undefined;
+/** What wraps a DynamoDB client so that its calls are traced (./tracer.ts `traceClient`). */
+export type ClientTracing = <T extends DocumentClient>(client: T) => T;
 
-function documentClient(): ReturnType<typeof createDocumentClient> {
-  client ??= tracer.captureAWSv3Client(createDocumentClient(connectionFromEnv()));
+/** No tracing of DynamoDB calls. */
+export const untraced: ClientTracing = (client) => client;
+
+let client: DocumentClient | undefined;
+
+function documentClient(trace: ClientTracing): DocumentClient {
+  client ??= trace(createDocumentClient(connectionFromEnv()));
   return client;
 }
 
-export function orderStoreFromEnv(): DynamoDbOrderStore {
-  return new DynamoDbOrderStore(documentClient(), requireEnv(TABLES.orders.envVar));
+export function orderStoreFromEnv(trace: ClientTracing = untraced): DynamoDbOrderStore {
+  return new DynamoDbOrderStore(documentClient(trace), requireEnv(TABLES.orders.envVar));
 }
 
-export function keyStoreFromEnv(): DynamoDbKeyStore {
-  return new DynamoDbKeyStore(documentClient(), requireEnv(TABLES.apiKeys.envVar));
+export function keyStoreFromEnv(trace: ClientTracing = untraced): DynamoDbKeyStore {
+  return new DynamoDbKeyStore(documentClient(trace), requireEnv(TABLES.apiKeys.envVar));
 }
 
 /** What a function does when the limiter's store fails transiently: a warning and a metric. */
@@ -44,9 +52,9 @@ export function onLimiterStoreFailure(settings: LimiterSettings): (error: unknow
   };
 }
 
-export function rateLimiterFromEnv(): DynamoDbRateLimiter {
+export function rateLimiterFromEnv(trace: ClientTracing = untraced): DynamoDbRateLimiter {
   const settings = limiterSettingsFromEnv();
-  const client = tracer.captureAWSv3Client(createSingleAttemptClient(connectionFromEnv()));
+  const client = trace(createSingleAttemptClient(connectionFromEnv()));
   return new DynamoDbRateLimiter(client, requireEnv(TABLES.rateLimits.envVar), {
     settings,
     onStoreFailure: onLimiterStoreFailure(settings),

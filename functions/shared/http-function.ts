@@ -1,18 +1,17 @@
 /**
- * The middy chain every HTTP function shares. On the way in: tracing, the logger's Lambda
+ * The middy chain every HTTP function shares. On the way in: tracing (when the function passes
+ * ./tracer.ts `traceHandler()`), the logger's Lambda
  * context and the request id API Gateway gave the client (`correlation_id` in every log line),
  * the rate limiter. On an error, in the order middy runs them: the Error shaping and
  * http-error-handler, then the rate-limit headers, then the metrics flush and the trace.
  */
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
-import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
 import type { MiddlewareObj } from '@middy/core';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
 import { httpErrors } from './http-errors.ts';
 import { logger } from './logger.ts';
 import { publishMetrics } from './metrics.ts';
 import { rateLimit, type RateLimitDependencies } from './rate-limit.ts';
-import { tracer } from './tracer.ts';
 
 /** Every log line of the invocation carries the request id the client sees (x-amzn-RequestId). */
 const correlate: MiddlewareObj<APIGatewayProxyEvent> = {
@@ -21,10 +20,12 @@ const correlate: MiddlewareObj<APIGatewayProxyEvent> = {
   },
 };
 
-export function httpMiddlewares(deps: RateLimitDependencies): MiddlewareObj[] {
+export function httpMiddlewares(
+  deps: RateLimitDependencies,
+  tracing: readonly MiddlewareObj[] = [],
+): MiddlewareObj[] {
   return [
-    // Responses may be streams: the trace records the call, not the body.
-    captureLambdaHandler(tracer, { captureResponse: false }) as MiddlewareObj,
+    ...tracing,
     injectLambdaContext(logger) as MiddlewareObj,
     correlate as MiddlewareObj,
     publishMetrics(),

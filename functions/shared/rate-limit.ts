@@ -59,7 +59,7 @@ export function rateLimit(deps: RateLimitDependencies): MiddlewareObj<APIGateway
       const now = deps.now?.() ?? Date.now();
       const result = await deps
         .limiter()
-        .consume(caller, now, { signal: requestSignal(request.event, now) });
+        .consume(caller, now, { signal: requestSignal(request.event, request.context, now) });
       const { decision, unavailable } = result;
       const headers = countsKnown(result)
         ? rateLimitHeaders(decision, now, caller.limits)

@@ -13,6 +13,11 @@ export const ERROR_CATALOGUE = {
   ORDER_NOT_FOUND: { status: 404, message: 'The order was not found.' },
   ROUTE_NOT_FOUND: { status: 404, message: 'No resource exists at this path.' },
   METHOD_NOT_ALLOWED: { status: 405, message: 'This method is not allowed on this resource.' },
+  NOT_ACCEPTABLE: {
+    status: 406,
+    message:
+      'None of the content codings the request accepts is available: accept zstd, br, gzip or identity.',
+  },
   ORDER_ALREADY_SHIPPED: {
     status: 409,
     message: 'The order has already shipped and cannot be cancelled.',

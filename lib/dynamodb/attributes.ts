@@ -5,7 +5,6 @@
  */
 import { NumberValue } from '@aws-sdk/lib-dynamodb';
 import { DependencyFailure } from '../failures.ts';
-import { parseInt64 } from '../orders/order.ts';
 
 /** The decimal text of a stored number, or undefined when the value is not a number. */
 export function numberText(value: unknown): string | undefined {
@@ -13,20 +12,6 @@ export function numberText(value: unknown): string | undefined {
   if (typeof value === 'bigint') return value.toString();
   if (typeof value === 'number' && Number.isFinite(value)) return String(value);
   return undefined;
-}
-
-/** A stored int64, or undefined when the value is not an integer in the int64 range. */
-export function readInt64(value: unknown): bigint | undefined {
-  const text = numberText(value);
-  return text === undefined ? undefined : parseInt64(text);
-}
-
-/** A stored integer within [min, max], or undefined when it is anything else. */
-export function readInteger(value: unknown, min: number, max: number): number | undefined {
-  const text = numberText(value);
-  if (text === undefined || !/^-?\d{1,16}$/.test(text)) return undefined;
-  const n = Number(text);
-  return Number.isSafeInteger(n) && n >= min && n <= max ? n : undefined;
 }
 
 /** The failure for a stored item the service cannot use: permanent, and named. */

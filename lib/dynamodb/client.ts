@@ -46,6 +46,11 @@ export function createDocumentClient(
         : {}),
     ...overrides,
   });
+  // The SDK's logger middleware copies every input and output through its sensitive-data filter
+  // even when nothing logs them (the default logger is a no-op): a walk over each page of 1,000
+  // orders, about 3 µs per order read. Nothing here gives the SDK a logger; failures are logged
+  // by the callers (lib/dynamodb/errors.ts).
+  client.middlewareStack.remove('loggerMiddleware');
   return DynamoDBDocumentClient.from(client, {
     marshallOptions: { removeUndefinedValues: true },
     unmarshallOptions: { wrapNumbers: true },

@@ -3,20 +3,14 @@ import {
   QueryCommand,
   UpdateCommand,
   type DynamoDBDocumentClient,
+  type QueryCommandInput,
   type QueryCommandOutput,
 } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { TIME_BUDGETS } from '../config/budgets.ts';
 import type { CallOptions } from '../failures.ts';
-import { mergeSorted } from '../orders/merge.ts';
-import {
-  compareIds,
-  isOrderStatus,
-  QUANTITY_MAX,
-  QUANTITY_MIN,
-  type Order,
-  type OrderField,
-} from '../orders/order.ts';
+import { mergeSortedBatches } from '../orders/merge.ts';
+import { compareIds, readOrderFields, type Order, type OrderField } from '../orders/order.ts';
 import {
   OrdersPartlyWritten,
   type CancelOutcome,
@@ -27,7 +21,7 @@ import {
   type ShipOutcome,
   type UnreadableOrder,
 } from '../orders/order-store.ts';
-import { malformedItem, numberText, readInt64, readInteger } from './attributes.ts';
+import { malformedItem, numberText } from './attributes.ts';
 import { isConditionFailure, send } from './errors.ts';
 import {
   BatchWriteFailed,
@@ -50,7 +44,6 @@ export const FIRST_PAGE_SIZE = 100;
 const DEPENDENCY = 'orders table';
 
 type Item = Record<string, unknown>;
-type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
 export function orderToItem(order: Order): Item {
   return { shard: orderShard(order.id), ...order };
@@ -62,23 +55,10 @@ export function orderToItem(order: Order): Item {
  * named in `unreadable`. No order at all (`order` undefined) when even the id is unreadable.
  */
 export function readOrderItem(item: Item): { order?: Order; unreadable: OrderField[] } {
-  const id = readInt64(item.id);
-  if (id === undefined) return { unreadable: ['id'] };
-  const unreadable: OrderField[] = [];
-  const order: Mutable<Order> = { id };
-  const field = <F extends OrderField>(name: F, read: (value: unknown) => Order[F] | undefined) => {
-    const value = item[name];
-    if (value === undefined) return;
-    const parsed = read(value);
-    if (parsed === undefined) unreadable.push(name);
-    else order[name] = parsed;
-  };
-  field('petId', readInt64);
-  field('quantity', (v) => readInteger(v, QUANTITY_MIN, QUANTITY_MAX));
-  field('shipDate', (v) => (typeof v === 'string' ? v : undefined));
-  field('complete', (v) => (typeof v === 'boolean' ? v : undefined));
+  const { fields, unreadable } = readOrderFields(item, numberText);
+  if (fields.id === undefined) return { unreadable: ['id'] };
+  const order = fields as { -readonly [F in keyof Order]: Order[F] };
   if (item.status === undefined) order.status = 'pending';
-  else field('status', (v) => (isOrderStatus(v) ? v : undefined));
   return { order, unreadable };
 }
 
@@ -99,6 +79,23 @@ function readForList(
   return order;
 }
 
+/** The Query of one page of one shard, in id order (also what `npm run bench:list` reads raw). */
+export function shardPageQuery(
+  tableName: string,
+  shard: number,
+  startKey: Item | undefined,
+  limit: number,
+): QueryCommandInput {
+  return {
+    TableName: tableName,
+    KeyConditionExpression: '#shard = :shard',
+    ExpressionAttributeNames: { '#shard': 'shard' },
+    ExpressionAttributeValues: { ':shard': shard },
+    ExclusiveStartKey: startKey,
+    Limit: limit,
+  };
+}
+
 export class DynamoDbOrderStore implements OrderImportStore {
   private readonly client: DynamoDBDocumentClient;
   private readonly tableName: string;
@@ -116,7 +113,9 @@ export class DynamoDbOrderStore implements OrderImportStore {
     this.pageTimeoutMs = options.pageTimeoutMs ?? TIME_BUDGETS.listPageMs;
   }
 
-  async openOrderStream(options: OrderStreamOptions = {}): Promise<AsyncIterable<Order>> {
+  async openOrderStream(
+    options: OrderStreamOptions = {},
+  ): Promise<AsyncIterable<readonly Order[]>> {
     const shards = Array.from({ length: ORDER_SHARDS }, (_, shard) => shard);
     const firstPages = await Promise.all(
       shards.map((shard) => this.queryPage(shard, undefined, options.signal)),
@@ -124,18 +123,19 @@ export class DynamoDbOrderStore implements OrderImportStore {
     const sources = firstPages.map((page, shard) =>
       this.readShard(shard, page, options.onUnreadable),
     );
-    return mergeSorted(sources, (a, b) => compareIds(a.id, b.id));
+    return mergeSortedBatches(sources, (a, b) => compareIds(a.id, b.id), this.pageSize);
   }
 
   /**
-   * One shard in id order, reading the next page while the current one is consumed. Each later
-   * page has its own time budget: a stalled read ends the iteration with a failure.
+   * One shard in id order, page by page, reading the next page while the current one is
+   * consumed. Each later page has its own time budget: a stalled read ends the iteration with a
+   * failure.
    */
   private async *readShard(
     shard: number,
     firstPage: QueryCommandOutput,
     onUnreadable: OrderStreamOptions['onUnreadable'],
-  ): AsyncGenerator<Order> {
+  ): AsyncGenerator<Order[]> {
     let page = firstPage;
     for (;;) {
       const next = page.LastEvaluatedKey
@@ -145,10 +145,12 @@ export class DynamoDbOrderStore implements OrderImportStore {
         : undefined;
       // Observed below; this keeps an abandoned prefetch from being an unhandled rejection.
       next?.catch(() => undefined);
+      const orders: Order[] = [];
       for (const item of page.Items ?? []) {
         const order = readForList(item, onUnreadable);
-        if (order) yield order;
+        if (order) orders.push(order);
       }
+      yield orders;
       if (!next) return;
       page = await next;
     }
@@ -168,14 +170,14 @@ export class DynamoDbOrderStore implements OrderImportStore {
       DEPENDENCY,
       (abortSignal) =>
         this.client.send(
-          new QueryCommand({
-            TableName: this.tableName,
-            KeyConditionExpression: '#shard = :shard',
-            ExpressionAttributeNames: { '#shard': 'shard' },
-            ExpressionAttributeValues: { ':shard': shard },
-            ExclusiveStartKey: startKey,
-            Limit: startKey ? this.pageSize : Math.min(FIRST_PAGE_SIZE, this.pageSize),
-          }),
+          new QueryCommand(
+            shardPageQuery(
+              this.tableName,
+              shard,
+              startKey,
+              startKey ? this.pageSize : Math.min(FIRST_PAGE_SIZE, this.pageSize),
+            ),
+          ),
           { abortSignal, ...options },
         ),
       signal,

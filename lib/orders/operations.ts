@@ -61,7 +61,7 @@ export function parseOrderId(raw: string | undefined): bigint {
 export async function listOrders(
   store: OrderStore,
   options: OrderStreamOptions = {},
-): Promise<AsyncIterable<Order>> {
+): Promise<AsyncIterable<readonly Order[]>> {
   return store.openOrderStream(options);
 }
 

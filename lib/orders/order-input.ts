@@ -4,13 +4,13 @@
  */
 import { quotableInput } from '../keys/api-key.ts';
 import {
-  isOrderStatus,
   ORDER_FIELDS,
   ORDER_STATUSES,
-  parseInt64,
   QUANTITY_MAX,
   QUANTITY_MIN,
+  readOrderFields,
   type Order,
+  type OrderField,
 } from './order.ts';
 
 export interface RecordProblem {
@@ -47,18 +47,22 @@ function parseKeepingNumberLiterals(text: string): unknown {
   return JSON.parse(text, reviver as Parameters<typeof JSON.parse>[1]);
 }
 
-// RFC 3339 date-time, as OpenAPI's `format: date-time` means it.
-const DATE_TIME = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
+/** What each field must hold, as a problem says it. */
+const EXPECTED: Readonly<Record<OrderField, string>> = {
+  id: 'an integer (int64)',
+  petId: 'an integer (int64)',
+  quantity: `an integer from ${QUANTITY_MIN} to ${QUANTITY_MAX}`,
+  shipDate: 'an ISO 8601 date-time string',
+  complete: 'true or false',
+  status: `one of ${ORDER_STATUSES.join(', ')}`,
+};
 
-function int64Field(value: unknown, field: string, problems: string[]): bigint | undefined {
-  if (value instanceof NumberLiteral) {
-    const parsed = parseInt64(value.source);
-    if (parsed !== undefined) return parsed;
-    problems.push(`${field} ${value.source} is not an integer in the int64 range`);
-  } else {
-    problems.push(`${field} must be an integer (int64), got ${describe(value)}`);
+function fieldProblem(field: OrderField, value: unknown): string {
+  // A number that is no int64 (too large, a fraction, an exponent) is named by its text.
+  if ((field === 'id' || field === 'petId') && value instanceof NumberLiteral) {
+    return `${field} ${describe(value)} is not an integer in the int64 range`;
   }
-  return undefined;
+  return `${field} must be ${EXPECTED[field]}, got ${describe(value)}`;
 }
 
 function describe(value: unknown): string {
@@ -96,45 +100,12 @@ function readRecord(record: unknown, problems: string[]): Order | undefined {
       problems.push(`unknown field "${quotableInput(name)}" (allowed: ${ORDER_FIELDS.join(', ')})`);
     }
   }
-  const order: { -readonly [K in keyof Order]: Order[K] } = { id: 0n, status: 'pending' };
-  if (fields.id === undefined) {
-    problems.push('id is required');
-  } else {
-    const id = int64Field(fields.id, 'id', problems);
-    if (id !== undefined) order.id = id;
-  }
-  if (fields.petId !== undefined) order.petId = int64Field(fields.petId, 'petId', problems);
-  if (fields.quantity !== undefined) {
-    const q = fields.quantity;
-    const n = q instanceof NumberLiteral && /^-?\d+$/.test(q.source) ? Number(q.source) : NaN;
-    if (Number.isInteger(n) && n >= QUANTITY_MIN && n <= QUANTITY_MAX) order.quantity = n;
-    else {
-      problems.push(
-        `quantity must be an integer from ${QUANTITY_MIN} to ${QUANTITY_MAX}, got ${describe(q)}`,
-      );
-    }
-  }
-  if (fields.shipDate !== undefined) {
-    const d = fields.shipDate;
-    if (typeof d === 'string' && DATE_TIME.test(d) && !Number.isNaN(Date.parse(d))) {
-      order.shipDate = d;
-    } else {
-      problems.push(`shipDate must be an ISO 8601 date-time string, got ${describe(d)}`);
-    }
-  }
-  if (fields.complete !== undefined) {
-    if (typeof fields.complete === 'boolean') order.complete = fields.complete;
-    else problems.push(`complete must be true or false, got ${describe(fields.complete)}`);
-  }
-  if (fields.status !== undefined) {
-    if (isOrderStatus(fields.status)) order.status = fields.status;
-    else {
-      problems.push(
-        `status must be one of ${ORDER_STATUSES.join(', ')}, got ${describe(fields.status)}`,
-      );
-    }
-  }
-  return order;
+  const { fields: read, unreadable } = readOrderFields(fields, (value) =>
+    value instanceof NumberLiteral ? value.source : undefined,
+  );
+  if (fields.id === undefined) problems.push('id is required');
+  for (const field of unreadable) problems.push(fieldProblem(field, fields[field]));
+  return { id: 0n, status: 'pending', ...read };
 }
 
 /**

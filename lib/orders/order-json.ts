@@ -4,23 +4,25 @@ import { orderToJson, type Order } from './order.ts';
 export const JSON_CHUNK_BYTES = 64 * 1024;
 
 /**
- * The JSON array of a sequence of orders, as text chunks of about `chunkBytes`: memory stays
- * flat however many orders pass through. The first order goes out on its own, at once, so that
- * a client sees the list begin as soon as the first pages are read.
+ * The JSON array of a sequence of orders (given in batches), as text chunks of about
+ * `chunkBytes`: memory stays flat however many orders pass through. The first order goes out on
+ * its own, at once, so that a client sees the list begin as soon as the first pages are read.
  */
 export async function* ordersJsonArray(
-  orders: AsyncIterable<Order>,
+  batches: AsyncIterable<readonly Order[]>,
   chunkBytes: number = JSON_CHUNK_BYTES,
 ): AsyncGenerator<string, void, undefined> {
   let chunk = '[';
   let first = true;
-  for await (const order of orders) {
-    chunk += first ? orderToJson(order) : `,${orderToJson(order)}`;
-    if (first || chunk.length >= chunkBytes) {
-      yield chunk;
-      chunk = '';
+  for await (const batch of batches) {
+    for (const order of batch) {
+      chunk += first ? orderToJson(order) : `,${orderToJson(order)}`;
+      if (first || chunk.length >= chunkBytes) {
+        yield chunk;
+        chunk = '';
+      }
+      first = false;
     }
-    first = false;
   }
   yield `${chunk}]`;
 }

@@ -46,12 +46,13 @@ export interface OrderStreamOptions extends CallOptions {
 /** The port the order operations need from storage. */
 export interface OrderStore {
   /**
-   * Every order, sorted by id ascending. The promise settles once the first page of every
+   * Every order, sorted by id ascending, in batches (a batch is at most a page's worth; the
+   * orders of a batch are handed over at once). The promise settles once the first page of every
    * partition has been read (by `signal`'s deadline), so a storage failure surfaces before any
    * byte is answered; each later page has a time budget of its own, and the iteration fails
    * when one does not come.
    */
-  openOrderStream(options?: OrderStreamOptions): Promise<AsyncIterable<Order>>;
+  openOrderStream(options?: OrderStreamOptions): Promise<AsyncIterable<readonly Order[]>>;
   /** pending (or no status) → cancelled in one conditional write. */
   cancel(id: bigint, options?: CallOptions): Promise<CancelOutcome>;
   /** pending (or no status) → shipped (and complete) in one conditional write. */

@@ -11,6 +11,9 @@ import {
   proxyEvent,
 } from '../support/lambda.ts';
 import { createTestTables, type TestTables } from '../support/tables.ts';
+import { captureObservations } from '../support/faults.ts';
+import { createContext, invokeStreaming } from '../../local/lambda-runtime.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 let t: TestTables;
 let store: DynamoDbOrderStore;
@@ -133,5 +136,52 @@ describe('listOrders against DynamoDB', () => {
     } finally {
       restore();
     }
+  });
+});
+
+describe('what a list reports', () => {
+  const observations = captureObservations();
+  afterAll(() => observations.restore());
+
+  it('publishes the orders and bytes it sent, per list', async () => {
+    store = new DynamoDbOrderStore(t.client, t.tables.orders);
+    await store.putOrders(
+      Array.from({ length: 50 }, (_, i) => ({ id: BigInt(i + 1), status: 'pending' as const })),
+    );
+    observations.reset();
+    const response = await invokeHttp(
+      createListOrdersHandler({ orders: () => store, limiter: () => limiter }),
+      { ...event, headers: { 'Accept-Encoding': 'gzip' } },
+    );
+    expect(response.headers).toMatchObject({ 'Content-Encoding': 'gzip', Vary: 'Accept-Encoding' });
+    await sleep(50);
+    expect(observations.metrics()).toEqual(
+      expect.arrayContaining(['ListOrdersSent', 'ListResponseBytes']),
+    );
+  });
+
+  it('cuts a response at the streamed-response ceiling itself: logged and counted, never complete', async () => {
+    store = new DynamoDbOrderStore(t.client, t.tables.orders);
+    await store.putOrders(
+      Array.from({ length: 300 }, (_, i) => ({ id: BigInt(i + 1), status: 'pending' as const })),
+    );
+    observations.reset();
+    const handler = createListOrdersHandler({
+      orders: () => store,
+      limiter: () => limiter,
+      ceilingBytes: 2_000,
+    });
+    const started = await invokeStreaming(handler, event, createContext('listOrders'));
+    const chunks: Buffer[] = [];
+    expect(started.prelude?.statusCode).toBe(200);
+    await expect(
+      (async () => {
+        for await (const chunk of started.body as AsyncIterable<Buffer>) chunks.push(chunk);
+        await started.done;
+      })(),
+    ).rejects.toThrow(/ceiling of a streamed response/);
+    expect(Buffer.concat(chunks).length).toBeLessThanOrEqual(2_000 + 64 * 1024);
+    expect(() => JSON.parse(Buffer.concat(chunks).toString()) as unknown).toThrow();
+    expect(observations.metrics()).toContain('ListStreamFailures');
   });
 });
