@@ -9,5 +9,8 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // At most two test files at once (CI machines have 2 cores): many files run a local API and
+    // DynamoDB Local, and their time budgets (answers within 3 s) must not measure contention.
+    maxWorkers: 2,
   },
 });
