@@ -49,8 +49,12 @@ let measurement = {
   liveMs: 0,
 };
 let withLive = false;
+/** A live-memory sample is being taken (one collection at a time). */
+let sampling = false;
 async function reset(live_: boolean): Promise<void> {
-  withLive = live_;
+  // No sample while the baseline is taken: one collection at a time.
+  withLive = false;
+  while (sampling) await new Promise((resolve) => setTimeout(resolve, 5));
   // The least of three: a collection right after a list may not have reclaimed everything yet.
   const baselineLive = live_ ? Math.min(await live(), await live(), await live()) : 0;
   const rss = process.memoryUsage().rss;
@@ -62,6 +66,7 @@ async function reset(live_: boolean): Promise<void> {
     liveSamples: 0,
     liveMs: 0,
   };
+  withLive = live_;
 }
 await reset(false);
 
@@ -75,7 +80,8 @@ async function sampleLive(): Promise<void> {
   if (withLive) {
     const current = measurement; // a sample counts for the measurement it started in
     const started = performance.now();
-    const bytes = await live();
+    sampling = true;
+    const bytes = await live().finally(() => (sampling = false));
     current.peakLive = Math.max(current.peakLive, bytes);
     current.liveSamples++;
     current.liveMs += performance.now() - started;

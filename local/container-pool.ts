@@ -113,15 +113,24 @@ class Container {
     return !this.exited;
   }
 
-  /** What it holds now (see local/container.ts `memory`). */
+  /**
+   * What it holds now (see local/container.ts `memory`); 0 once it has exited (a container
+   * discarded while asked holds nothing). Callers ask one at a time (the answer carries no id).
+   */
   memory(): Promise<number> {
+    if (this.exited) return Promise.resolve(0);
     return new Promise((resolve) => {
-      const onMessage = (message: Message) => {
-        if (message.type !== 'memory') return;
+      const settle = (bytes: number) => {
         this.worker.off('message', onMessage);
-        resolve(message.liveBytes);
+        this.worker.off('exit', onExit);
+        resolve(bytes);
       };
+      const onMessage = (message: Message) => {
+        if (message.type === 'memory') settle(message.liveBytes);
+      };
+      const onExit = () => settle(0);
       this.worker.on('message', onMessage);
+      this.worker.once('exit', onExit);
       this.worker.postMessage({ type: 'memory' });
     });
   }
