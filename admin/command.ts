@@ -2,10 +2,16 @@
  * A command of the CLI from one definition: its flags and arguments, parsed with `node:util`
  * parseArgs, and its help, generated from the same flags (name, value, description).
  */
-import { parseArgs } from 'node:util';
-import { describeFlags, flagsSynopsis, helpColumns, type Flags } from '../lib/config/flags.ts';
+import {
+  describeFlags,
+  flagsSynopsis,
+  helpColumns,
+  parseFlags,
+  type Flags,
+  type ParsedFlags,
+} from '../lib/config/flags.ts';
 import { quotableInput } from '../lib/keys/api-key.ts';
-import { firstLine, print, UsageError, type Io } from './common.ts';
+import { print, UsageError, type Io } from './common.ts';
 import { TARGET_FLAGS, TARGET_USAGE } from './target.ts';
 
 export const PROGRAM = 'store-orders-admin';
@@ -28,14 +34,7 @@ export interface Command {
   run(argv: readonly string[], io: Io): Promise<void>;
 }
 
-type Parsed<T extends Flags> = ReturnType<
-  typeof parseArgs<{
-    args: string[];
-    options: T & typeof TARGET_FLAGS;
-    strict: true;
-    allowPositionals: true;
-  }>
->;
+type Parsed<T extends Flags> = ParsedFlags<T & typeof TARGET_FLAGS>;
 
 /** `keys rotate <key-id> [--grace DURATION] [--json]`: a command as a usage line shows it. */
 export function commandSynopsis(spec: CommandSpec): string {
@@ -46,7 +45,7 @@ export function commandSynopsis(spec: CommandSpec): string {
 }
 
 /** What `<group> <command> --help` prints. */
-export function commandHelp(spec: CommandSpec): string {
+function commandHelp(spec: CommandSpec): string {
   const options =
     Object.keys(spec.flags).length > 0 ? `Options:\n${describeFlags(spec.flags)}\n\n` : '';
   return `Usage: ${PROGRAM} ${commandSynopsis(spec)} <target>\n\n${spec.description}\n\n${options}${TARGET_USAGE}`;
@@ -77,18 +76,13 @@ function parseCommand<T extends Flags>(
   spec: CommandSpec<T>,
   io: Io,
 ): Parsed<T> | undefined {
-  let parsed: Parsed<T>;
-  try {
-    parsed = parseArgs({
-      args: [...argv],
-      options: { ...spec.flags, ...TARGET_FLAGS },
-      strict: true,
+  const parsed: Parsed<T> = parseFlags(
+    argv,
+    { ...spec.flags, ...TARGET_FLAGS },
+    {
       allowPositionals: true,
-    });
-  } catch (error) {
-    // parseArgs explains how to pass a value starting with '-': the first sentence is enough.
-    throw new UsageError(firstLine((error as Error).message).replace(/\. To specify .*$/, ''));
-  }
+    },
+  );
   if ((parsed.values as { help?: boolean }).help) {
     print(io.stdout, commandHelp(spec));
     return undefined;

@@ -19,9 +19,9 @@ import { pipeline } from 'node:stream/promises';
 import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import zlib from 'node:zlib';
 import { QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { CONTENT_CODINGS, type Coding } from '../lib/api/content-coding.ts';
+import { createDecompressor } from '../functions/shared/compression.ts';
 import { attemptTimeouts, createDocumentClient } from '../lib/dynamodb/client.ts';
 import { ensureTables } from '../lib/dynamodb/create-table.ts';
 import { DynamoDbKeyStore } from '../lib/dynamodb/keys-table.ts';
@@ -43,11 +43,12 @@ const MiB = 1024 * 1024;
 
 /**
  * Seconds the bandwidth rules take to deliver `bytes`: the uncapped part at the client's link,
- * the rest at 2 MB/s (Lambda caps after 6 MB, API Gateway after 10 MB: Lambda's rule binds).
+ * the rest at 2 MB/s. Lambda caps after 6 MB and API Gateway after 10 MB, at the same rate: the
+ * earlier cap, Lambda's, is the one that binds.
  */
 export function modelledTransferSeconds(bytes: number, linkBytesPerSecond: number): number {
   const r = STREAMING_LIMITS;
-  const capped = Math.max(bytes - r.lambdaUncappedBytes, bytes - r.apiGatewayUncappedBytes, 0);
+  const capped = Math.max(bytes - r.lambdaUncappedBytes, 0);
   return (bytes - capped) / linkBytesPerSecond + capped / r.cappedBytesPerSecond;
 }
 
@@ -261,14 +262,7 @@ async function main(): Promise<void> {
         if (bytes === 0) ttfbMs = performance.now() - started;
         bytes += chunk.length;
       });
-      const decoder =
-        coding === 'gzip'
-          ? zlib.createGunzip()
-          : coding === 'br'
-            ? zlib.createBrotliDecompress()
-            : coding === 'zstd'
-              ? zlib.createZstdDecompress()
-              : undefined;
+      const decoder = coding === 'identity' ? undefined : createDecompressor(coding);
       const sink = new Writable({
         write(chunk: Buffer, _encoding, done) {
           plain.update(chunk);

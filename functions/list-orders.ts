@@ -7,7 +7,7 @@ import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import middy from '@middy/core';
 import { executionModeStreamifyResponse } from '@middy/core/StreamifyResponse';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
-import { Readable, Transform } from 'node:stream';
+import { pipeline, Readable, Transform } from 'node:stream';
 import { negotiateCoding } from '../lib/api/content-coding.ts';
 import { jsonStream } from '../lib/api/http.ts';
 import { STREAMING_LIMITS } from '../lib/config/streaming.ts';
@@ -102,21 +102,20 @@ function metered(body: Readable, report: ListReport, ceilingBytes: number): Tran
   const meter = new Transform({
     highWaterMark: STREAM_BUFFER_BYTES,
     transform(chunk: Buffer, _encoding, done) {
-      report.bytes += chunk.byteLength;
-      if (report.bytes <= ceilingBytes) {
+      if (report.bytes + chunk.byteLength <= ceilingBytes) {
+        report.bytes += chunk.byteLength;
         done(null, chunk);
         return;
       }
       const error = new Error(
-        `the response passed ${ceilingBytes} bytes, the ceiling of a streamed response`,
+        `the response would pass ${ceilingBytes} bytes, the ceiling of a streamed response`,
       );
       streamFailed(error, report);
       done(error);
     },
   });
-  body.on('error', (error) => meter.destroy(error));
-  meter.once('close', () => body.destroy());
-  return body.pipe(meter);
+  // Errors and departures both ways: a failed body ends the meter, a gone client the body.
+  return pipeline(body, meter, () => undefined);
 }
 
 function header(event: APIGatewayProxyEvent, name: string): string | undefined {
@@ -145,7 +144,10 @@ export function createListOrdersHandler(deps: ListOrdersDependencies) {
         objectMode: false,
         highWaterMark: STREAM_BUFFER_BYTES,
       });
-      const encoded = coding === 'identity' ? json : compressed(json, coding);
+      const encoded =
+        coding === 'identity'
+          ? json
+          : compressed(json, coding, { bufferBytes: STREAM_BUFFER_BYTES });
       const body = metered(encoded, report, deps.ceilingBytes ?? STREAMING_LIMITS.ceilingBytes);
       body.once('close', () => report.publish(coding, body.readableEnded ? 'complete' : 'cut off'));
       return jsonStream(200, body, {

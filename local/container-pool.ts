@@ -25,7 +25,7 @@ const CONTAINER_SCRIPT = new URL('./container.ts', import.meta.url);
 const ABORT_GRACE_MS = 3_000;
 
 /** Bytes of a streamed body in flight between a container and its client, by default. */
-export const STREAM_WINDOW = 1024 * 1024;
+const STREAM_WINDOW = 1024 * 1024;
 
 /** Containers per function by default: enough to overlap I/O waits on a 2-core machine. */
 export const DEFAULT_MAX_CONTAINERS = 4;

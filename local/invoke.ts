@@ -5,8 +5,13 @@
  * with the demo data.
  */
 import { readFile } from 'node:fs/promises';
-import { parseArgs } from 'node:util';
-import { describeFlags, flagsSynopsis, switchFlag, valueFlag } from '../lib/config/flags.ts';
+import {
+  describeFlags,
+  flagsSynopsis,
+  switchFlag,
+  valueFlag,
+  parseFlags,
+} from '../lib/config/flags.ts';
 import { UsageError } from '../lib/config/usage-error.ts';
 import { createContext, invokeStreaming, isStreamingHandler } from './lambda-runtime.ts';
 import {
@@ -34,17 +39,7 @@ Options:
 ${describeFlags(FLAGS)}`;
 
 async function main(argv: string[]): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      options: FLAGS,
-      allowPositionals: true,
-    });
-  } catch (error) {
-    throw new UsageError((error as Error).message.split('\n')[0] ?? '');
-  }
-  const { values, positionals } = parsed;
+  const { values, positionals } = parseFlags(argv, FLAGS, { allowPositionals: true });
   if (values.help) {
     console.log(USAGE);
     return 0;
@@ -122,9 +117,7 @@ async function main(argv: string[]): Promise<number> {
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (error: unknown) => {
-    console.error(
-      `error: ${error instanceof UsageError ? error.message : (error as Error).message}`,
-    );
+    console.error(`error: ${(error as Error).message}`);
     process.exit(1);
   },
 );

@@ -10,9 +10,8 @@
  */
 import { readFile } from 'node:fs/promises';
 import type { Server } from 'node:http';
-import { parseArgs } from 'node:util';
 import { API_STAGE } from '../lib/api/routes.ts';
-import { describeFlags, switchFlag, valueFlag } from '../lib/config/flags.ts';
+import { describeFlags, parseFlags, switchFlag, valueFlag } from '../lib/config/flags.ts';
 import { wholeNumberSetting } from '../lib/config/integers.ts';
 import { UsageError } from '../lib/config/usage-error.ts';
 import { LOCAL_REGION } from '../lib/dynamodb/client.ts';
@@ -111,17 +110,7 @@ function problemsLine(
 }
 
 async function parseOptions(argv: string[]): Promise<StartOptions | 'help'> {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args: argv,
-      options: FLAGS,
-      strict: true,
-      allowPositionals: false,
-    }));
-  } catch (error) {
-    throw new UsageError(quotableInput((error as Error).message.split('\n')[0] ?? '', 200));
-  }
+  const { values } = parseFlags(argv, FLAGS);
   if (values.help) return 'help';
   const options: StartOptions = {
     port: integerOption(values.port, 'port', 0, 65535, 3000),

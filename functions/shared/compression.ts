@@ -62,23 +62,29 @@ export const IDLE_FLUSH_MS = 50;
  * - a failure of the source destroys the compressed stream before its trailer: a client can never
  *   mistake a cut list for a complete one; a client that goes away stops the source.
  */
-export function compressed(source: Readable, coding: ContentCoding): Readable {
+export function compressed(
+  source: Readable,
+  coding: ContentCoding,
+  options: { readonly bufferBytes?: number; readonly idleFlushMs?: number } = {},
+): Readable {
   const compressor = createCompressor(coding);
-  let idle: NodeJS.Timeout | undefined;
-  let first = true;
   const flush = (): void => {
     if (!compressor.destroyed && !compressor.writableEnded) compressor.flush();
   };
+  let first = true;
+  // One timer, pushed back by every later chunk: it fires only after a pause of the source.
+  let idle: NodeJS.Timeout | undefined;
   const feeder = new Writable({
-    highWaterMark: 16 * 1024,
+    highWaterMark: options.bufferBytes ?? 16 * 1024,
     write(chunk: Buffer, _encoding, done) {
-      clearTimeout(idle);
       const ready = compressor.write(chunk);
       if (first) {
         first = false;
         flush();
+      } else if (idle) {
+        idle.refresh();
       } else {
-        idle = setTimeout(flush, IDLE_FLUSH_MS);
+        idle = setTimeout(flush, options.idleFlushMs ?? IDLE_FLUSH_MS);
       }
       if (ready) done();
       else compressor.once('drain', () => done());
@@ -98,4 +104,18 @@ export function compressed(source: Readable, coding: ContentCoding): Readable {
     if (!feeder.writableFinished) feeder.destroy();
   });
   return compressor;
+}
+
+/** The decoder of a coding (benchmarks and tests read what `compressed` writes). */
+export function createDecompressor(
+  coding: ContentCoding,
+): zlib.Gunzip | zlib.BrotliDecompress | zlib.ZstdDecompress {
+  switch (coding) {
+    case 'gzip':
+      return zlib.createGunzip();
+    case 'br':
+      return zlib.createBrotliDecompress();
+    case 'zstd':
+      return zlib.createZstdDecompress();
+  }
 }

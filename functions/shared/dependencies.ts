@@ -29,6 +29,7 @@ export const untraced: ClientTracing = (client) => client;
 
 let client: DocumentClient | undefined;
 
+/** The container's one client: the first call decides its tracing (a function uses one mode). */
 function documentClient(trace: ClientTracing): DocumentClient {
   client ??= trace(createDocumentClient(connectionFromEnv()));
   return client;

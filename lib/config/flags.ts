@@ -2,6 +2,9 @@
  * Command-line flags, each defined once: `node:util` parseArgs reads them, and the help text
  * shows them, from the same definition (name, value placeholder, description).
  */
+import { parseArgs } from 'node:util';
+import { quotableInput } from '../keys/api-key.ts';
+import { UsageError } from './usage-error.ts';
 
 /** A flag: what parseArgs needs (`type`, `short`) and what the help shows. */
 export interface Flag {
@@ -94,4 +97,33 @@ export function describeFlags(flags: Flags): string {
       flag.description,
     ]),
   );
+}
+
+/** What parseFlags gives: the flags' values and the positional arguments. */
+export type ParsedFlags<T extends Flags> = ReturnType<
+  typeof parseArgs<{ args: string[]; options: T; strict: true; allowPositionals: true }>
+>;
+
+/**
+ * A command line read against `flags` (strict: an unknown flag or a missing value is refused).
+ * Whatever parseArgs refuses becomes a one-line UsageError: its first sentence, without the hint
+ * about values that start with '-', the input quoted safely.
+ */
+export function parseFlags<T extends Flags>(
+  args: readonly string[],
+  flags: T,
+  options: { readonly allowPositionals?: boolean } = {},
+): ParsedFlags<T> {
+  try {
+    // Typed as allowing positionals either way: when they are refused, parseArgs throws.
+    return parseArgs({
+      args: [...args],
+      options: flags,
+      strict: true,
+      allowPositionals: (options.allowPositionals ?? false) as true,
+    });
+  } catch (error) {
+    const line = (error as Error).message.split('\n')[0] ?? '';
+    throw new UsageError(quotableInput(line.replace(/\. To specify .*$/, ''), 200));
+  }
 }

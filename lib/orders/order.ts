@@ -81,45 +81,29 @@ function readField(
   }
 }
 
-/** An order being read: every field's slot exists from the start (one object shape). */
-type OrderDraft = { -readonly [F in OrderField]: Order[F] | undefined };
-
 /**
  * The fields of an order in a record from outside — a seed or import file, a stored item —
  * each checked by the same rule whatever the source. A number is read from its decimal text
  * (`numberText` gives it, or undefined for a value that is not a number), never through a JS
  * `number`. Fields absent from the record are absent from the result; the fields present but
- * unreadable are listed, in schema order. Defaults (a missing status) are the caller's. It runs
- * once per order of every list: the result is built in one shape, its absent fields deleted.
+ * unreadable are listed, in schema order. Defaults (a missing status) are the caller's. Fields
+ * are added in schema order and never deleted, so orders with the same fields share one object
+ * shape (this runs once per order of every list).
  */
 export function readOrderFields(
   record: Readonly<Record<string, unknown>>,
   numberText: (value: unknown) => string | undefined,
 ): { fields: Partial<Order>; unreadable: OrderField[] } {
-  const fields: OrderDraft = {
-    id: undefined,
-    petId: undefined,
-    quantity: undefined,
-    shipDate: undefined,
-    complete: undefined,
-    status: undefined,
-  };
+  const fields: Partial<Record<OrderField, unknown>> = {};
   const unreadable: OrderField[] = [];
   for (const field of ORDER_FIELDS) {
     const value = record[field];
-    if (value === undefined) {
-      delete fields[field];
-      continue;
-    }
+    if (value === undefined) continue;
     const read = readField(field, value, numberText);
-    if (read === undefined) {
-      unreadable.push(field);
-      delete fields[field];
-    } else {
-      (fields as Record<OrderField, unknown>)[field] = read;
-    }
+    if (read === undefined) unreadable.push(field);
+    else fields[field] = read;
   }
-  return { fields, unreadable };
+  return { fields: fields as Partial<Order>, unreadable };
 }
 
 export function compareIds(a: bigint, b: bigint): number {

@@ -43,6 +43,7 @@ import { loadFunctions } from '../../local/local-stack.ts';
 import { failDynamoDbCalls, invokeHttp, proxyEvent, type HttpResult } from '../support/lambda.ts';
 import {
   expectValidAgainstOpenApi,
+  componentStatus,
   findConst,
   HTTP_METHODS,
   loadOpenApiDocument,
@@ -84,7 +85,7 @@ function errorResponses(): { where: string; status: number; response: ResponseOb
   );
   const components = Object.entries(document.components.responses).map(([name, response]) => ({
     where: `components/responses/${name}`,
-    status: Number(findConst(response.content?.['application/json']?.schema, 'status')),
+    status: componentStatus(response),
     response,
   }));
   return [...perOperation, ...components];
@@ -136,7 +137,6 @@ const RATE_HEADERS = {
   'RateLimit-Policy': '"minute";q=60;w=60, "day";q=1000;w=86400',
   RateLimit: '"minute";r=59;t=45, "day";r=999;t=57585',
 };
-/** What a function answers an identified caller with an error body. */
 /** What a function's answer carries (listOrders also varies by Accept-Encoding). */
 const FUNCTION_HEADERS = { ...JSON_HEADERS, ...RATE_HEADERS, Vary: 'Accept-Encoding' };
 /** The statuses each operation documents, by what answers them. */
@@ -472,14 +472,6 @@ describe('openApiResponseErrors: what the project checks beyond openapi-backend'
     ['a quantity past int32', { ...list, body: '[{"id":1,"quantity":2147483648}]' }],
     ['a string id', { ...list, body: '[{"id":"1"}]' }],
     [
-      'a negative header',
-      { ...list, body: '[]', headers: { ...FUNCTION_HEADERS, 'X-RateLimit-Remaining': '-1' } },
-    ],
-    [
-      'a header that is no integer',
-      { ...list, body: '[]', headers: { ...FUNCTION_HEADERS, 'X-RateLimit-Limit': 'sixty' } },
-    ],
-    [
       'a malformed RateLimit-Policy',
       { ...list, body: '[]', headers: { ...FUNCTION_HEADERS, 'RateLimit-Policy': '60;w=60' } },
     ],
@@ -489,6 +481,30 @@ describe('openApiResponseErrors: what the project checks beyond openapi-backend'
       expect(await openApiResponseErrors(answer)).not.toEqual([]);
     },
   );
+
+  const unavailable = {
+    ...list,
+    status: 503,
+    headers: {
+      ...JSON_HEADERS,
+      'Retry-After': '1',
+      'RateLimit-Policy': RATE_HEADERS['RateLimit-Policy'],
+    },
+    body: errorBody('SERVICE_UNAVAILABLE', 503),
+  };
+  it.each([
+    ['a negative header', { ...list, body: '[]' }, 'X-RateLimit-Remaining', '-1'],
+    ['a header that is no integer', { ...list, body: '[]' }, 'X-RateLimit-Limit', 'sixty'],
+    ['a Retry-After under 1', unavailable, 'Retry-After', '0'],
+  ])('refuses by its header schema %s', async (_, answer, name, value) => {
+    expect(await openApiResponseErrors(answer)).toEqual([]);
+    const problems = await openApiResponseErrors({
+      ...answer,
+      headers: { ...answer.headers, [name]: value },
+    });
+    // The schema's own finding, not only the cross-header check's.
+    expect(problems).toContainEqual(expect.stringMatching(new RegExp(`: header ${name} `, 'i')));
+  });
 
   it('refuses an Error body whose status is not the HTTP status', async () => {
     const problems = await openApiResponseErrors({

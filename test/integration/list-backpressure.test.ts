@@ -1,5 +1,5 @@
 /**
- * 100,000 orders through the real listOrders function in a container of the local API's pool, on
+ * 60,000 orders through the real listOrders function in a container of the local API's pool, on
  * DynamoDB Local (reached through a proxy that counts the function's Queries):
  * - the whole list streams sorted, digit-exact, in bounded memory (what the containers hold
  *   stays at the pages read ahead, whatever the table's size);
@@ -144,9 +144,9 @@ describe(`a list of ${ORDERS.toLocaleString('en')} orders`, () => {
     expect(carry).toContain('"id":9223372036854775807,');
     // More than a buffered Lambda response may carry.
     expect(bytes).toBeGreaterThan(6 * MiB);
-    // What is held is the pages read ahead — at most two per partition, under 1.5 KiB per order
-    // in flight — not the list.
-    expect(growth).toBeLessThan((ORDER_SHARDS * 2 * ORDER_PAGE_SIZE * 1.5 * 1024) / MiB);
+    // What is held is the pages read ahead — at most two per partition and one merged batch,
+    // under 1 KiB per order in flight — not the list.
+    expect(growth).toBeLessThan(((ORDER_SHARDS * 2 + 1) * ORDER_PAGE_SIZE * 1024) / MiB);
   }, 120_000);
 
   it('is held back by a client that stops reading it compressed, and completes when it reads on', async () => {
@@ -170,7 +170,10 @@ describe(`a list of ${ORDERS.toLocaleString('en')} orders`, () => {
     expect(done).toBe(false);
     // Not one more page read while the client reads nothing.
     expect(queries).toBe(stalledAt);
-    expect(Math.abs(later - settled)).toBeLessThan(16 * MiB);
+    console.log(
+      `[backpressure] live memory while the client reads nothing: ${((later - settled) / MiB).toFixed(2)} MiB change over 1.5 s`,
+    );
+    expect(later - settled).toBeLessThan(1 * MiB); // it does not grow (a collection may shrink it)
 
     const chunks: Buffer[] = [];
     for await (const chunk of invocation.body as AsyncIterable<Buffer>) chunks.push(chunk);

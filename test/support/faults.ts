@@ -120,14 +120,19 @@ export function captureObservations() {
   };
   const out = vi.spyOn(process.stdout, 'write').mockImplementation(capture);
   const err = vi.spyOn(process.stderr, 'write').mockImplementation(capture);
-  const recorded: string[] = [];
-  const metric = vi.spyOn(metrics, 'addMetric').mockImplementation((name: string) => {
-    recorded.push(name);
-    return metrics;
-  });
+  const recorded: { name: string; value: number }[] = [];
+  const metric = vi
+    .spyOn(metrics, 'addMetric')
+    .mockImplementation((name: string, _unit: unknown, value: number) => {
+      recorded.push({ name, value });
+      return metrics;
+    });
   return {
     logs: () => [...lines],
-    metrics: () => [...recorded],
+    /** The names of the metrics recorded, in order. */
+    metrics: () => recorded.map(({ name }) => name),
+    /** The values recorded for one metric, in order. */
+    values: (name: string) => recorded.filter((m) => m.name === name).map(({ value }) => value),
     reset: () => {
       lines.splice(0);
       recorded.splice(0);

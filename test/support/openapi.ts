@@ -118,7 +118,7 @@ export function findConst(schema: Schema | undefined, property: string): unknown
 }
 
 /** The status a `components/responses` entry stands for: its Error schema's `status` const. */
-function componentStatus(response: ResponseObject): number {
+export function componentStatus(response: ResponseObject): number {
   return Number(findConst(response.content?.['application/json']?.schema, 'status'));
 }
 
