@@ -33,6 +33,9 @@ import type { RateLimitDependencies } from './shared/rate-limit.ts';
  */
 const STREAM_BUFFER_BYTES = 16 * 1024;
 
+/** Every answer that depends on Accept-Encoding says so (for caches): the 200 and the 406. */
+const VARIES = { Vary: 'Accept-Encoding' } as const;
+
 export interface ListOrdersDependencies extends RateLimitDependencies {
   readonly orders: () => OrderStore;
   /**
@@ -133,7 +136,7 @@ export function createListOrdersHandler(deps: ListOrdersDependencies) {
     .use(httpMiddlewares(deps))
     .handler(async (event, context) => {
       const coding = negotiateCoding(header(event, 'accept-encoding'));
-      if (coding === undefined) throw new ApiError('NOT_ACCEPTABLE');
+      if (coding === undefined) throw new ApiError('NOT_ACCEPTABLE', { headers: VARIES });
       const report = new ListReport();
       const orders = await listOrders(deps.orders(), {
         signal: requestSignal(event, context),
@@ -152,7 +155,7 @@ export function createListOrdersHandler(deps: ListOrdersDependencies) {
       body.once('close', () => report.publish(coding, body.readableEnded ? 'complete' : 'cut off'));
       return jsonStream(200, body, {
         ...(coding === 'identity' ? {} : { 'Content-Encoding': coding }),
-        Vary: 'Accept-Encoding',
+        ...VARIES,
       });
     });
 }
