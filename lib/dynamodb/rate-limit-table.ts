@@ -18,13 +18,13 @@ import {
   type LimitResult,
   type RateLimiter,
 } from '../limits/limiter.ts';
+import { refusalsIn, refusalStep, type RefusalStep } from '../limits/ban.ts';
 import {
   DAY_MS,
   decide,
   MINUTE_MS,
   previousShare,
   rollWindow,
-  windowStart,
   type CounterState,
   type Decision,
   type WindowCount,
@@ -41,8 +41,9 @@ const DEPENDENCY = 'rate limits table';
 /**
  * Writes per request before the store counts as failing. Each kind of conflict can hit a request
  * at most once, because the state only moves forward: a stale cache, a lost window-rollover
- * race, the limit reached meanwhile, a lost refusal-window race, a ban set meanwhile (then
- * final). Five conflicts and the final write: six; two more for margin.
+ * race, the limit reached meanwhile, a refusal meanwhile that makes this one early, a lost
+ * refusal-window race, a ban set meanwhile (then final). Six conflicts and the final write:
+ * seven; one more for margin.
  */
 const MAX_ATTEMPTS = 8;
 /** Keys whose state a container remembers. */
@@ -70,11 +71,13 @@ export function itemToState(item: Item | undefined): CounterState {
   };
   const rw = n('rw');
   const bu = n('bu');
+  const ra = n('ra');
   return {
     ...(window('m') ? { minute: window('m') } : {}),
     ...(window('d') ? { day: window('d') } : {}),
     ...(rw !== undefined ? { refusals: { start: rw, count: n('rc') ?? 0 } } : {}),
     ...(bu !== undefined ? { bannedUntil: bu } : {}),
+    ...(ra !== undefined ? { retryAt: ra } : {}),
   };
 }
 
@@ -241,17 +244,27 @@ export class DynamoDbRateLimiter implements RateLimiter {
         if (admitted.written) return { ...decision, ...this.windowsAt(state, decision.at) };
         continue;
       }
-      const refused = await this.refuse(caller, decision.at, state, signal);
+      const step = refusalStep(state, now, decision.at, decision.retryAfterMs, this.settings);
+      const refused = await this.refuse(caller, now, decision.at, state, step, signal);
       state = refused.state;
       this.remember(caller.keyId, state);
       if (!refused.written) continue;
-      // This request was refused with RATE_LIMITED (and counted as such), even when that refusal
-      // started a ban: the wait is then the ban's.
+      const windows = this.windowsAt(state, decision.at);
+      // The refusal that starts a ban is answered as banned: the ban holds from this request on.
+      if (step.kind === 'ban') {
+        return {
+          outcome: 'banned',
+          at: decision.at,
+          ...windows,
+          retryAfterMs: step.bannedUntil - now,
+        };
+      }
+      // Counts that moved meanwhile (another container rolled a window) can only lengthen the wait.
       const after = decide(state, now, caller.limits);
       const retryAfterMs = after.outcome === 'admitted' ? 0 : after.retryAfterMs;
       return {
         ...decision,
-        ...this.windowsAt(state, decision.at),
+        ...windows,
         retryAfterMs: Math.max(decision.retryAfterMs, retryAfterMs),
       };
     }
@@ -276,40 +289,51 @@ export class DynamoDbRateLimiter implements RateLimiter {
   }
 
   /**
-   * Counts a refusal (429 RATE_LIMITED) in the current minute window, in one conditional write
-   * that also bans: the refusals up to the threshold each add one (`rc < max`), and the one that
-   * goes over it, pinned to the count it saw (`rc = max`), sets the ban and restarts the count
-   * in the same write. So under any concurrency exactly one refusal starts the ban, every
-   * request after it sees the ban, and at most max + 1 refusals in a window say RATE_LIMITED;
-   * a ban shorter than the window does not re-trigger on the next refusal after it.
+   * Records a refusal (429 RATE_LIMITED) in one conditional write that also bans (ban.ts decides
+   * the step). The condition pins what the step was decided on: whether the request came before
+   * the previous refusal's `retryAt` (which every refusal moves), and the refusal count it saw.
+   * So under any concurrency exactly one refusal starts a ban, every request after it sees the
+   * ban, and at most max + 1 refusals in a window say RATE_LIMITED (the first one of a burst
+   * waited for nothing, so it does not count).
    */
   private async refuse(
     caller: Caller,
+    now: number,
     at: number,
     known: CounterState,
+    step: RefusalStep,
     signal: AbortSignal | undefined,
   ) {
-    const start = windowStart(at, MINUTE_MS);
-    const max = this.settings.maxRefusalsPerMinute;
-    const count = known.refusals?.start === start ? known.refusals.count : 0;
     const b = new UpdateBuilder();
-    const [rw, rc] = [b.name('rw'), b.name('rc')];
+    const ra = b.name('ra');
     b.notBanned(at);
-    if (count >= max) {
-      const until = at + this.settings.banMs;
-      b.condition(`${rw} = ${b.value(start)}`);
-      b.condition(`${rc} = ${b.value(count)}`);
+    if (step.kind === 'waited') {
+      b.condition(`(attribute_not_exists(${ra}) OR ${ra} <= ${b.value(now)})`);
+      b.set(`${ra} = ${b.value(step.retryAt)}`);
+      return this.write(b, caller.keyId, signal);
+    }
+    b.condition(`${ra} > ${b.value(now)}`);
+    const [rw, rc] = [b.name('rw'), b.name('rc')];
+    const seen = refusalsIn(known, at);
+    if (step.kind === 'ban') {
+      b.condition(`${rw} = ${b.value(step.start)}`);
+      b.condition(`${rc} = ${b.value(seen)}`);
       b.set(`${rc} = ${b.value(0)}`);
-      b.set(`${b.name('bu')} = ${b.value(until)}`);
-      b.set(`${b.name(TTL)} = ${b.value(expiry(rollWindow(known.day, at, DAY_MS), until))}`);
-    } else if (known.refusals?.start === start) {
-      b.condition(`${rw} = ${b.value(start)}`);
-      b.condition(`${rc} < ${b.value(max)}`);
-      b.set(`${rc} = ${rc} + ${b.value(1)}`);
+      b.set(`${b.name('bu')} = ${b.value(step.bannedUntil)}`);
+      b.set(`${ra} = ${b.value(step.bannedUntil)}`);
+      const day = rollWindow(known.day, at, DAY_MS);
+      b.set(`${b.name(TTL)} = ${b.value(expiry(day, step.bannedUntil))}`);
     } else {
-      b.equalsOrAbsent('rw', known.refusals?.start);
-      b.set(`${rw} = ${b.value(start)}`);
-      b.set(`${rc} = ${b.value(1)}`);
+      if (seen > 0) {
+        b.condition(`${rw} = ${b.value(step.start)}`);
+        b.condition(`${rc} < ${b.value(this.settings.maxRefusalsPerMinute)}`);
+        b.set(`${rc} = ${rc} + ${b.value(1)}`);
+      } else {
+        b.equalsOrAbsent('rw', known.refusals?.start);
+        b.set(`${rw} = ${b.value(step.start)}`);
+        b.set(`${rc} = ${b.value(1)}`);
+      }
+      b.set(`${ra} = ${b.value(step.retryAt)}`);
     }
     return this.write(b, caller.keyId, signal);
   }

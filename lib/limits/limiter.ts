@@ -4,8 +4,9 @@ import type { CallOptions } from '../failures.ts';
 import type { Caller } from '../keys/key-record.ts';
 import type { Limits } from './plans.ts';
 import {
+  bindingFirst,
   retryAfterSeconds,
-  windowReports,
+  windowReportsOf,
   type Decision,
   type WindowReport,
 } from './sliding-window.ts';
@@ -93,20 +94,27 @@ export function policyHeader(limits: Limits): Record<string, string> {
 
 /**
  * X-RateLimit-* of the binding window, and the IETF draft fields: RateLimit-Policy (both
- * windows) and RateLimit (both windows, binding first).
+ * windows) and RateLimit (both windows, binding first; `t` is the draft's "seconds until more
+ * quota is available", which a sliding window frees before its fixed window ends).
  */
 export function rateLimitHeaders(
   decision: Decision,
   now: number,
   limits: Limits,
 ): Record<string, string> {
-  // A banned key has nothing left in either window, whatever its counters say.
-  const reports = windowReports(decision, limits).map((r) =>
-    decision.outcome === 'banned' ? { ...r, remaining: 0 } : r,
-  );
-  const binding = reports[0] as WindowReport;
-  const item = (r: WindowReport) =>
-    `"${r.window}";r=${r.remaining};t=${Math.max(0, Math.ceil(r.reset - now / 1000))}`;
+  const banned = decision.outcome === 'banned';
+  const { minute, day } = windowReportsOf(decision, limits);
+  // A banned key has nothing left in either window until the ban ends, whatever its counters say.
+  const reports = banned
+    ? bindingFirst({ ...minute, remaining: 0 }, { ...day, remaining: 0 })
+    : bindingFirst(minute, day);
+  const binding = reports[0];
+  const moreIn = (r: WindowReport) =>
+    Math.max(
+      0,
+      Math.ceil((banned ? decision.retryAfterMs : decision.at - now + r.moreInMs) / 1000),
+    );
+  const item = (r: WindowReport) => `"${r.window}";r=${r.remaining};t=${moreIn(r)}`;
   const headers: Record<string, string> = {
     'X-RateLimit-Limit': String(binding.limit),
     'X-RateLimit-Remaining': String(binding.remaining),

@@ -32,6 +32,11 @@ export interface CounterState {
   readonly refusals?: { readonly start: number; readonly count: number };
   /** Unix ms until which the key is banned. */
   readonly bannedUntil?: number;
+  /**
+   * Unix ms the key's latest refusal told its client to come back at (its time plus Retry-After):
+   * a refusal of a request that arrives before it counts towards the ban (see ban.ts).
+   */
+  readonly retryAt?: number;
 }
 
 export function windowStart(now: number, windowMs: number): number {
@@ -96,6 +101,22 @@ export function msUntilBelow(
   return next.start - now + msUntilBelow(next, next.start, windowMs, limit);
 }
 
+/**
+ * Milliseconds from `now` until the window has more quota than it has now (its estimate falls,
+ * or falls below the limit when it is above it); undefined when nothing is used (the estimate
+ * is 0 and cannot fall).
+ */
+export function msUntilMoreQuota(
+  window: WindowCount,
+  now: number,
+  windowMs: number,
+  limit: number,
+): number | undefined {
+  const used = estimate(window, now, windowMs);
+  if (used === 0) return undefined;
+  return msUntilBelow(window, now, windowMs, Math.min(used, limit));
+}
+
 export interface WindowReport {
   readonly window: WindowName;
   readonly limit: number;
@@ -103,6 +124,11 @@ export interface WindowReport {
   readonly remaining: number;
   /** Unix seconds at which the current fixed window ends. */
   readonly reset: number;
+  /**
+   * Milliseconds until the window has more quota (the sliding window frees a request before
+   * the fixed window ends); until the fixed window ends when nothing is used.
+   */
+  readonly moreInMs: number;
 }
 
 interface DecisionBase {
@@ -142,25 +168,36 @@ export function decide(state: CounterState, now: number, limits: Limits): Decisi
 
 function report(window: WindowName, count: WindowCount, now: number, limit: number): WindowReport {
   const windowMs = WINDOW_MS[window];
+  const end = count.start + windowMs;
   return {
     window,
     limit,
     remaining: Math.max(0, limit - estimate(count, now, windowMs)),
-    reset: (count.start + windowMs) / 1000,
+    reset: end / 1000,
+    moreInMs: msUntilMoreQuota(count, now, windowMs, limit) ?? end - now,
+  };
+}
+
+/** Both windows as the client sees them. */
+export function windowReportsOf(
+  counts: { readonly minute: WindowCount; readonly day: WindowCount; readonly at: number },
+  limits: Limits,
+): { readonly minute: WindowReport; readonly day: WindowReport } {
+  return {
+    minute: report('minute', counts.minute, counts.at, limits.perMinute),
+    day: report('day', counts.day, counts.at, limits.perDay),
   };
 }
 
 /**
- * Both windows as the client sees them, binding window first: the one with fewer requests
- * remaining (the minute window on a tie).
+ * The two windows, binding window first: the one with fewer requests remaining; on a tie, the
+ * one whose fixed window ends later (the day's: the window a client must wait for).
  */
-export function windowReports(
-  counts: { readonly minute: WindowCount; readonly day: WindowCount; readonly at: number },
-  limits: Limits,
+export function bindingFirst(
+  minute: WindowReport,
+  day: WindowReport,
 ): readonly [WindowReport, WindowReport] {
-  const minute = report('minute', counts.minute, counts.at, limits.perMinute);
-  const day = report('day', counts.day, counts.at, limits.perDay);
-  return day.remaining < minute.remaining ? [day, minute] : [minute, day];
+  return day.remaining <= minute.remaining ? [day, minute] : [minute, day];
 }
 
 /** Whole seconds to wait, at least 1 (Retry-After). */

@@ -135,7 +135,7 @@ const RATE_HEADERS = {
   'X-RateLimit-Remaining': '59',
   'X-RateLimit-Reset': '1795334460',
   'RateLimit-Policy': '"minute";q=60;w=60, "day";q=1000;w=86400',
-  RateLimit: '"minute";r=59;t=45, "day";r=999;t=57585',
+  RateLimit: '"minute";r=59;t=46, "day";r=999;t=57586',
 };
 /** What a function's answer carries (listOrders also varies by Accept-Encoding). */
 const FUNCTION_HEADERS = { ...JSON_HEADERS, ...RATE_HEADERS, Vary: 'Accept-Encoding' };
@@ -329,7 +329,12 @@ describe('the OpenAPI document', () => {
     expect(description).toContain('| `enterprise` | set per key | set per key |');
     expect(description).toContain('`estimate = floor(previous × (W − elapsed) / W) + current`');
     const { maxRefusalsPerMinute, banMs, failureMode } = DEFAULT_LIMITER_SETTINGS;
-    expect(description).toContain(`more than ${maxRefusalsPerMinute} times within one minute`);
+    expect(description).toContain(
+      `A key with more than ${maxRefusalsPerMinute} such refusals within one minute window`,
+    );
+    expect(description).toContain(
+      'A client that waits `Retry-After` after every 429 is never banned',
+    );
     expect(description).toContain(`banned for ${banMs / 60_000} minutes`);
     expect(description).toContain(`(${banMs / 1000} seconds)`);
     expect(failureMode).toBe('closed');
@@ -626,8 +631,8 @@ describe('openApiResponseErrors: what the project checks beyond openapi-backend'
       ["an X-RateLimit-Limit that is not the binding window's", { 'X-RateLimit-Limit': '1000' }],
       ['an X-RateLimit-Reset that is not a whole minute', { 'X-RateLimit-Reset': '1795334461' }],
       [
-        'a window ending after its length',
-        { RateLimit: '"minute";r=59;t=61, "day";r=999;t=57585' },
+        'more quota later than two window lengths',
+        { RateLimit: '"minute";r=59;t=121, "day";r=999;t=57585' },
       ],
       [
         'more remaining than the quota',
@@ -637,7 +642,27 @@ describe('openApiResponseErrors: what the project checks beyond openapi-backend'
       expect(await listWith({ ...RATE_HEADERS, ...changed })).not.toEqual([]);
     });
 
-    it('accepts the day window as the binding one, and the minute window on a tie', async () => {
+    it('accepts a 429 whose Retry-After is the longest t of the windows with none left, and no other', async () => {
+      const refused = (rateLimit: string, retryAfter: string) =>
+        openApiResponseErrors({
+          ...list,
+          status: 429,
+          body: errorBody('RATE_LIMITED', 429),
+          headers: {
+            ...JSON_HEADERS,
+            ...RATE_HEADERS,
+            'X-RateLimit-Remaining': '0',
+            RateLimit: rateLimit,
+            'Retry-After': retryAfter,
+          },
+        });
+      expect(await refused('"minute";r=0;t=3, "day";r=940;t=57586', '3')).toEqual([]);
+      expect(await refused('"minute";r=0;t=3, "day";r=940;t=57586', '60')).toContainEqual(
+        expect.stringContaining('Retry-After 60 is not the longest t'),
+      );
+    });
+
+    it('accepts the day window as the binding one, and on a tie (it ends later)', async () => {
       const day = {
         'X-RateLimit-Limit': '5',
         'X-RateLimit-Remaining': '4',
@@ -649,13 +674,13 @@ describe('openApiResponseErrors: what the project checks beyond openapi-backend'
       const tie = {
         'X-RateLimit-Limit': '5',
         'X-RateLimit-Remaining': '0',
-        'X-RateLimit-Reset': '1795334460',
+        'X-RateLimit-Reset': '1795392000',
         'RateLimit-Policy': '"minute";q=5;w=60, "day";q=5;w=86400',
-        RateLimit: '"minute";r=0;t=45, "day";r=0;t=57585',
+        RateLimit: '"day";r=0;t=57586, "minute";r=0;t=46',
       };
       expect(await listWith(tie)).toEqual([]);
-      const dayFirst = { ...tie, RateLimit: '"day";r=0;t=57585, "minute";r=0;t=45' };
-      expect(await listWith(dayFirst)).toContainEqual(
+      const minuteFirst = { ...tie, RateLimit: '"minute";r=0;t=46, "day";r=0;t=57586' };
+      expect(await listWith(minuteFirst)).toContainEqual(
         expect.stringContaining('binding window first'),
       );
     });
@@ -952,7 +977,7 @@ describe('real responses from the handlers, on a fixed clock', () => {
       '56',
       '55',
     ]);
-    expect(answers.at(-1)?.headers.RateLimit).toBe('"minute";r=55;t=45, "day";r=995;t=57585');
+    expect(answers.at(-1)?.headers.RateLimit).toBe('"minute";r=55;t=46, "day";r=995;t=57586');
   });
 
   it('answers 429 RATE_LIMITED as documented on both operations (one request a minute, called twice)', async () => {
@@ -975,7 +1000,7 @@ describe('real responses from the handlers, on a fixed clock', () => {
         'X-RateLimit-Limit': '1',
         'X-RateLimit-Remaining': '0',
         'X-RateLimit-Reset': String((NOW + 45_000) / 1000),
-        RateLimit: '"minute";r=0;t=45, "day";r=999;t=57585',
+        RateLimit: '"minute";r=0;t=46, "day";r=999;t=57586',
       });
     }
   });
@@ -983,18 +1008,20 @@ describe('real responses from the handlers, on a fixed clock', () => {
   it('bans on the refusal over the threshold, then answers API_KEY_TEMPORARILY_BANNED as documented', async () => {
     const { call, clock } = functionsFor({ perMinute: 1, perDay: 1000 });
     expect((await call('GET', '/store/orders')).statusCode).toBe(200);
+    // Sent at once, each before the Retry-After of the one before: the first refusal waited for
+    // nothing it was told and does not count, the next ten do, the one after starts the ban.
     const refusals: HttpResult[] = [];
-    for (let i = 0; i <= DEFAULT_LIMITER_SETTINGS.maxRefusalsPerMinute; i++) {
+    for (let i = 0; i <= DEFAULT_LIMITER_SETTINGS.maxRefusalsPerMinute + 1; i++) {
       refusals.push(await call('GET', '/store/orders'));
     }
-    expect(refusals.map((r) => bodyOf(r).code)).toEqual(
-      Array(DEFAULT_LIMITER_SETTINGS.maxRefusalsPerMinute + 1).fill('RATE_LIMITED'),
-    );
-    // The refusal over the threshold is still RATE_LIMITED, with the ban's Retry-After.
+    expect(refusals.map((r) => bodyOf(r).code)).toEqual([
+      ...Array(DEFAULT_LIMITER_SETTINGS.maxRefusalsPerMinute + 1).fill('RATE_LIMITED'),
+      'API_KEY_TEMPORARILY_BANNED',
+    ]);
     expect(refusals.at(-2)?.headers['Retry-After']).toBe('46');
     expect(refusals.at(-1)?.headers['Retry-After']).toBe(String(BAN_SECONDS));
     expect(bodyOf(refusals.at(-1) as HttpResult).message).toBe(
-      `Rate limit exceeded: retry after ${BAN_SECONDS} seconds.`,
+      `The API key is temporarily banned for repeated requests over its rate limit: retry after ${BAN_SECONDS} seconds.`,
     );
 
     clock.now = NOW + 5 * 60_000;

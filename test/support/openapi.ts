@@ -213,10 +213,12 @@ const WINDOW_SECONDS: Readonly<Record<string, number>> = { minute: 60, day: 86_4
  * Whether the rate-limit headers of a response agree with each other (their formats are the
  * schemas' business): all five, none, or RateLimit-Policy alone (the counts are not known: the
  * counter store failed); `X-RateLimit-*` describe the first window of `RateLimit`, which is the
- * binding one (fewer remaining, the minute window on a tie); nothing remains beyond the quota,
- * and no window ends further away than its length.
+ * binding one (fewer remaining; on a tie the day, whose fixed window ends later); nothing remains
+ * beyond the quota; more quota comes within two window lengths (a ban aside); and on a 429 the
+ * headers agree with Retry-After: the binding window has none left, and Retry-After is the
+ * longest `t` of the windows with none left.
  */
-function rateLimitHeaderProblems(headers: HeaderLookup): string[] {
+function rateLimitHeaderProblems(headers: HeaderLookup, status: number): string[] {
   const present = RATE_LIMIT_HEADERS.filter((name) => headers(name) !== null);
   if (present.length === 0) return [];
   if (present.length === 1 && present[0] === 'RateLimit-Policy') return [];
@@ -242,17 +244,27 @@ function rateLimitHeaderProblems(headers: HeaderLookup): string[] {
   if (String(binding.r) !== headers('X-RateLimit-Remaining')) {
     problems.push('X-RateLimit-Remaining is not the remaining count of the first RateLimit window');
   }
-  if (binding.r > other.r || (binding.r === other.r && binding.window !== 'minute')) {
+  if (binding.r > other.r || (binding.r === other.r && binding.window !== 'day')) {
     problems.push(
-      'RateLimit does not put the binding window first (fewer remaining, minute on a tie)',
+      'RateLimit does not put the binding window first (fewer remaining, day on a tie)',
     );
   }
+  const retryAfter = headers('Retry-After');
   for (const item of items) {
     if (item.r > (quotas.get(item.window) ?? 0)) {
       problems.push(`RateLimit: ${item.window} has ${item.r} remaining, beyond its quota`);
     }
-    if (item.t > (WINDOW_SECONDS[item.window] ?? 0)) {
-      problems.push(`RateLimit: the ${item.window} window ends in ${item.t} s, beyond its length`);
+    const banWait = status === 429 && item.r === 0 && String(item.t) === retryAfter;
+    if (item.t > 2 * (WINDOW_SECONDS[item.window] ?? 0) && !banWait) {
+      problems.push(`RateLimit: more ${item.window} quota in ${item.t} s, beyond two windows`);
+    }
+  }
+  if (status === 429) {
+    const longest = Math.max(...items.filter((item) => item.r === 0).map((item) => item.t));
+    if (binding.r !== 0 || String(longest) !== retryAfter) {
+      problems.push(
+        `429: Retry-After ${retryAfter} is not the longest t of the windows with none remaining`,
+      );
     }
   }
   const reset = Number(headers('X-RateLimit-Reset'));
@@ -294,7 +306,7 @@ function responseProblems(
     ),
   );
   if (RATE_LIMIT_HEADERS.some((name) => documented.headers?.[name] !== undefined)) {
-    problems.push(...rateLimitHeaderProblems(headers.get));
+    problems.push(...rateLimitHeaderProblems(headers.get, input.status));
   }
 
   const documentedTypes = Object.keys(documented.content ?? {});

@@ -34,6 +34,12 @@ class ReferenceLimiter {
     return Math.floor((previous * (size - (now - start))) / size) + current;
   }
 
+  /** Requests left in one window at `now` (after the requests made so far). */
+  remaining(now: number, window: 'minute' | 'day'): number {
+    const limit = window === 'minute' ? this.limits.perMinute : this.limits.perDay;
+    return Math.max(0, limit - this.estimate(this.at(now), window === 'minute' ? MINUTE : DAY));
+  }
+
   admits(now: number): boolean {
     const at = this.at(now);
     return (
@@ -65,7 +71,11 @@ class ReferenceLimiter {
       remaining: Math.max(0, this.limits.perDay - this.estimate(now, DAY)),
       reset: (Math.floor(now / DAY) + 1) * 86_400,
     };
-    return day.remaining < minute.remaining ? day : minute;
+    // Fewer remaining; on a tie, the window whose fixed window ends later.
+    const dayFirst =
+      day.remaining < minute.remaining ||
+      (day.remaining === minute.remaining && day.reset >= minute.reset);
+    return dayFirst ? day : minute;
   }
 
   /** The smallest whole number of seconds after which a request would be admitted (binary search: admission only gets easier with time). */
@@ -87,6 +97,9 @@ class ModelLimiter {
   private readonly limits: Limits;
   constructor(limits: Limits) {
     this.limits = limits;
+  }
+  wouldAdmit(now: number): boolean {
+    return decide(this.state, now, this.limits).outcome === 'admitted';
   }
   request(now: number) {
     const decision = decide(this.state, now, this.limits);
@@ -140,6 +153,43 @@ describe('sliding-window counter (property-based, against the reference model)',
             expect(headers['Retry-After']).toBe(
               expectedRetry === undefined ? undefined : String(expectedRetry),
             );
+            // RateLimit: each window's t is when it next has more left than r (and not before).
+            const windows = parseRateLimit(headers.RateLimit as string);
+            for (const { window, r, t } of windows) {
+              const quota = window === 'minute' ? limits.perMinute : limits.perDay;
+              if (r === quota) continue;
+              expect(reference.remaining(now + t * 1000, window)).toBeGreaterThan(r);
+              expect(reference.remaining(now + (t - 1) * 1000, window)).toBeLessThanOrEqual(r);
+            }
+            // On a refusal, Retry-After is the longest t of the windows with none left.
+            if (expectedRetry !== undefined) {
+              const exhausted = windows.filter((w) => w.r === 0).map((w) => w.t);
+              expect(Math.max(...exhausted)).toBe(expectedRetry);
+              expect(windows[0]?.r).toBe(0);
+            }
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('admits a request sent Retry-After seconds after a refusal, in every window combination', () => {
+    fc.assert(
+      fc.property(
+        limitsArb,
+        startArb,
+        fc.array(gapArb, { minLength: 1, maxLength: 120 }),
+        (limits, start, gaps) => {
+          const model = new ModelLimiter(limits);
+          let now = start;
+          for (const gap of gaps) {
+            now += gap;
+            const { decision, headers } = model.request(now);
+            if (decision.outcome !== 'admitted') {
+              const later = now + Number(headers['Retry-After']) * 1000;
+              expect(model.wouldAdmit(later)).toBe(true);
+            }
           }
         },
       ),
@@ -147,6 +197,15 @@ describe('sliding-window counter (property-based, against the reference model)',
     );
   });
 });
+
+/** The items of a RateLimit field, binding window first. */
+function parseRateLimit(value: string): { window: 'minute' | 'day'; r: number; t: number }[] {
+  return [...value.matchAll(/"(minute|day)";r=(\d+);t=(\d+)/g)].map(([, window, r, t]) => ({
+    window: window as 'minute' | 'day',
+    r: Number(r),
+    t: Number(t),
+  }));
+}
 
 describe('sliding-window counter (examples)', () => {
   const free = { perMinute: 60, perDay: 1000 };
@@ -194,12 +253,48 @@ describe('sliding-window counter (examples)', () => {
     expect(model.request(midnight + 1).decision.outcome).toBe('admitted');
   });
 
-  it('reports the IETF draft fields for both windows', () => {
+  it('reports the IETF draft fields for both windows, t = seconds until more quota', () => {
     const model = new ModelLimiter(free);
     const t0 = 1_800_000_000_000 + 15_000;
     const { headers } = model.request(t0);
     expect(headers['RateLimit-Policy']).toBe('"minute";q=60;w=60, "day";q=1000;w=86400');
-    expect(headers.RateLimit).toBe('"minute";r=59;t=45, "day";r=999;t=57585');
+    // The one request counted weighs 1 until its fixed window ends, and 0 from 1 ms after.
+    expect(headers.RateLimit).toBe('"minute";r=59;t=46, "day";r=999;t=57586');
+  });
+
+  it('tells in t when the sliding window frees a request, well before the fixed window ends', () => {
+    const model = new ModelLimiter(free);
+    const t0 = 1_800_000_000_000;
+    for (let i = 0; i < 60; i++) model.request(t0 + 59_000);
+    // 10 s into the next minute: floor(60 × 50/60) = 50 weigh, 10 free; take them all.
+    let last;
+    for (let i = 0; i < 10; i++) last = model.request(t0 + 70_000);
+    expect(last?.headers).toMatchObject({
+      'X-RateLimit-Remaining': '0',
+      'X-RateLimit-Reset': String(t0 / 1000 + 120),
+      // The day's 70 weigh 70 until its fixed window ends (57 530 s away), and 69 from 1 ms after.
+      RateLimit: '"minute";r=0;t=1, "day";r=930;t=57531',
+    });
+    expect(model.request(t0 + 71_000).decision.outcome).toBe('admitted');
+  });
+
+  it('names the window a client must wait for on a tie: the day, with Retry-After until just after midnight', () => {
+    const sevens = { perMinute: 7, perDay: 7 };
+    const model = new ModelLimiter(sevens);
+    const midnight = Date.UTC(2026, 10, 24);
+    const now = midnight - 13_356_500;
+    for (let i = 0; i < 7; i++) model.request(now);
+    const eighth = model.request(now);
+    expect(eighth.decision.outcome).toBe('limited');
+    expect(eighth.headers).toMatchObject({
+      'X-RateLimit-Limit': '7',
+      'X-RateLimit-Remaining': '0',
+      'X-RateLimit-Reset': String(midnight / 1000),
+      // 7 today weigh 7 until midnight and floor(7 × (W − 1 ms) / W) = 6 from 1 ms after it.
+      'Retry-After': '13357',
+    });
+    // The minute's 7 weigh 6 from 1 ms after its end, 36.5 s away: a wait the day overrides.
+    expect(eighth.headers.RateLimit).toBe('"day";r=0;t=13357, "minute";r=0;t=37');
   });
 
   it('rounds Retry-After up to whole seconds, never below 1', () => {
