@@ -1,4 +1,20 @@
 import { defineConfig } from 'vitest/config';
+import { BaseSequencer, type TestSpecification } from 'vitest/node';
+
+/**
+ * Test files that take minutes of wall time, mostly sleeping (clients pacing by the clock): run
+ * first, so that the other worker goes through the rest meanwhile.
+ */
+const LONG_FILES = ['test/e2e/polite-clients.test.ts'];
+
+class LongFilesFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const sorted = await super.sort(files);
+    const long = (file: TestSpecification) =>
+      LONG_FILES.some((name) => file.moduleId.endsWith(name));
+    return [...sorted.filter(long), ...sorted.filter((file) => !long(file))];
+  }
+}
 
 export default defineConfig({
   test: {
@@ -12,5 +28,6 @@ export default defineConfig({
     // At most two test files at once (CI machines have 2 cores): many files run a local API and
     // DynamoDB Local, and their time budgets (answers within 3 s) must not measure contention.
     maxWorkers: 2,
+    sequence: { sequencer: LongFilesFirst },
   },
 });

@@ -361,7 +361,6 @@ function errorFromBody(
   info: RateLimitInfo | undefined,
   attempts: number,
 ): ApiError {
-  const retryAfterSeconds = parseRetryAfter(response.headers.get('retry-after'), Date.now());
   let parsed: unknown;
   try {
     parsed = JSON.parse(body);
@@ -376,7 +375,7 @@ function errorFromBody(
       code,
       status: response.status,
       message: typeof message === 'string' ? message : `${code} (${response.status})`,
-      retryAfterSeconds,
+      ...retryAfterOf(response),
       rateLimit: info,
       sent: true,
       attempts,
@@ -388,6 +387,16 @@ function errorFromBody(
   });
 }
 
+/** An answer's Retry-After: in seconds, and as the local time to come back at. */
+function retryAfterOf(response: Response) {
+  const now = Date.now();
+  const retryAfterSeconds = parseRetryAfter(response.headers.get('retry-after'), now);
+  return {
+    retryAfterSeconds,
+    retryAt: retryAfterSeconds === undefined ? undefined : now + retryAfterSeconds * 1000,
+  };
+}
+
 function unexpected(
   response: Response,
   message: string,
@@ -397,7 +406,7 @@ function unexpected(
     code: UNEXPECTED_RESPONSE,
     status: response.status,
     message,
-    retryAfterSeconds: parseRetryAfter(response.headers.get('retry-after'), Date.now()),
+    ...retryAfterOf(response),
     rateLimit: extra.info,
     sent: true,
     attempts: extra.attempts ?? 1,

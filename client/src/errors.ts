@@ -42,6 +42,7 @@ export interface ApiErrorInit {
   readonly status: number;
   readonly message: string;
   readonly retryAfterSeconds?: number | undefined;
+  readonly retryAt?: number | undefined;
   readonly rateLimit?: RateLimitInfo | undefined;
   readonly sent: boolean;
   readonly attempts: number;
@@ -62,6 +63,11 @@ export class ApiError extends Error {
   readonly status: number;
   /** Seconds to wait before trying again (`Retry-After`), when the answer said. */
   readonly retryAfterSeconds: number | undefined;
+  /**
+   * When to try again (ms since the epoch, local clock): the moment `Retry-After` names, for a
+   * call that was not sent or an answer that said. Sleep until then before calling again.
+   */
+  readonly retryAt: number | undefined;
   /** The rate-limit headers of the answer; undefined when it had none or was not sent. */
   readonly rateLimit: RateLimitInfo | undefined;
   /**
@@ -77,6 +83,7 @@ export class ApiError extends Error {
     this.code = init.code;
     this.status = init.status;
     this.retryAfterSeconds = init.retryAfterSeconds;
+    this.retryAt = init.retryAt;
     this.rateLimit = init.rateLimit;
     this.sent = init.sent;
     this.attempts = init.attempts;

@@ -152,8 +152,9 @@ export interface PacerSnapshot {
   /** Requests sent and not answered yet. */
   readonly inFlight: number;
   /**
-   * Requests the client may still send before the binding window resets: the last answer's
-   * remaining count minus requests sent since. Undefined when not known.
+   * Requests the client may send now without being refused: the last answer's remaining count
+   * minus requests sent since (plus the one a sliding window freed since). Undefined when not
+   * known.
    */
   readonly available: number | undefined;
   /** Local time (ms) until which nothing is sent: a 429's Retry-After. */
@@ -176,24 +177,41 @@ type Decision =
     };
 
 /**
- * State shared by every call of one client: the key's remaining count from the last answers,
- * when its binding window resets, and how long a 429 said to wait. A call asks `acquire` before
- * it sends; it waits while the server would refuse it, or fails at once (without sending) when
- * that wait would end after its deadline.
+ * Seconds until the key has more quota than the answer left it: the `t` of the windows with the
+ * fewest requests remaining (RateLimit: the sliding window frees requests before its fixed
+ * window ends), or the binding window's reset when the answer has no RateLimit field.
+ */
+function moreQuotaInSeconds(info: RateLimitInfo): number | undefined {
+  const windows = info.windows;
+  if (windows !== undefined) {
+    const fewest = Math.min(...windows.map((w) => w.remaining));
+    return Math.max(...windows.filter((w) => w.remaining === fewest).map((w) => w.resetSeconds));
+  }
+  return info.reset === undefined ? undefined : info.reset - info.receivedAt / 1000;
+}
+
+/**
+ * State shared by every call of one client: how many requests the key has left (a lower bound,
+ * from the last answers), when the server's sliding window frees the next one, and how long a
+ * 429 said to wait. A call asks `acquire` before it sends; it waits while the server would
+ * refuse it, and fails (without sending) when its time budget ends first.
  *
  * Counting: each request sent takes one from `available`. An answer says how many requests the
  * key has left after it (`remaining`); requests still in flight, and those answered while it was
  * in flight, may have been counted after it, so they are taken off too. The result never
- * exceeds what the server really has left (other users of the key aside).
+ * exceeds what the server really has left (other users of the key aside), and stays true as
+ * time passes: a sliding window only frees requests. When none are left, the pacer waits for
+ * the moment the answers said more quota comes (RateLimit `t`, or a 429's Retry-After, which
+ * the server guarantees exact) and lets one request go; its answer tells the count again.
  */
 export class RateLimitPacer {
   readonly #options: PacerOptions;
   #available: number | undefined;
+  /** Local time at which the key has at least one more request than `#available` says. */
+  #moreAt: number | undefined;
   /** The binding window `#available` belongs to: its name and X-RateLimit-Reset (seconds). */
   #windowName: string | undefined;
   #window = 0;
-  /** Local time at which that window ends. */
-  #resetAt = 0;
   #blockedUntil = 0;
   #bannedUntil = 0;
   #inFlight = 0;
@@ -215,18 +233,20 @@ export class RateLimitPacer {
   }
 
   snapshot(now = Date.now()): PacerSnapshot {
+    this.#release(now);
     return {
       inFlight: this.#inFlight,
-      available: this.#known(now) ? this.#available : undefined,
+      available: this.#available,
       blockedUntil: this.#blockedUntil > now ? this.#blockedUntil : undefined,
       bannedUntil: this.#bannedUntil > now ? this.#bannedUntil : undefined,
     };
   }
 
   /**
-   * Waits until a request may be sent, and reserves it. Throws an ApiError (`sent: false`, the
-   * call's previous failure as its cause) when the wait would end after `deadline`, and the
-   * signal's reason when it aborts.
+   * Waits until a request may be sent, and reserves it. When it cannot be sent by `deadline`,
+   * waits until then (a loop of calls around a blocked key costs a timer, not a CPU) and throws
+   * an ApiError (`sent: false`, `retryAt`: when to come back; the call's previous failure as its
+   * cause); throws the signal's reason when it aborts.
    */
   async acquire(
     deadline: number,
@@ -239,15 +259,14 @@ export class RateLimitPacer {
       const now = Date.now();
       const decision = this.#decide(now);
       if (decision.go) {
-        if (this.#known(now)) this.#available = (this.#available as number) - 1;
+        if (this.#available !== undefined) this.#available--;
         this.#inFlight++;
         return { answersBefore: this.#answers } satisfies Ticket;
       }
-      const until = decision.until;
-      if ((until !== undefined && until > deadline && !decision.answersHelp) || now >= deadline) {
-        throw this.#notSent(decision.code, until, now, attempts, lastFailure);
+      if (now >= deadline) {
+        throw this.#notSent(decision.code, decision.until, now, attempts, lastFailure);
       }
-      const end = Math.min(until ?? Infinity, deadline);
+      const end = Math.min(decision.until ?? Infinity, deadline);
       await wait(Number.isFinite(end) ? end - now : undefined, {
         signal,
         wake: decision.answersHelp ? this.#wake : undefined,
@@ -272,11 +291,12 @@ export class RateLimitPacer {
       const banMs = retryAfterSeconds === undefined ? DEFAULT_BAN_MS : retryAfterSeconds * 1000;
       this.#bannedUntil = Math.max(this.#bannedUntil, now + banMs);
     } else if (status === 429) {
-      const retryAfterMs = (retryAfterSeconds ?? 1) * 1000;
-      // Nothing is sent until Retry-After; then the count is found out again, one request at a
-      // time (the window may have slid: Retry-After is the better guide than the reset).
-      this.#blockedUntil = Math.max(this.#blockedUntil, now + retryAfterMs);
-      this.#available = undefined;
+      // Nothing is sent until Retry-After; then exactly one request is admitted (the server's
+      // Retry-After is exact), and its answer tells the count again.
+      const until = now + (retryAfterSeconds ?? 1) * 1000;
+      this.#blockedUntil = Math.max(this.#blockedUntil, until);
+      this.#available = 0;
+      this.#moreAt = this.#blockedUntil;
       const minute = Math.floor(now / 60_000);
       if (minute !== this.#refusalMinute) {
         this.#refusalMinute = minute;
@@ -303,17 +323,25 @@ export class RateLimitPacer {
     const name = info.windows?.[0]?.name;
     const window = info.reset ?? 0;
     if (name === this.#windowName && window < this.#window) return;
-    const resetIn =
-      info.windows?.[0]?.resetSeconds ??
-      (info.reset !== undefined ? info.reset - info.receivedAt / 1000 : 60);
     this.#windowName = name;
     this.#window = window;
-    this.#resetAt = info.receivedAt + Math.max(0, resetIn) * 1000;
     this.#available = Math.max(0, info.remaining - this.#inFlight - during);
+    const more = moreQuotaInSeconds(info);
+    this.#moreAt = more === undefined ? undefined : info.receivedAt + Math.max(0, more) * 1000;
   }
 
-  #known(now: number): boolean {
-    return this.#available !== undefined && now < this.#resetAt;
+  /**
+   * When the key has no request left and the time for more has come, one is free again; when
+   * no answer said when more comes and none is due, the count is not known any more.
+   */
+  #release(now: number): void {
+    if (this.#available !== 0) return;
+    if (this.#moreAt !== undefined && now >= this.#moreAt) {
+      this.#available = 1;
+      this.#moreAt = undefined;
+    } else if (this.#moreAt === undefined && this.#inFlight === 0) {
+      this.#available = undefined;
+    }
   }
 
   #decide(now: number): Decision {
@@ -335,12 +363,13 @@ export class RateLimitPacer {
       const nextMinute = (this.#refusalMinute + 1) * 60_000;
       return { go: false, until: nextMinute, answersHelp: false, code: 'RATE_LIMITED' };
     }
-    if (this.#known(now)) {
-      if ((this.#available as number) > 0) return { go: true };
-      // None left: wait for the window to reset; answers still due may show more left.
+    this.#release(now);
+    if (this.#available !== undefined) {
+      if (this.#available > 0) return { go: true };
+      // None left: wait for the sliding window to free one; answers still due may tell sooner.
       return {
         go: false,
-        until: this.#resetAt,
+        until: this.#moreAt,
         answersHelp: this.#inFlight > 0,
         code: 'RATE_LIMITED',
       };
@@ -363,12 +392,13 @@ export class RateLimitPacer {
         : until === undefined
           ? "the answers of requests in flight, which tell the key's remaining count, did not come"
           : "the key's rate limit would refuse it";
-    const when = seconds === undefined ? '' : ` (retry in ${seconds} s)`;
+    const when = until === undefined ? '' : ` (retry at ${new Date(until).toISOString()})`;
     return new ApiError({
       code,
       status: 429,
       message: `Not sent: ${reason} within the call's time budget${when}.`,
       retryAfterSeconds: seconds,
+      retryAt: until,
       rateLimit: this.#last,
       sent: false,
       attempts,

@@ -242,18 +242,40 @@ describe('retries', () => {
       sent: true,
       attempts: 1,
     });
-    const later = await rejection(c.cancelOrder(1n));
+    // A call during the ban waits its budget (nothing can be sent), then says when to come back.
+    const started = Date.now();
+    const later = await rejection(c.cancelOrder(1n, { budgetMs: 300 }));
+    expect(Date.now() - started).toBeGreaterThanOrEqual(290);
     expect(later).toMatchObject({ code: 'API_KEY_TEMPORARILY_BANNED', sent: false, attempts: 0 });
     expect((later as ApiError).retryAfterSeconds).toBeGreaterThan(890);
+    expect((later as ApiError).retryAt).toBe(c.pacing.bannedUntil);
     expect(api.requests).toHaveLength(1);
     expect(c.pacing.bannedUntil).toBeGreaterThan(Date.now() + 890_000);
   });
 
-  it("treats the ban's Retry-After on a RATE_LIMITED (the 11th refusal) as final", async () => {
+  it('cannot be spun: a retry loop around a call the rate limit blocks waits out each budget', async () => {
+    const api = await scripted((_req, res) =>
+      json(res, 429, error('RATE_LIMITED', 429), { 'retry-after': '600' }),
+    );
+    const c = client(api.url, { budgetMs: 200 });
+    let calls = 0;
+    const until = Date.now() + 1_500;
+    while (Date.now() < until) {
+      calls++;
+      const e = await rejection(c.cancelOrder(1n));
+      expect(e).toMatchObject({ code: 'RATE_LIMITED' });
+      expect((e as ApiError).retryAt).toBeGreaterThan(Date.now() + 590_000);
+    }
+    // The first call was sent and refused at once; every other one waited its 200 ms unsent.
+    expect(calls).toBeLessThanOrEqual(10);
+    expect(api.requests).toHaveLength(1);
+  });
+
+  it('treats a RATE_LIMITED whose Retry-After ends beyond the budget as final, then waits unsent', async () => {
     const api = await scripted((_req, res) =>
       json(res, 429, error('RATE_LIMITED', 429), { 'retry-after': '900' }),
     );
-    const c = client(api.url);
+    const c = client(api.url, { budgetMs: 200 });
     await expect(c.cancelOrder(1n)).rejects.toMatchObject({ code: 'RATE_LIMITED', sent: true });
     await expect(c.cancelOrder(1n)).rejects.toMatchObject({ code: 'RATE_LIMITED', sent: false });
     expect(api.requests).toHaveLength(1);
