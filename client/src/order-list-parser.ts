@@ -6,7 +6,7 @@
  *
  * Two layers: a scanner that follows the array (`[`, orders separated by `,`, `]`) and finds
  * where each order ends (tracking strings and escapes, so a `}` inside a string does not end
- * it), and a strict parser of one order's text.
+ * it), and JSON.parse of one order's text, its known fields checked.
  */
 import { OrderListParseError } from './errors.ts';
 import { INT64_MAX, INT64_MIN, type Order } from './order.ts';
@@ -33,16 +33,9 @@ const CLOSE_BRACE = 0x7d;
 const OPEN_BRACKET = 0x5b;
 const CLOSE_BRACKET = 0x5d;
 const COMMA = 0x2c;
-const COLON = 0x3a;
 
 function isWhitespace(c: number): boolean {
   return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
-}
-
-function describeChar(text: string, index: number): string {
-  if (index >= text.length) return 'the end of the order';
-  const c = text.codePointAt(index) as number;
-  return JSON.stringify(String.fromCodePoint(c));
 }
 
 export class OrderListParser {
@@ -205,228 +198,150 @@ export function parseOrderList(text: string, options?: OrderListParserOptions): 
 }
 
 // ---------------------------------------------------------------------------------------------
-// One order: a strict JSON object parser that keeps number literals as text.
+// One order: JSON.parse (native, fast), then the known fields checked. An int64 beyond 2^53
+// does not survive a JS number: for an order that has one, its digits are read from the text.
 
-const NUMBER = /-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/y;
 const INTEGER = /^-?(?:0|[1-9][0-9]*)$/;
-const MAX_NESTING = 64;
+/** What follows a key: the colon, then a number's text (sticky: matched where the key ends). */
+const NUMBER_AFTER_KEY = /[ \t\n\r]*:[ \t\n\r]*(-?[0-9][0-9eE.+-]*)/y;
 
-type Scalar =
-  | { kind: 'number'; text: string }
-  | { kind: 'string'; value: string }
-  | { kind: 'boolean'; value: boolean }
-  | { kind: 'other'; text: string };
+/**
+ * The int64 fields at the start of an order, as the API writes them (`{"id":…,"petId":…,`):
+ * keys read from the object's first one on are top-level keys.
+ */
+const LEADING_INT64 =
+  /[ \t\n\r]*"(id|petId)"[ \t\n\r]*:[ \t\n\r]*(-?[0-9][0-9eE.+-]*)[ \t\n\r]*,?/y;
 
-interface MutableOrder {
-  id?: bigint;
-  petId?: bigint;
-  quantity?: number;
-  shipDate?: string;
-  complete?: boolean;
-  status?: string;
+/**
+ * The source text of the number of a top-level int64 field whose value JSON.parse gave as
+ * `value`: from the fields at the start of the order when one there is that number (the common
+ * case, and cheap), else from a walk through the whole order.
+ */
+function int64Source(text: string, key: string, value: number): string | undefined {
+  LEADING_INT64.lastIndex = 1;
+  for (let match = LEADING_INT64.exec(text); match; match = LEADING_INT64.exec(text)) {
+    if (match[1] === key && Number(match[2]) === value) return match[2];
+  }
+  return int64Sources(text).get(key);
 }
 
-class OrderReader {
-  readonly #text: string;
-  readonly #base: number;
-  #pos = 0;
-
-  constructor(text: string, base: number) {
-    this.#text = text;
-    this.#base = base;
-  }
-
-  read(): Order {
-    const order: MutableOrder = {};
-    this.#expect(OPEN_BRACE, `'{'`);
-    this.#skipWhitespace();
-    if (this.#peek() === CLOSE_BRACE) {
-      this.#pos++;
-    } else {
-      for (;;) {
-        this.#skipWhitespace();
-        const keyAt = this.#pos;
-        const key = this.#readString();
-        this.#skipWhitespace();
-        this.#expect(COLON, `':'`);
-        this.#skipWhitespace();
-        this.#readField(order, key, keyAt);
-        this.#skipWhitespace();
-        const c = this.#peek();
-        this.#pos++;
-        if (c === COMMA) continue;
-        if (c === CLOSE_BRACE) break;
-        this.#pos--;
-        this.#fail(`expected ',' or '}' in an order`);
+/**
+ * The source text of the numbers of an order's top-level `id` and `petId` (the last one of a key
+ * that appears twice, as JSON.parse keeps), from a walk through the order's text.
+ */
+function int64Sources(text: string): Map<string, string> {
+  const found = new Map<string, string>();
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === QUOTE) {
+      let end = i + 1;
+      let escapes = false;
+      for (let d = text.charCodeAt(end); end < text.length && d !== QUOTE;) {
+        if (d === BACKSLASH) escapes = true;
+        end += d === BACKSLASH ? 2 : 1;
+        d = text.charCodeAt(end);
       }
-    }
-    if (this.#pos !== this.#text.length) this.#fail('unexpected text after an order');
-    if (order.id === undefined) this.#fail('an order has no "id"', 0);
-    return order as Order;
-  }
-
-  #readField(order: MutableOrder, key: string, keyAt: number): void {
-    switch (key) {
-      case 'id':
-      case 'petId':
-        order[key] = this.#int64(key, keyAt);
-        return;
-      case 'quantity': {
-        const value = this.#scalar();
-        const integer = value.kind === 'number' && INTEGER.test(value.text) && Number(value.text);
-        if (integer === false || !Number.isSafeInteger(integer))
-          this.#wrongType(key, 'an integer', value, keyAt);
-        order.quantity = integer;
-        return;
-      }
-      case 'shipDate':
-      case 'status': {
-        const value = this.#scalar();
-        if (value.kind !== 'string') this.#wrongType(key, 'a string', value, keyAt);
-        order[key] = value.value;
-        return;
-      }
-      case 'complete': {
-        const value = this.#scalar();
-        if (value.kind !== 'boolean') this.#wrongType(key, 'a boolean', value, keyAt);
-        order.complete = value.value;
-        return;
-      }
-      default:
-        // A field this client does not know (a later API version): read and left out.
-        this.#skipValue(1);
-    }
-  }
-
-  #int64(key: string, keyAt: number): bigint {
-    const value = this.#scalar();
-    if (value.kind === 'number' && INTEGER.test(value.text)) {
-      const parsed = BigInt(value.text);
-      if (parsed >= INT64_MIN && parsed <= INT64_MAX) return parsed;
-    }
-    return this.#wrongType(key, 'an integer in the int64 range', value, keyAt);
-  }
-
-  #wrongType(key: string, expected: string, value: Scalar, at: number): never {
-    const found =
-      value.kind === 'string'
-        ? `the string ${JSON.stringify(value.value.slice(0, 40))}`
-        : value.kind === 'boolean'
-          ? String(value.value)
-          : value.text.slice(0, 40);
-    return this.#fail(`"${key}" must be ${expected}, found ${found}`, at);
-  }
-
-  /** A value where a known field's value is expected (objects and arrays are reported). */
-  #scalar(): Scalar {
-    const c = this.#peek();
-    if (c === QUOTE) return { kind: 'string', value: this.#readString() };
-    const start = this.#pos;
-    if (c === OPEN_BRACE || c === OPEN_BRACKET) {
-      this.#skipValue(1);
-      return { kind: 'other', text: c === OPEN_BRACE ? 'an object' : 'an array' };
-    }
-    if (this.#literal('true')) return { kind: 'boolean', value: true };
-    if (this.#literal('false')) return { kind: 'boolean', value: false };
-    if (this.#literal('null')) return { kind: 'other', text: 'null' };
-    NUMBER.lastIndex = start;
-    const match = NUMBER.exec(this.#text);
-    if (match === null) this.#fail('expected a value');
-    this.#pos = start + match[0].length;
-    return { kind: 'number', text: match[0] };
-  }
-
-  #skipValue(depth: number): void {
-    if (depth > MAX_NESTING) this.#fail(`values nested deeper than ${MAX_NESTING} levels`);
-    const c = this.#peek();
-    if (c === OPEN_BRACE || c === OPEN_BRACKET) {
-      const close = c === OPEN_BRACE ? CLOSE_BRACE : CLOSE_BRACKET;
-      this.#pos++;
-      this.#skipWhitespace();
-      if (this.#peek() === close) {
-        this.#pos++;
-        return;
-      }
-      for (;;) {
-        this.#skipWhitespace();
-        if (close === CLOSE_BRACE) {
-          this.#readString();
-          this.#skipWhitespace();
-          this.#expect(COLON, `':'`);
-          this.#skipWhitespace();
+      if (depth === 1) {
+        const key = escapes
+          ? (JSON.parse(text.slice(i, end + 1)) as string)
+          : text.slice(i + 1, end);
+        if (key === 'id' || key === 'petId') {
+          NUMBER_AFTER_KEY.lastIndex = end + 1;
+          const number = NUMBER_AFTER_KEY.exec(text)?.[1];
+          if (number !== undefined) found.set(key, number);
         }
-        this.#skipValue(depth + 1);
-        this.#skipWhitespace();
-        const next = this.#peek();
-        if (next === COMMA) {
-          this.#pos++;
-          continue;
-        }
-        if (next === close) {
-          this.#pos++;
-          return;
-        }
-        this.#fail(`expected ',' or '${close === CLOSE_BRACE ? '}' : ']'}'`);
       }
-    }
-    this.#scalar();
+      i = end;
+    } else if (c === OPEN_BRACE || c === OPEN_BRACKET) depth++;
+    else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) depth--;
   }
-
-  #literal(word: string): boolean {
-    if (!this.#text.startsWith(word, this.#pos)) return false;
-    this.#pos += word.length;
-    return true;
-  }
-
-  /** A JSON string at the position: its value, escapes decoded and checked. */
-  #readString(): string {
-    const text = this.#text;
-    const start = this.#pos;
-    if (text.charCodeAt(start) !== QUOTE) this.#fail('expected a string');
-    let escapes = false;
-    let i = start + 1;
-    for (;;) {
-      if (i >= text.length) this.#fail('unterminated string', start);
-      const c = text.charCodeAt(i);
-      if (c === QUOTE) break;
-      if (c < 0x20) this.#fail('control character in a string (it must be escaped)', i);
-      if (c === BACKSLASH) {
-        escapes = true;
-        i += 2;
-      } else {
-        i++;
-      }
-    }
-    this.#pos = i + 1;
-    if (!escapes) return text.slice(start + 1, i);
-    try {
-      return JSON.parse(text.slice(start, i + 1)) as string;
-    } catch {
-      return this.#fail('invalid escape sequence in a string', start);
-    }
-  }
-
-  #skipWhitespace(): void {
-    while (this.#pos < this.#text.length && isWhitespace(this.#text.charCodeAt(this.#pos)))
-      this.#pos++;
-  }
-
-  #peek(): number {
-    return this.#text.charCodeAt(this.#pos);
-  }
-
-  #expect(c: number, what: string): void {
-    if (this.#peek() !== c) this.#fail(`expected ${what}`);
-    this.#pos++;
-  }
-
-  #fail(message: string, at: number = this.#pos): never {
-    const found = at === this.#pos ? `, found ${describeChar(this.#text, at)}` : '';
-    throw new OrderListParseError(`${message}${found}`, this.#base + at);
-  }
+  return found;
 }
 
-/** Parses the text of one order (an object): exact int64 fields, strict JSON. */
+/** `value` as an error message shows it. */
+function describe(value: unknown): string {
+  if (typeof value === 'string') return `the string ${JSON.stringify(value.slice(0, 40))}`;
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'object') return 'an object';
+  return JSON.stringify(value); // a number or a boolean
+}
+
+/** Parses the text of one order (an object): exact int64 fields, the known fields checked. */
 export function parseOrder(text: string, position = 0): Order {
-  return new OrderReader(text, position).read();
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (error) {
+    // V8's message, without the order's text it may quote or the position it gives.
+    const message = (error as Error).message;
+    const at = /at position (\d+)/.exec(message);
+    const reason = message.replace(/ in JSON at position.*$|, ".*" is not valid JSON$/s, '');
+    throw new OrderListParseError(
+      `an order is not valid JSON (${reason})`,
+      position + (at ? Number(at[1]) : 0),
+    );
+  }
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+    throw new OrderListParseError(
+      `expected an order (an object), found ${describe(raw)}`,
+      position,
+    );
+  }
+  const fields = raw as Record<string, unknown>;
+  if (fields.id === undefined) throw new OrderListParseError('an order has no "id"', position);
+  // Only the fields this client knows; others (a later API version) are left out.
+  const order: { -readonly [K in keyof Order]: Order[K] } = {
+    id: int64(text, fields, 'id', position),
+  };
+  if (fields.petId !== undefined) order.petId = int64(text, fields, 'petId', position);
+  const { quantity, shipDate, complete, status } = fields;
+  if (quantity !== undefined) order.quantity = checked(quantity, 'quantity', position);
+  if (shipDate !== undefined) order.shipDate = checked(shipDate, 'shipDate', position);
+  if (complete !== undefined) order.complete = checked(complete, 'complete', position);
+  if (status !== undefined) order.status = checked(status, 'status', position);
+  return order;
+}
+
+/** What each of the other known fields must be. */
+const FIELD_TYPES = {
+  quantity: { is: (value: unknown) => Number.isSafeInteger(value), expected: 'an integer' },
+  shipDate: { is: (value: unknown) => typeof value === 'string', expected: 'a string' },
+  complete: { is: (value: unknown) => typeof value === 'boolean', expected: 'a boolean' },
+  status: { is: (value: unknown) => typeof value === 'string', expected: 'a string' },
+} as const;
+
+function checked<K extends keyof typeof FIELD_TYPES>(
+  value: unknown,
+  key: K,
+  position: number,
+): NonNullable<Order[K]> {
+  const { is, expected } = FIELD_TYPES[key];
+  if (is(value)) return value as NonNullable<Order[K]>;
+  throw new OrderListParseError(`"${key}" must be ${expected}, found ${describe(value)}`, position);
+}
+
+/** An int64 field: from the JS number when it holds it exactly, else from the order's text. */
+function int64(
+  text: string,
+  fields: Record<string, unknown>,
+  key: 'id' | 'petId',
+  position: number,
+): bigint {
+  const value = fields[key];
+  let parsed: bigint | undefined;
+  let shown = describe(value);
+  if (typeof value === 'number' && Number.isSafeInteger(value)) parsed = BigInt(value);
+  else if (typeof value === 'number') {
+    // Past 2^53 (or not an integer): the digits, from the text.
+    const source = int64Source(text, key, value) ?? shown;
+    shown = source.slice(0, 40);
+    if (INTEGER.test(source)) parsed = BigInt(source);
+  }
+  if (parsed !== undefined && parsed >= INT64_MIN && parsed <= INT64_MAX) return parsed;
+  throw new OrderListParseError(
+    `"${key}" must be an integer in the int64 range, found ${shown}`,
+    position,
+  );
 }
