@@ -11,14 +11,8 @@ import {
 } from './errors.ts';
 import { type Order, parseInt64 } from './order.ts';
 import { OrderListParser } from './order-list-parser.ts';
-import {
-  parseRetryAfter,
-  RateLimitPacer,
-  readRateLimit,
-  type PacerSnapshot,
-  type RateLimitInfo,
-  type Ticket,
-} from './rate-limit.ts';
+import { parseRetryAfter, readRateLimit, type RateLimitInfo } from './rate-limit-headers.ts';
+import { RateLimitPacer, type PacerSnapshot, type Ticket } from './pacer.ts';
 import { wait, Watchdog } from './timers.ts';
 
 /** What `new Headers(…)` accepts (named so in the DOM lib, not in every environment's types). */

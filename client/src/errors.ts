@@ -3,7 +3,7 @@
  * catalogue (the OpenAPI document's `Error.code` enum); it is copied, not imported, so that the
  * client depends on nothing of the server.
  */
-import type { RateLimitInfo } from './rate-limit.ts';
+import type { RateLimitInfo } from './rate-limit-headers.ts';
 
 /** Every error code the API answers with, and the HTTP status it always comes with. */
 export const API_ERROR_STATUS = {

@@ -19,10 +19,6 @@ export {
   parseOrderList,
 } from './order-list-parser.ts';
 export type { OrderListParserOptions } from './order-list-parser.ts';
-export { parsePolicy, parseRetryAfter, parseWindows, readRateLimit } from './rate-limit.ts';
-export type {
-  PacerSnapshot,
-  RateLimitInfo,
-  RateLimitPolicyItem,
-  RateLimitWindow,
-} from './rate-limit.ts';
+export { parsePolicy, parseRetryAfter, parseWindows, readRateLimit } from './rate-limit-headers.ts';
+export type { RateLimitInfo, RateLimitPolicyItem, RateLimitWindow } from './rate-limit-headers.ts';
+export type { PacerSnapshot } from './pacer.ts';
