@@ -54,14 +54,6 @@ export function isWellFormedApiKey(token: string): boolean {
   );
 }
 
-/**
- * Keys in this service's format must pass their checksum; tokens of another shape (keys
- * registered from a `--keys` file) are looked up as they are.
- */
-export function mayBeApiKey(token: string): boolean {
-  return !token.startsWith(KEY_PREFIX) || isWellFormedApiKey(token);
-}
-
 export function hashApiKey(key: string): string {
   return createHash('sha256').update(key, 'utf8').digest('hex');
 }

@@ -1,6 +1,6 @@
 import type { CallOptions } from '../failures.ts';
 import { isPlanName } from '../limits/plans.ts';
-import { hashApiKey, mayBeApiKey, parseBearerToken } from './api-key.ts';
+import { hashApiKey, isWellFormedApiKey, parseBearerToken } from './api-key.ts';
 import { isUsable, limitsOf, type Caller } from './key-record.ts';
 import type { KeyStore } from './key-store.ts';
 
@@ -15,7 +15,9 @@ export async function authenticate(
   options: CallOptions = {},
 ): Promise<Caller | undefined> {
   const token = parseBearerToken(authorization);
-  if (token === undefined || !mayBeApiKey(token)) return undefined;
+  // Every stored key is in the service's format (the CLI and `--keys` accept no other): a token
+  // that fails its checksum is refused without a lookup.
+  if (token === undefined || !isWellFormedApiKey(token)) return undefined;
   const record = await store.findByHash(hashApiKey(token), options);
   if (!record || !isUsable(record, now)) return undefined;
   const limits = limitsOf(record);
