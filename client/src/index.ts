@@ -1,24 +1,11 @@
-/** @store-orders/client: the Store Orders API from TypeScript, in Node 24 and in browsers. */
-export { StoreOrdersClient, orderIdSegment } from './client.ts';
+/**
+ * @store-orders/client: the Store Orders API from TypeScript, in Node 20+ and in browsers.
+ * This is the whole public API (README.md documents each name); everything else is internal.
+ */
+export { StoreOrdersClient } from './client.ts';
 export type { CallOptions, HeadersInput, StoreOrdersClientOptions } from './client.ts';
-export {
-  API_ERROR_STATUS,
-  ApiError,
-  isApiError,
-  isApiErrorCode,
-  OrderListParseError,
-  UNEXPECTED_RESPONSE,
-} from './errors.ts';
-export type { ApiErrorCode, ApiErrorInit, ErrorCode } from './errors.ts';
-export { INT64_MAX, INT64_MIN, ORDER_STATUSES, parseInt64 } from './order.ts';
+export { ApiError, isApiError, OrderListParseError } from './errors.ts';
+export type { ApiErrorCode, ErrorCode } from './errors.ts';
 export type { Order, OrderStatus } from './order.ts';
-export {
-  DEFAULT_MAX_ORDER_LENGTH,
-  OrderListParser,
-  parseOrder,
-  parseOrderList,
-} from './order-list-parser.ts';
-export type { OrderListParserOptions } from './order-list-parser.ts';
-export { parsePolicy, parseRetryAfter, parseWindows, readRateLimit } from './rate-limit-headers.ts';
-export type { RateLimitInfo, RateLimitPolicyItem, RateLimitWindow } from './rate-limit-headers.ts';
 export type { PacerSnapshot } from './pacer.ts';
+export type { RateLimitInfo } from './rate-limit-headers.ts';

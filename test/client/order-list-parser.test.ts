@@ -4,12 +4,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  OrderListParseError,
-  OrderListParser,
-  parseOrderList,
-  type Order,
-} from '../../client/src/index.ts';
+import { OrderListParseError, type Order } from '../../client/src/index.ts';
+import { OrderListParser, parseOrderList } from '../../client/src/order-list-parser.ts';
 
 const INT64_MIN = -(2n ** 63n);
 const INT64_MAX = 2n ** 63n - 1n;

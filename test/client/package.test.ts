@@ -5,8 +5,9 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { build } from 'esbuild';
+import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
-import { API_ERROR_STATUS } from '../../client/src/index.ts';
+import { API_ERROR_STATUS } from '../../client/src/errors.ts';
 import { ERROR_CATALOGUE } from '../../lib/api/errors.ts';
 
 const CLIENT = join(import.meta.dirname, '..', '..', 'client');
@@ -22,6 +23,42 @@ describe('the client package', () => {
       types: './dist/index.d.ts',
       default: './dist/index.js',
     });
+  });
+
+  it('exports exactly what its README documents: adding a name is a decision made here', () => {
+    const entry = join(CLIENT, 'src', 'index.ts');
+    const program = ts.createProgram([entry], {
+      allowImportingTsExtensions: true,
+      noEmit: true,
+      module: ts.ModuleKind.ESNext,
+      moduleResolution: ts.ModuleResolutionKind.Bundler,
+    });
+    const checker = program.getTypeChecker();
+    const module = checker.getSymbolAtLocation(program.getSourceFile(entry) as ts.SourceFile);
+    const exports = checker.getExportsOfModule(module as ts.Symbol).map((symbol) => {
+      const target =
+        symbol.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(symbol) : symbol;
+      return `${target.flags & ts.SymbolFlags.Value ? 'value' : 'type'} ${symbol.name}`;
+    });
+    expect(exports.sort()).toEqual([
+      'type ApiErrorCode',
+      'type CallOptions',
+      'type ErrorCode',
+      'type HeadersInput',
+      'type Order',
+      'type OrderStatus',
+      'type PacerSnapshot',
+      'type RateLimitInfo',
+      'type StoreOrdersClientOptions',
+      'value ApiError',
+      'value OrderListParseError',
+      'value StoreOrdersClient',
+      'value isApiError',
+    ]);
+    const readme = readFileSync(join(CLIENT, 'README.md'), 'utf8');
+    for (const name of exports.map((e) => e.split(' ')[1] as string)) {
+      expect(readme, `${name} is not in the README`).toContain(`\`${name}\``);
+    }
   });
 
   it("copies the service's error catalogue exactly (codes and statuses)", () => {
