@@ -1,8 +1,13 @@
 /**
- * `npm run bench:cold-init`: bundles each function as the stack does (infra/constructs BUNDLING),
- * once with the AWS SDK inside the bundle and once leaving it to the runtime, then measures the
- * bundle size and the local cold init: a fresh Node 24 process importing the bundle (median of
- * several runs). Lambda's own init adds the runtime start on top of this.
+ * `npm run bench:cold-init`: each function's cold init against the floor. Every function is
+ * bundled as the stack bundles it (infra/constructs BUNDLING: SDK inside the bundle), and so is
+ * a floor: a module that only creates the DynamoDB document client, as every function must.
+ * Each sample is a fresh Node 24 process importing one bundle (the time from before the import
+ * until it resolves: module evaluation, the part of Lambda's init a function's code decides);
+ * samples go round the bundles in turn, so a machine that slows down slows them all alike.
+ * Prints each bundle's size, the median init, and its ratio to the floor against the goal.
+ *
+ *   BENCH_RUNS=25 npm run bench:cold-init
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -11,12 +16,12 @@ import { build } from 'esbuild';
 import { BUNDLING } from '../infra/constructs/service-function.ts';
 import { PROJECT_ROOT } from '../local/local-stack.ts';
 
-const RUNS = Number(process.env.BENCH_RUNS ?? 31);
-const FUNCTIONS = ['list-orders', 'cancel-order', 'authorizer'];
-// Bundles live under the project so that an external SDK resolves from node_modules, as the
-// runtime's own copy would.
-const outRoot = mkdtempSync(join(PROJECT_ROOT, 'node_modules', '.cold-init-'));
+const RUNS = Number(process.env.BENCH_RUNS ?? 25);
+/** The goal: no function's cold init more than this many times the floor's. */
+const GOAL = 1.1;
+const FUNCTIONS = ['list-orders', 'cancel-order', 'authorizer'] as const;
 
+const outRoot = mkdtempSync(join(PROJECT_ROOT, 'node_modules', '.cold-init-'));
 const probe = join(outRoot, 'probe.mjs');
 writeFileSync(
   probe,
@@ -25,45 +30,68 @@ const started = performance.now();
 await import(process.argv[2]);
 console.log(performance.now() - started);`,
 );
+const floorEntry = join(outRoot, 'floor.ts');
+writeFileSync(
+  floorEntry,
+  `import { createDocumentClient } from ${JSON.stringify(join(PROJECT_ROOT, 'lib', 'dynamodb', 'client.ts'))};
+export const client = createDocumentClient();`,
+);
 
-function median(values: number[]): number {
+async function bundle(name: string, entry: string): Promise<string> {
+  const outfile = join(outRoot, name, 'index.mjs');
+  await build({
+    entryPoints: [entry],
+    outfile,
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: BUNDLING.target,
+    minify: BUNDLING.minify,
+    sourcemap: BUNDLING.sourceMap,
+    sourcesContent: false,
+    mainFields: BUNDLING.mainFields,
+    banner: { js: BUNDLING.banner ?? '' },
+    external: [...(BUNDLING.externalModules ?? [])],
+    logLevel: 'silent',
+  });
+  return outfile;
+}
+
+function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.floor(sorted.length / 2)] as number;
 }
 
-console.log(`function        SDK        bundle      cold init (median of ${RUNS})`);
 try {
-  for (const fn of FUNCTIONS) {
-    for (const sdk of ['bundled', 'external'] as const) {
-      const outfile = join(outRoot, sdk, fn, 'index.mjs');
-      await build({
-        entryPoints: [join(PROJECT_ROOT, 'functions', `${fn}.ts`)],
-        outfile,
-        bundle: true,
-        platform: 'node',
-        format: 'esm',
-        target: BUNDLING.target,
-        minify: BUNDLING.minify,
-        sourcemap: BUNDLING.sourceMap,
-        sourcesContent: false,
-        mainFields: BUNDLING.mainFields,
-        banner: { js: BUNDLING.banner ?? '' },
-        external: sdk === 'bundled' ? [] : ['@aws-sdk/*', '@smithy/*'],
-        logLevel: 'silent',
-      });
-      const times = Array.from({ length: RUNS }, () =>
-        Number(
-          execFileSync(process.execPath, [probe, outfile], {
-            encoding: 'utf8',
-            env: { ...process.env, POWERTOOLS_METRICS_DISABLED: 'true' },
-          }),
-        ),
-      );
-      const kb = statSync(outfile).size / 1024;
-      console.log(
-        `${fn.padEnd(15)} ${sdk.padEnd(10)} ${kb.toFixed(0).padStart(6)} KiB  ${median(times).toFixed(1).padStart(7)} ms`,
-      );
+  const bundles = [
+    { name: 'floor', file: await bundle('floor', floorEntry) },
+    ...(await Promise.all(
+      FUNCTIONS.map(async (fn) => ({
+        name: fn,
+        file: await bundle(fn, join(PROJECT_ROOT, 'functions', `${fn}.ts`)),
+      })),
+    )),
+  ];
+  const samples = new Map<string, number[]>(bundles.map((b) => [b.name, []]));
+  const env = { ...process.env, POWERTOOLS_METRICS_DISABLED: 'true', AWS_REGION: 'eu-west-1' };
+  for (let run = 0; run < RUNS + 1; run++) {
+    for (const { name, file } of bundles) {
+      const ms = Number(execFileSync(process.execPath, [probe, file], { encoding: 'utf8', env }));
+      if (run > 0) samples.get(name)?.push(ms); // the first round warms the file cache
     }
+  }
+  const floor = median(samples.get('floor') ?? []);
+  console.log(
+    `cold init, median of ${RUNS} fresh processes each, in turn (goal: ≤ ${GOAL}× floor)`,
+  );
+  console.log('bundle            size   init       × floor');
+  for (const { name, file } of bundles) {
+    const init = median(samples.get(name) ?? []);
+    const ratio = init / floor;
+    const verdict = name === 'floor' ? '' : ratio <= GOAL ? '  within the goal' : '  OVER the goal';
+    console.log(
+      `${name.padEnd(14)} ${(statSync(file).size / 1024).toFixed(0).padStart(5)} KiB ${init.toFixed(1).padStart(6)} ms  ${ratio.toFixed(2)}×${verdict}`,
+    );
   }
 } finally {
   rmSync(outRoot, { recursive: true, force: true });
