@@ -11,8 +11,7 @@ import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { MiddlewareObj, Request } from '@middy/core';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
 import { DEFAULT_RETRY_AFTER_SECONDS } from '../../lib/api/errors.ts';
-import { DependencyFailure } from '../../lib/failures.ts';
-import { AUTHORIZER_FAILURE_KEY, callerFromContext } from '../../lib/keys/authenticate.ts';
+import { callerFromContext } from '../../lib/keys/authenticate.ts';
 import {
   countsKnown,
   policyHeader,
@@ -44,14 +43,7 @@ export function rateLimit(deps: RateLimitDependencies): MiddlewareObj<APIGateway
 
   return {
     before: async (request) => {
-      const context = request.event.requestContext?.authorizer;
-      if (context?.[AUTHORIZER_FAILURE_KEY] !== undefined) {
-        // The authorizer could not check the key for a reason that will not pass by itself.
-        throw new DependencyFailure('permanent', 'api keys table', 'authorizer', {
-          message: 'The authorizer could not check the key (a permanent failure; see its log)',
-        });
-      }
-      const caller = callerFromContext(context);
+      const caller = callerFromContext(request.event.requestContext?.authorizer);
       if (!caller)
         throw new Error(
           'No caller in the authorizer context: is the function behind the authorizer?',
