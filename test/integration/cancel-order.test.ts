@@ -1,4 +1,4 @@
-import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, NumberValue, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createCancelOrderHandler } from '../../functions/cancel-order.ts';
 import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
@@ -116,6 +116,30 @@ describe('cancelOrder against DynamoDB', () => {
       expect(counter.calls).toEqual(['UpdateItemCommand']);
     }
   });
+
+  it.each([
+    ['shipped', 409],
+    ['cancelled', 204],
+  ] as const)(
+    'answers a %s order by its status alone, whatever else is stored in it (a number no JS number holds)',
+    async (status, expected) => {
+      const id = 77n;
+      await t.client.send(
+        new PutCommand({
+          TableName: t.tables.orders,
+          Item: {
+            shard: orderShard(id),
+            id,
+            status,
+            quantity: NumberValue.from('123456789012345678901234567890.5'),
+            note: NumberValue.from('1e125'),
+          },
+        }),
+      );
+      expect((await cancel(String(id))).statusCode).toBe(expected);
+      expect(await statusOf(id)).toBe(status);
+    },
+  );
 
   it('many parallel cancels of one order all answer 204 and cancel it once', async () => {
     const responses = await Promise.all(Array.from({ length: 100 }, () => cancel('1')));
