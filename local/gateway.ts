@@ -7,7 +7,8 @@
  *    validation expression, is refused (401) without invoking it; `Unauthorized` → 401; a Deny
  *    policy → ACCESS_DENIED (401 here); another error → AUTHORIZER_CONFIGURATION_ERROR (503);
  *    policies (Allow and Deny) cached per token for the TTL and checked against the method ARN;
- *  - REST v1 proxy events with `requestContext.authorizer` and `requestTimeEpoch`;
+ *  - REST v1 proxy events with `requestContext.authorizer`, and `requestTimeEpoch` stamped when
+ *    the request arrived (before its body, the key check or a wait for a container);
  *  - buffered responses limited to 6 MB; streamed responses passed through as the function
  *    writes them, its bytes untouched (content codings included), the status line sent as soon
  *    as the function's prelude is in;
@@ -172,6 +173,18 @@ export function requestTarget(raw: string): { path: string; query: string } | un
     : { path: rest.slice(0, mark), query: rest.slice(mark + 1) };
 }
 
+const MONTHS = 'Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec'.split(' ');
+
+/** `$context.requestTime` as API Gateway writes it (CLF): `23/Nov/2026:12:00:00 +0000`. */
+export function requestTimeText(epochMs: number): string {
+  const d = new Date(epochMs);
+  const two = (n: number) => String(n).padStart(2, '0');
+  return (
+    `${two(d.getUTCDate())}/${MONTHS[d.getUTCMonth()]}/${d.getUTCFullYear()}:` +
+    `${two(d.getUTCHours())}:${two(d.getUTCMinutes())}:${two(d.getUTCSeconds())} +0000`
+  );
+}
+
 /** A path as a log line may show it: decoded where it can be, keys cut to a hint, no controls. */
 export function loggablePath(path: string): string {
   let decoded = path;
@@ -258,6 +271,7 @@ export function createGateway(options: GatewayOptions): GatewayListener {
     authorizer: AuthorizerResult,
     body: Buffer,
     requestId: string,
+    arrivedAt: number,
   ) {
     const { single, multi } = rawHeaders(request);
     const query: Record<string, string> = {};
@@ -268,7 +282,6 @@ export function createGateway(options: GatewayOptions): GatewayListener {
     }
     const stagePath = target.path.slice(stagePrefix.length);
     const hasQuery = Object.keys(query).length > 0;
-    const startedAt = now();
     return {
       resource: match.route.path,
       path: stagePath,
@@ -298,8 +311,10 @@ export function createGateway(options: GatewayOptions): GatewayListener {
         path: target.path,
         protocol: `HTTP/${request.httpVersion}`,
         requestId,
-        requestTime: new Date(startedAt).toUTCString(),
-        requestTimeEpoch: startedAt,
+        // Stamped on arrival, as API Gateway does: the body, the key check and any wait for a
+        // container are part of the request's time.
+        requestTime: requestTimeText(arrivedAt),
+        requestTimeEpoch: arrivedAt,
         resourceId: API_ID,
         resourcePath: match.route.path,
         stage: API_STAGE,
@@ -399,6 +414,7 @@ export function createGateway(options: GatewayOptions): GatewayListener {
     response: ServerResponse,
     requestId: string,
     signal: AbortSignal,
+    arrivedAt: number,
   ): Promise<{ status: number; keyId?: string }> {
     const target = requestTarget(request.url ?? '');
     if (!target) return { status: sendAnswer(response, answerOf('DEFAULT_4XX'), requestId) };
@@ -430,7 +446,15 @@ export function createGateway(options: GatewayOptions): GatewayListener {
     if (!authorization.ok)
       return { status: sendAnswer(response, answerOf(authorization.answer), requestId) };
 
-    const event = proxyEvent(request, target, match, authorization.result, body, requestId);
+    const event = proxyEvent(
+      request,
+      target,
+      match,
+      authorization.result,
+      body,
+      requestId,
+      arrivedAt,
+    );
     const { operationId, streaming } = match.route;
     const status = await integrate(response, operationId, streaming, event, requestId, signal);
     return { status, keyId: authorization.result.principalId };
@@ -449,7 +473,7 @@ export function createGateway(options: GatewayOptions): GatewayListener {
     });
     let outcome: { status: number; keyId?: string } = { status: 500 };
     try {
-      outcome = await handle(request, response, requestId, left.signal);
+      outcome = await handle(request, response, requestId, left.signal, started);
     } catch (error) {
       options.log?.(`gateway error: ${quotableInput((error as Error).message, 200)}`);
       if (!response.headersSent)

@@ -27,6 +27,11 @@ import { metrics } from './metrics.ts';
 export interface RateLimitDependencies {
   readonly limiter: () => RateLimiter;
   readonly now?: () => number;
+  /**
+   * The request's budget from its arrival (default TIME_BUDGETS.requestMs). The limiter is the
+   * first to ask for the request's deadline, which every later call of the invocation shares.
+   */
+  readonly requestBudgetMs?: number;
 }
 
 export function rateLimit(deps: RateLimitDependencies): MiddlewareObj<APIGatewayProxyEvent> {
@@ -49,9 +54,9 @@ export function rateLimit(deps: RateLimitDependencies): MiddlewareObj<APIGateway
           'No caller in the authorizer context: is the function behind the authorizer?',
         );
       const now = deps.now?.() ?? Date.now();
-      const result = await deps
-        .limiter()
-        .consume(caller, now, { signal: requestSignal(request.event, request.context, now) });
+      const result = await deps.limiter().consume(caller, now, {
+        signal: requestSignal(request.event, request.context, now, deps.requestBudgetMs),
+      });
       const { decision, unavailable } = result;
       const headers = countsKnown(result)
         ? rateLimitHeaders(decision, now, caller.limits)
