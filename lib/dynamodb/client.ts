@@ -72,6 +72,25 @@ export function createSingleAttemptClient(
   });
 }
 
+/** Attempts of each call of operator and set-up work (each ends at its attempt budget). */
+export const OPERATOR_ATTEMPTS = 3;
+
+/**
+ * A client for operator and set-up work — the admin CLI, `npm start`'s seeding and key
+ * registration: the operator's budget (TIME_BUDGETS.adminAttemptMs an attempt, 3 attempts), not
+ * a request's. Every attempt still ends at its budget, so a stalled DynamoDB ends the work with a
+ * clear line instead of hanging.
+ */
+export function createOperatorClient(
+  connection: DynamoDbConnection = {},
+  attemptMs: number = TIME_BUDGETS.adminAttemptMs,
+): DynamoDBDocumentClient {
+  return createDocumentClient(connection, {
+    maxAttempts: OPERATOR_ATTEMPTS,
+    requestHandler: attemptTimeouts(attemptMs, 3_000),
+  });
+}
+
 /** The connection a function uses: AWS's, or DYNAMODB_ENDPOINT when running locally. */
 export function connectionFromEnv(env: NodeJS.ProcessEnv = process.env): DynamoDbConnection {
   const endpoint = env.DYNAMODB_ENDPOINT;
