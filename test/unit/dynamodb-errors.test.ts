@@ -1,6 +1,6 @@
 /** The one classification of failed DynamoDB calls (lib/dynamodb/errors.ts). */
 import { describe, expect, it } from 'vitest';
-import { classifyDynamoDbError } from '../../lib/dynamodb/errors.ts';
+import { classifyDynamoDbError, wasNotDelivered } from '../../lib/dynamodb/errors.ts';
 
 const withCode = (code: string, message = 'failed') => Object.assign(new Error(message), { code });
 
@@ -37,5 +37,29 @@ describe('classifyDynamoDbError', () => {
       $metadata: { httpStatusCode: 400 },
     });
     expect(classifyDynamoDbError(denied)).toEqual({ kind: 'permanent', reason: 'access-denied' });
+  });
+});
+
+describe('wasNotDelivered', () => {
+  it('takes a connection never established within its timeout for not delivered', () => {
+    const error = Object.assign(
+      new Error(
+        '@smithy/node-http-handler - the request socket did not establish a connection with the server within the configured timeout of 1000 ms.',
+      ),
+      { name: 'TimeoutError' },
+    );
+    expect(wasNotDelivered(error)).toBe(true);
+    expect(wasNotDelivered(new Error('wrapped', { cause: error }))).toBe(true);
+  });
+
+  it.each([
+    ['a reset seen after the request went out', withCode('ECONNRESET', 'socket hang up')],
+    [
+      'an attempt that timed out waiting for the answer',
+      Object.assign(new Error('x'), { name: 'TimeoutError' }),
+    ],
+    ['anything else', new Error('boom')],
+  ])('does not take %s for not delivered (it may have been applied)', (_, error) => {
+    expect(wasNotDelivered(error)).toBe(false);
   });
 });
