@@ -5,6 +5,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { brotliCompressSync, gzipSync, zstdCompressSync } from 'node:zlib';
+import type { Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   ApiError,
@@ -337,6 +338,30 @@ describe('abort and timeout', () => {
     }
     await expect.poll(() => closed).toBe(true);
   });
+
+  it.each([
+    ['reset', (socket: Socket) => socket.resetAndDestroy()],
+    ['destroyed', (socket: Socket) => socket.destroy()],
+  ])(
+    'reports a list whose connection was %s mid-body as a list cut short (OrderListParseError)',
+    async (_, cut) => {
+      const api = await scripted((_req, res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.write('[{"id":1},{"id":2},');
+        setTimeout(() => cut(res.socket!), 50);
+      });
+      const seen: bigint[] = [];
+      const e = await rejection(
+        (async () => {
+          for await (const order of client(api.url).listOrders()) seen.push(order.id);
+        })(),
+      );
+      expect(seen).toEqual([1n, 2n]);
+      expect(e).toBeInstanceOf(OrderListParseError);
+      expect((e as Error).message).toMatch(/connection was cut after 2 orders/);
+      expect((e as Error).cause).toBeInstanceOf(Error);
+    },
+  );
 
   it('reports a list cut short', async () => {
     const api = await scripted((_req, res) => {
