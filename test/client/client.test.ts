@@ -394,8 +394,11 @@ describe('compressed lists', () => {
 });
 
 describe('pacing of concurrent calls', () => {
-  /** A server with a fixed-window limit of `limit`, that records the most requests in flight. */
-  async function limited(limit: number, windowSeconds = 30) {
+  /**
+   * A server with a fixed-window limit of `limit`, that records the most requests in flight;
+   * each request is answered `answerMs` after it arrived.
+   */
+  async function limited(limit: number, windowSeconds = 30, answerMs = 20) {
     let admitted = 0;
     let inFlight = 0;
     let maxInFlight = 0;
@@ -424,13 +427,16 @@ describe('pacing of concurrent calls', () => {
         };
         if (ok) res.writeHead(204, headers).end();
         else json(res, 429, error('RATE_LIMITED', 429), headers);
-      }, 20);
+      }, answerMs);
     });
     return { api, stats: () => ({ admitted, maxInFlight, refusals: refusals.length }) };
   }
 
   it('sends one request first, then no more than remaining, and refuses the rest unsent', async () => {
-    const { api, stats } = await limited(8);
+    // Answers that take 250 ms: the concurrent requests all arrive while the first of them is
+    // held, also when a busy machine delays some by tens of milliseconds (with 20 ms, a CPU hog
+    // beside the run made them overlap 4 at a time instead of 7).
+    const { api, stats } = await limited(8, 30, 250);
     const c = client(api.url, { budgetMs: 2_000 });
     const results = await Promise.allSettled(
       Array.from({ length: 20 }, (_, i) => c.cancelOrder(BigInt(i))),
