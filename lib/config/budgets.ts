@@ -3,28 +3,28 @@
  * the numbers the client configuration, the functions, the stack (function timeouts) and the
  * documents rely on.
  *
- * The promise (answerMs): an answer — a list's status line — within 4.5 s of the request
+ * The promise (answerMs): an answer — a list's status line — within 5 s of the request
  * reaching API Gateway, whatever DynamoDB does, with warm functions (a cold start adds its init
  * time). The arithmetic, worst case:
  *  - the authorizer's key lookup ends `authorizerMs` (2 s) after the authorizer starts: a TOKEN
  *    authorizer's event carries no request time, so it cannot count from the arrival;
- *  - the function's DynamoDB work ends `requestMs` (2.5 s) after the arrival
- *    (`requestTimeEpoch`), but never less than `functionFloorMs` (2 s) after the function
+ *  - the function's DynamoDB work ends `requestMs` (3 s) after the arrival
+ *    (`requestTimeEpoch`), but never less than `functionFloorMs` (2.5 s) after the function
  *    started: a slow key check (a cold start, a retried read) never leaves the function an
  *    expired budget, so a request whose dependencies answer normally is never refused for time;
- *  - so the work ends by arrival + max(2.5 s, 2 s + 2 s) = 4 s, plus the invocations' own
- *    overhead (milliseconds), and the answer is out within 4.5 s.
+ *  - so the work ends by arrival + max(3 s, 2 s + 2.5 s) = 4.5 s, plus the invocations' own
+ *    overhead (milliseconds), and the answer is out within 5 s.
  */
 export const TIME_BUDGETS = {
   /** The promise to clients: an answer (a list's status line) within this of the request. */
-  answerMs: 4_500,
+  answerMs: 5_000,
   /**
    * A function's DynamoDB work before it answers (the rate limiter, the cancel, a list's first
    * pages) ends this long after the request reached API Gateway (`requestTimeEpoch`)…
    */
-  requestMs: 2_500,
+  requestMs: 3_000,
   /** …but never less than this long after the function started (see requestDeadline). */
-  functionFloorMs: 2_000,
+  functionFloorMs: 2_500,
   /** The authorizer's key lookup, from its own start (its event carries no request time). */
   authorizerMs: 2_000,
   /** One attempt of one DynamoDB call (SDK requestTimeout, thrown): a hung attempt is retried. */
