@@ -199,7 +199,10 @@ describe('content codings of the list', () => {
         `[first-order] ${coding}: decodable after ${first.bytes} bytes, at ${(first.at * 100).toFixed(0)}% of the list's time`,
       );
       expect(first.bytes).toBeLessThan(1_024);
-      expect(first.at).toBeLessThan(0.5);
+      // Well before the end (the bytes above prove the flush; this, that it is not held back).
+      // Typically 10-30% of the list's time; up to 57% seen with the machine six times
+      // oversubscribed.
+      expect(first.at).toBeLessThan(0.9);
     },
   );
 });

@@ -177,20 +177,37 @@ describe('a client that leaves', () => {
 describe('logs', () => {
   it('carry their own request id: 20 list and 20 cancel failures at once are attributed 20/20', async () => {
     const api = await start();
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    // The key is checked once before the burst (its answer cached, as for any busy key): what
+    // this proves is the attribution of the functions' log lines, not 40 simultaneous key
+    // checks on a cold authorizer.
+    const checked = await fetch(`${api.url}/store/orders`, {
+      headers: { Authorization: `Bearer ${unlimited}` },
+    });
+    await checked.arrayBuffer();
+    expect(checked.status).toBe(200);
     // The orders table goes away: every list and cancel fails (500), and says so in the log.
     const client = createDocumentClient({ endpoint: dynamodbEndpoint() });
     await client.send(
       new DeleteTableCommand({ TableName: localTableNames(api.tablePrefix).orders }),
     );
     client.destroy();
+    // Each request until it gets its 500: a 503 (a rate-limit write that ran out of its budget
+    // among 40 at once on a busy machine) is retried after Retry-After, as a client does; it
+    // logs a warning, never the 'Request failed' line counted below.
     const call = async (method: string, path: string) => {
-      const response = await fetch(`${api.url}${path}`, {
-        method,
-        headers: { Authorization: `Bearer ${unlimited}` },
-      });
-      expect(response.status).toBe(500);
-      return response.headers.get('x-amzn-requestid')!;
+      for (let attempt = 1; ; attempt++) {
+        const response = await fetch(`${api.url}${path}`, {
+          method,
+          headers: { Authorization: `Bearer ${unlimited}` },
+        });
+        await response.arrayBuffer();
+        if (response.status === 503 && attempt < 5) {
+          await sleep(1_000);
+          continue;
+        }
+        expect(response.status).toBe(500);
+        return response.headers.get('x-amzn-requestid')!;
+      }
     };
     const [lists, cancels] = await Promise.all([
       Promise.all(Array.from({ length: 20 }, () => call('GET', '/store/orders'))),
