@@ -22,8 +22,11 @@ export default defineConfig({
     // One DynamoDB Local for the whole run; each test file makes its own tables.
     globalSetup: ['test/support/global-setup.ts'],
     setupFiles: ['test/support/setup.ts'],
-    testTimeout: 30_000,
-    hookTimeout: 60_000,
+    // A hang guard, not a measure: tests that promise a time assert it themselves. Tests that
+    // spawn processes (the CLI, npm start, cfn-lint) took up to 30 s each with a CPU hog beside
+    // a run on a shared 2-core machine, so the guard leaves room for that.
+    testTimeout: 120_000,
+    hookTimeout: 120_000,
     pool: 'forks',
     // At most two test files at once (CI machines have 2 cores): many files run a local API and
     // DynamoDB Local, and their time budgets (answers within 3 s) must not measure contention.

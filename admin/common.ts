@@ -3,6 +3,7 @@
  * summary of a failure (never a stack trace).
  */
 import { TIME_BUDGETS } from '../lib/config/budgets.ts';
+import { OPERATOR_ATTEMPTS } from '../lib/dynamodb/client.ts';
 import { parseWholeNumber, wholeNumberSetting } from '../lib/config/integers.ts';
 import { UsageError } from '../lib/config/usage-error.ts';
 import { DependencyFailure } from '../lib/failures.ts';
@@ -46,7 +47,7 @@ export function print(stream: NodeJS.WritableStream, text: string): void {
 }
 
 /** Attempts of each DynamoDB call the CLI makes (each ends at adminAttemptMs()). */
-export const ADMIN_ATTEMPTS = 3;
+export const ADMIN_ATTEMPTS = OPERATOR_ATTEMPTS;
 
 /**
  * How long the CLI waits for one attempt of a DynamoDB call: TIME_BUDGETS.adminAttemptMs, or

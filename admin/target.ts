@@ -6,11 +6,7 @@
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import {
-  attemptTimeouts,
-  createDocumentClient,
-  type DynamoDbConnection,
-} from '../lib/dynamodb/client.ts';
+import { createOperatorClient, type DynamoDbConnection } from '../lib/dynamodb/client.ts';
 import {
   DEFAULT_OUTPUTS_FILE,
   outputsFile,
@@ -22,7 +18,7 @@ import {
 } from '../lib/deployment.ts';
 import { describeFlags, switchFlag, valueFlag } from '../lib/config/flags.ts';
 import { quotableInput } from '../lib/keys/api-key.ts';
-import { ADMIN_ATTEMPTS, adminAttemptMs, Failure, inContext, UsageError } from './common.ts';
+import { adminAttemptMs, Failure, inContext, UsageError } from './common.ts';
 
 /** The flags that name a target, and the two every command takes. */
 export const TARGET_FLAGS = {
@@ -220,10 +216,7 @@ export function requireTable(target: Target, table: TargetTable): string {
  * attempt still ends at its budget, so a stalled DynamoDB ends the command with a clear line.
  */
 export function targetClient(target: Target): DynamoDBDocumentClient {
-  return createDocumentClient(target.connection, {
-    maxAttempts: ADMIN_ATTEMPTS,
-    requestHandler: attemptTimeouts(adminAttemptMs(), 3_000),
-  });
+  return createOperatorClient(target.connection, adminAttemptMs());
 }
 
 /**

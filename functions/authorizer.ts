@@ -4,12 +4,14 @@
  *  - a known, active key: Allow, with the caller's key id, plan and limits as context;
  *  - any other token: Deny → API Gateway's ACCESS_DENIED gateway response, 401 UNAUTHORIZED.
  *    Refusing a key is not an error: the function's Errors metric counts real failures only;
- *  - the key store failed transiently (throttling, timeout): the authorizer fails, which API
- *    Gateway answers 503 (AUTHORIZER_CONFIGURATION_ERROR), uncached;
- *  - it failed permanently (missing table, access denied, a malformed key record): Allow with
- *    an `authorizerFailure` context and no caller, so that the function answers 500
- *    INTERNAL_ERROR (API Gateway cannot give an authorizer failure two statuses).
- * The lookup has a time budget (TIME_BUDGETS.authorizerMs).
+ *  - the key store failed, transiently (throttling, timeout, a dropped connection) or
+ *    permanently (missing table, access denied, a malformed key record): the authorizer fails.
+ *    API Gateway caches no failure, so the next request after the store recovers gets the
+ *    right answer; it answers AUTHORIZER_CONFIGURATION_ERROR, which this API maps to 503 with
+ *    Retry-After (a gateway response cannot tell the two kinds apart). A permanent failure
+ *    pages through the authorizer's own ERROR log and InternalErrors metric.
+ * No Allow is ever returned for a key that was not verified. The lookup has a time budget
+ * (TIME_BUDGETS.authorizerMs).
  */
 import type {
   APIGatewayAuthorizerResult,
@@ -19,7 +21,7 @@ import type {
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { signalAt, TIME_BUDGETS } from '../lib/config/budgets.ts';
 import { DependencyFailure, isTransient } from '../lib/failures.ts';
-import { AUTHORIZER_FAILURE_KEY, authenticate, callerToContext } from '../lib/keys/authenticate.ts';
+import { authenticate, callerToContext } from '../lib/keys/authenticate.ts';
 import type { KeyStore } from '../lib/keys/key-store.ts';
 import { METRIC_NAMES } from '../lib/metrics.ts';
 import { keyStoreFromEnv } from './shared/dependencies.ts';
@@ -76,22 +78,19 @@ export function createAuthorizerHandler(deps: AuthorizerDependencies) {
       } catch (error) {
         const failure =
           error instanceof DependencyFailure ? error : { kind: 'bug', reason: 'unexpected' };
-        if (isTransient(error)) {
-          logger.warn('Key check failed (transient): API Gateway answers 503', {
-            failure: { kind: failure.kind, reason: failure.reason },
-            error: error as Error,
-          });
-          metrics.addMetric(METRIC_NAMES.serviceUnavailable, MetricUnit.Count, 1);
-          throw new Error('The key store is unavailable', { cause: error });
-        }
-        logger.error('Key check failed (permanent): the function answers 500', {
+        const logged = {
           failure: { kind: failure.kind, reason: failure.reason },
           error: error as Error,
-        });
-        metrics.addMetric(METRIC_NAMES.internalErrors, MetricUnit.Count, 1);
-        return policy('Allow', ANONYMOUS, event.methodArn, {
-          [AUTHORIZER_FAILURE_KEY]: failure.reason,
-        });
+        };
+        if (isTransient(error)) {
+          logger.warn('Key check failed (transient): API Gateway answers 503', logged);
+          metrics.addMetric(METRIC_NAMES.serviceUnavailable, MetricUnit.Count, 1);
+        } else {
+          logger.error('Key check failed (permanent): API Gateway answers 503', logged);
+          metrics.addMetric(METRIC_NAMES.internalErrors, MetricUnit.Count, 1);
+        }
+        // Thrown, never answered: API Gateway caches no failure (an Allow or Deny it would).
+        throw new Error('The key store is unavailable', { cause: error });
       }
       if (!caller) {
         logger.info('API key refused');

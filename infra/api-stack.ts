@@ -129,10 +129,12 @@ export class ApiStack extends Stack {
       restApiName: `store-orders-${config.stage}`,
       description: `Store Orders API (${config.stage})`,
       endpointTypes: [EndpointType.REGIONAL],
-      cloudWatchRole: true,
-      // The role is an account-wide setting both stages share: deleting one stage must not
-      // take it away from the other.
-      cloudWatchRoleRemovalPolicy: RemovalPolicy.RETAIN,
+      // The CloudWatch role is an account-wide setting (one AWS::ApiGateway::Account per account
+      // and region): only the stage configured to own it creates it, and deleting that stack
+      // keeps it (config.ts apiGatewayAccountRole; README, "Deploying").
+      ...(config.apiGatewayAccountRole
+        ? { cloudWatchRole: true, cloudWatchRoleRemovalPolicy: RemovalPolicy.RETAIN }
+        : { cloudWatchRole: false }),
       deployOptions: {
         stageName: API_STAGE,
         tracingEnabled: true,

@@ -67,6 +67,13 @@ export interface StageConfig {
   readonly logLevel: 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
   /** Optional custom domain: base URL `https://<domainName>/v1`. */
   readonly customDomain?: { readonly domainName: string; readonly certificateArn: string };
+  /**
+   * Whether this stage owns the account's API Gateway CloudWatch Logs role (the one
+   * `AWS::ApiGateway::Account` of the account and region, which API Gateway's logging needs).
+   * Off by default: an account has one such setting, so at most one stack may own it (see
+   * README, "Deploying"); buildApp refuses two stages of one account that both claim it.
+   */
+  readonly apiGatewayAccountRole: boolean;
 }
 
 /** Reads CDK context values (`-c key=value` or cdk.json). */
@@ -82,7 +89,7 @@ const RATE_LIMITER: StageConfig['rateLimiter'] = {
   banSeconds: DEFAULT_LIMITER_SETTINGS.banMs / 1000,
 };
 
-const DEFAULTS: Record<StageName, Omit<StageConfig, 'stage' | 'env'>> = {
+const DEFAULTS: Record<StageName, Omit<StageConfig, 'stage' | 'env' | 'apiGatewayAccountRole'>> = {
   staging: {
     authorizerCacheTtl: Duration.seconds(60),
     logRetention: RetentionDays.TWO_WEEKS,
@@ -165,6 +172,7 @@ export function certificateRegion(certificateArn: string): string {
 /**
  * The configuration of a stage. Context keys (per stage, e.g. `staging:account`):
  * `account`, `region`, `authorizerCacheTtlSeconds`, `rateLimitFailureMode`, `domainName`,
+ * `apiGatewayAccountRole` (true or false),
  * `certificateArn`, `listOrdersReservedConcurrency` (a number, or `none`),
  * `accountConcurrencyLimit`. Account and region fall back to CDK_DEFAULT_ACCOUNT /
  * CDK_DEFAULT_REGION.
@@ -232,10 +240,22 @@ export function stageConfig(
     }
   }
   const concurrency = concurrencyConfig(stage, context, defaults.concurrency);
+  const accountRole = context(key('apiGatewayAccountRole')) ?? false;
+  if (
+    accountRole !== true &&
+    accountRole !== false &&
+    accountRole !== 'true' &&
+    accountRole !== 'false'
+  ) {
+    throw new Error(
+      `${key('apiGatewayAccountRole')} must be true or false, got ${JSON.stringify(accountRole)}`,
+    );
+  }
   return {
     ...defaults,
     stage,
     concurrency,
+    apiGatewayAccountRole: accountRole === true || accountRole === 'true',
     ...(domainName && certificateArn ? { customDomain: { domainName, certificateArn } } : {}),
     env: { ...(account ? { account } : {}), ...(region ? { region } : {}) },
     authorizerCacheTtl: Duration.seconds(ttl),

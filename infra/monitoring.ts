@@ -185,8 +185,8 @@ export class Monitoring extends Construct {
           metric: fn.metricErrors(sum),
           threshold: alarms.authorizerErrors,
           means:
-            'The authorizer failed: its key store did not answer, clients got 503. A refused key is not an error.',
-          look: "ApiKeys table throttles and system errors, the authorizer's log (WARN 'Key check failed').",
+            'The authorizer failed: its key store did not answer or failed permanently, clients got 503 (uncached). A refused key is not an error.',
+          look: "the authorizer's log ('Key check failed': WARN transient, ERROR permanent, which also pages through InternalErrors), ApiKeys table throttles and system errors.",
         });
       } else {
         this.alarm(`${id}Errors`, {

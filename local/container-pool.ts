@@ -280,8 +280,12 @@ class FunctionPool {
     if (this.size === 0) await this.spawn().ready;
   }
 
+  /**
+   * Runs the event in a free container. The event keeps the request time the gateway stamped
+   * on arrival: the wait for a container counts against the request's time, as a cold start
+   * does on Lambda (the function's own floor keeps it from starting with an expired budget).
+   */
   async invoke(event: unknown, options: InvokeOptions): Promise<Invocation> {
-    const queued = Date.now();
     const container = await this.acquire(options.signal);
     if (!container) return { kind: 'failed', message: 'the client went away' };
     try {
@@ -291,7 +295,6 @@ class FunctionPool {
       this.release(container);
       return { kind: 'failed', message: `container could not start: ${(error as Error).message}` };
     }
-    event = asIfNotQueued(event, Date.now() - queued);
     if (container.served++ === 0) this.cold++;
     else this.warm++;
     return container.run(++invocationIds, event, options, () => this.release(container));
@@ -349,22 +352,6 @@ class FunctionPool {
 }
 
 let invocationIds = 0;
-
-/**
- * The event as Lambda would have delivered it without the wait for a container — queued for a
- * free one (Lambda starts another instead) or starting one (an unbundled local cold start on a
- * shared machine takes about a second; a bundled one on Lambda, a few hundred milliseconds):
- * its request time moves forward by that wait, so that a function's time budget, counted from
- * the request's arrival, is not spent in the emulator.
- */
-function asIfNotQueued(event: unknown, waitedMs: number): unknown {
-  const context = (event as { requestContext?: { requestTimeEpoch?: unknown } }).requestContext;
-  if (waitedMs <= 0 || typeof context?.requestTimeEpoch !== 'number') return event;
-  return {
-    ...(event as object),
-    requestContext: { ...context, requestTimeEpoch: context.requestTimeEpoch + waitedMs },
-  };
-}
 
 export class ContainerPool implements Invoker {
   private readonly pools: Map<FunctionName, FunctionPool>;

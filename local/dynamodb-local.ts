@@ -16,6 +16,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { createDocumentClient } from '../lib/dynamodb/client.ts';
 
+/**
+ * How long DynamoDB Local may take to answer after its start: about 2.5 s on an idle machine,
+ * over 30 s seen on a shared 2-core machine under three test runs and a CPU hog. A start that
+ * takes longer is reported (one line, exit 1) rather than waited on.
+ */
+const START_TIMEOUT_MS = 90_000;
+
 export interface DynamoDbLocal {
   readonly endpoint: string;
   /** The Java process (what `kill -STOP` pauses). */
@@ -214,7 +221,10 @@ export async function startDynamoDbLocal(
   try {
     [pid] = await Promise.all([
       Promise.race([javaPid, spawnFailure]),
-      Promise.race([waitUntilReady(endpoint, child, options.timeoutMs ?? 30_000), spawnFailure]),
+      Promise.race([
+        waitUntilReady(endpoint, child, options.timeoutMs ?? START_TIMEOUT_MS),
+        spawnFailure,
+      ]),
     ]);
   } catch (error) {
     await stop();

@@ -7,7 +7,8 @@
  *    validation expression, is refused (401) without invoking it; `Unauthorized` → 401; a Deny
  *    policy → ACCESS_DENIED (401 here); another error → AUTHORIZER_CONFIGURATION_ERROR (503);
  *    policies (Allow and Deny) cached per token for the TTL and checked against the method ARN;
- *  - REST v1 proxy events with `requestContext.authorizer` and `requestTimeEpoch`;
+ *  - REST v1 proxy events with `requestContext.authorizer`, and `requestTimeEpoch` stamped when
+ *    the request arrived (before its body, the key check or a wait for a container);
  *  - buffered responses limited to 6 MB; streamed responses passed through as the function
  *    writes them, its bytes untouched (content codings included), the status line sent as soon
  *    as the function's prelude is in;
@@ -17,14 +18,9 @@
  * Functions run through an Invoker: containers for `npm start`, in-process handlers in tests.
  */
 import { randomUUID } from 'node:crypto';
-import {
-  createServer,
-  STATUS_CODES,
-  type IncomingMessage,
-  type Server,
-  type ServerResponse,
-} from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
+import { accessLogTemplate, renderAccessLog } from '../lib/api/access-log.ts';
 import { errorBody } from '../lib/api/errors.ts';
 import {
   gatewayAnswer,
@@ -42,6 +38,15 @@ import {
 } from '../lib/api/routes.ts';
 import { FUNCTIONS, type FunctionName } from '../lib/functions.ts';
 import { BEARER_KEY_PATTERN, quotableInput } from '../lib/keys/api-key.ts';
+import {
+  BODY_FAILURE_MESSAGES,
+  edgeServerOptions,
+  failBodyRead,
+  lacksRequiredHost,
+  methodOfPacket,
+  rawAnswer,
+  readBody,
+} from './http-edge.ts';
 import { inProcessInvoker, type Invoker } from './invoker.ts';
 
 const REGION = 'local';
@@ -49,12 +54,6 @@ const ACCOUNT_ID = '000000000000';
 const API_ID = 'local';
 /** API Gateway's integration timeout for buffered (non-streamed) integrations. */
 const INTEGRATION_TIMEOUT_MS = 29_000;
-/** API Gateway REST's request payload limit. */
-const MAX_REQUEST_BYTES = 10 * 1024 * 1024;
-/** API Gateway REST's limit on the request's headers (names, values, line ends). */
-export const MAX_HEADER_BYTES = 10_240;
-/** How much of a path a log line shows. */
-const LOGGED_PATH_LENGTH = 120;
 
 export interface GatewayOptions {
   /** How functions run (default: the given handlers, in this process). */
@@ -67,7 +66,11 @@ export interface GatewayOptions {
   readonly integrationTimeoutMs?: number;
   /** The TOKEN authorizer's identity validation expression (default: the service's). */
   readonly identityValidation?: RegExp;
-  /** One line per request; never carries a key. */
+  /**
+   * The access log — one JSON line per request, from the stack's own format
+   * (lib/api/access-log.ts), which carries no key — and the emulator's own notes (cold starts,
+   * failed functions).
+   */
   readonly log?: (line: string) => void;
   /** The route table and gateway responses (default: the service's, as the stack deploys them). */
   readonly routes?: readonly RouteDefinition[];
@@ -84,7 +87,8 @@ interface AuthorizerResult {
 }
 
 type Authorization =
-  { ok: true; result: AuthorizerResult } | { ok: false; answer: GatewayResponseType };
+  | { ok: true; result: AuthorizerResult }
+  | { ok: false; answer: GatewayResponseType; principalId?: string };
 
 function isAuthorizerResult(value: unknown): value is AuthorizerResult {
   const r = value as AuthorizerResult | undefined;
@@ -136,17 +140,6 @@ function rawHeaders(request: IncomingMessage): {
   return { single, multi };
 }
 
-async function readBody(request: IncomingMessage): Promise<Buffer | 'too-large'> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of request) {
-    size += (chunk as Buffer).length;
-    if (size > MAX_REQUEST_BYTES) return 'too-large';
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks);
-}
-
 /**
  * The path and query of a request target in origin form (`/v1/x?y`) or absolute form
  * (`http://host/v1/x?y`), taken apart as text: nothing a client sends can make it throw.
@@ -172,30 +165,16 @@ export function requestTarget(raw: string): { path: string; query: string } | un
     : { path: rest.slice(0, mark), query: rest.slice(mark + 1) };
 }
 
-/** A path as a log line may show it: decoded where it can be, keys cut to a hint, no controls. */
-export function loggablePath(path: string): string {
-  let decoded = path;
-  try {
-    decoded = decodeURIComponent(path);
-  } catch {
-    // shown as sent
-  }
-  return quotableInput(decoded, LOGGED_PATH_LENGTH);
-}
+const MONTHS = 'Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec'.split(' ');
 
-/** An HTTP/1.1 answer written straight to a socket (for requests the parser refused). */
-function rawAnswer(socket: Duplex, answer: GatewayAnswer, requestId: string): void {
-  const body = JSON.stringify(answer.body);
-  const head = [
-    `HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status] ?? ''}`,
-    ...Object.entries({
-      ...answer.headers,
-      'Content-Length': String(Buffer.byteLength(body)),
-      'x-amzn-RequestId': requestId,
-      Connection: 'close',
-    }).map(([name, value]) => `${name}: ${value}`),
-  ].join('\r\n');
-  socket.end(`${head}\r\n\r\n${body}`);
+/** `$context.requestTime` as API Gateway writes it (CLF): `23/Nov/2026:12:00:00 +0000`. */
+export function requestTimeText(epochMs: number): string {
+  const d = new Date(epochMs);
+  const two = (n: number) => String(n).padStart(2, '0');
+  return (
+    `${two(d.getUTCDate())}/${MONTHS[d.getUTCMonth()]}/${d.getUTCFullYear()}:` +
+    `${two(d.getUTCHours())}:${two(d.getUTCMinutes())}:${two(d.getUTCSeconds())} +0000`
+  );
 }
 
 export interface GatewayListener {
@@ -248,7 +227,7 @@ export function createGateway(options: GatewayOptions): GatewayListener {
     }
     return policyAllows(result, arn)
       ? { ok: true, result }
-      : { ok: false, answer: 'ACCESS_DENIED' };
+      : { ok: false, answer: 'ACCESS_DENIED', principalId: result.principalId };
   }
 
   function proxyEvent(
@@ -258,6 +237,7 @@ export function createGateway(options: GatewayOptions): GatewayListener {
     authorizer: AuthorizerResult,
     body: Buffer,
     requestId: string,
+    arrivedAt: number,
   ) {
     const { single, multi } = rawHeaders(request);
     const query: Record<string, string> = {};
@@ -268,7 +248,6 @@ export function createGateway(options: GatewayOptions): GatewayListener {
     }
     const stagePath = target.path.slice(stagePrefix.length);
     const hasQuery = Object.keys(query).length > 0;
-    const startedAt = now();
     return {
       resource: match.route.path,
       path: stagePath,
@@ -298,8 +277,10 @@ export function createGateway(options: GatewayOptions): GatewayListener {
         path: target.path,
         protocol: `HTTP/${request.httpVersion}`,
         requestId,
-        requestTime: new Date(startedAt).toUTCString(),
-        requestTimeEpoch: startedAt,
+        // Stamped on arrival, as API Gateway does: the body, the key check and any wait for a
+        // container are part of the request's time.
+        requestTime: requestTimeText(arrivedAt),
+        requestTimeEpoch: arrivedAt,
         resourceId: API_ID,
         resourcePath: match.route.path,
         stage: API_STAGE,
@@ -309,71 +290,157 @@ export function createGateway(options: GatewayOptions): GatewayListener {
     };
   }
 
+  /**
+   * What one request did, as the access log's `$context` variables need it: filled in as the
+   * request goes through the gateway, rendered into the stack's own format at its end.
+   */
+  interface Exchange {
+    readonly requestId: string;
+    readonly arrivedAt: number;
+    readonly method: string;
+    readonly protocol: string;
+    readonly sourceIp: string | undefined;
+    resourcePath?: string;
+    principalId?: string;
+    status?: number;
+    responseLength: number;
+    authorizerLatency?: number;
+    integrationLatency?: number;
+    integrationStatus?: number;
+    errorType?: GatewayResponseType;
+    errorMessage?: string;
+  }
+
+  const template = accessLogTemplate();
+  const accessLog = (exchange: Exchange): void => {
+    options.log?.(
+      renderAccessLog(template, {
+        requestId: exchange.requestId,
+        extendedRequestId: exchange.requestId,
+        requestTime: requestTimeText(exchange.arrivedAt),
+        requestTimeEpoch: exchange.arrivedAt,
+        'authorizer.principalId': exchange.principalId,
+        'identity.sourceIp': exchange.sourceIp,
+        httpMethod: exchange.method,
+        resourcePath: exchange.resourcePath,
+        protocol: exchange.protocol,
+        status: exchange.status,
+        responseLength: exchange.responseLength,
+        responseLatency: now() - exchange.arrivedAt,
+        'integration.latency': exchange.integrationLatency,
+        'integration.status': exchange.integrationStatus,
+        'authorizer.latency': exchange.authorizerLatency,
+        'error.responseType': exchange.errorType,
+        'error.message': exchange.errorMessage,
+      }),
+    );
+  };
+
+  const newExchange = (
+    requestId: string,
+    arrivedAt: number,
+    method: string,
+    protocol: string,
+    sourceIp: string | undefined,
+  ): Exchange => ({ requestId, arrivedAt, method, protocol, sourceIp, responseLength: 0 });
+
   function send(
     response: ServerResponse,
+    exchange: Exchange,
     status: number,
     headers: Record<string, string>,
     body: string,
-  ): void {
+  ): number {
     response.writeHead(status, { ...headers, 'Content-Length': String(Buffer.byteLength(body)) });
     response.end(body);
+    exchange.status = status;
+    exchange.responseLength = response.req.method === 'HEAD' ? 0 : Buffer.byteLength(body);
+    return status;
   }
 
-  function sendAnswer(response: ServerResponse, answer: GatewayAnswer, requestId: string): number {
-    send(
+  /** A gateway response (or the 405 of the ANY mock): its status, logged as what it was. */
+  function sendAnswer(
+    response: ServerResponse,
+    exchange: Exchange,
+    answer: GatewayAnswer,
+    type?: GatewayResponseType,
+    logged: string = answer.body.message,
+  ): number {
+    if (type) {
+      exchange.errorType = type;
+      exchange.errorMessage = logged;
+    }
+    return send(
       response,
+      exchange,
       answer.status,
-      { ...answer.headers, 'x-amzn-RequestId': requestId },
+      { ...answer.headers, 'x-amzn-RequestId': exchange.requestId },
       JSON.stringify(answer.body),
     );
-    return answer.status;
   }
+
+  const sendGatewayResponse = (
+    response: ServerResponse,
+    exchange: Exchange,
+    type: GatewayResponseType,
+    logged?: string,
+  ): number => sendAnswer(response, exchange, answerOf(type), type, logged);
 
   async function integrate(
     response: ServerResponse,
+    exchange: Exchange,
     name: OperationId,
     streaming: boolean,
     event: unknown,
-    requestId: string,
     signal: AbortSignal,
-  ): Promise<number> {
+  ): Promise<void> {
+    const invoked = now();
     const invocation = await invoker.invoke(name, event, {
       signal,
       timeoutMs: timeoutOf(name, streaming),
     });
+    exchange.integrationLatency = now() - invoked;
     if (signal.aborted) {
       if (invocation.kind === 'streaming') invocation.body.destroy();
-      return 499;
+      return;
     }
     switch (invocation.kind) {
       case 'timed-out': {
         // API Gateway gave up first (its 29 s), or the function ran out of its own time.
         const gatewayFirst =
           !streaming && FUNCTIONS[name].timeoutSeconds * 1000 > integrationTimeoutMs;
-        return sendAnswer(
+        sendGatewayResponse(
           response,
-          answerOf(gatewayFirst ? 'INTEGRATION_TIMEOUT' : 'INTEGRATION_FAILURE'),
-          requestId,
+          exchange,
+          gatewayFirst ? 'INTEGRATION_TIMEOUT' : 'INTEGRATION_FAILURE',
         );
+        return;
       }
       case 'failed':
         options.log?.(`function ${name} failed: ${quotableInput(invocation.message, 200)}`);
-        return sendAnswer(response, answerOf('INTEGRATION_FAILURE'), requestId);
+        sendGatewayResponse(response, exchange, 'INTEGRATION_FAILURE');
+        return;
       case 'too-large':
-        return sendAnswer(response, answerOf('INTEGRATION_FAILURE'), requestId);
+        sendGatewayResponse(response, exchange, 'INTEGRATION_FAILURE');
+        return;
       case 'streaming': {
         const status = invocation.prelude?.statusCode ?? 200;
+        exchange.status = status;
+        exchange.integrationStatus = status;
         response.writeHead(status, {
           ...(invocation.prelude?.headers ?? {}),
-          'x-amzn-RequestId': requestId,
+          'x-amzn-RequestId': exchange.requestId,
         });
         // The status line goes out as soon as the function sent its prelude, as with API Gateway.
         response.flushHeaders();
+        invocation.body.on('data', (chunk: Uint8Array) => {
+          exchange.responseLength += chunk.byteLength;
+        });
         invocation.body.on('error', () => response.destroy());
         invocation.body.pipe(response);
         // A failure after the status line went out can only cut the connection short, as in AWS.
         await invocation.done.catch(() => response.destroy());
-        return status;
+        return;
       }
       case 'returned': {
         const proxy = invocation.result as {
@@ -385,11 +452,13 @@ export function createGateway(options: GatewayOptions): GatewayListener {
           typeof proxy?.statusCode !== 'number' ||
           (proxy.body !== undefined && typeof proxy.body !== 'string')
         ) {
-          return sendAnswer(response, answerOf('INTEGRATION_FAILURE'), requestId);
+          sendGatewayResponse(response, exchange, 'INTEGRATION_FAILURE');
+          return;
         }
-        const headers = { ...(proxy.headers ?? {}), 'x-amzn-RequestId': requestId };
-        send(response, proxy.statusCode, headers, proxy.body ?? '');
-        return proxy.statusCode;
+        exchange.integrationStatus = proxy.statusCode;
+        const headers = { ...(proxy.headers ?? {}), 'x-amzn-RequestId': exchange.requestId };
+        send(response, exchange, proxy.statusCode, headers, proxy.body ?? '');
+        return;
       }
     }
   }
@@ -397,82 +466,112 @@ export function createGateway(options: GatewayOptions): GatewayListener {
   async function handle(
     request: IncomingMessage,
     response: ServerResponse,
-    requestId: string,
+    exchange: Exchange,
     signal: AbortSignal,
-  ): Promise<{ status: number; keyId?: string }> {
+  ): Promise<void> {
+    if (lacksRequiredHost(request)) {
+      sendGatewayResponse(response, exchange, 'DEFAULT_4XX', 'The request has no Host header.');
+      return;
+    }
     const target = requestTarget(request.url ?? '');
-    if (!target) return { status: sendAnswer(response, answerOf('DEFAULT_4XX'), requestId) };
+    if (!target) {
+      sendGatewayResponse(response, exchange, 'DEFAULT_4XX');
+      return;
+    }
     const method = request.method ?? 'GET';
     const inStage = target.path === stagePrefix || target.path.startsWith(`${stagePrefix}/`);
     const resolution = inStage
       ? resolveRoute(method, target.path.slice(stagePrefix.length) || '/', options.routes)
       : ({ kind: 'not-found' } as const);
     if (resolution.kind === 'not-found') {
-      return {
-        status: sendAnswer(response, answerOf('MISSING_AUTHENTICATION_TOKEN'), requestId),
-      };
+      sendGatewayResponse(response, exchange, 'MISSING_AUTHENTICATION_TOKEN');
+      return;
     }
     if (resolution.kind === 'method-not-allowed') {
-      return { status: sendAnswer(response, methodNotAllowedAnswer(resolution.allow), requestId) };
+      sendAnswer(response, exchange, methodNotAllowedAnswer(resolution.allow));
+      return;
     }
+    const match = resolution.match;
+    exchange.resourcePath = match.route.path;
     const body = await readBody(request);
-    if (body === 'too-large')
-      return { status: sendAnswer(response, answerOf('REQUEST_TOO_LARGE'), requestId) };
+    if (body === 'gone') return;
+    if (body === 'too-large') {
+      sendGatewayResponse(response, exchange, 'REQUEST_TOO_LARGE');
+      return;
+    }
+    if (body === 'stalled' || body === 'malformed') {
+      // The connection cannot carry another request: the answer closes it.
+      response.shouldKeepAlive = false;
+      sendGatewayResponse(response, exchange, 'DEFAULT_4XX', BODY_FAILURE_MESSAGES[body]);
+      return;
+    }
 
     // The identity source: missing, or not shaped like a key, is refused before any invocation.
     const token = headerValue(request, 'authorization');
     if (token === undefined || !identityValidation.test(token)) {
-      return { status: sendAnswer(response, answerOf('UNAUTHORIZED'), requestId) };
+      sendGatewayResponse(response, exchange, 'UNAUTHORIZED');
+      return;
     }
-    const match = resolution.match;
     const arn = methodArn(match, target.path.slice(stagePrefix.length));
+    const checked = now();
     const authorization = await authorize(token, arn);
-    if (!authorization.ok)
-      return { status: sendAnswer(response, answerOf(authorization.answer), requestId) };
+    exchange.authorizerLatency = now() - checked;
+    if (!authorization.ok) {
+      exchange.principalId = authorization.principalId;
+      sendGatewayResponse(response, exchange, authorization.answer);
+      return;
+    }
+    exchange.principalId = authorization.result.principalId;
 
-    const event = proxyEvent(request, target, match, authorization.result, body, requestId);
+    const event = proxyEvent(
+      request,
+      target,
+      match,
+      authorization.result,
+      body,
+      exchange.requestId,
+      exchange.arrivedAt,
+    );
     const { operationId, streaming } = match.route;
-    const status = await integrate(response, operationId, streaming, event, requestId, signal);
-    return { status, keyId: authorization.result.principalId };
+    await integrate(response, exchange, operationId, streaming, event, signal);
   }
 
-  const logLine = (method: string, path: string, status: number | string, rest = '') =>
-    options.log?.(`${method} ${path} ${status}${rest}`);
-
   const listener = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
-    const started = now();
-    const requestId = randomUUID();
+    const exchange = newExchange(
+      randomUUID(),
+      now(),
+      request.method ?? '-',
+      `HTTP/${request.httpVersion}`,
+      request.socket.remoteAddress,
+    );
     // Watched from the first moment: a client may leave while the request is still queued.
     const left = new AbortController();
     response.on('close', () => {
       if (!response.writableFinished) left.abort(new Error('the client went away'));
     });
-    let outcome: { status: number; keyId?: string } = { status: 500 };
     try {
-      outcome = await handle(request, response, requestId, left.signal);
+      await handle(request, response, exchange, left.signal);
     } catch (error) {
       options.log?.(`gateway error: ${quotableInput((error as Error).message, 200)}`);
-      if (!response.headersSent)
-        outcome = { status: sendAnswer(response, answerOf('DEFAULT_5XX'), requestId) };
+      if (!response.headersSent) sendGatewayResponse(response, exchange, 'DEFAULT_5XX');
       else response.destroy();
     }
-    const path = loggablePath(requestTarget(request.url ?? '')?.path ?? request.url ?? '');
-    const gone = left.signal.aborted ? ' (client went away)' : '';
-    // The request log names the caller by key id, never by key.
-    logLine(
-      request.method ?? '-',
-      path,
-      outcome.status,
-      ` ${now() - started}ms${outcome.keyId ? ` ${outcome.keyId}` : ''}${gone}`,
-    );
+    if (left.signal.aborted) {
+      // Nobody is left to answer; what was sent (if anything) stays as it was.
+      exchange.errorMessage = 'The client went away: its invocation was stopped.';
+    }
+    accessLog(exchange);
   };
 
   const clientError = (error: Error & { code?: string }, socket: Duplex): void => {
-    // A connection reset or a client that sent nothing in time: nobody to answer.
-    if (!socket.writable || error.code === 'ECONNRESET' || error.code?.startsWith('ERR_HTTP_')) {
+    // A connection reset, or one that cannot be written to: nobody to answer.
+    if (!socket.writable || error.code === 'ECONNRESET') {
       socket.destroy();
       return;
     }
+    // A request whose body is being read: the stall or the malformed body ends that read, and
+    // the request is answered (400) by its own listener.
+    if (failBodyRead(socket, error)) return;
     // Garbage after a request whose answer is still going out: that answer ends whole, then
     // the connection closes (as Node itself does).
     const inFlight = (socket as { _httpMessage?: ServerResponse })._httpMessage;
@@ -481,31 +580,61 @@ export function createGateway(options: GatewayOptions): GatewayListener {
       inFlight.once('close', () => socket.destroy());
       return;
     }
+    // A connection that never sent a byte, closed by the request timeout: nothing to answer.
+    if ((socket as { bytesRead?: number }).bytesRead === 0) {
+      socket.destroy();
+      return;
+    }
+    const packet = (error as { rawPacket?: unknown }).rawPacket;
+    const method = methodOfPacket(packet) ?? '-';
+    const exchange = newExchange(
+      randomUUID(),
+      now(),
+      method,
+      '-',
+      (socket as { remoteAddress?: string }).remoteAddress,
+    );
     const type = error.code === 'HPE_HEADER_OVERFLOW' ? 'REQUEST_TOO_LARGE' : 'DEFAULT_4XX';
     const answer = answerOf(type);
-    rawAnswer(socket, answer, randomUUID());
-    logLine(
-      '-',
-      '-',
-      answer.status,
-      ` (refused by the HTTP parser: ${error.code ?? error.message})`,
-    );
+    exchange.status = answer.status;
+    exchange.errorType = type;
+    exchange.errorMessage =
+      error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? BODY_FAILURE_MESSAGES.stalled
+        : `Refused by the HTTP parser: ${error.code ?? 'malformed request'}.`;
+    exchange.responseLength = rawAnswer(socket, answer, exchange.requestId, {
+      head: method === 'HEAD',
+    });
+    accessLog(exchange);
   };
 
   const connect = (request: IncomingMessage, socket: Duplex): void => {
+    const exchange = newExchange(
+      randomUUID(),
+      now(),
+      'CONNECT',
+      `HTTP/${request.httpVersion}`,
+      request.socket.remoteAddress,
+    );
     const target = requestTarget(request.url ?? '');
     const path = target?.path ?? '';
     const resolution = path.startsWith(`${stagePrefix}/`)
       ? resolveRoute('CONNECT', path.slice(stagePrefix.length), options.routes)
       : ({ kind: 'not-found' } as const);
-    const answer =
-      target === undefined
-        ? answerOf('DEFAULT_4XX')
-        : resolution.kind === 'method-not-allowed'
-          ? methodNotAllowedAnswer(resolution.allow)
-          : answerOf('MISSING_AUTHENTICATION_TOKEN');
-    rawAnswer(socket, answer, randomUUID());
-    logLine('CONNECT', loggablePath(path || (request.url ?? '')), answer.status);
+    let answer: GatewayAnswer;
+    if (target === undefined) {
+      answer = answerOf('DEFAULT_4XX');
+      exchange.errorType = 'DEFAULT_4XX';
+    } else if (resolution.kind === 'method-not-allowed') {
+      answer = methodNotAllowedAnswer(resolution.allow);
+    } else {
+      answer = answerOf('MISSING_AUTHENTICATION_TOKEN');
+      exchange.errorType = 'MISSING_AUTHENTICATION_TOKEN';
+    }
+    if (exchange.errorType) exchange.errorMessage = answer.body.message;
+    exchange.status = answer.status;
+    exchange.responseLength = rawAnswer(socket, answer, exchange.requestId);
+    accessLog(exchange);
   };
 
   return Object.assign(listener, { clientError, connect });
@@ -513,24 +642,31 @@ export function createGateway(options: GatewayOptions): GatewayListener {
 
 /**
  * An HTTP server in front of the gateway `current()` gives (503 while there is none yet, as the
- * local API starts): API Gateway's header limit, and every request Node's parser refuses (a
- * header over the limit, a malformed request line, a bad Content-Length…) answered with the
- * Error object, as API Gateway answers them.
+ * local API starts), with API Gateway's limits (./http-edge.ts: the header size, the time a
+ * request may take to arrive), and every request Node's parser refuses (a header over the
+ * limit, a malformed request line, a bad Content-Length or chunk…) answered with the Error
+ * object, as API Gateway answers them.
  */
-export function createGatewayServer(current: () => GatewayListener | undefined): Server {
+export function createGatewayServer(
+  current: () => GatewayListener | undefined,
+  options: { readonly requestReadTimeoutMs?: number } = {},
+): Server {
   const starting = {
     ...gatewayAnswer('AUTHORIZER_FAILURE'),
     body: errorBody('SERVICE_UNAVAILABLE', 'The local API is starting.'),
   };
-  const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES }, (request, response) => {
-    const gateway = current();
-    if (gateway) {
-      void gateway(request, response);
-      return;
-    }
-    response.writeHead(starting.status, starting.headers);
-    response.end(JSON.stringify(starting.body));
-  });
+  const server = createServer(
+    edgeServerOptions(options.requestReadTimeoutMs),
+    (request, response) => {
+      const gateway = current();
+      if (gateway) {
+        void gateway(request, response);
+        return;
+      }
+      response.writeHead(starting.status, starting.headers);
+      response.end(JSON.stringify(starting.body));
+    },
+  );
   server.on('clientError', (error: Error & { code?: string }, socket: Duplex) => {
     const gateway = current();
     if (gateway) gateway.clientError(error, socket);

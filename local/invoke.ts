@@ -2,7 +2,9 @@
  * `npm run invoke -- <function> <event.json>`: runs one handler on one event, like
  * `sam local invoke`, and prints what the function returned. DynamoDB is the running local
  * API's (`npm start`), or --dynamodb-endpoint, or else a DynamoDB Local started for this call
- * with the demo data.
+ * with the demo data. A proxy event's request time is stamped with the current time, as API
+ * Gateway stamps each request on arrival (the sample files stay as they are): the functions
+ * count their time budget from it.
  */
 import { readFile } from 'node:fs/promises';
 import {
@@ -13,6 +15,7 @@ import {
   parseFlags,
 } from '../lib/config/flags.ts';
 import { UsageError } from '../lib/config/usage-error.ts';
+import { requestTimeText } from './gateway.ts';
 import { createContext, invokeStreaming, isStreamingHandler } from './lambda-runtime.ts';
 import {
   loadFunctions,
@@ -38,6 +41,20 @@ Functions: listOrders, cancelOrder, authorizer. Sample events are in events/.
 Options:
 ${describeFlags(FLAGS)}`;
 
+/** The event as if its request arrived now: `requestContext`'s request time, when it has one. */
+export function arrivingNow(event: unknown, now: number = Date.now()): unknown {
+  const context = (event as { requestContext?: unknown } | null)?.requestContext;
+  if (typeof context !== 'object' || context === null) return event;
+  return {
+    ...(event as object),
+    requestContext: {
+      ...context,
+      requestTime: requestTimeText(now),
+      requestTimeEpoch: now,
+    },
+  };
+}
+
 async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseFlags(argv, FLAGS, { allowPositionals: true });
   if (values.help) {
@@ -59,6 +76,7 @@ async function main(argv: string[]): Promise<number> {
     );
   }
 
+  event = arrivingNow(event);
   const running = values['dynamodb-endpoint'] ? undefined : await readLocalState();
   let stack: Pick<LocalStack, 'endpoint' | 'tables'> & { stop?: () => Promise<void> };
   if (running) {
@@ -114,10 +132,12 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
-  (error: unknown) => {
-    console.error(`error: ${(error as Error).message}`);
-    process.exit(1);
-  },
-);
+if (import.meta.main) {
+  main(process.argv.slice(2)).then(
+    (code) => process.exit(code),
+    (error: unknown) => {
+      console.error(`error: ${(error as Error).message}`);
+      process.exit(1);
+    },
+  );
+}

@@ -7,7 +7,7 @@ import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { createDocumentClient, LOCAL_REGION, tableEnv } from '../lib/dynamodb/client.ts';
+import { createOperatorClient, LOCAL_REGION, tableEnv } from '../lib/dynamodb/client.ts';
 import { ensureTables } from '../lib/dynamodb/create-table.ts';
 import { DynamoDbKeyStore } from '../lib/dynamodb/keys-table.ts';
 import { DynamoDbOrderStore } from '../lib/dynamodb/orders-table.ts';
@@ -72,7 +72,9 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         stop: () => Promise.resolve(),
       }
     : await startDynamoDbLocal({ stateFile: options.stateFile });
-  const client = createDocumentClient({ endpoint: dynamo.endpoint });
+  // Set-up work (tables, seed orders, keys) is the operator's, with the operator's budget: a
+  // request's 1 s attempts fail a large seed on a busy machine.
+  const client = createOperatorClient({ endpoint: dynamo.endpoint });
   try {
     const tables = localTableNames(options.tablePrefix);
     const created = await ensureTables(client, tables);

@@ -142,9 +142,10 @@ export class StoreOrdersClient {
 
   /**
    * Every order, sorted by id, read as the list streams in: one order at a time in memory.
-   * The request is sent when iteration starts. A list cut short, or a body that is not a
-   * well-formed list, ends the iteration with an OrderListParseError (orders before the fault
-   * were complete and valid). Breaking out of the loop cancels the download.
+   * The request is sent when iteration starts. A list cut short (the body ending early, or the
+   * connection closed or reset mid-body), or a body that is not a well-formed list, ends the
+   * iteration with an OrderListParseError (orders before the fault were complete and valid).
+   * Breaking out of the loop cancels the download.
    *
    *     for await (const order of client.listOrders()) console.log(order.id);
    */
@@ -164,7 +165,20 @@ export class StoreOrdersClient {
       const decoder = new TextDecoder('utf-8', { fatal: true });
       let bytes = 0;
       while (reader !== undefined) {
-        const { done, value } = await reader.read();
+        let chunk: Awaited<ReturnType<typeof reader.read>>;
+        try {
+          chunk = await reader.read();
+        } catch (error) {
+          if (isAbort(watchdog)) throw error;
+          // The connection was closed or reset mid-body: the list was cut short (the service
+          // ends a list that fails after its status line so), whatever the network layer says.
+          throw new OrderListParseError(
+            `the connection was cut after ${parser.count} orders: the response was cut short`,
+            parser.position,
+            { cause: error },
+          );
+        }
+        const { done, value } = chunk;
         if (done) {
           finished = true;
           break;

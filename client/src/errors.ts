@@ -97,15 +97,16 @@ export function isApiError(error: unknown, ...codes: ErrorCode[]): error is ApiE
 
 /**
  * The order list's body is not a well-formed JSON array of orders, or ended early (the service
- * cuts a list short when it fails after its first bytes). Orders before the fault were valid.
+ * cuts a list short when it fails after its first bytes, by closing or resetting the
+ * connection; `cause` is then the network error). Orders before the fault were valid.
  */
 export class OrderListParseError extends Error {
   override readonly name = 'OrderListParseError';
   /** Offset, in characters from the start of the body, where the fault was found. */
   readonly position: number;
 
-  constructor(message: string, position: number) {
-    super(`Malformed order list at character ${position}: ${message}`);
+  constructor(message: string, position: number, options?: ErrorOptions) {
+    super(`Malformed order list at character ${position}: ${message}`, options);
     this.position = position;
   }
 }

@@ -61,6 +61,11 @@ export class OrderListParser {
     return this.#orders;
   }
 
+  /** Characters read so far. */
+  get position(): number {
+    return this.#offset;
+  }
+
   /**
    * Reads one chunk of the body, yielding each order it completes. Consume the generator fully
    * before pushing the next chunk.

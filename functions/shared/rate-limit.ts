@@ -11,8 +11,7 @@ import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { MiddlewareObj, Request } from '@middy/core';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
 import { DEFAULT_RETRY_AFTER_SECONDS } from '../../lib/api/errors.ts';
-import { DependencyFailure } from '../../lib/failures.ts';
-import { AUTHORIZER_FAILURE_KEY, callerFromContext } from '../../lib/keys/authenticate.ts';
+import { callerFromContext } from '../../lib/keys/authenticate.ts';
 import {
   countsKnown,
   policyHeader,
@@ -28,6 +27,11 @@ import { metrics } from './metrics.ts';
 export interface RateLimitDependencies {
   readonly limiter: () => RateLimiter;
   readonly now?: () => number;
+  /**
+   * The request's budget from its arrival (default TIME_BUDGETS.requestMs). The limiter is the
+   * first to ask for the request's deadline, which every later call of the invocation shares.
+   */
+  readonly requestBudgetMs?: number;
 }
 
 export function rateLimit(deps: RateLimitDependencies): MiddlewareObj<APIGatewayProxyEvent> {
@@ -44,22 +48,15 @@ export function rateLimit(deps: RateLimitDependencies): MiddlewareObj<APIGateway
 
   return {
     before: async (request) => {
-      const context = request.event.requestContext?.authorizer;
-      if (context?.[AUTHORIZER_FAILURE_KEY] !== undefined) {
-        // The authorizer could not check the key for a reason that will not pass by itself.
-        throw new DependencyFailure('permanent', 'api keys table', 'authorizer', {
-          message: 'The authorizer could not check the key (a permanent failure; see its log)',
-        });
-      }
-      const caller = callerFromContext(context);
+      const caller = callerFromContext(request.event.requestContext?.authorizer);
       if (!caller)
         throw new Error(
           'No caller in the authorizer context: is the function behind the authorizer?',
         );
       const now = deps.now?.() ?? Date.now();
-      const result = await deps
-        .limiter()
-        .consume(caller, now, { signal: requestSignal(request.event, request.context, now) });
+      const result = await deps.limiter().consume(caller, now, {
+        signal: requestSignal(request.event, request.context, now, deps.requestBudgetMs),
+      });
       const { decision, unavailable } = result;
       const headers = countsKnown(result)
         ? rateLimitHeaders(decision, now, caller.limits)

@@ -91,11 +91,14 @@ export const GATEWAY_RESPONSES: readonly GatewayResponseDefinition[] = [
   },
   {
     // API Gateway gives this one type whenever the authorizer throws anything but
-    // "Unauthorized": in practice its key store did not answer.
+    // "Unauthorized", and caches none of them: here, its key store failed. It cannot tell a
+    // transient failure from a permanent one, so both are 503 for the client (the request was
+    // not served; retrying is safe, and works once the store is back); a permanent failure
+    // pages the operator through the authorizer's own error log, metric and alarm.
     type: 'AUTHORIZER_CONFIGURATION_ERROR',
     code: 'SERVICE_UNAVAILABLE',
     headers: retryAfter,
-    when: 'the authorizer failed (its key store did not answer) or returned something unusable',
+    when: 'the authorizer failed (its key store failed, transiently or permanently) or returned something unusable',
   },
   {
     type: 'INTEGRATION_FAILURE',

@@ -3,19 +3,28 @@
  * the numbers the client configuration, the functions, the stack (function timeouts) and the
  * documents rely on.
  *
- * The rule: the authorizer and cancelOrder answer, and listOrders sends its status line, within
- * ANSWER_MS of the request, whatever DynamoDB does (a stalled call is abandoned at its deadline
- * and the request answered 503).
+ * The promise (answerMs): an answer — a list's status line — within 5 s of the request
+ * reaching API Gateway, whatever DynamoDB does, with warm functions (a cold start adds its init
+ * time). The arithmetic, worst case:
+ *  - the authorizer's key lookup ends `authorizerMs` (2 s) after the authorizer starts: a TOKEN
+ *    authorizer's event carries no request time, so it cannot count from the arrival;
+ *  - the function's DynamoDB work ends `requestMs` (3 s) after the arrival
+ *    (`requestTimeEpoch`), but never less than `functionFloorMs` (2.5 s) after the function
+ *    started: a slow key check (a cold start, a retried read) never leaves the function an
+ *    expired budget, so a request whose dependencies answer normally is never refused for time;
+ *  - so the work ends by arrival + max(3 s, 2 s + 2.5 s) = 4.5 s, plus the invocations' own
+ *    overhead (milliseconds), and the answer is out within 5 s.
  */
 export const TIME_BUDGETS = {
   /** The promise to clients: an answer (a list's status line) within this of the request. */
-  answerMs: 3_000,
+  answerMs: 5_000,
   /**
    * A function's DynamoDB work before it answers (the rate limiter, the cancel, a list's first
-   * pages) ends this long after the request reached API Gateway (`requestTimeEpoch`), leaving
-   * the rest of answerMs to answer.
+   * pages) ends this long after the request reached API Gateway (`requestTimeEpoch`)…
    */
-  requestMs: 2_500,
+  requestMs: 3_000,
+  /** …but never less than this long after the function started (see requestDeadline). */
+  functionFloorMs: 2_500,
   /** The authorizer's key lookup, from its own start (its event carries no request time). */
   authorizerMs: 2_000,
   /** One attempt of one DynamoDB call (SDK requestTimeout, thrown): a hung attempt is retried. */
@@ -30,14 +39,19 @@ export const TIME_BUDGETS = {
 
 /**
  * The moment a function's DynamoDB work must be done by: `requestMs` after the request reached
- * API Gateway, or after `startedAt` when the event does not say (a direct invocation).
+ * API Gateway (after `startedAt` when the event does not say: a direct invocation), and never
+ * less than `functionFloorMs` after `startedAt`, the function's own start.
  */
-export function requestDeadline(requestTimeEpoch: number | undefined, startedAt: number): number {
+export function requestDeadline(
+  requestTimeEpoch: number | undefined,
+  startedAt: number,
+  requestMs: number = TIME_BUDGETS.requestMs,
+): number {
   const arrived =
     requestTimeEpoch !== undefined && Number.isFinite(requestTimeEpoch) && requestTimeEpoch > 0
       ? Math.min(requestTimeEpoch, startedAt)
       : startedAt;
-  return arrived + TIME_BUDGETS.requestMs;
+  return Math.max(arrived + requestMs, startedAt + TIME_BUDGETS.functionFloorMs);
 }
 
 /** An AbortSignal that aborts at `deadline` (Unix ms), at once when it has passed. */

@@ -2,7 +2,8 @@
  * BatchWriteItem (25 items a call) and BatchGetItem (100 keys a call), several calls in flight,
  * retrying unprocessed items with backoff. The first failure stops every worker: none takes
  * another batch or retries once it is known, and the call settles only when no request is in
- * flight any more.
+ * flight any more. Every call goes through ./errors.ts `send`, so a failure is classified as
+ * every other DynamoDB call's is (a DependencyFailure naming `dependency`).
  */
 import {
   BatchGetCommand,
@@ -10,8 +11,11 @@ import {
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { send } from './errors.ts';
 
 export interface BatchWriteOptions {
+  /** How failures are named in logs and messages (default: the table's name). */
+  readonly dependency?: string;
   /** Batches in flight at once. */
   readonly concurrency?: number;
   /** Called with the number of items written (or read) so far. */
@@ -98,14 +102,14 @@ export async function writeInBatches(
   client: DynamoDBDocumentClient,
   tableName: string,
   items: readonly Item[],
-  { concurrency = 8, onProgress, maxAttempts = 10 }: BatchWriteOptions = {},
+  { concurrency = 8, onProgress, maxAttempts = 10, dependency = tableName }: BatchWriteOptions = {},
 ): Promise<void> {
   let written = 0;
   const failure = await inBatches(items, WRITE_BATCH, concurrency, async (batch, stopped) => {
     const requests = batch.map((Item) => ({ PutRequest: { Item } }));
     await untilProcessed(requests, maxAttempts, stopped, async (pending) => {
-      const result = await client.send(
-        new BatchWriteCommand({ RequestItems: { [tableName]: pending } }),
+      const result = await send(dependency, () =>
+        client.send(new BatchWriteCommand({ RequestItems: { [tableName]: pending } })),
       );
       const unprocessed = (result.UnprocessedItems?.[tableName] ?? []) as typeof pending;
       written += pending.length - unprocessed.length;
@@ -125,16 +129,18 @@ export async function getInBatches(
   client: DynamoDBDocumentClient,
   tableName: string,
   keys: readonly Item[],
-  { concurrency = 8, onProgress, maxAttempts = 10 }: BatchWriteOptions = {},
+  { concurrency = 8, onProgress, maxAttempts = 10, dependency = tableName }: BatchWriteOptions = {},
 ): Promise<Item[]> {
   const found: Item[] = [];
   let read = 0;
   const failure = await inBatches(keys, GET_BATCH, concurrency, async (batch, stopped) => {
     await untilProcessed(batch, maxAttempts, stopped, async (pending) => {
-      const result = await client.send(
-        new BatchGetCommand({
-          RequestItems: { [tableName]: { Keys: pending, ConsistentRead: true } },
-        }),
+      const result = await send(dependency, () =>
+        client.send(
+          new BatchGetCommand({
+            RequestItems: { [tableName]: { Keys: pending, ConsistentRead: true } },
+          }),
+        ),
       );
       found.push(...(result.Responses?.[tableName] ?? []));
       const unprocessed = result.UnprocessedKeys?.[tableName]?.Keys ?? [];

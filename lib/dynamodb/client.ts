@@ -7,6 +7,7 @@
 import { DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { TIME_BUDGETS } from '../config/budgets.ts';
+import { deliveryWatchingAgents } from './delivery.ts';
 import { TABLES, type TableNames } from './tables.ts';
 
 export interface DynamoDbConnection {
@@ -61,14 +62,35 @@ export function createDocumentClient(
  * A client that makes exactly one attempt per call, for writes that are not idempotent (the rate
  * limiter's counters): the SDK's retry after a timeout could apply a write twice. With no second
  * attempt to make room for, its one attempt may take the whole request budget (the caller's
- * deadline still ends it).
+ * deadline still ends it). The caller retries what provably never reached DynamoDB.
  */
 export function createSingleAttemptClient(
   connection: DynamoDbConnection = {},
 ): DynamoDBDocumentClient {
   return createDocumentClient(connection, {
     maxAttempts: 1,
-    requestHandler: attemptTimeouts(TIME_BUDGETS.requestMs),
+    // Its agents record which failed requests provably never reached DynamoDB (./delivery.ts):
+    // those, and only those, its caller may send again.
+    requestHandler: { ...attemptTimeouts(TIME_BUDGETS.requestMs), ...deliveryWatchingAgents() },
+  });
+}
+
+/** Attempts of each call of operator and set-up work (each ends at its attempt budget). */
+export const OPERATOR_ATTEMPTS = 3;
+
+/**
+ * A client for operator and set-up work — the admin CLI, `npm start`'s seeding and key
+ * registration: the operator's budget (TIME_BUDGETS.adminAttemptMs an attempt, 3 attempts), not
+ * a request's. Every attempt still ends at its budget, so a stalled DynamoDB ends the work with a
+ * clear line instead of hanging.
+ */
+export function createOperatorClient(
+  connection: DynamoDbConnection = {},
+  attemptMs: number = TIME_BUDGETS.adminAttemptMs,
+): DynamoDBDocumentClient {
+  return createDocumentClient(connection, {
+    maxAttempts: OPERATOR_ATTEMPTS,
+    requestHandler: attemptTimeouts(attemptMs, 3_000),
   });
 }
 

@@ -9,6 +9,8 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { byDeadline, DependencyFailure, type FailureKind } from '../failures.ts';
 
+export { wasNotDelivered } from './delivery.ts';
+
 /** DynamoDB refused the request before doing anything: retrying cannot apply it twice. */
 const THROTTLING_NAMES = new Set([
   'ProvisionedThroughputExceededException',
@@ -39,18 +41,19 @@ const PERMANENT_NAMES: ReadonlyMap<string, string> = new Map([
   ['SerializationException', 'validation'],
 ]);
 
-/** Network failures: the request may not have reached DynamoDB, or its answer got lost. */
-const CONNECTION_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ECONNABORTED',
-  'ETIMEDOUT',
-  'EPIPE',
-  'EAI_AGAIN',
-  'ENOTFOUND',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-]);
+/**
+ * Network failures: the request may not have reached DynamoDB, or its answer got lost. Any
+ * system error code (`E…`: ECONNRESET, EPROTO, EAI_AGAIN…) and Node's stream and socket errors
+ * (ERR_STREAM_PREMATURE_CLOSE, ERR_SOCKET_CONNECTION_TIMEOUT…) are the network's, not a bug's:
+ * retrying later can work. Certificate errors are not among them (a misconfiguration).
+ */
+const CONNECTION_CODE = /^((?!ERR_)E[A-Z0-9_]+|ERR_(STREAM|SOCKET)_[A-Z0-9_]+|UND_ERR_[A-Z0-9_]+)$/;
+
+/** Whether an error carries the code of a network failure (see CONNECTION_CODE). */
+export function isConnectionFailure(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && CONNECTION_CODE.test(code);
+}
 
 export function isThrottling(error: unknown): boolean {
   const name = (error as { name?: unknown } | null)?.name;
@@ -81,7 +84,7 @@ export function classifyDynamoDbError(error: unknown): { kind: FailureKind; reas
   if (transient) return { kind: 'transient', reason: transient };
   const permanent = PERMANENT_NAMES.get(name);
   if (permanent) return { kind: 'permanent', reason: permanent };
-  if (e.code && CONNECTION_CODES.has(e.code)) return { kind: 'transient', reason: 'connection' };
+  if (isConnectionFailure(error)) return { kind: 'transient', reason: 'connection' };
   if (error instanceof TransactionCanceledException) {
     const codes = (e.CancellationReasons ?? []).map((r) => r.Code ?? 'None');
     const retryable = ['ThrottlingError', 'TransactionConflict', 'ProvisionedThroughputExceeded'];

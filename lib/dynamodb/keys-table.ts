@@ -1,9 +1,11 @@
 /**
- * The KeyStore on DynamoDB: one item per key, keyed by the key's SHA-256 hash; the `byKeyId`
- * index finds a key's hash by its public id, and the item itself is then read from the table
- * with a strongly consistent read (the index is eventually consistent). Every change is one
- * conditional write (a rotation one transaction) on the version that was read, and stores the
- * next version, so an operator's change never lands on a key that changed meanwhile.
+ * The KeyStore on DynamoDB: one item per key, keyed by the key's SHA-256 hash, so that the
+ * authorizer's lookup is a strongly consistent GetItem on the table (an index could not be
+ * read strongly consistent). The `byKeyId` index finds a key's hash by its public id, and the
+ * item itself is then read from the table with a strongly consistent read (the index is
+ * eventually consistent). Every change is one conditional write (a rotation one transaction) on
+ * the version that was read, and stores the next version, so an operator's change never lands
+ * on a key that changed meanwhile.
  */
 import {
   GetCommand,
@@ -15,7 +17,7 @@ import {
   type DynamoDBDocumentClient,
   type UpdateCommandInput,
 } from '@aws-sdk/lib-dynamodb';
-import { nextVersion, versionOf, type ApiKeyRecord } from '../keys/key-record.ts';
+import { isInstant, nextVersion, versionOf, type ApiKeyRecord } from '../keys/key-record.ts';
 import type { KeyAdminStore } from '../keys/key-store.ts';
 import { isPlanName, isValidLimits, type Limits, type PlanName } from '../limits/plans.ts';
 import type { CallOptions } from '../failures.ts';
@@ -51,6 +53,10 @@ export function itemToRecord(item: Item): ApiKeyRecord {
     perMinute !== undefined && perDay !== undefined ? { perMinute, perDay } : undefined;
   if (plan === 'enterprise' && !isValidLimits(limits)) {
     throw malformedItem(DEPENDENCY, `enterprise key ${keyId} has no valid limits`);
+  }
+  // An expiry that does not parse would never pass: the record is unusable, not eternal.
+  if (expiresAt !== undefined && (typeof expiresAt !== 'string' || !isInstant(expiresAt))) {
+    throw malformedItem(DEPENDENCY, `key ${keyId} has an expiry that is not an instant`);
   }
   return {
     keyId,
@@ -145,9 +151,12 @@ export class DynamoDbKeyStore implements KeyAdminStore {
     const { Item } = await send(
       DEPENDENCY,
       (abortSignal) =>
-        this.client.send(new GetCommand({ TableName: this.tableName, Key: { keyHash } }), {
-          abortSignal,
-        }),
+        // Strongly consistent: a key created or rotated a moment ago is found (an eventually
+        // consistent read could miss it, and API Gateway would cache that Deny for the TTL).
+        this.client.send(
+          new GetCommand({ TableName: this.tableName, Key: { keyHash }, ConsistentRead: true }),
+          { abortSignal },
+        ),
       options.signal,
     );
     return Item ? itemToRecord(Item) : undefined;

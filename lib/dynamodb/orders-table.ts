@@ -6,7 +6,6 @@ import {
   type QueryCommandInput,
   type QueryCommandOutput,
 } from '@aws-sdk/lib-dynamodb';
-import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { TIME_BUDGETS } from '../config/budgets.ts';
 import type { CallOptions } from '../failures.ts';
 import { mergeSortedBatches } from '../orders/merge.ts';
@@ -241,10 +240,11 @@ export class DynamoDbOrderStore implements OrderImportStore {
       return 'moved';
     } catch (error) {
       if (!isConditionFailure(error)) throw error;
-      // lib-dynamodb leaves the failed item marshalled.
-      const old = (error as { Item?: Parameters<typeof unmarshall>[0] }).Item;
+      // lib-dynamodb leaves the failed item marshalled. Only its status is read: the rest of
+      // the item (numbers no JS number holds, say) has nothing to say about the answer.
+      const old = (error as { Item?: Record<string, { S?: unknown } | undefined> }).Item;
       if (!old) return 'not-found';
-      const status = (unmarshall(old) as { status?: unknown }).status;
+      const status = old.status?.S;
       if (status === 'shipped' || status === 'cancelled') return status;
       throw malformedItem(DEPENDENCY, `order ${id} has an unknown status`);
     }
@@ -252,7 +252,10 @@ export class DynamoDbOrderStore implements OrderImportStore {
 
   async findOrders(ids: readonly bigint[], options: FindOrdersOptions = {}): Promise<Order[]> {
     const keys = ids.map((id) => ({ shard: orderShard(id), id }));
-    const items = await getInBatches(this.client, this.tableName, keys, options);
+    const items = await getInBatches(this.client, this.tableName, keys, {
+      ...options,
+      dependency: DEPENDENCY,
+    });
     return items.flatMap((item) => readOrderItem(item).order ?? []);
   }
 
@@ -261,7 +264,10 @@ export class DynamoDbOrderStore implements OrderImportStore {
     options: PutOrdersOptions & BatchWriteOptions = {},
   ): Promise<void> {
     try {
-      await writeInBatches(this.client, this.tableName, orders.map(orderToItem), options);
+      await writeInBatches(this.client, this.tableName, orders.map(orderToItem), {
+        ...options,
+        dependency: DEPENDENCY,
+      });
     } catch (error) {
       if (error instanceof BatchWriteFailed) {
         throw new OrdersPartlyWritten(error.written, error.total, error.cause);

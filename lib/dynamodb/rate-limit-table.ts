@@ -31,7 +31,7 @@ import {
 } from '../limits/sliding-window.ts';
 import { DependencyFailure, isTransient, type CallOptions } from '../failures.ts';
 import { readOptionalNumber } from './attributes.ts';
-import { dynamoDbFailure, isConditionFailure, send } from './errors.ts';
+import { dynamoDbFailure, isConditionFailure, send, wasNotDelivered } from './errors.ts';
 import { TABLES } from './tables.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -49,7 +49,10 @@ const MAX_ATTEMPTS = 8;
 /** Keys whose state a container remembers. */
 const CACHE_SIZE = 10_000;
 
-/** Attempts of a write that DynamoDB throttled (a throttled write did not happen). */
+/**
+ * Attempts of a write that provably did not happen: DynamoDB throttled it, or it never reached
+ * DynamoDB (a refused connection, a keep-alive socket reset before the write went out).
+ */
 const THROTTLING_ATTEMPTS = 3;
 
 const TTL = TABLES.rateLimits.timeToLiveAttribute;
@@ -341,8 +344,9 @@ export class DynamoDbRateLimiter implements RateLimiter {
   /**
    * One conditional write, by `signal`'s deadline. The client must not retry by itself
    * (createSingleAttemptClient): a retried `c = c + 1` whose first attempt landed would count
-   * twice. Only throttling, which guarantees nothing was written, is retried here; any other
-   * failure is the store's.
+   * twice. Only what provably was not written is retried here — throttling, and a request that
+   * never reached DynamoDB (./delivery.ts) — while the budget lasts; any other failure is the
+   * store's.
    */
   private async write(
     b: UpdateBuilder,
@@ -364,7 +368,8 @@ export class DynamoDbRateLimiter implements RateLimiter {
           return { written: false, state: itemToState(item ? unmarshall(item) : undefined) };
         }
         const failure = dynamoDbFailure(error, DEPENDENCY);
-        if (failure.reason !== 'throttled' || attempt >= THROTTLING_ATTEMPTS) throw failure;
+        const notWritten = failure.reason === 'throttled' || wasNotDelivered(error);
+        if (!notWritten || attempt >= THROTTLING_ATTEMPTS) throw failure;
         try {
           await sleep(Math.random() * 25 * 2 ** attempt, undefined, { signal });
         } catch {

@@ -26,12 +26,6 @@ export async function authenticate(
   return { keyId: record.keyId, plan: record.plan, limits };
 }
 
-/**
- * The context key by which an authorizer that could not check a key, for a reason that will
- * not pass by itself, tells the functions so (they answer 500 INTERNAL_ERROR).
- */
-export const AUTHORIZER_FAILURE_KEY = 'authorizerFailure';
-
 /** The caller as the flat string map an API Gateway authorizer context can carry. */
 export function callerToContext(caller: Caller): Record<string, string> {
   return {

@@ -49,9 +49,19 @@ export function isUsable(record: ApiKeyRecord, now: Date): boolean {
   return !isExpired(record, now);
 }
 
-/** True once the key's expiry (set by a rotation) has passed. */
+/** Whether a stored instant (ISO 8601) can be read as one. */
+export function isInstant(text: string): boolean {
+  return Number.isFinite(Date.parse(text));
+}
+
+/**
+ * True once the key's expiry (set by a rotation) has passed. An expiry that cannot be read is
+ * taken as passed: a key fails closed, never open (the store reports such a record anyway).
+ */
 export function isExpired(record: ApiKeyRecord, now: Date): boolean {
-  return record.expiresAt !== undefined && Date.parse(record.expiresAt) <= now.getTime();
+  if (record.expiresAt === undefined) return false;
+  const expires = Date.parse(record.expiresAt);
+  return !(expires > now.getTime());
 }
 
 /** The limits a record grants (undefined only for a malformed enterprise record). */

@@ -10,7 +10,9 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { importValidated, writeOrders } from '../../admin/orders.ts';
 import { createDocumentClient } from '../../lib/dynamodb/client.ts';
 import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
+import { DependencyFailure } from '../../lib/failures.ts';
 import type { Order } from '../../lib/orders/order.ts';
+import { OrdersPartlyWritten } from '../../lib/orders/order-store.ts';
 import { createTestTables, type TestTables } from '../support/tables.ts';
 import { injectBatchFaults, scanAll } from './support.ts';
 
@@ -137,6 +139,32 @@ describe('an import whose batch write fails midway', () => {
     await sleep(1_500);
     expect(faults.calls()).toBe(calls);
     expect(await stored()).toBe(0);
+  });
+});
+
+describe('a failed batch call', () => {
+  it.each([
+    ['an expired session', expired, { kind: 'permanent', reason: 'credentials' }],
+    [
+      'a dropped connection',
+      () => Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }),
+      { kind: 'transient', reason: 'connection' },
+    ],
+  ])('is classified as every DynamoDB call is (%s)', async (_, makeError, classified) => {
+    injectBatchFaults(client, 'BatchWriteItemCommand', () => 'fail', makeError);
+    const store = new DynamoDbOrderStore(client, t.tables.orders);
+    const error = await failure(store.putOrders(orders(30)));
+    expect(error).toBeInstanceOf(OrdersPartlyWritten);
+    expect(error.cause).toBeInstanceOf(DependencyFailure);
+    expect(error.cause).toMatchObject({ dependency: 'orders table', ...classified });
+  });
+
+  it('is classified when reading too (the export and the check of what is stored)', async () => {
+    injectBatchFaults(client, 'BatchGetItemCommand', () => 'fail', expired);
+    const store = new DynamoDbOrderStore(client, t.tables.orders);
+    const error = await failure(store.findOrders([1n, 2n]));
+    expect(error).toBeInstanceOf(DependencyFailure);
+    expect(error).toMatchObject({ kind: 'permanent', reason: 'credentials' });
   });
 });
 

@@ -5,6 +5,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { brotliCompressSync, gzipSync, zstdCompressSync } from 'node:zlib';
+import type { Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   ApiError,
@@ -360,6 +361,30 @@ describe('abort and timeout', () => {
     await expect.poll(() => closed).toBe(true);
   });
 
+  it.each([
+    ['reset', (socket: Socket) => socket.resetAndDestroy()],
+    ['destroyed', (socket: Socket) => socket.destroy()],
+  ])(
+    'reports a list whose connection was %s mid-body as a list cut short (OrderListParseError)',
+    async (_, cut) => {
+      const api = await scripted((_req, res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.write('[{"id":1},{"id":2},');
+        setTimeout(() => cut(res.socket!), 50);
+      });
+      const seen: bigint[] = [];
+      const e = await rejection(
+        (async () => {
+          for await (const order of client(api.url).listOrders()) seen.push(order.id);
+        })(),
+      );
+      expect(seen).toEqual([1n, 2n]);
+      expect(e).toBeInstanceOf(OrderListParseError);
+      expect((e as Error).message).toMatch(/connection was cut after 2 orders/);
+      expect((e as Error).cause).toBeInstanceOf(Error);
+    },
+  );
+
   it('reports a list cut short', async () => {
     const api = await scripted((_req, res) => {
       res.writeHead(200, { 'content-type': 'application/json' });
@@ -391,8 +416,11 @@ describe('compressed lists', () => {
 });
 
 describe('pacing of concurrent calls', () => {
-  /** A server with a fixed-window limit of `limit`, that records the most requests in flight. */
-  async function limited(limit: number, windowSeconds = 30) {
+  /**
+   * A server with a fixed-window limit of `limit`, that records the most requests in flight;
+   * each request is answered `answerMs` after it arrived.
+   */
+  async function limited(limit: number, windowSeconds = 30, answerMs = 20) {
     let admitted = 0;
     let inFlight = 0;
     let maxInFlight = 0;
@@ -421,13 +449,16 @@ describe('pacing of concurrent calls', () => {
         };
         if (ok) res.writeHead(204, headers).end();
         else json(res, 429, error('RATE_LIMITED', 429), headers);
-      }, 20);
+      }, answerMs);
     });
     return { api, stats: () => ({ admitted, maxInFlight, refusals: refusals.length }) };
   }
 
   it('sends one request first, then no more than remaining, and refuses the rest unsent', async () => {
-    const { api, stats } = await limited(8);
+    // Answers that take 250 ms: the concurrent requests all arrive while the first of them is
+    // held, also when a busy machine delays some by tens of milliseconds (with 20 ms, a CPU hog
+    // beside the run made them overlap 4 at a time instead of 7).
+    const { api, stats } = await limited(8, 30, 250);
     const c = client(api.url, { budgetMs: 2_000 });
     const results = await Promise.allSettled(
       Array.from({ length: 20 }, (_, i) => c.cancelOrder(BigInt(i))),

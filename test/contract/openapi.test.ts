@@ -895,7 +895,13 @@ describe('real responses, through the local API Gateway emulator', () => {
 
 describe('real responses from the handlers, on a fixed clock', () => {
   /** 08:00:15 UTC: 45 s left in the minute, 57,585 s in the day (the document's examples). */
-  const NOW = Date.UTC(2026, 10, 22, 8, 0, 15);
+  const EXAMPLE_NOW = Date.UTC(2026, 10, 22, 8, 0, 15);
+  /**
+   * The same time of day, tomorrow: never a fixed date, since counter items expire by TTL two
+   * days after their day window starts and DynamoDB Local deletes expired items as they come.
+   */
+  const DAY_MS = 86_400_000;
+  const NOW = (Math.floor(Date.now() / DAY_MS) + 1) * DAY_MS + (EXAMPLE_NOW % DAY_MS);
   const BAN_SECONDS = DEFAULT_LIMITER_SETTINGS.banMs / 1000;
   let tables: TestTables;
   /** The orders' own client, so that its failures leave the rate limiter alone. */
@@ -963,7 +969,12 @@ describe('real responses from the handlers, on a fixed clock', () => {
     const { call } = functionsFor(PLAN_LIMITS.free);
     const listed = await call('GET', '/store/orders');
     expect(listed.statusCode).toBe(200);
-    expect(listed.headers).toMatchObject(RATE_HEADERS);
+    // The document's example headers, its reset moved from the example's day to this one.
+    expect(RATE_HEADERS['X-RateLimit-Reset']).toBe(String((EXAMPLE_NOW + 45_000) / 1000));
+    expect(listed.headers).toMatchObject({
+      ...RATE_HEADERS,
+      'X-RateLimit-Reset': String((NOW + 45_000) / 1000),
+    });
     const answers = [
       await call('DELETE', '/store/orders/abc'),
       await call('DELETE', '/store/orders/999'),

@@ -160,7 +160,7 @@ describe('a client that leaves', () => {
       await Promise.all(Array.from({ length: 10 }, (_, i) => leaveAfter((i * 4 + round) % 40)));
     }
     // Every one of them was stopped: the gateway logs a request only once its invocation ended.
-    const stopped = () => api.output().split('(client went away)').length - 1;
+    const stopped = () => api.output().split('The client went away').length - 1;
     const waitedFrom = performance.now();
     // (Typically within a second; the cap leaves room for a loaded machine.)
     while (stopped() < 250 && performance.now() - waitedFrom < 15_000) await sleep(50);
@@ -177,20 +177,37 @@ describe('a client that leaves', () => {
 describe('logs', () => {
   it('carry their own request id: 20 list and 20 cancel failures at once are attributed 20/20', async () => {
     const api = await start();
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    // The key is checked once before the burst (its answer cached, as for any busy key): what
+    // this proves is the attribution of the functions' log lines, not 40 simultaneous key
+    // checks on a cold authorizer.
+    const checked = await fetch(`${api.url}/store/orders`, {
+      headers: { Authorization: `Bearer ${unlimited}` },
+    });
+    await checked.arrayBuffer();
+    expect(checked.status).toBe(200);
     // The orders table goes away: every list and cancel fails (500), and says so in the log.
     const client = createDocumentClient({ endpoint: dynamodbEndpoint() });
     await client.send(
       new DeleteTableCommand({ TableName: localTableNames(api.tablePrefix).orders }),
     );
     client.destroy();
+    // Each request until it gets its 500: a 503 (a rate-limit write that ran out of its budget
+    // among 40 at once on a busy machine) is retried after Retry-After, as a client does; it
+    // logs a warning, never the 'Request failed' line counted below.
     const call = async (method: string, path: string) => {
-      const response = await fetch(`${api.url}${path}`, {
-        method,
-        headers: { Authorization: `Bearer ${unlimited}` },
-      });
-      expect(response.status).toBe(500);
-      return response.headers.get('x-amzn-requestid')!;
+      for (let attempt = 1; ; attempt++) {
+        const response = await fetch(`${api.url}${path}`, {
+          method,
+          headers: { Authorization: `Bearer ${unlimited}` },
+        });
+        await response.arrayBuffer();
+        if (response.status === 503 && attempt < 5) {
+          await sleep(1_000);
+          continue;
+        }
+        expect(response.status).toBe(500);
+        return response.headers.get('x-amzn-requestid')!;
+      }
     };
     const [lists, cancels] = await Promise.all([
       Promise.all(Array.from({ length: 20 }, () => call('GET', '/store/orders'))),
@@ -209,7 +226,7 @@ describe('logs', () => {
     expect(byFunction('cancelOrder')).toEqual(new Set(cancels));
   });
 
-  it('never carry a key: not from the Authorization header, the path or the query', async () => {
+  it('never carry a key: not from the Authorization header, the path, the query or another header', async () => {
     const api = await start();
     const port = Number(new URL(api.url).port);
     const pasted = generateApiKey();
@@ -222,7 +239,8 @@ describe('logs', () => {
     ]) {
       await rawRequest(
         port,
-        `DELETE ${target} HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${unlimited}\r\nConnection: close\r\n\r\n`,
+        `DELETE ${target} HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${unlimited}\r\n` +
+          `User-Agent: ${pasted}\r\nConnection: close\r\n\r\n`,
       );
     }
     await fetch(`${api.url}/store/orders`, { headers: { Authorization: `Bearer ${pasted}` } });
@@ -230,7 +248,11 @@ describe('logs', () => {
     const log = api.output();
     expect(log).not.toContain(pasted);
     expect(log).not.toContain(pasted.slice(4, 24));
+    expect(log).not.toContain(keyHint(pasted));
     expect(log).not.toContain(unlimited);
-    expect(log).toContain(keyHint(pasted));
+    // Each request has its access-log line, which names the route by its template.
+    const lines = log.split('\n').filter((line) => line.startsWith('{"requestId"'));
+    expect(lines.length).toBeGreaterThanOrEqual(6);
+    expect(lines.join('\n')).toContain('"resourcePath":"/store/orders/{orderId}"');
   });
 });

@@ -208,11 +208,22 @@ describe('routing', () => {
   });
 });
 
-describe('request log', () => {
+describe('access log', () => {
   it('names callers by key id and never shows a key', async () => {
     await call('GET', '/store/orders');
     const log = api.output();
-    expect(log).toMatch(/GET \/v1\/store\/orders 200 \d+ms key_\w+/);
+    const lines = log
+      .split('\n')
+      .filter((line) => line.startsWith('{"requestId"'))
+      .map((line) => JSON.parse(line) as Record<string, string>);
+    expect(lines).toContainEqual(
+      expect.objectContaining({
+        httpMethod: 'GET',
+        resourcePath: '/store/orders',
+        status: '200',
+        keyId: expect.stringMatching(/^key_\w+$/) as string,
+      }),
+    );
     const afterBanner = log.slice(log.indexOf('Listening on'));
     for (const { key } of DEMO_KEYS) expect(afterBanner).not.toContain(key);
   });

@@ -46,6 +46,21 @@ async function timed(method: string, path: string, key: string) {
   return { status: response.status, headers: response.headers, ms, body: await response.text() };
 }
 
+/**
+ * A whole list, retried as the README tells clients to when its stream is cut: a page that does
+ * not come within its 3 s (DynamoDB Local just resumed, on a busy machine) cuts a list, which
+ * is a failed request, not a broken service.
+ */
+async function wholeList(key: string) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await timed('GET', '/store/orders', key);
+    } catch (error) {
+      if (attempt >= 3) throw error;
+    }
+  }
+}
+
 beforeAll(async () => {
   const dir = seedFile();
   api = await startLocalApi({
@@ -69,9 +84,9 @@ describe('DynamoDB Local paused for longer than the budget', () => {
     // are warm containers for what comes (a cold start is not charged to a budget locally).
     expect((await timed('DELETE', '/store/orders/2', keys.cached)).status).toBe(204);
     const warm = await Promise.all([
-      timed('GET', '/store/orders', keys.cached),
-      timed('GET', '/store/orders', keys.cached),
-      timed('GET', '/store/orders', keys.cached),
+      wholeList(keys.cached),
+      wholeList(keys.cached),
+      wholeList(keys.cached),
     ]);
     expect(warm.map((answer) => answer.status)).toEqual([200, 200, 200]);
 
@@ -118,14 +133,14 @@ describe('DynamoDB Local paused for longer than the budget', () => {
     }
 
     // Recovery without a restart.
-    const after = await timed('GET', '/store/orders', keys.cached);
+    const after = await wholeList(keys.cached);
     expect(after.status).toBe(200);
     expect((JSON.parse(after.body) as unknown[]).length).toBe(LIST_SIZE);
     // The cancel answered 503 never reached its write (its limiter call stalled first): the
     // order is still pending, and a retry converges.
     expect(after.body).toContain('{"id":1,"petId":1000,"quantity":1,"status":"pending"}');
     expect((await timed('DELETE', '/store/orders/1', keys.cached)).status).toBe(204);
-    const listed = await timed('GET', '/store/orders', keys.cached);
+    const listed = await wholeList(keys.cached);
     expect(listed.body).toContain('{"id":1,"petId":1000,"quantity":1,"status":"cancelled"}');
   }, 60_000);
 });

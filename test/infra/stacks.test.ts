@@ -106,14 +106,48 @@ describe('stages', () => {
     expect(stages.staging.api.terminationProtection).toBe(false);
   });
 
-  it('keep the account-wide API Gateway logging role when either stage is deleted', () => {
+  it('create no account-wide API Gateway setting by default (an account has one)', () => {
     for (const { api } of [staging, production]) {
-      const roles = resources(api, 'AWS::IAM::Role').filter(([id]) =>
-        id.startsWith('ApiCloudWatchRole'),
-      );
-      expect(roles).toHaveLength(1);
-      expect(roles[0]![1].DeletionPolicy).toBe('Retain');
+      expect(resources(api, 'AWS::ApiGateway::Account')).toEqual([]);
+      expect(
+        resources(api, 'AWS::IAM::Role').filter(([id]) => id.startsWith('ApiCloudWatchRole')),
+      ).toEqual([]);
     }
+  });
+
+  it('give the account its API Gateway CloudWatch role from the one stage told to, kept when that stage is deleted', () => {
+    const owned = testApp({ 'production:apiGatewayAccountRole': 'true' }).stages;
+    const accounts = (stage: typeof owned.staging) =>
+      resources(templates(stage).api, 'AWS::ApiGateway::Account');
+    expect(accounts(owned.staging)).toEqual([]);
+    const [[, account]] = accounts(owned.production) as [[string, Resource]];
+    expect(account.DeletionPolicy).toBe('Retain');
+    const roles = resources(templates(owned.production).api, 'AWS::IAM::Role').filter(([id]) =>
+      id.startsWith('ApiCloudWatchRole'),
+    );
+    expect(roles).toHaveLength(1);
+    expect(roles[0]![1].DeletionPolicy).toBe('Retain');
+  });
+
+  it('refuse two owners of the API Gateway account setting in one account', () => {
+    const both = {
+      'staging:apiGatewayAccountRole': true,
+      'production:apiGatewayAccountRole': true,
+    };
+    expect(() => testApp(both)).toThrow(/can have one owner only/);
+    expect(() =>
+      testApp({ ...both, 'staging:account': '111111111111', 'production:account': '111111111111' }),
+    ).toThrow(/can have one owner only/);
+    expect(() =>
+      testApp({ ...both, 'staging:account': '111111111111', 'production:account': '222222222222' }),
+    ).not.toThrow();
+  });
+
+  it('accept only true or false for the account role setting', () => {
+    const reader = (key: string) => (key === 'staging:apiGatewayAccountRole' ? 'yes' : undefined);
+    expect(() => stageConfig('staging', reader, {})).toThrow(
+      'staging:apiGatewayAccountRole must be true or false, got "yes"',
+    );
   });
 
   it('output the base URL (ending in /v1), the table names and the region for the operator CLI', () => {

@@ -3,11 +3,11 @@ import type { Context } from 'aws-lambda';
 import { createAuthorizerHandler, stageWideResource } from '../../functions/authorizer.ts';
 import { createContext } from '../../local/lambda-runtime.ts';
 import { DynamoDbKeyStore } from '../../lib/dynamodb/keys-table.ts';
-import { generateApiKey } from '../../lib/keys/api-key.ts';
+import { generateApiKey, hashApiKey } from '../../lib/keys/api-key.ts';
 import { registerKeys } from '../../lib/keys/register.ts';
 import { countDynamoDbCalls, failDynamoDbCalls } from '../support/lambda.ts';
 import { createTestTables, type TestTables } from '../support/tables.ts';
-import { ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 
 let t: TestTables;
 let keys: DynamoDbKeyStore;
@@ -96,26 +96,68 @@ describe('authorizer against DynamoDB', () => {
     }
   });
 
-  it('allows, with a failure context and no caller, when the key store fails permanently (the function answers 500)', async () => {
-    const restore = failDynamoDbCalls(t.client, () =>
-      Object.assign(new Error('not authorized'), {
-        name: 'AccessDeniedException',
-        $metadata: { httpStatusCode: 400 },
-      }),
+  it.each([
+    ['access denied', { name: 'AccessDeniedException', $metadata: { httpStatusCode: 400 } }],
+    ['a missing table', { name: 'ResourceNotFoundException', $metadata: { httpStatusCode: 400 } }],
+    ['a TLS failure (EPROTO)', { code: 'EPROTO' }],
+    ['a stream cut early', { code: 'ERR_STREAM_PREMATURE_CLOSE' }],
+  ])(
+    'fails (API Gateway: 503, uncached), never allows, when the key store fails with %s',
+    async (_, fields) => {
+      const restore = failDynamoDbCalls(t.client, () =>
+        Object.assign(new Error('the key store failed'), fields),
+      );
+      try {
+        await expect(authorize(`Bearer ${freeKey}`)).rejects.toThrow(
+          'The key store is unavailable',
+        );
+      } finally {
+        restore();
+      }
+    },
+  );
+
+  it('reads the key record strongly consistent (a key created a moment ago is found)', async () => {
+    const reads: unknown[] = [];
+    t.client.middlewareStack.add(
+      (next) => (args) => {
+        reads.push(args.input);
+        return next(args);
+      },
+      { step: 'initialize', name: 'captureReads' },
     );
     try {
-      const result = await authorize(`Bearer ${freeKey}`);
-      expect(result.policyDocument.Statement[0]).toMatchObject({ Effect: 'Allow' });
-      expect(result.context).toEqual({ authorizerFailure: 'access-denied' });
+      await authorize(`Bearer ${freeKey}`);
     } finally {
-      restore();
+      t.client.middlewareStack.remove('captureReads');
     }
+    expect(reads).toEqual([expect.objectContaining({ ConsistentRead: true })]);
+  });
+
+  it('fails closed (uncached) on a stored key whose expiry does not parse', async () => {
+    const key = generateApiKey();
+    await registerKeys(keys, [{ key, plan: 'free' }], new Date());
+    await t.client.send(
+      new UpdateCommand({
+        TableName: t.tables.apiKeys,
+        Key: { keyHash: hashApiKey(key) },
+        UpdateExpression: 'SET expiresAt = :never',
+        ExpressionAttributeValues: { ':never': 'next Tuesday' },
+      }),
+    );
+    await expect(authorize(`Bearer ${key}`)).rejects.toThrow('The key store is unavailable');
+    await expect(keys.findByHash(hashApiKey(key))).rejects.toMatchObject({
+      kind: 'permanent',
+      reason: 'malformed-item',
+    });
   });
 
   it('stores keys only as hashes', async () => {
     const { Items = [] } = await t.client.send(new ScanCommand({ TableName: t.tables.apiKeys }));
     const stored = JSON.stringify(Items);
-    expect(Items).toHaveLength(2);
+    expect(Items.map((item) => item.keyHash as unknown)).toEqual(
+      expect.arrayContaining([hashApiKey(freeKey), hashApiKey(enterpriseKey)]),
+    );
     expect(stored).not.toContain(freeKey);
     expect(stored).not.toContain(enterpriseKey.slice(4, 20));
   });

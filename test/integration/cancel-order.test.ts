@@ -1,10 +1,12 @@
-import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, NumberValue, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createCancelOrderHandler } from '../../functions/cancel-order.ts';
 import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
 import { DynamoDbRateLimiter } from '../../lib/dynamodb/rate-limit-table.ts';
 import { orderShard } from '../../lib/dynamodb/tables.ts';
+import type { CallOptions } from '../../lib/failures.ts';
 import type { Order } from '../../lib/orders/order.ts';
+import type { CancelOutcome, OrderStore } from '../../lib/orders/order-store.ts';
 import {
   countDynamoDbCalls,
   failDynamoDbCalls,
@@ -117,11 +119,69 @@ describe('cancelOrder against DynamoDB', () => {
     }
   });
 
+  it.each([
+    ['shipped', 409],
+    ['cancelled', 204],
+  ] as const)(
+    'answers a %s order by its status alone, whatever else is stored in it (a number no JS number holds)',
+    async (status, expected) => {
+      const id = 77n;
+      await t.client.send(
+        new PutCommand({
+          TableName: t.tables.orders,
+          Item: {
+            shard: orderShard(id),
+            id,
+            status,
+            quantity: NumberValue.from('123456789012345678901234567890.5'),
+            note: NumberValue.from('1e125'),
+          },
+        }),
+      );
+      expect((await cancel(String(id))).statusCode).toBe(expected);
+      expect(await statusOf(id)).toBe(status);
+    },
+  );
+
   it('many parallel cancels of one order all answer 204 and cancel it once', async () => {
-    const responses = await Promise.all(Array.from({ length: 100 }, () => cancel('1')));
+    // What this proves is the conditional write under concurrency, not time: 100 invocations in
+    // one process against DynamoDB Local on a busy 2-core machine take seconds (the first burst
+    // on a cold client up to 6 s with a CPU hog beside it, measured), where 100 Lambda
+    // containers on DynamoDB take milliseconds. So the requests get a budget no busy machine
+    // exhausts; the time budget itself is proven in faults.test.ts and
+    // budget-from-arrival.test.ts.
+    const outcomes: CancelOutcome[] = [];
+    const counting: OrderStore = Object.assign(Object.create(store) as OrderStore, {
+      cancel: async (id: bigint, options?: CallOptions) => {
+        const outcome = await store.cancel(id, options);
+        outcomes.push(outcome);
+        return outcome;
+      },
+    });
+    const patient = createCancelOrderHandler({
+      orders: () => counting,
+      limiter: () => limiter,
+      requestBudgetMs: 25_000,
+    });
+    const responses = await Promise.all(
+      Array.from({ length: 100 }, () =>
+        invokeHttp(
+          patient,
+          proxyEvent({
+            method: 'DELETE',
+            resource: '/store/orders/{orderId}',
+            path: '/store/orders/1',
+            pathParameters: { orderId: '1' },
+          }),
+        ),
+      ),
+    );
     expect(responses.map((r) => r.statusCode)).toEqual(Array(100).fill(204));
     expect(await statusOf(1n)).toBe('cancelled');
-  });
+    // Exactly one of them changed the order; the others found it cancelled.
+    expect(outcomes.filter((o) => o === 'cancelled')).toHaveLength(1);
+    expect(outcomes.filter((o) => o === 'already-cancelled')).toHaveLength(99);
+  }, 60_000);
 
   it('cancels racing shipments never leave a shipped order cancelled, and exactly one write wins', async () => {
     const ids = Array.from({ length: 20 }, (_, i) => 1_000n + BigInt(i));

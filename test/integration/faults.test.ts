@@ -236,15 +236,13 @@ describe.each(Object.entries(SITES))('a fault at the %s', (site, { target, reque
         return;
       }
 
-      expect(answer.status).toBe(transient ? 503 : 500);
-      expect(errorBody(answer)).toMatchObject({
-        code: transient ? 'SERVICE_UNAVAILABLE' : 'INTERNAL_ERROR',
-        status: answer.status,
-      });
-      expect(answer.headers.get('retry-after')).toBe(transient ? '1' : null);
-
       if (site === 'authorizer GetItem') {
-        // The function never counted: the key was not checked.
+        // A failed authorizer is API Gateway's AUTHORIZER_CONFIGURATION_ERROR, 503 whatever the
+        // kind (uncached); a permanent failure pages through the authorizer's log and metric.
+        expect(answer.status).toBe(503);
+        expect(errorBody(answer)).toMatchObject({ code: 'SERVICE_UNAVAILABLE', status: 503 });
+        expect(answer.headers.get('retry-after')).toBe('1');
+        // The function never ran or counted: the key was not checked.
         expect(await counted(keyId)).toBe(0);
         for (const name of RATE_COUNT_HEADERS) expect(answer.headers.get(name)).toBeNull();
         if (transient) {
@@ -252,12 +250,18 @@ describe.each(Object.entries(SITES))('a fault at the %s', (site, { target, reque
           expect(observations.metrics()).toEqual(['ServiceUnavailable']);
         } else {
           expect(logged('ERROR', 'Key check failed (permanent)')).toHaveLength(1);
-          const [line] = logged('ERROR', 'Request failed: answering 500');
-          expect(line?.correlation_id).toBe(requestId);
-          expect(observations.metrics()).toEqual(['InternalErrors', 'InternalErrors']);
+          // Counted once, by the authorizer alone.
+          expect(observations.metrics()).toEqual(['InternalErrors']);
         }
         return;
       }
+
+      expect(answer.status).toBe(transient ? 503 : 500);
+      expect(errorBody(answer)).toMatchObject({
+        code: transient ? 'SERVICE_UNAVAILABLE' : 'INTERNAL_ERROR',
+        status: answer.status,
+      });
+      expect(answer.headers.get('retry-after')).toBe(transient ? '1' : null);
 
       if (site === 'limiter UpdateItem') {
         // Not counted, and the answer does not claim counts it does not know.
@@ -372,7 +376,7 @@ describe('stored data the service cannot read whole', () => {
     expect(await statusOf(1004n)).toBe('lost-in-transit');
   });
 
-  it('answers 500 INTERNAL_ERROR (not 503) for a malformed key record, with an error log', async () => {
+  it('answers 503 (the authorizer fails, uncached) for a malformed key record, and pages', async () => {
     const key = generateApiKey();
     await registerKeys(
       new DynamoDbKeyStore(t.client, t.tables.apiKeys),
@@ -386,7 +390,8 @@ describe('stored data the service cannot read whole', () => {
       }),
     );
     const answer = await list(key);
-    expect(answer.status).toBe(500);
+    expect(answer.status).toBe(503);
     expect(logged('ERROR', 'Key check failed (permanent)')).toHaveLength(1);
+    expect(observations.metrics()).toEqual(['InternalErrors']);
   });
 });

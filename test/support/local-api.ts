@@ -55,7 +55,7 @@ export async function startLocalApi(
     child.once('exit', (code) => resolve(code)),
   );
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`local API did not start:\n${out}`)), 60_000);
+    const timer = setTimeout(() => reject(new Error(`local API did not start:\n${out}`)), 110_000);
     const onData = (): void => {
       const match = /Listening on (http:\/\/\S+)/.exec(out);
       if (match) {

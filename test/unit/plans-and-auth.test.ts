@@ -81,6 +81,7 @@ describe('authenticate', () => {
   it.each([
     ['a revoked key', record({ status: 'revoked' })],
     ['an expired key', record({ expiresAt: '2026-11-22T11:59:59Z' })],
+    ['a key whose expiry does not parse (fails closed)', record({ expiresAt: 'next Tuesday' })],
   ])('refuses %s', async (_, stored) => {
     expect(await authenticate(new MemoryKeyStore([stored]), `Bearer ${key}`, now)).toBeUndefined();
   });

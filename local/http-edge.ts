@@ -1,0 +1,132 @@
+/**
+ * The HTTP edge cases of the local API, kept apart from the API Gateway emulation proper
+ * (./gateway.ts): what the emulator does with requests that never arrive whole, that Node's
+ * parser refuses, or that lack what HTTP requires — each answered in the Error shape within the
+ * time API Gateway would hold the request, or closed where HTTP allows nothing else.
+ *
+ * How long a request may take to arrive: AWS documents no timeout for reading a REST API request,
+ * but API Gateway has the whole request (a proxy integration hands the body over as one string)
+ * before it invokes anything, and the longest it documents waiting on any part of a request is
+ * its integration timeout, 29 s ("Quotas for configuring and running a REST API": 50 ms to 29 s).
+ * So a request whose head or body has not arrived in full 29 s after it began is answered 400
+ * and its connection closed: Node's own defaults (5 minutes, checked every 30 s) would hold the
+ * connection for about 323 s and then close it without a word.
+ */
+import { STATUS_CODES, type IncomingMessage, type ServerOptions } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { GatewayAnswer } from '../lib/api/gateway-responses.ts';
+
+/** The longest the emulator waits for a request's head and body to arrive (see above). */
+export const REQUEST_READ_TIMEOUT_MS = 29_000;
+
+/** API Gateway REST's request payload limit. */
+export const MAX_REQUEST_BYTES = 10 * 1024 * 1024;
+
+/** API Gateway REST's limit on the request's headers (names, values, line ends). */
+export const MAX_HEADER_BYTES = 10_240;
+
+/** Node's server options that make these limits hold, checked every second. */
+export function edgeServerOptions(readTimeoutMs: number = REQUEST_READ_TIMEOUT_MS): ServerOptions {
+  return {
+    maxHeaderSize: MAX_HEADER_BYTES,
+    headersTimeout: readTimeoutMs,
+    requestTimeout: readTimeoutMs,
+    connectionsCheckingInterval: 1_000,
+    // A request without Host is answered by the gateway, in the Error shape (below), not by
+    // Node's bare 400.
+    requireHostHeader: false,
+  };
+}
+
+/** Why a request's body did not arrive: each is answered 400, then the connection closes. */
+export type BodyFailure = 'stalled' | 'malformed';
+
+export const BODY_FAILURE_MESSAGES: Readonly<Record<BodyFailure, string>> = {
+  stalled: 'The request did not arrive in full in time.',
+  malformed: 'The request body is malformed.',
+};
+
+/**
+ * The body readers in progress, by socket: a parser error or a timeout that Node reports on the
+ * socket (`clientError`) while a request's body is being read ends that read, so that the
+ * request gets its answer instead of waiting for bytes that will never be parsed.
+ */
+const bodyReaders = new WeakMap<Duplex, (failure: BodyFailure) => void>();
+
+/**
+ * Hands a `clientError` of a socket to the body read in progress on it, if there is one: true
+ * when it took it (the read ends with the failure; its request is answered).
+ */
+export function failBodyRead(socket: Duplex, error: Error & { code?: string }): boolean {
+  const fail = bodyReaders.get(socket);
+  if (!fail) return false;
+  fail(error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'stalled' : 'malformed');
+  return true;
+}
+
+/**
+ * The request's body: all of it, or why not — over API Gateway's payload limit, or not
+ * arriving (a stall, a malformed chunked encoding: see failBodyRead), or a client that left.
+ */
+export async function readBody(
+  request: IncomingMessage,
+): Promise<Buffer | 'too-large' | 'gone' | BodyFailure> {
+  const socket = request.socket;
+  let failed: ((failure: BodyFailure) => void) | undefined;
+  const failure = new Promise<BodyFailure>((resolve) => (failed = resolve));
+  bodyReaders.set(socket, failed!);
+  const read = (async (): Promise<Buffer | 'too-large' | 'gone'> => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    try {
+      for await (const chunk of request) {
+        size += (chunk as Buffer).length;
+        if (size > MAX_REQUEST_BYTES) return 'too-large';
+        chunks.push(chunk as Buffer);
+      }
+    } catch {
+      return 'gone';
+    }
+    return Buffer.concat(chunks);
+  })();
+  try {
+    return await Promise.race([read, failure]);
+  } finally {
+    bodyReaders.delete(socket);
+  }
+}
+
+/** Whether an HTTP/1.1 request lacks the Host header RFC 9112 §3.2 requires (answered 400). */
+export function lacksRequiredHost(request: IncomingMessage): boolean {
+  return request.headers.host === undefined && request.httpVersion !== '1.0';
+}
+
+/** The method of the request a refused packet starts with, as far as it can be read. */
+export function methodOfPacket(packet: unknown): string | undefined {
+  if (!Buffer.isBuffer(packet)) return undefined;
+  return /^([A-Z]+) /.exec(packet.toString('latin1', 0, 16))?.[1];
+}
+
+/**
+ * An HTTP/1.1 answer written straight to a socket (for requests the parser refused), closing
+ * the connection; no body for a HEAD request.
+ */
+export function rawAnswer(
+  socket: Duplex,
+  answer: GatewayAnswer,
+  requestId: string,
+  options: { head?: boolean } = {},
+): number {
+  const body = JSON.stringify(answer.body);
+  const head = [
+    `HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status] ?? ''}`,
+    ...Object.entries({
+      ...answer.headers,
+      'Content-Length': String(Buffer.byteLength(body)),
+      'x-amzn-RequestId': requestId,
+      Connection: 'close',
+    }).map(([name, value]) => `${name}: ${value}`),
+  ].join('\r\n');
+  socket.end(`${head}\r\n\r\n${options.head ? '' : body}`);
+  return options.head ? 0 : Buffer.byteLength(body);
+}
