@@ -14,6 +14,7 @@ import { compareIds, readOrderFields, type Order, type OrderField } from '../ord
 import {
   OrdersPartlyWritten,
   type CancelOutcome,
+  type ListVersion,
   type FindOrdersOptions,
   type OrderImportStore,
   type OrderStreamOptions,
@@ -22,6 +23,7 @@ import {
   type UnreadableOrder,
 } from '../orders/order-store.ts';
 import { malformedItem, numberText } from './attributes.ts';
+import { DynamoDbListVersion, type DynamoDbListVersionOptions } from './list-version.ts';
 import { isConditionFailure, send } from './errors.ts';
 import {
   BatchWriteFailed,
@@ -79,7 +81,16 @@ function readForList(
   return order;
 }
 
-/** The Query of one page of one shard, in id order (also what `npm run bench:list` reads raw). */
+/** Whether an item of the orders table is an order (not one of the list's version items). */
+export function isOrderItem(item: Item): boolean {
+  return Number(numberText(item.shard)) >= 0;
+}
+
+/**
+ * The Query of one page of one shard, in id order (also what `npm run bench:list` reads raw).
+ * Strongly consistent: a list must show every write acknowledged before its version was read
+ * (lib/dynamodb/list-version.ts), which an eventually consistent read may not yet return.
+ */
 export function shardPageQuery(
   tableName: string,
   shard: number,
@@ -93,6 +104,7 @@ export function shardPageQuery(
     ExpressionAttributeValues: { ':shard': shard },
     ExclusiveStartKey: startKey,
     Limit: limit,
+    ConsistentRead: true,
   };
 }
 
@@ -101,16 +113,35 @@ export class DynamoDbOrderStore implements OrderImportStore {
   private readonly tableName: string;
   private readonly pageSize: number;
   private readonly pageTimeoutMs: number;
+  private readonly version: DynamoDbListVersion;
 
+  /**
+   * `listVersion`: how the list's version is kept (the lease of a write: the function's by
+   * default; the operator CLI, whose calls may take longer, gives its own).
+   */
   constructor(
     client: DynamoDBDocumentClient,
     tableName: string,
-    options: { pageSize?: number; pageTimeoutMs?: number } = {},
+    options: {
+      pageSize?: number;
+      pageTimeoutMs?: number;
+      listVersion?: DynamoDbListVersionOptions;
+    } = {},
   ) {
     this.client = client;
     this.tableName = tableName;
     this.pageSize = options.pageSize ?? ORDER_PAGE_SIZE;
     this.pageTimeoutMs = options.pageTimeoutMs ?? TIME_BUDGETS.listPageMs;
+    this.version = new DynamoDbListVersion(client, tableName, options.listVersion);
+  }
+
+  readListVersion(options: CallOptions = {}): Promise<ListVersion> {
+    return this.version.read(options.signal);
+  }
+
+  /** A new version for every tag (after writes made by hand in the table). */
+  retag(options: CallOptions = {}): Promise<void> {
+    return this.version.retag(options.signal);
   }
 
   async openOrderStream(
@@ -218,8 +249,8 @@ export class DynamoDbOrderStore implements OrderImportStore {
       values[`:v${i}`] = value;
       return `#a${i} = :v${i}`;
     });
-    try {
-      await send(
+    const write = () =>
+      send(
         DEPENDENCY,
         (abortSignal) =>
           this.client.send(
@@ -237,17 +268,23 @@ export class DynamoDbOrderStore implements OrderImportStore {
             { abortSignal },
           ),
         options.signal,
+      ).then(
+        () => true,
+        (error: unknown) => {
+          // A failed condition changed nothing: an answer, read below.
+          if (isConditionFailure(error)) return error;
+          throw error;
+        },
       );
-      return 'moved';
-    } catch (error) {
-      if (!isConditionFailure(error)) throw error;
-      // lib-dynamodb leaves the failed item marshalled.
-      const old = (error as { Item?: Parameters<typeof unmarshall>[0] }).Item;
-      if (!old) return 'not-found';
-      const status = (unmarshall(old) as { status?: unknown }).status;
-      if (status === 'shipped' || status === 'cancelled') return status;
-      throw malformedItem(DEPENDENCY, `order ${id} has an unknown status`);
-    }
+    // Changed only when the write went through; a failed condition leaves the version alone.
+    const result = await this.version.around(write, (moved) => moved === true, options);
+    if (result === true) return 'moved';
+    // The failed condition: lib-dynamodb leaves its old item marshalled.
+    const old = (result as { Item?: Parameters<typeof unmarshall>[0] }).Item;
+    if (!old) return 'not-found';
+    const status = (unmarshall(old) as { status?: unknown }).status;
+    if (status === 'shipped' || status === 'cancelled') return status;
+    throw malformedItem(DEPENDENCY, `order ${id} has an unknown status`);
   }
 
   async findOrders(ids: readonly bigint[], options: FindOrdersOptions = {}): Promise<Order[]> {
@@ -261,7 +298,11 @@ export class DynamoDbOrderStore implements OrderImportStore {
     options: PutOrdersOptions & BatchWriteOptions = {},
   ): Promise<void> {
     try {
-      await writeInBatches(this.client, this.tableName, orders.map(orderToItem), options);
+      // Each BatchWriteItem request between a mark and a release of the list's version.
+      await writeInBatches(this.client, this.tableName, orders.map(orderToItem), {
+        ...options,
+        around: (request) => this.version.around(request, () => true),
+      });
     } catch (error) {
       if (error instanceof BatchWriteFailed) {
         throw new OrdersPartlyWritten(error.written, error.total, error.cause);

@@ -29,6 +29,22 @@ export interface TableDefinition {
  */
 export const ORDER_SHARDS = 8;
 
+/**
+ * The list's version items (what its ETag is made of; lib/dynamodb/list-version.ts): this many
+ * items in the orders table, each in a partition of its own that no order uses (`shard` −1 to
+ * −LIST_VERSION_ITEMS, `id` 0), so that the writes they take are spread like the orders'.
+ * Every write of orders marks one of them, chosen at random, before it writes and changes it
+ * after. A write costs a version item 2 WCU (1 KB items): 16 × 1,000 WCU/s ÷ 2 = 8,000 writes
+ * a second, the orders' own ceiling (8 partitions × 1,000 WCU/s). A 304 reads them all (one
+ * BatchGetItem, strongly consistent: 16 RCU).
+ */
+export const LIST_VERSION_ITEMS = 16;
+
+/** The key of list version item `index` (0 to LIST_VERSION_ITEMS − 1). */
+export function listVersionKey(index: number): { readonly shard: number; readonly id: number } {
+  return { shard: -1 - index, id: 0 };
+}
+
 export const TABLES = {
   orders: {
     id: 'Orders',

@@ -43,8 +43,22 @@ export interface OrderStreamOptions extends CallOptions {
   readonly onUnreadable?: (problem: UnreadableOrder) => void;
 }
 
+/**
+ * The list's version, for conditional requests: an opaque tag that stays the same for as long as
+ * no write changes the list, or no tag while a write is in flight (the list is changing).
+ */
+export interface ListVersion {
+  readonly tag: string | undefined;
+}
+
 /** The port the order operations need from storage. */
 export interface OrderStore {
+  /**
+   * The list's version now, by `signal`'s deadline. Read before the list's first page, its tag
+   * covers no write that the list lacks: every write the tag covers was acknowledged before it
+   * was read, and the pages are read strongly consistent after it.
+   */
+  readListVersion(options?: CallOptions): Promise<ListVersion>;
   /**
    * Every order, sorted by id ascending, in batches (a batch is at most a page's worth; the
    * orders of a batch are handed over at once). The promise settles once the first page of every
@@ -53,7 +67,10 @@ export interface OrderStore {
    * when one does not come.
    */
   openOrderStream(options?: OrderStreamOptions): Promise<AsyncIterable<readonly Order[]>>;
-  /** pending (or no status) → cancelled in one conditional write. */
+  /**
+   * pending (or no status) → cancelled in one conditional write. Like every write below, it
+   * changes the list's version when it changes the list.
+   */
   cancel(id: bigint, options?: CallOptions): Promise<CancelOutcome>;
   /** pending (or no status) → shipped (and complete) in one conditional write. */
   ship(id: bigint, options?: CallOptions): Promise<ShipOutcome>;

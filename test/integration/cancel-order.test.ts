@@ -108,12 +108,36 @@ describe('cancelOrder against DynamoDB', () => {
     },
   );
 
-  it('makes exactly one call to the orders table per cancel, whatever the outcome', async () => {
+  it('writes the order once per cancel, whatever the outcome, between a mark and a release of the list version', async () => {
+    const keys: unknown[] = [];
+    const name = `keys${Math.random()}`;
+    t.client.middlewareStack.add(
+      (next) => (args) => {
+        const input = args.input as { TableName?: string; Key?: { shard?: { N?: string } } };
+        if (input.TableName === t.tables.orders) keys.push(Number(input.Key?.shard?.N));
+        return next(args);
+      },
+      { step: 'finalizeRequest', name },
+    );
     const counter = countDynamoDbCalls(t.client, t.tables.orders);
-    for (const id of ['1', '1', '2', '42']) {
-      counter.reset();
-      await cancel(id);
-      expect(counter.calls).toEqual(['UpdateItemCommand']);
+    try {
+      for (const id of ['1', '1', '2', '42']) {
+        counter.reset();
+        keys.splice(0);
+        await cancel(id);
+        expect(counter.calls).toEqual([
+          'UpdateItemCommand',
+          'UpdateItemCommand',
+          'UpdateItemCommand',
+        ]);
+        // The order's own partition (shard = id mod 8), between two writes of one version item.
+        const [mark, order, release] = keys as [number, number, number];
+        expect(order).toBe(Number(BigInt(id) % 8n));
+        expect(mark).toBeLessThan(0);
+        expect(release).toBe(mark);
+      }
+    } finally {
+      t.client.middlewareStack.remove(name);
     }
   });
 
