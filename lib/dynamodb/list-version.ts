@@ -65,6 +65,12 @@ const ENTRY_PREFIX = 'w_';
  */
 const REPRESENTATION = 'orders-list-1';
 
+/**
+ * The release's own time when the write used up the request's budget (it stalled, or was
+ * retried until its deadline): within what is left of the answer's budget (TIME_BUDGETS).
+ */
+const RELEASE_GRACE_MS = (TIME_BUDGETS.answerMs - TIME_BUDGETS.requestMs) / 2;
+
 /** How long a function's write may still land: its request budget, then the margin. */
 export const FUNCTION_WRITE_LEASE_MS = TIME_BUDGETS.requestMs + TIME_BUDGETS.lateWriteMarginMs;
 
@@ -202,13 +208,14 @@ export class DynamoDbListVersion {
       outcome = { ok: false, error };
     }
     const bump = outcome.ok ? changed(outcome.result) : true;
+    const signal = options.signal?.aborted ? AbortSignal.timeout(RELEASE_GRACE_MS) : options.signal;
     try {
       await this.update(
         key,
         bump ? 'REMOVE #e SET #n = :n' : 'REMOVE #e',
         bump ? { '#e': entry, '#n': 'n' } : { '#e': entry },
         bump ? { ':n': randomBytes(12).toString('base64url') } : undefined,
-        options.signal,
+        signal,
       );
     } catch (error) {
       this.onReleaseFailure(error);
