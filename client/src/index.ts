@@ -1,6 +1,12 @@
 /** @store-orders/client: the Store Orders API from TypeScript, in Node 24 and in browsers. */
 export { StoreOrdersClient, orderIdSegment } from './client.ts';
-export type { CallOptions, HeadersInput, StoreOrdersClientOptions } from './client.ts';
+export type {
+  CallOptions,
+  HeadersInput,
+  ListCallOptions,
+  OrderList,
+  StoreOrdersClientOptions,
+} from './client.ts';
 export {
   API_ERROR_STATUS,
   ApiError,
