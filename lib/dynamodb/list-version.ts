@@ -79,6 +79,11 @@ export interface ListVersionWriteOptions {
   readonly signal?: AbortSignal;
 }
 
+/** A version item marked for a write: released once, with whether the write changed the list. */
+export interface VersionMark {
+  release(changed: boolean, options?: ListVersionWriteOptions): Promise<void>;
+}
+
 export interface DynamoDbListVersionOptions {
   /** How long after its mark a write is assumed to have landed, if ever (FUNCTION_WRITE_LEASE_MS). */
   readonly leaseMs?: number;
@@ -182,16 +187,10 @@ export class DynamoDbListVersion {
   }
 
   /**
-   * Runs one write of orders between a mark and a release of a version item (see above).
-   * `changed` says from the write's result whether it changed the list; a write that failed
-   * counts as changed (it may have landed). A failed mark fails the write before it is sent; a
-   * failed release is reported, not thrown: the write stands.
+   * Marks a version item for a write about to be made (step 1 above): resolves once the entry
+   * is stored, with the handle that releases it. A failed mark rejects: nothing may be written.
    */
-  async around<T>(
-    write: () => Promise<T>,
-    changed: (result: T) => boolean,
-    options: ListVersionWriteOptions = {},
-  ): Promise<T> {
+  async mark(options: ListVersionWriteOptions = {}): Promise<VersionMark> {
     const key = listVersionKey(randomInt(LIST_VERSION_ITEMS));
     const entry = `${ENTRY_PREFIX}${randomBytes(9).toString('base64url')}`;
     await this.update(
@@ -201,25 +200,50 @@ export class DynamoDbListVersion {
       { ':until': this.now() + this.leaseMs },
       options.signal,
     );
+    let released = false;
+    return {
+      release: async (changed, releaseOptions = {}) => {
+        if (released) return;
+        released = true;
+        // A write that used up the request's budget still gets its release.
+        const signal = releaseOptions.signal?.aborted
+          ? AbortSignal.timeout(RELEASE_GRACE_MS)
+          : releaseOptions.signal;
+        try {
+          await this.update(
+            key,
+            changed ? 'REMOVE #e SET #n = :n' : 'REMOVE #e',
+            changed ? { '#e': entry, '#n': 'n' } : { '#e': entry },
+            changed ? { ':n': randomBytes(12).toString('base64url') } : undefined,
+            signal,
+          );
+        } catch (error) {
+          this.onReleaseFailure(error);
+        }
+      },
+    };
+  }
+
+  /**
+   * Runs one write of orders between a mark and a release of a version item (see above); the
+   * mark may have been started before (`marked`, beside the rate limiter). `changed` says from
+   * the write's result whether it changed the list; a write that failed counts as changed (it
+   * may have landed). A failed mark fails the write before it is sent; a failed release is
+   * reported, not thrown: the write stands.
+   */
+  async around<T>(
+    write: () => Promise<T>,
+    changed: (result: T) => boolean,
+    options: ListVersionWriteOptions & { readonly marked?: Promise<VersionMark> } = {},
+  ): Promise<T> {
+    const mark = await (options.marked ?? this.mark(options));
     let outcome: { ok: true; result: T } | { ok: false; error: unknown };
     try {
       outcome = { ok: true, result: await write() };
     } catch (error) {
       outcome = { ok: false, error };
     }
-    const bump = outcome.ok ? changed(outcome.result) : true;
-    const signal = options.signal?.aborted ? AbortSignal.timeout(RELEASE_GRACE_MS) : options.signal;
-    try {
-      await this.update(
-        key,
-        bump ? 'REMOVE #e SET #n = :n' : 'REMOVE #e',
-        bump ? { '#e': entry, '#n': 'n' } : { '#e': entry },
-        bump ? { ':n': randomBytes(12).toString('base64url') } : undefined,
-        signal,
-      );
-    } catch (error) {
-      this.onReleaseFailure(error);
-    }
+    await mark.release(outcome.ok ? changed(outcome.result) : true, options);
     if (!outcome.ok) throw outcome.error;
     return outcome.result;
   }

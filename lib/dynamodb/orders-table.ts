@@ -15,6 +15,8 @@ import {
   OrdersPartlyWritten,
   type CancelOutcome,
   type ListVersion,
+  type PreparedWrite,
+  type WriteOptions,
   type FindOrdersOptions,
   type OrderImportStore,
   type OrderStreamOptions,
@@ -23,7 +25,11 @@ import {
   type UnreadableOrder,
 } from '../orders/order-store.ts';
 import { malformedItem, numberText } from './attributes.ts';
-import { DynamoDbListVersion, type DynamoDbListVersionOptions } from './list-version.ts';
+import {
+  DynamoDbListVersion,
+  type DynamoDbListVersionOptions,
+  type VersionMark,
+} from './list-version.ts';
 import { isConditionFailure, send } from './errors.ts';
 import {
   BatchWriteFailed,
@@ -106,6 +112,36 @@ export function shardPageQuery(
     Limit: limit,
     ConsistentRead: true,
   };
+}
+
+/** A write prepared on DynamoDB: its version mark, sent at once. */
+class DynamoDbPreparedWrite implements PreparedWrite {
+  readonly #marked: Promise<VersionMark>;
+  readonly #options: CallOptions;
+  #taken = false;
+
+  constructor(marked: Promise<VersionMark>, options: CallOptions) {
+    this.#marked = marked;
+    this.#options = options;
+    // Observed by the write that takes it, or by abandon().
+    marked.catch(() => undefined);
+  }
+
+  /** The mark, for the write that uses it (once). */
+  static take(prepared: PreparedWrite): Promise<VersionMark> {
+    if (!(prepared instanceof DynamoDbPreparedWrite) || prepared.#taken) {
+      throw new Error('a prepared write is used once, by the store that prepared it');
+    }
+    prepared.#taken = true;
+    return prepared.#marked;
+  }
+
+  async abandon(): Promise<void> {
+    if (this.#taken) return;
+    this.#taken = true;
+    const mark = await this.#marked.catch(() => undefined);
+    await mark?.release(false, this.#options);
+  }
 }
 
 export class DynamoDbOrderStore implements OrderImportStore {
@@ -215,7 +251,11 @@ export class DynamoDbOrderStore implements OrderImportStore {
     );
   }
 
-  async cancel(id: bigint, options: CallOptions = {}): Promise<CancelOutcome> {
+  prepareWrite(options: CallOptions = {}): PreparedWrite {
+    return new DynamoDbPreparedWrite(this.version.mark(options), options);
+  }
+
+  async cancel(id: bigint, options: WriteOptions = {}): Promise<CancelOutcome> {
     const result = await this.leavePending(id, { status: 'cancelled' }, options);
     if (result === 'moved') return 'cancelled';
     if (result === 'not-found') return 'not-found';
@@ -240,7 +280,7 @@ export class DynamoDbOrderStore implements OrderImportStore {
   private async leavePending(
     id: bigint,
     changes: Record<string, unknown>,
-    options: CallOptions,
+    options: WriteOptions,
   ): Promise<'moved' | 'not-found' | 'shipped' | 'cancelled'> {
     const names: Record<string, string> = { '#status': 'status', '#id': 'id' };
     const values: Record<string, unknown> = { ':pending': 'pending' };
@@ -277,7 +317,11 @@ export class DynamoDbOrderStore implements OrderImportStore {
         },
       );
     // Changed only when the write went through; a failed condition leaves the version alone.
-    const result = await this.version.around(write, (moved) => moved === true, options);
+    const marked = options.prepared ? DynamoDbPreparedWrite.take(options.prepared) : undefined;
+    const result = await this.version.around(write, (moved) => moved === true, {
+      ...options,
+      ...(marked ? { marked } : {}),
+    });
     if (result === true) return 'moved';
     // The failed condition: lib-dynamodb leaves its old item marshalled.
     const old = (result as { Item?: Parameters<typeof unmarshall>[0] }).Item;

@@ -6,7 +6,7 @@
 import type { CallOptions } from '../failures.ts';
 import { quotableInput } from '../keys/api-key.ts';
 import { parseInt64, type Order } from './order.ts';
-import type { ListVersion, OrderStore, OrderStreamOptions } from './order-store.ts';
+import type { ListVersion, OrderStore, OrderStreamOptions, WriteOptions } from './order-store.ts';
 
 /** The text given as an order id is not an int64. `shown` is what a message may quote of it. */
 export class InvalidOrderId extends Error {
@@ -80,7 +80,7 @@ export async function listOrders(
 export async function cancelOrder(
   store: OrderStore,
   id: bigint,
-  options: CallOptions = {},
+  options: WriteOptions = {},
 ): Promise<void> {
   const outcome = await store.cancel(id, options);
   switch (outcome) {
