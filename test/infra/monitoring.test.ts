@@ -289,11 +289,13 @@ describe.each(STAGE_NAMES)('dashboard (%s)', (stage) => {
         own(METRIC_NAMES.internalErrors),
         own(METRIC_NAMES.serviceUnavailable),
         own(METRIC_NAMES.listStreamFailures),
+        own(METRIC_NAMES.listVersionReleaseFailures),
       ]),
     );
     expect(series('List size')).toEqual([
       own(METRIC_NAMES.listResponseBytes),
       own(METRIC_NAMES.listOrdersSent),
+      own(METRIC_NAMES.listNotModified),
     ]);
   });
 
