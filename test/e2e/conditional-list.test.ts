@@ -90,6 +90,19 @@ async function tagged(): Promise<{ tag: string; body: string }> {
   return { tag: tag!, body: answer.body };
 }
 
+/** Sends raw bytes on one connection and resolves with everything received until it closes. */
+function exchange(port: number, text: string): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    let data = '';
+    socket.on('data', (chunk: Buffer) => (data += chunk.toString('latin1')));
+    socket.on('close', () => resolve(data));
+    socket.on('error', reject);
+    socket.setTimeout(10_000, () => socket.destroy(new Error('no answer')));
+    socket.write(text);
+  });
+}
+
 const cli = (...args: string[]) =>
   runCli(['orders', ...args, '--local'], { env: { STORE_ORDERS_LOCAL_STATE: api.stateFile } });
 
@@ -126,15 +139,10 @@ describe('GET /store/orders with If-None-Match, through npm start', () => {
     const request = (extra: string) =>
       `GET /v1/store/orders HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${enterpriseKey}\r\n${extra}\r\n`;
     // Two requests on one connection, the second closing it: everything the server sent.
-    const received = await new Promise<string>((resolve, reject) => {
-      const socket = connect(port, '127.0.0.1');
-      let data = '';
-      socket.on('data', (chunk: Buffer) => (data += chunk.toString('latin1')));
-      socket.on('close', () => resolve(data));
-      socket.on('error', reject);
-      socket.setTimeout(10_000, () => socket.destroy(new Error('no answer')));
-      socket.write(request(`If-None-Match: ${tag}\r\n`) + request('Connection: close\r\n'));
-    });
+    const received = await exchange(
+      port,
+      request(`If-None-Match: ${tag}\r\n`) + request('Connection: close\r\n'),
+    );
     const end = received.indexOf('\r\n\r\n');
     const head = received.slice(0, end);
     expect(head).toMatch(/^HTTP\/1\.1 304 Not Modified\r\n/);
@@ -142,6 +150,20 @@ describe('GET /store/orders with If-None-Match, through npm start', () => {
     expect(head).not.toMatch(/\r\ncontent-length: [1-9]/i);
     // The next answer on the same connection starts right where the 304's head ended.
     expect(received.slice(end + 4)).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+  });
+
+  it('answers HEAD (not an operation: API Gateway answers it) 405 with Allow: GET and no body, whatever If-None-Match says', async () => {
+    const { tag } = await tagged();
+    const port = Number(new URL(api.url).port);
+    const received = await exchange(
+      port,
+      `HEAD /v1/store/orders HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${enterpriseKey}\r\nIf-None-Match: ${tag}\r\nConnection: close\r\n\r\n`,
+    );
+    const end = received.indexOf('\r\n\r\n');
+    expect(received.slice(0, end)).toMatch(/^HTTP\/1\.1 405 Method Not Allowed\r\n/);
+    expect(received.slice(0, end)).toMatch(/\r\nAllow: GET\r\n/i);
+    // Nothing after the head: the connection closed right after it.
+    expect(received.slice(end + 4)).toBe('');
   });
 
   it('gives the same tag whatever the content coding, and a 304 for any of them', async () => {
