@@ -7,7 +7,13 @@ import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { createDocumentClient, LOCAL_REGION, tableEnv } from '../lib/dynamodb/client.ts';
+import {
+  attemptTimeouts,
+  createDocumentClient,
+  LOCAL_REGION,
+  tableEnv,
+} from '../lib/dynamodb/client.ts';
+import { TIME_BUDGETS } from '../lib/config/budgets.ts';
 import { ensureTables } from '../lib/dynamodb/create-table.ts';
 import { DynamoDbKeyStore } from '../lib/dynamodb/keys-table.ts';
 import { DynamoDbOrderStore } from '../lib/dynamodb/orders-table.ts';
@@ -72,7 +78,12 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         stop: () => Promise.resolve(),
       }
     : await startDynamoDbLocal({ stateFile: options.stateFile });
-  const client = createDocumentClient({ endpoint: dynamo.endpoint });
+  // Seeding is an operator's job: each call may take an operator's time (a busy machine, a big
+  // seed whose every batch also marks and releases the list's version).
+  const client = createDocumentClient(
+    { endpoint: dynamo.endpoint },
+    { requestHandler: attemptTimeouts(TIME_BUDGETS.adminAttemptMs) },
+  );
   try {
     const tables = localTableNames(options.tablePrefix);
     const created = await ensureTables(client, tables);
