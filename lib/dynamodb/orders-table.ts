@@ -337,15 +337,21 @@ export class DynamoDbOrderStore implements OrderImportStore {
     return items.flatMap((item) => readOrderItem(item).order ?? []);
   }
 
+  /**
+   * `beforeServing`: the orders are written before any list is served (the local API's seed,
+   * a benchmark's load): no version marks, and one retag once they are all written, which
+   * changes every tag there may be from before.
+   */
   async putOrders(
     orders: readonly Order[],
-    options: PutOrdersOptions & BatchWriteOptions = {},
+    options: PutOrdersOptions & BatchWriteOptions & { readonly beforeServing?: boolean } = {},
   ): Promise<void> {
+    const { beforeServing, ...batches } = options;
     try {
       // Each BatchWriteItem request between a mark and a release of the list's version.
       await writeInBatches(this.client, this.tableName, orders.map(orderToItem), {
-        ...options,
-        around: (request) => this.version.around(request, () => true),
+        ...batches,
+        ...(beforeServing ? {} : { around: (request) => this.version.around(request, () => true) }),
       });
     } catch (error) {
       if (error instanceof BatchWriteFailed) {
@@ -353,5 +359,6 @@ export class DynamoDbOrderStore implements OrderImportStore {
       }
       throw error;
     }
+    if (beforeServing) await this.retag();
   }
 }
