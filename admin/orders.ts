@@ -16,18 +16,39 @@ import { OrdersPartlyWritten } from '../lib/orders/order-store.ts';
 import { ordersJsonArray } from '../lib/orders/order-json.ts';
 import type { Order } from '../lib/orders/order.ts';
 import { switchFlag } from '../lib/config/flags.ts';
-import { describeFailure, Failure, print, UsageError, type Io } from './common.ts';
+import {
+  ADMIN_ATTEMPTS,
+  adminAttemptMs,
+  describeFailure,
+  Failure,
+  print,
+  UsageError,
+  type Io,
+} from './common.ts';
 import { defineCommand, type Command } from './command.ts';
 import { confirmChange } from './confirm.ts';
 import { progressBar } from './progress.ts';
 import { withTable, type Target, type TargetValues } from './target.ts';
+
+/**
+ * How long after its mark an operator's write of orders may still land (the list has no ETag
+ * meanwhile, lib/dynamodb/list-version.ts): every attempt of one call, then five minutes — as
+ * far as an operator's clock may be from AWS's and still sign requests (SigV4's tolerance).
+ */
+export function adminWriteLeaseMs(env: NodeJS.ProcessEnv = process.env): number {
+  return ADMIN_ATTEMPTS * adminAttemptMs(env) + 5 * 60_000;
+}
 
 function withOrderStore<T>(
   values: TargetValues,
   action: (store: DynamoDbOrderStore, target: Target, table: string) => Promise<T>,
 ): Promise<T> {
   return withTable(values, 'orders', (client, table, target) =>
-    action(new DynamoDbOrderStore(client, table), target, table),
+    action(
+      new DynamoDbOrderStore(client, table, { listVersion: { leaseMs: adminWriteLeaseMs() } }),
+      target,
+      table,
+    ),
   );
 }
 
@@ -302,4 +323,25 @@ stdout. A file is written under a temporary name and renamed when complete.`,
   },
 );
 
-export const ORDER_COMMANDS: readonly Command[] = [importOrders, ship, exportOrders];
+const retag = defineCommand(
+  {
+    name: 'orders retag',
+    summary: 'a new ETag for the list (after orders were changed by hand in the table)',
+    description: `Gives the list a new version, so that every ETag a client holds stops matching and its next
+conditional GET /store/orders gets the whole list. Every write made through the service or
+this CLI does that by itself; a change made by hand in the table (the console, a script, a
+restore) does not: clients polling with If-None-Match keep their old list until the next
+write, or until this command runs. It writes only the list's version items, never an order.`,
+    flags: {},
+    positionals: [],
+  },
+  async (parsed, io) => {
+    await withOrderStore(parsed.values, async (store, target, table) => {
+      await confirmChange(target, `give the list of ${table} a new ETag`, parsed.values.yes, io);
+      await store.retag();
+      print(io.stdout, `The list of ${table} has a new ETag: clients get the whole list again.`);
+    });
+  },
+);
+
+export const ORDER_COMMANDS: readonly Command[] = [importOrders, ship, exportOrders, retag];

@@ -39,7 +39,15 @@ async function countItems(client: ReturnType<typeof createDocumentClient>, table
   let startKey: Record<string, unknown> | undefined;
   do {
     const page = await client.send(
-      new ScanCommand({ TableName: table, Select: 'COUNT', ExclusiveStartKey: startKey }),
+      // Orders only: not the list's version items (negative shards).
+      new ScanCommand({
+        TableName: table,
+        Select: 'COUNT',
+        ExclusiveStartKey: startKey,
+        FilterExpression: '#shard >= :zero',
+        ExpressionAttributeNames: { '#shard': 'shard' },
+        ExpressionAttributeValues: { ':zero': 0 },
+      }),
     );
     count += page.Count ?? 0;
     startKey = page.LastEvaluatedKey;

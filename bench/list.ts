@@ -7,7 +7,9 @@
  * containers) for identity and each content coding, the best of three runs: wall time, bytes, the ratio to each floor,
  * time to first byte, the server's peak RSS growth and live-memory growth, and a modelled AWS
  * transfer time from the documented bandwidth rules. Every compressed body is decompressed and
- * compared with the identity body; a mismatch fails the run.
+ * compared with the identity body; a mismatch fails the run. Then conditional hits: the list's
+ * ETag sent back in If-None-Match (the store unchanged), answered 304 without reading an order:
+ * their latency, against the full identity list of the same run.
  */
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -27,6 +29,7 @@ import { ensureTables } from '../lib/dynamodb/create-table.ts';
 import { DynamoDbKeyStore } from '../lib/dynamodb/keys-table.ts';
 import {
   DynamoDbOrderStore,
+  isOrderItem,
   ORDER_PAGE_SIZE,
   shardPageQuery,
 } from '../lib/dynamodb/orders-table.ts';
@@ -39,6 +42,8 @@ import { startDynamoDbLocal } from '../local/dynamodb-local.ts';
 import { localTableNames, PROJECT_ROOT } from '../local/local-stack.ts';
 
 const MB = 1_000_000;
+/** Conditional hits measured (after one to warm up). */
+const CONDITIONAL_HITS = 50;
 const MiB = 1024 * 1024;
 
 /**
@@ -104,6 +109,8 @@ interface ListRun {
   readonly bytes: number;
   readonly digest: string;
   readonly orders: number;
+  /** The list's ETag. */
+  readonly etag: string | undefined;
   readonly baselineRss: number;
   readonly peakRss: number;
   /** Live-memory growth; undefined when the run was too short for a sample. */
@@ -144,6 +151,7 @@ async function main(): Promise<void> {
     const loadStarted = performance.now();
     await new DynamoDbOrderStore(client, tables.orders).putOrders(benchOrders(count), {
       concurrency: 16,
+      beforeServing: true,
     });
     const loadSeconds = (performance.now() - loadStarted) / 1000;
     console.log(`loaded ${count} orders in ${loadSeconds.toFixed(1)} s`);
@@ -169,16 +177,18 @@ async function main(): Promise<void> {
       return items;
     };
     const scan = () =>
-      readAll((segment, startKey) =>
-        client.send(
+      readAll(async (segment, startKey) => {
+        const page = await client.send(
           new ScanCommand({
             TableName: tables.orders,
             Segment: segment,
             TotalSegments: ORDER_SHARDS,
             ExclusiveStartKey: startKey,
           }),
-        ),
-      );
+        );
+        // The table holds the list's version items too (lib/dynamodb/list-version.ts).
+        return { ...page, Items: page.Items?.filter(isOrderItem) };
+      });
     const query = () =>
       readAll((shard, startKey) =>
         client.send(
@@ -256,6 +266,7 @@ async function main(): Promise<void> {
         throw new Unavailable(Number(response.headers['retry-after'] ?? 1), body);
       }
       if (response.statusCode !== 200) throw new Error(`${coding}: status ${response.statusCode}`);
+      const etag = response.headers.etag;
       const served = response.headers['content-encoding'] ?? 'identity';
       if (served !== coding) throw new Error(`asked for ${coding}, got ${served}`);
       response.on('data', (chunk: Buffer) => {
@@ -293,6 +304,7 @@ async function main(): Promise<void> {
         bytes,
         digest: plain.digest('hex'),
         orders,
+        etag,
         baselineRss: memory.baselineRss,
         peakRss: memory.peakRss,
         liveGrowth: memory.liveSamples > 0 ? memory.peakLive - memory.baselineLive : undefined,
@@ -318,9 +330,35 @@ async function main(): Promise<void> {
     }
     const identity = runs[0]!;
     const baselineRss = all[0]!.baselineRss;
+
+    /** One conditional GET with the identity run's ETag: status, body bytes and milliseconds. */
+    const conditional = async (): Promise<{ status: number; bytes: number; ms: number }> => {
+      const started = performance.now();
+      const response = await new Promise<import('node:http').IncomingMessage>((resolve, reject) => {
+        request(`${url}/store/orders`, {
+          headers: { Authorization: `Bearer ${key}`, 'If-None-Match': identity.etag ?? '' },
+        })
+          .on('response', resolve)
+          .on('error', reject)
+          .end();
+      });
+      let bytes = 0;
+      for await (const chunk of response) bytes += (chunk as Buffer).length;
+      return { status: response.statusCode ?? 0, bytes, ms: performance.now() - started };
+    };
+    await conditional(); // warm-up
+    const hits = [];
+    for (let i = 0; i < CONDITIONAL_HITS; i++) hits.push(await conditional());
+    const hitMs = hits.map((hit) => hit.ms).sort((a, b) => a - b);
+    const hitMedian = hitMs[Math.floor(hitMs.length / 2)]!;
     const rssGrowth = (run: ListRun) => run.peakRss - baselineRss;
 
     const problems: string[] = [];
+    if (identity.etag === undefined) problems.push('the identity list came without an ETag');
+    for (const hit of hits) {
+      if (hit.status !== 304 || hit.bytes !== 0)
+        problems.push(`a conditional hit answered ${hit.status} with ${hit.bytes} bytes`);
+    }
     for (const run of all) {
       if (run.orders !== count) problems.push(`${run.coding}: ${run.orders} orders, not ${count}`);
       if (run.digest !== identity.digest)
@@ -340,6 +378,12 @@ async function main(): Promise<void> {
         `| ${run.coding} | ${run.seconds.toFixed(2)} | ${(run.seconds / querySeconds).toFixed(2)} | ${(run.seconds / scanSeconds).toFixed(2)} | ${run.ttfbMs.toFixed(0)} | ${run.bytes.toLocaleString('en')} | ${pct(run.bytes, identity.bytes)} | ${(rssGrowth(run) / MiB).toFixed(1)} MiB | ${run.liveGrowth === undefined ? 'n/a (run too short)' : `${(run.liveGrowth / MiB).toFixed(1)} MiB`} | ${modelledTransferSeconds(run.bytes, linkBytesPerSecond).toFixed(2)} |`,
       );
     }
+    console.log(
+      `| conditional hit (304, If-None-Match) | ${(hitMedian / 1000).toFixed(4)} (median of ${CONDITIONAL_HITS}; best ${hitMs[0]!.toFixed(1)} ms, worst ${hitMs.at(-1)!.toFixed(1)} ms) | ${(hitMedian / 1000 / querySeconds).toFixed(4)} | ${(hitMedian / 1000 / scanSeconds).toFixed(4)} | ${hitMedian.toFixed(0)} | 0 | 0.0% | | | 0.00 |`,
+    );
+    console.log(
+      `\nConditional hit: median ${hitMedian.toFixed(1)} ms, ${(identity.seconds / (hitMedian / 1000)).toFixed(0)}× faster than the full identity list (${identity.seconds.toFixed(2)} s); no order read (the list's version items and the key's allowance, one round trip).`,
+    );
     const r = STREAMING_LIMITS;
     console.log(
       `\nModel (AWS docs): a streamed Lambda response is uncapped for its first ${r.lambdaUncappedBytes / MB} MB, then at most ${r.cappedBytesPerSecond / MB} MB/s ` +
@@ -385,8 +429,13 @@ async function main(): Promise<void> {
         `modelled AWS transfer with gzip ≤ 1.5 s: ${modelledTransferSeconds(gzip.bytes, linkBytesPerSecond).toFixed(2)} s`,
         modelledTransferSeconds(gzip.bytes, linkBytesPerSecond) <= 1.5,
       ],
+      [`conditional hit ≤ 50 ms (issue 18): median ${hitMedian.toFixed(1)} ms`, hitMedian <= 50],
+      [
+        `conditional hit ≥ 50 × faster than the full identity list (issue 18): ${(identity.seconds / (hitMedian / 1000)).toFixed(0)}×`,
+        identity.seconds / (hitMedian / 1000) >= 50,
+      ],
     ];
-    console.log(`\nGoals (issue 12, meant for 200,000 orders; this run: ${count}):`);
+    console.log(`\nGoals (issues 12 and 18, meant for 200,000 orders; this run: ${count}):`);
     for (const [goal, met] of goals) console.log(`  ${met ? 'met    ' : 'NOT MET'} ${goal}`);
     if (problems.length > 0) {
       console.error(`\nFAILED:\n  ${problems.join('\n  ')}`);

@@ -2,22 +2,39 @@
  * GET /store/orders — every order, sorted by id, streamed as one JSON array, compressed with the
  * best coding the client accepts (Accept-Encoding: zstd, br, gzip, else identity). Not traced
  * with the X-Ray SDK: its promise tracking would cost more than the reads (./shared/tracer.ts).
+ *
+ * Conditional: every 200 carries a weak ETag — the list's version, read before its first page
+ * (lib/dynamodb/list-version.ts) — and `If-None-Match` with a matching tag (or `*`) is answered
+ * 304 Not Modified without reading an order. The tag is weak (RFC 9110 §8.8.1): it stands for
+ * the list, the same for every content coding, whose bytes differ and are not even the same
+ * from one compressed response to the next (the compressor flushes when the reads pause); weak
+ * comparison is what If-None-Match uses anyway. A 304 that the key's free allowance covers does
+ * not use the plan's quota (./shared/rate-limit.ts, lib/limits/conditional.ts).
  */
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import middy from '@middy/core';
 import { executionModeStreamifyResponse } from '@middy/core/StreamifyResponse';
-import type { APIGatewayProxyEvent } from 'aws-lambda';
+import type { APIGatewayProxyEvent, Context } from 'aws-lambda';
 import { pipeline, Readable, Transform } from 'node:stream';
-import { negotiateCoding } from '../lib/api/content-coding.ts';
-import { jsonStream } from '../lib/api/http.ts';
+import { negotiateCoding, type Coding } from '../lib/api/content-coding.ts';
+import {
+  formatEntityTag,
+  isConditional,
+  notModified,
+  parseIfNoneMatch,
+  type EntityTag,
+  type IfNoneMatch,
+} from '../lib/api/etag.ts';
+import { jsonStream, notModifiedResponse } from '../lib/api/http.ts';
 import { STREAMING_LIMITS } from '../lib/config/streaming.ts';
 import { DependencyFailure } from '../lib/failures.ts';
+import type { FreeAllowance } from '../lib/limits/conditional.ts';
 import type { RateLimiter } from '../lib/limits/limiter.ts';
 import { METRIC_NAMES } from '../lib/metrics.ts';
-import { listOrders } from '../lib/orders/operations.ts';
+import { listOrders, listVersion } from '../lib/orders/operations.ts';
 import type { Order } from '../lib/orders/order.ts';
 import { ordersJsonArray } from '../lib/orders/order-json.ts';
-import type { OrderStore, UnreadableOrder } from '../lib/orders/order-store.ts';
+import type { ListVersion, OrderStore, UnreadableOrder } from '../lib/orders/order-store.ts';
 import { requestSignal } from './shared/budget.ts';
 import { compressed } from './shared/compression.ts';
 import { orderStoreFromEnv, rateLimiterFromEnv } from './shared/dependencies.ts';
@@ -33,11 +50,24 @@ import type { RateLimitDependencies } from './shared/rate-limit.ts';
  */
 const STREAM_BUFFER_BYTES = 16 * 1024;
 
-/** Every answer that depends on Accept-Encoding says so (for caches): the 200 and the 406. */
+/** Every answer that depends on Accept-Encoding says so (for caches): the 200, 304 and 406. */
 const VARIES = { Vary: 'Accept-Encoding' } as const;
 
-export interface ListOrdersDependencies extends RateLimitDependencies {
+/**
+ * Caches may keep the list but must ask the service (a conditional request) before each use
+ * (`no-cache`), and only a client's own cache may keep it (`private`: it answers a request with
+ * an API key; RFC 9111 §3.5 keeps shared caches from reusing it anyway, `private` says so to
+ * those that do not follow that rule).
+ */
+const CACHE_CONTROL = { 'Cache-Control': 'private, no-cache' } as const;
+
+export interface ListOrdersDependencies extends Omit<RateLimitDependencies, 'free'> {
   readonly orders: () => OrderStore;
+  /**
+   * The keys' free allowance of conditional requests (lib/limits/conditional.ts); without it a
+   * 304 counts like any request.
+   */
+  readonly freeAllowance?: () => FreeAllowance;
   /**
    * The response size at which the list is cut off (default: Lambda's ceiling). Past it Lambda
    * would cut the stream; the function ends it itself just before, so that the cut is logged
@@ -121,6 +151,20 @@ function metered(body: Readable, report: ListReport, ceilingBytes: number): Tran
   return pipeline(body, meter, () => undefined);
 }
 
+/**
+ * What a list request asks, read once per invocation, and the list's version, whose read
+ * starts at the first look (the rate limiter's, before it counts): before the first page.
+ */
+interface ListRequest {
+  readonly condition: IfNoneMatch;
+  readonly coding: Coding | undefined;
+  readonly version: Promise<ListVersion>;
+}
+
+function tagOf(version: ListVersion): EntityTag | undefined {
+  return version.tag === undefined ? undefined : { weak: true, opaque: version.tag };
+}
+
 function header(event: APIGatewayProxyEvent, name: string): string | undefined {
   for (const [key, values] of Object.entries(event.multiValueHeaders ?? {})) {
     if (key.toLowerCase() === name && values) return values.join(', ');
@@ -132,11 +176,50 @@ function header(event: APIGatewayProxyEvent, name: string): string | undefined {
 }
 
 export function createListOrdersHandler(deps: ListOrdersDependencies) {
+  const requests = new WeakMap<object, ListRequest>();
+  const listRequest = (event: APIGatewayProxyEvent, context: Context): ListRequest => {
+    let request = requests.get(event);
+    if (!request) {
+      const version = listVersion(deps.orders(), { signal: requestSignal(event, context) });
+      // Awaited by the handler; a request refused before it must not leave it unobserved.
+      version.catch(() => undefined);
+      request = {
+        condition: parseIfNoneMatch(header(event, 'if-none-match')),
+        coding: negotiateCoding(header(event, 'accept-encoding')),
+        version,
+      };
+      requests.set(event, request);
+    }
+    return request;
+  };
+  const willAnswerFree = (event: APIGatewayProxyEvent, context: Context) => {
+    const request = listRequest(event, context);
+    if (!isConditional(request.condition)) return undefined;
+    // A 406 comes before any precondition (RFC 9110 §13.2.1).
+    if (request.coding === undefined) return Promise.resolve(false);
+    return request.version.then((version) => notModified(request.condition, tagOf(version)));
+  };
+  const limits: RateLimitDependencies = {
+    limiter: deps.limiter,
+    ...(deps.now ? { now: deps.now } : {}),
+    ...(deps.freeAllowance ? { free: { allowance: deps.freeAllowance, willAnswerFree } } : {}),
+  };
   return middy<APIGatewayProxyEvent>({ executionMode: executionModeStreamifyResponse })
-    .use(httpMiddlewares(deps))
+    .use(httpMiddlewares(limits))
     .handler(async (event, context) => {
-      const coding = negotiateCoding(header(event, 'accept-encoding'));
+      const { condition, coding, version } = listRequest(event, context);
       if (coding === undefined) throw new ApiError('NOT_ACCEPTABLE', { headers: VARIES });
+      const tag = tagOf(await version);
+      const validators = {
+        ...(tag ? { ETag: formatEntityTag(tag) } : {}),
+        ...CACHE_CONTROL,
+        ...VARIES,
+      };
+      if (notModified(condition, tag)) {
+        logger.info('List not modified', { etag: validators.ETag });
+        metrics.addMetric(METRIC_NAMES.listNotModified, MetricUnit.Count, 1);
+        return notModifiedResponse(validators);
+      }
       const report = new ListReport();
       const orders = await listOrders(deps.orders(), {
         signal: requestSignal(event, context),
@@ -155,14 +238,15 @@ export function createListOrdersHandler(deps: ListOrdersDependencies) {
       body.once('close', () => report.publish(coding, body.readableEnded ? 'complete' : 'cut off'));
       return jsonStream(200, body, {
         ...(coding === 'identity' ? {} : { 'Content-Encoding': coding }),
-        ...VARIES,
+        ...validators,
       });
     });
 }
 
 let store: OrderStore | undefined;
-let limiter: RateLimiter | undefined;
+let limiter: (RateLimiter & FreeAllowance) | undefined;
 export const handler = createListOrdersHandler({
   orders: () => (store ??= orderStoreFromEnv()),
   limiter: () => (limiter ??= rateLimiterFromEnv()),
+  freeAllowance: () => (limiter ??= rateLimiterFromEnv()),
 });

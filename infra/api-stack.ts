@@ -104,7 +104,8 @@ export class ApiStack extends Stack {
       environment: limiterEnvironment,
       reservedConcurrentExecutions: config.concurrency.listOrdersReserved,
     })
-      .useTable('orders', tables.orders, ['dynamodb:Query'])
+      // BatchGetItem: the list's version items (its ETag), in the orders table.
+      .useTable('orders', tables.orders, ['dynamodb:Query', 'dynamodb:BatchGetItem'])
       .useTable('rateLimits', tables.rateLimits, ['dynamodb:UpdateItem']);
     const cancelOrder = new ServiceFunction(this, 'CancelOrder', {
       ...common,

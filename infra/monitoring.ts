@@ -311,12 +311,16 @@ export class Monitoring extends Construct {
       service(METRIC_NAMES.limiterStoreFailures, 'rate-limiter store failures'),
       service(METRIC_NAMES.listStreamFailures, 'lists cut off'),
       service(METRIC_NAMES.unreadableOrders, 'unreadable orders'),
+      service(METRIC_NAMES.listVersionReleaseFailures, 'list version releases failed'),
     ]);
     const lists = graph(
       'List size',
       [service(METRIC_NAMES.listResponseBytes, 'bytes (max)', 'Maximum')],
       {
-        right: [service(METRIC_NAMES.listOrdersSent, 'orders (max)', 'Maximum')],
+        right: [
+          service(METRIC_NAMES.listOrdersSent, 'orders (max)', 'Maximum'),
+          service(METRIC_NAMES.listNotModified, '304 Not Modified (sum)'),
+        ],
         leftAnnotations: [{ value: config.alarms.listResponseBytes, label: 'alarm' }],
       },
     );

@@ -25,6 +25,13 @@ export const METRIC_NAMES = {
   listResponseBytes: 'ListResponseBytes',
   /** Orders a list sent, per list. */
   listOrdersSent: 'ListOrdersSent',
+  /** Lists answered 304 Not Modified (If-None-Match matched: no order read). */
+  listNotModified: 'ListNotModified',
+  /**
+   * Writes whose release of the list version failed: the write stands, the list has no ETag
+   * until the write's lease ends (lib/dynamodb/list-version.ts).
+   */
+  listVersionReleaseFailures: 'ListVersionReleaseFailures',
   /** Requests refused with 429 RATE_LIMITED. */
   rateLimited: 'RateLimited',
   /** Requests refused with 429 API_KEY_TEMPORARILY_BANNED. */

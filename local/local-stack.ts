@@ -79,7 +79,8 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     const tables = localTableNames(options.tablePrefix);
     const created = await ensureTables(client, tables);
     const orders = options.seedOrders ?? (created.includes('orders') ? DEMO_ORDERS : []);
-    await new DynamoDbOrderStore(client, tables.orders).putOrders(orders);
+    // Before the API listens: no list can see these writes yet.
+    await new DynamoDbOrderStore(client, tables.orders).putOrders(orders, { beforeServing: true });
     const keys = options.keys ?? DEMO_KEYS;
     await registerKeys(new DynamoDbKeyStore(client, tables.apiKeys), keys, new Date());
     return {

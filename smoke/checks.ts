@@ -174,12 +174,18 @@ export async function runSmoke(
   const base = options.baseUrl.replace(/\/+$/, '');
   const results: CheckResult[] = [];
 
-  const request = async (method: string, path: string, authorization?: string): Promise<Answer> => {
+  const request = async (
+    method: string,
+    path: string,
+    authorization?: string,
+    headers: Record<string, string> = {},
+  ): Promise<Answer> => {
     let response: Response;
     try {
       response = await fetch(`${base}${path}`, {
         method,
-        headers: authorization === undefined ? {} : { Authorization: authorization },
+        headers:
+          authorization === undefined ? headers : { ...headers, Authorization: authorization },
         redirect: 'manual',
         signal: AbortSignal.timeout(options.timeoutMs),
       });
@@ -259,6 +265,25 @@ export async function runSmoke(
     if (listed?.status !== 200) throw new Skip('the list failed');
     expectRateLimitHeaders(listed);
   });
+  await check(
+    "304 Not Modified for the list's ETag (or 200 if the list changed since)",
+    async () => {
+      if (listed?.status !== 200) throw new Skip('the list failed');
+      const etag = listed.headers.get('etag');
+      if (etag === null)
+        throw new Skip('the list came without an ETag (a change was being written)');
+      const answer = await request('GET', LIST_PATH, bearer, { 'If-None-Match': etag });
+      if (answer.status === 200) {
+        // Only a list that changed meanwhile may come whole: with another tag, or none.
+        expect(answer.headers.get('etag') !== etag, `200 with the same ETag ${etag}`);
+        return;
+      }
+      expect(answer.status === 304, `status ${answer.status}: ${answer.text.slice(0, 120)}`);
+      expect(answer.text === '', `a 304 with a body of ${answer.text.length} characters`);
+      expectHeader(answer, 'ETag', etag);
+      expectRateLimitHeaders(answer);
+    },
+  );
 
   // ── Cancel: an absent id, a malformed id, and (only when asked) a real cancel ────────────
   await check('404 ORDER_NOT_FOUND cancelling an order that does not exist', async () => {

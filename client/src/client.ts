@@ -40,6 +40,12 @@ export interface StoreOrdersClientOptions {
   readonly headers?: HeadersInput;
   /** A fetch to use instead of the global one. */
   readonly fetch?: typeof fetch;
+  /**
+   * Keep the last list and its ETag, and send `If-None-Match` with `getOrders` and
+   * `listAllOrders` (default true): an unchanged list then costs a 304 with no body, which does
+   * not use the key's plan. `false` turns it off for this client (`conditional` per call too).
+   */
+  readonly conditional?: boolean;
 }
 
 export interface CallOptions {
@@ -61,6 +67,21 @@ export interface CallOptions {
   readonly maxAttempts?: number;
   /** Extra headers for this call. */
   readonly headers?: HeadersInput;
+}
+
+export interface ListCallOptions extends CallOptions {
+  /** Send `If-None-Match` with the kept list's ETag (default: the client's `conditional`). */
+  readonly conditional?: boolean;
+}
+
+/** The list, and whether it is the one the client kept (the API answered 304 Not Modified). */
+export interface OrderList {
+  /** Every order, sorted by id (frozen: it is the client's kept copy too). */
+  readonly orders: readonly Order[];
+  /** True when the API answered 304 Not Modified: `orders` is the list kept from before. */
+  readonly notModified: boolean;
+  /** The list's ETag; undefined when the API sent none (a change was being written). */
+  readonly etag: string | undefined;
 }
 
 const DEFAULTS = {
@@ -115,6 +136,8 @@ export class StoreOrdersClient {
   readonly #options: StoreOrdersClientOptions;
   readonly #fetch: typeof fetch;
   readonly #pacer: RateLimitPacer;
+  /** The last list with an ETag, and the tag: what `If-None-Match` is sent with. */
+  #kept: { readonly etag: string; readonly orders: readonly Order[] } | undefined;
 
   constructor(options: StoreOrdersClientOptions) {
     const base = String(options.baseUrl).replace(/\/+$/, '');
@@ -150,7 +173,12 @@ export class StoreOrdersClient {
    *     for await (const order of client.listOrders()) console.log(order.id);
    */
   async *listOrders(options: CallOptions = {}): AsyncGenerator<Order, void, undefined> {
-    const { response, watchdog } = await this.#call('GET', '/store/orders', options);
+    const answer = await this.#call('GET', '/store/orders', options);
+    yield* this.#orders(answer);
+  }
+
+  /** The orders of a list's answer, parsed as its body streams in. */
+  async *#orders({ response, watchdog }: Answer): AsyncGenerator<Order, void, undefined> {
     const reader = response.body?.getReader();
     let finished = reader === undefined;
     try {
@@ -216,11 +244,45 @@ export class StoreOrdersClient {
     }
   }
 
-  /** Every order, in one array (memory grows with the list: prefer `listOrders` for big lists). */
-  async listAllOrders(options: CallOptions = {}): Promise<Order[]> {
+  /**
+   * Every order, in one array, and whether it is the list the client kept: with `conditional`
+   * (the default) the client sends `If-None-Match` with the ETag of the last list it got, and on
+   * 304 Not Modified returns that list (`notModified: true`) — same data, no body downloaded,
+   * and within the key's free allowance nothing taken from its plan. One client keeps one list.
+   *
+   *     const { orders, notModified } = await client.getOrders();
+   */
+  async getOrders(options: ListCallOptions = {}): Promise<OrderList> {
+    const conditional = options.conditional ?? this.#options.conditional ?? true;
+    const kept = conditional ? this.#kept : undefined;
+    const headers = new Headers(options.headers);
+    if (kept && !headers.has('If-None-Match')) headers.set('If-None-Match', kept.etag);
+    const answer = await this.#call('GET', '/store/orders', { ...options, headers });
+    const etag = answer.response.headers.get('etag') ?? undefined;
+    if (answer.response.status === 304) {
+      answer.watchdog.finish();
+      await answer.response.body?.cancel().catch(() => undefined);
+      if (!kept) {
+        throw unexpected(
+          answer.response,
+          'GET /store/orders answered 304 Not Modified, but this client keeps no list (If-None-Match was given by the caller).',
+        );
+      }
+      return { orders: kept.orders, notModified: true, etag: etag ?? kept.etag };
+    }
     const orders: Order[] = [];
-    for await (const order of this.listOrders(options)) orders.push(order);
-    return orders;
+    for await (const order of this.#orders(answer)) orders.push(Object.freeze(order));
+    Object.freeze(orders);
+    if (conditional) this.#kept = etag === undefined ? undefined : { etag, orders };
+    return { orders, notModified: false, etag };
+  }
+
+  /**
+   * Every order, in one array (memory grows with the list: prefer `listOrders` for big lists).
+   * Conditional like `getOrders`: an unchanged list is the kept one (a copy of the array).
+   */
+  async listAllOrders(options: ListCallOptions = {}): Promise<Order[]> {
+    return [...(await this.getOrders(options)).orders];
   }
 
   /**
@@ -312,7 +374,8 @@ export class StoreOrdersClient {
       return { failure: error as Error, retryAfterMs: 0 };
     }
     const info = readRateLimit(response.headers, response.status, Date.now());
-    if (response.ok) {
+    // 304 Not Modified: an answer, not a failure (the caller sent If-None-Match).
+    if (response.ok || response.status === 304) {
       this.#pacer.answered(ticket, { status: response.status, info });
       return { response, watchdog };
     }

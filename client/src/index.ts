@@ -3,7 +3,13 @@
  * This is the whole public API (README.md documents each name); everything else is internal.
  */
 export { StoreOrdersClient } from './client.ts';
-export type { CallOptions, HeadersInput, StoreOrdersClientOptions } from './client.ts';
+export type {
+  CallOptions,
+  HeadersInput,
+  ListCallOptions,
+  OrderList,
+  StoreOrdersClientOptions,
+} from './client.ts';
 export { ApiError, isApiError, OrderListParseError } from './errors.ts';
 export type { ApiErrorCode, ErrorCode } from './errors.ts';
 export type { Order, OrderStatus } from './order.ts';

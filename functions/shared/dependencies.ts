@@ -35,8 +35,21 @@ function documentClient(trace: ClientTracing): DocumentClient {
   return client;
 }
 
+/**
+ * What a function does when a write's release of the list version failed (the write stands; the
+ * list has no ETag until the write's lease ends): a warning and a metric.
+ */
+export function onListVersionReleaseFailure(error: unknown): void {
+  metrics.addMetric(METRIC_NAMES.listVersionReleaseFailures, MetricUnit.Count, 1);
+  logger.warn("List version release failed: the list has no ETag until the write's lease ends", {
+    error: error as Error,
+  });
+}
+
 export function orderStoreFromEnv(trace: ClientTracing = untraced): DynamoDbOrderStore {
-  return new DynamoDbOrderStore(documentClient(trace), requireEnv(TABLES.orders.envVar));
+  return new DynamoDbOrderStore(documentClient(trace), requireEnv(TABLES.orders.envVar), {
+    listVersion: { onReleaseFailure: onListVersionReleaseFailure },
+  });
 }
 
 export function keyStoreFromEnv(trace: ClientTracing = untraced): DynamoDbKeyStore {

@@ -20,15 +20,21 @@ const correlate: MiddlewareObj<APIGatewayProxyEvent> = {
   },
 };
 
+/**
+ * `beforeLimit`: middlewares whose work may start before the rate limiter counts (and run beside
+ * it); their `after` and `onError` run after every answer, refusals included.
+ */
 export function httpMiddlewares(
   deps: RateLimitDependencies,
   tracing: readonly MiddlewareObj[] = [],
+  beforeLimit: readonly MiddlewareObj[] = [],
 ): MiddlewareObj[] {
   return [
     ...tracing,
     injectLambdaContext(logger) as MiddlewareObj,
     correlate as MiddlewareObj,
     publishMetrics(),
+    ...beforeLimit,
     rateLimit(deps) as MiddlewareObj,
     ...httpErrors(),
   ];

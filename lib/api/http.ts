@@ -13,6 +13,14 @@ export function noContent(headers: Record<string, string> = {}): HttpResponse {
   return { statusCode: 204, headers, body: '' };
 }
 
+/**
+ * 304 Not Modified: no body, and of the 200's headers only the validator and what caches need
+ * (RFC 9110 §15.4.5: ETag, Cache-Control, Vary), no representation metadata.
+ */
+export function notModifiedResponse(headers: Record<string, string>): HttpResponse {
+  return { statusCode: 304, headers, body: '' };
+}
+
 export function jsonStream(
   statusCode: number,
   body: Readable,

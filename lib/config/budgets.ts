@@ -35,6 +35,13 @@ export const TIME_BUDGETS = {
   listPageMs: 3_000,
   /** One attempt of one call of the operator CLI, which can afford to wait. */
   adminAttemptMs: 10_000,
+  /**
+   * How long after its own deadline a write of orders is assumed to have landed if it ever
+   * does (a request DynamoDB received just before its client gave up on it), clock differences
+   * between writers and readers included: the list has no ETag for this long after a write
+   * whose end nobody saw (lib/dynamodb/list-version.ts).
+   */
+  lateWriteMarginMs: 30_000,
 } as const;
 
 /**

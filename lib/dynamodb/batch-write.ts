@@ -23,6 +23,11 @@ export interface BatchWriteOptions {
   readonly maxAttempts?: number;
 }
 
+export interface WriteInBatchesOptions extends BatchWriteOptions {
+  /** Wraps each BatchWriteItem request (the list's version: lib/dynamodb/list-version.ts). */
+  readonly around?: <T>(request: () => Promise<T>) => Promise<T>;
+}
+
 /** A batch write stopped by a failure: `written` of `total` items were stored before it. */
 export class BatchWriteFailed extends Error {
   readonly written: number;
@@ -102,14 +107,23 @@ export async function writeInBatches(
   client: DynamoDBDocumentClient,
   tableName: string,
   items: readonly Item[],
-  { concurrency = 8, onProgress, maxAttempts = 10, dependency = tableName }: BatchWriteOptions = {},
+  {
+    concurrency = 8,
+    onProgress,
+    maxAttempts = 10,
+    dependency = tableName,
+    around,
+  }: WriteInBatchesOptions = {},
 ): Promise<void> {
   let written = 0;
+  const wrap = around ?? (<T>(request: () => Promise<T>) => request());
   const failure = await inBatches(items, WRITE_BATCH, concurrency, async (batch, stopped) => {
     const requests = batch.map((Item) => ({ PutRequest: { Item } }));
     await untilProcessed(requests, maxAttempts, stopped, async (pending) => {
-      const result = await send(dependency, () =>
-        client.send(new BatchWriteCommand({ RequestItems: { [tableName]: pending } })),
+      const result = await wrap(() =>
+        send(dependency, () =>
+          client.send(new BatchWriteCommand({ RequestItems: { [tableName]: pending } })),
+        ),
       );
       const unprocessed = (result.UnprocessedItems?.[tableName] ?? []) as typeof pending;
       written += pending.length - unprocessed.length;

@@ -13,6 +13,9 @@ import { compareIds, readOrderFields, type Order, type OrderField } from '../ord
 import {
   OrdersPartlyWritten,
   type CancelOutcome,
+  type ListVersion,
+  type PreparedWrite,
+  type WriteOptions,
   type FindOrdersOptions,
   type OrderImportStore,
   type OrderStreamOptions,
@@ -21,6 +24,11 @@ import {
   type UnreadableOrder,
 } from '../orders/order-store.ts';
 import { malformedItem, numberText } from './attributes.ts';
+import {
+  DynamoDbListVersion,
+  type DynamoDbListVersionOptions,
+  type VersionMark,
+} from './list-version.ts';
 import { isConditionFailure, send } from './errors.ts';
 import {
   BatchWriteFailed,
@@ -78,7 +86,16 @@ function readForList(
   return order;
 }
 
-/** The Query of one page of one shard, in id order (also what `npm run bench:list` reads raw). */
+/** Whether an item of the orders table is an order (not one of the list's version items). */
+export function isOrderItem(item: Item): boolean {
+  return Number(numberText(item.shard)) >= 0;
+}
+
+/**
+ * The Query of one page of one shard, in id order (also what `npm run bench:list` reads raw).
+ * Strongly consistent: a list must show every write acknowledged before its version was read
+ * (lib/dynamodb/list-version.ts), which an eventually consistent read may not yet return.
+ */
 export function shardPageQuery(
   tableName: string,
   shard: number,
@@ -92,7 +109,38 @@ export function shardPageQuery(
     ExpressionAttributeValues: { ':shard': shard },
     ExclusiveStartKey: startKey,
     Limit: limit,
+    ConsistentRead: true,
   };
+}
+
+/** A write prepared on DynamoDB: its version mark, sent at once. */
+class DynamoDbPreparedWrite implements PreparedWrite {
+  readonly #marked: Promise<VersionMark>;
+  readonly #options: CallOptions;
+  #taken = false;
+
+  constructor(marked: Promise<VersionMark>, options: CallOptions) {
+    this.#marked = marked;
+    this.#options = options;
+    // Observed by the write that takes it, or by abandon().
+    marked.catch(() => undefined);
+  }
+
+  /** The mark, for the write that uses it (once). */
+  static take(prepared: PreparedWrite): Promise<VersionMark> {
+    if (!(prepared instanceof DynamoDbPreparedWrite) || prepared.#taken) {
+      throw new Error('a prepared write is used once, by the store that prepared it');
+    }
+    prepared.#taken = true;
+    return prepared.#marked;
+  }
+
+  async abandon(): Promise<void> {
+    if (this.#taken) return;
+    this.#taken = true;
+    const mark = await this.#marked.catch(() => undefined);
+    await mark?.release(false, this.#options);
+  }
 }
 
 export class DynamoDbOrderStore implements OrderImportStore {
@@ -100,16 +148,35 @@ export class DynamoDbOrderStore implements OrderImportStore {
   private readonly tableName: string;
   private readonly pageSize: number;
   private readonly pageTimeoutMs: number;
+  private readonly version: DynamoDbListVersion;
 
+  /**
+   * `listVersion`: how the list's version is kept (the lease of a write: the function's by
+   * default; the operator CLI, whose calls may take longer, gives its own).
+   */
   constructor(
     client: DynamoDBDocumentClient,
     tableName: string,
-    options: { pageSize?: number; pageTimeoutMs?: number } = {},
+    options: {
+      pageSize?: number;
+      pageTimeoutMs?: number;
+      listVersion?: DynamoDbListVersionOptions;
+    } = {},
   ) {
     this.client = client;
     this.tableName = tableName;
     this.pageSize = options.pageSize ?? ORDER_PAGE_SIZE;
     this.pageTimeoutMs = options.pageTimeoutMs ?? TIME_BUDGETS.listPageMs;
+    this.version = new DynamoDbListVersion(client, tableName, options.listVersion);
+  }
+
+  readListVersion(options: CallOptions = {}): Promise<ListVersion> {
+    return this.version.read(options.signal);
+  }
+
+  /** A new version for every tag (after writes made by hand in the table). */
+  retag(options: CallOptions = {}): Promise<void> {
+    return this.version.retag(options.signal);
   }
 
   async openOrderStream(
@@ -183,7 +250,11 @@ export class DynamoDbOrderStore implements OrderImportStore {
     );
   }
 
-  async cancel(id: bigint, options: CallOptions = {}): Promise<CancelOutcome> {
+  prepareWrite(options: CallOptions = {}): PreparedWrite {
+    return new DynamoDbPreparedWrite(this.version.mark(options), options);
+  }
+
+  async cancel(id: bigint, options: WriteOptions = {}): Promise<CancelOutcome> {
     const result = await this.leavePending(id, { status: 'cancelled' }, options);
     if (result === 'moved') return 'cancelled';
     if (result === 'not-found') return 'not-found';
@@ -208,7 +279,7 @@ export class DynamoDbOrderStore implements OrderImportStore {
   private async leavePending(
     id: bigint,
     changes: Record<string, unknown>,
-    options: CallOptions,
+    options: WriteOptions,
   ): Promise<'moved' | 'not-found' | 'shipped' | 'cancelled'> {
     const names: Record<string, string> = { '#status': 'status', '#id': 'id' };
     const values: Record<string, unknown> = { ':pending': 'pending' };
@@ -217,8 +288,8 @@ export class DynamoDbOrderStore implements OrderImportStore {
       values[`:v${i}`] = value;
       return `#a${i} = :v${i}`;
     });
-    try {
-      await send(
+    const write = () =>
+      send(
         DEPENDENCY,
         (abortSignal) =>
           this.client.send(
@@ -236,18 +307,28 @@ export class DynamoDbOrderStore implements OrderImportStore {
             { abortSignal },
           ),
         options.signal,
+      ).then(
+        () => true,
+        (error: unknown) => {
+          // A failed condition changed nothing: an answer, read below.
+          if (isConditionFailure(error)) return error;
+          throw error;
+        },
       );
-      return 'moved';
-    } catch (error) {
-      if (!isConditionFailure(error)) throw error;
-      // lib-dynamodb leaves the failed item marshalled. Only its status is read: the rest of
-      // the item (numbers no JS number holds, say) has nothing to say about the answer.
-      const old = (error as { Item?: Record<string, { S?: unknown } | undefined> }).Item;
-      if (!old) return 'not-found';
-      const status = old.status?.S;
-      if (status === 'shipped' || status === 'cancelled') return status;
-      throw malformedItem(DEPENDENCY, `order ${id} has an unknown status`);
-    }
+    // Changed only when the write went through; a failed condition leaves the version alone.
+    const marked = options.prepared ? DynamoDbPreparedWrite.take(options.prepared) : undefined;
+    const result = await this.version.around(write, (moved) => moved === true, {
+      ...options,
+      ...(marked ? { marked } : {}),
+    });
+    if (result === true) return 'moved';
+    // lib-dynamodb leaves the failed item marshalled. Only its status is read: the rest of the
+    // item (numbers no JS number holds, say) has nothing to say about the answer.
+    const old = (result as { Item?: Record<string, { S?: unknown } | undefined> }).Item;
+    if (!old) return 'not-found';
+    const status = old.status?.S;
+    if (status === 'shipped' || status === 'cancelled') return status;
+    throw malformedItem(DEPENDENCY, `order ${id} has an unknown status`);
   }
 
   async findOrders(ids: readonly bigint[], options: FindOrdersOptions = {}): Promise<Order[]> {
@@ -259,14 +340,22 @@ export class DynamoDbOrderStore implements OrderImportStore {
     return items.flatMap((item) => readOrderItem(item).order ?? []);
   }
 
+  /**
+   * `beforeServing`: the orders are written before any list is served (the local API's seed,
+   * a benchmark's load): no version marks, and one retag once they are all written, which
+   * changes every tag there may be from before.
+   */
   async putOrders(
     orders: readonly Order[],
-    options: PutOrdersOptions & BatchWriteOptions = {},
+    options: PutOrdersOptions & BatchWriteOptions & { readonly beforeServing?: boolean } = {},
   ): Promise<void> {
+    const { beforeServing, ...batches } = options;
     try {
+      // Each BatchWriteItem request between a mark and a release of the list's version.
       await writeInBatches(this.client, this.tableName, orders.map(orderToItem), {
-        ...options,
+        ...batches,
         dependency: DEPENDENCY,
+        ...(beforeServing ? {} : { around: (request) => this.version.around(request, () => true) }),
       });
     } catch (error) {
       if (error instanceof BatchWriteFailed) {
@@ -274,5 +363,6 @@ export class DynamoDbOrderStore implements OrderImportStore {
       }
       throw error;
     }
+    if (beforeServing) await this.retag();
   }
 }

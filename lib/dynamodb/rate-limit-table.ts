@@ -25,6 +25,7 @@ import {
   MINUTE_MS,
   previousShare,
   rollWindow,
+  windowStart,
   type CounterState,
   type Decision,
   type WindowCount,
@@ -34,6 +35,7 @@ import { readOptionalNumber } from './attributes.ts';
 import { dynamoDbFailure, isConditionFailure, send, wasNotDelivered } from './errors.ts';
 import { TABLES } from './tables.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { standing, type FreeAllowance, type FreeAllowanceResult } from '../limits/conditional.ts';
 
 /** How failures of this table are named in logs. */
 const DEPENDENCY = 'rate limits table';
@@ -170,11 +172,29 @@ function admitWindow(
   }
 }
 
-export class DynamoDbRateLimiter implements RateLimiter {
+/** The free allowance's window of a key as stored (`cw`: its minute's start, `cc`: its count). */
+interface AllowanceWindow {
+  readonly start: number;
+  readonly count: number;
+}
+
+function allowanceOf(item: Item | undefined): AllowanceWindow | undefined {
+  const start = readOptionalNumber(item?.cw, 'cw', DEPENDENCY);
+  return start === undefined
+    ? undefined
+    : { start, count: readOptionalNumber(item?.cc, 'cc', DEPENDENCY) ?? 0 };
+}
+
+/** Writes per free conditional request before the store counts as failing (stale cache, rollover). */
+const FREE_ATTEMPTS = 4;
+
+export class DynamoDbRateLimiter implements RateLimiter, FreeAllowance {
   private readonly client: DynamoDBDocumentClient;
   private readonly tableName: string;
   private readonly settings: LimiterSettings;
   private readonly cache = new Map<string, CounterState>();
+  /** The free allowance's window last seen per key (lib/limits/conditional.ts). */
+  private readonly allowances = new Map<string, AllowanceWindow>();
   private readonly onStoreFailure: (error: unknown) => void;
 
   constructor(
@@ -220,6 +240,71 @@ export class DynamoDbRateLimiter implements RateLimiter {
         unavailable: this.settings.failureMode === 'closed',
       };
     }
+  }
+
+  /**
+   * Takes one free conditional request from the key's allowance (its plan's per-minute limit,
+   * per fixed minute window), in one conditional write that also requires the key not to be
+   * banned: nothing is taken from a banned key, nor once the allowance is used up. Reads and
+   * returns the key's standing (ALL_NEW, or ALL_OLD when the condition failed), with nothing
+   * counted against the plan. A store failure is thrown (a DependencyFailure).
+   */
+  async takeFree(
+    caller: Caller,
+    now: number,
+    options: CallOptions = {},
+  ): Promise<FreeAllowanceResult> {
+    const start = windowStart(now, MINUTE_MS);
+    let known = this.allowances.get(caller.keyId);
+    for (let attempt = 0; attempt < FREE_ATTEMPTS; attempt++) {
+      const b = new UpdateBuilder();
+      const [cw, cc] = [b.name('cw'), b.name('cc')];
+      b.notBanned(now);
+      if (known?.start === start) {
+        b.condition(`${cw} = ${b.value(start)}`);
+        b.condition(`${cc} < ${b.value(caller.limits.perMinute)}`);
+        b.set(`${cc} = ${cc} + ${b.value(1)}`);
+      } else {
+        b.equalsOrAbsent('cw', known?.start);
+        b.set(`${cw} = ${b.value(start)}`);
+        b.set(`${cc} = ${b.value(1)}`);
+      }
+      // An item this creates expires like the limiter's; an existing expiry is left alone.
+      const ttl = b.name(TTL);
+      const expires = Math.ceil((windowStart(now, DAY_MS) + 2 * DAY_MS) / 1000);
+      b.set(`${ttl} = if_not_exists(${ttl}, ${b.value(expires)})`);
+      let item: Item | undefined;
+      let written: boolean;
+      try {
+        const { Attributes } = await send(
+          DEPENDENCY,
+          (abortSignal) =>
+            this.client.send(b.command(this.tableName, counterKey(caller.keyId)), {
+              abortSignal,
+            }),
+          options.signal,
+        );
+        [item, written] = [Attributes, true];
+      } catch (error) {
+        if (!isConditionFailure(error)) throw error;
+        const old = (error as { Item?: Parameters<typeof unmarshall>[0] }).Item;
+        [item, written] = [old ? unmarshall(old) : undefined, false];
+      }
+      const state = itemToState(item);
+      this.remember(caller.keyId, state);
+      const result = standing(state, now, caller.limits);
+      known = allowanceOf(item);
+      if (known) this.allowances.set(caller.keyId, known);
+      if (written) return { outcome: 'free', standing: result };
+      if (result.outcome === 'banned') return { outcome: 'banned', standing: result };
+      if (known?.start === start && known.count >= caller.limits.perMinute) {
+        return { outcome: 'exhausted', standing: result };
+      }
+      // A stale window: try again with the stored one.
+    }
+    throw new DependencyFailure('transient', DEPENDENCY, 'contention', {
+      message: `${DEPENDENCY}: no consistent write of the free allowance after ${FREE_ATTEMPTS} attempts (transient)`,
+    });
   }
 
   private windowsAt(state: CounterState, at: number): { minute: WindowCount; day: WindowCount } {

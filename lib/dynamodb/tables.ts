@@ -29,6 +29,23 @@ export interface TableDefinition {
  */
 export const ORDER_SHARDS = 8;
 
+/**
+ * The list's version items (what its ETag is made of; lib/dynamodb/list-version.ts): this many
+ * items in the orders table, each in a partition of its own that no order uses (`shard` −1 to
+ * −LIST_VERSION_ITEMS, `id` 0), so that the writes they take are spread like the orders'.
+ * Every write of orders marks one of them, chosen at random, before it writes and releases it
+ * after: 2 WCU of one item (items under 1 KB). 32 × 1,000 WCU/s ÷ 2 = 16,000 writes a second,
+ * twice the orders' own ceiling (8 partitions × 1,000 WCU/s), so that no version item binds
+ * first however the random choices fall. A 304 reads them all: one BatchGetItem (at most 100
+ * keys), strongly consistent, 32 RCU.
+ */
+export const LIST_VERSION_ITEMS = 32;
+
+/** The key of list version item `index` (0 to LIST_VERSION_ITEMS − 1). */
+export function listVersionKey(index: number): { readonly shard: number; readonly id: number } {
+  return { shard: -1 - index, id: 0 };
+}
+
 export const TABLES = {
   orders: {
     id: 'Orders',

@@ -6,7 +6,7 @@
 import type { CallOptions } from '../failures.ts';
 import { quotableInput } from '../keys/api-key.ts';
 import { parseInt64, type Order } from './order.ts';
-import type { OrderStore, OrderStreamOptions } from './order-store.ts';
+import type { ListVersion, OrderStore, OrderStreamOptions, WriteOptions } from './order-store.ts';
 
 /** The text given as an order id is not an int64. `shown` is what a message may quote of it. */
 export class InvalidOrderId extends Error {
@@ -58,6 +58,17 @@ export function parseOrderId(raw: string | undefined): bigint {
   return read.id;
 }
 
+/**
+ * The list's version (its entity tag), to be read before the list's first page so that the tag
+ * covers nothing the list lacks.
+ */
+export async function listVersion(
+  store: OrderStore,
+  options: CallOptions = {},
+): Promise<ListVersion> {
+  return store.readListVersion(options);
+}
+
 export async function listOrders(
   store: OrderStore,
   options: OrderStreamOptions = {},
@@ -69,7 +80,7 @@ export async function listOrders(
 export async function cancelOrder(
   store: OrderStore,
   id: bigint,
-  options: CallOptions = {},
+  options: WriteOptions = {},
 ): Promise<void> {
   const outcome = await store.cancel(id, options);
   switch (outcome) {

@@ -43,8 +43,38 @@ export interface OrderStreamOptions extends CallOptions {
   readonly onUnreadable?: (problem: UnreadableOrder) => void;
 }
 
+/**
+ * The list's version, for conditional requests: an opaque tag that stays the same for as long as
+ * no write changes the list, or no tag while a write is in flight (the list is changing).
+ */
+export interface ListVersion {
+  readonly tag: string | undefined;
+}
+
+/**
+ * A write of orders made ready before it is known to be allowed (its mark of the list's version
+ * sent at once, beside the rate limiter, so that it costs no time of its own): handed to the
+ * write (`cancel`), or abandoned when the request goes no further.
+ */
+export interface PreparedWrite {
+  /** Undoes the preparation if no write took it (a no-op after one did). */
+  abandon(): Promise<void>;
+}
+
+export interface WriteOptions extends CallOptions {
+  readonly prepared?: PreparedWrite;
+}
+
 /** The port the order operations need from storage. */
 export interface OrderStore {
+  /**
+   * The list's version now, by `signal`'s deadline. Read before the list's first page, its tag
+   * covers no write that the list lacks: every write the tag covers was acknowledged before it
+   * was read, and the pages are read strongly consistent after it.
+   */
+  readListVersion(options?: CallOptions): Promise<ListVersion>;
+  /** Prepares a write (see PreparedWrite), by `signal`'s deadline. */
+  prepareWrite(options?: CallOptions): PreparedWrite;
   /**
    * Every order, sorted by id ascending, in batches (a batch is at most a page's worth; the
    * orders of a batch are handed over at once). The promise settles once the first page of every
@@ -53,8 +83,11 @@ export interface OrderStore {
    * when one does not come.
    */
   openOrderStream(options?: OrderStreamOptions): Promise<AsyncIterable<readonly Order[]>>;
-  /** pending (or no status) → cancelled in one conditional write. */
-  cancel(id: bigint, options?: CallOptions): Promise<CancelOutcome>;
+  /**
+   * pending (or no status) → cancelled in one conditional write. Like every write below, it
+   * changes the list's version when it changes the list.
+   */
+  cancel(id: bigint, options?: WriteOptions): Promise<CancelOutcome>;
   /** pending (or no status) → shipped (and complete) in one conditional write. */
   ship(id: bigint, options?: CallOptions): Promise<ShipOutcome>;
   /**

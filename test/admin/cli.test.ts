@@ -63,7 +63,10 @@ describe('wrong command lines: one line, exit 2', () => {
       ['keys', 'delete'],
       /^error: unknown keys command "delete": create, list, revoke, rotate, set-plan$/,
     ],
-    [['orders', 'cancel', '1'], /^error: unknown orders command "cancel": import, ship, export$/],
+    [
+      ['orders', 'cancel', '1'],
+      /^error: unknown orders command "cancel": import, ship, export, retag$/,
+    ],
     [['orders', 'export', 'a.json', 'b.json'], /^error: unexpected argument "b\.json"/],
     [['keys', 'list', '--stage'], /^error: Option '--stage <value>' argument missing$/],
   ])('%j', async (args, message) => {

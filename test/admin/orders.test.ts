@@ -3,6 +3,8 @@ import { readFileSync, existsSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { DeleteCommand } from '@aws-sdk/lib-dynamodb';
+import { adminWriteLeaseMs } from '../../admin/orders.ts';
+import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
 import { createTestTables, type TestTables } from '../support/tables.ts';
 import { expectOneLineError, runCli, scanAll, tableFlags, tempDir, tempFile } from './support.ts';
 
@@ -255,5 +257,41 @@ describe('orders export', () => {
     await clearOrders();
     expect((await orders('import', out)).code).toBe(0);
     expect(await exported()).toBe(LISTED);
+  });
+});
+
+describe("the list's ETag and the CLI", () => {
+  const tag = async () =>
+    (await new DynamoDbOrderStore(t.client, t.tables.orders).readListVersion()).tag;
+
+  it('an import and a ship change it; a ship of a shipped order does not', async () => {
+    const empty = await tag();
+    expect((await orders('import', tempFile('orders.json', FILE))).code).toBe(0);
+    const imported = await tag();
+    expect(imported).not.toBe(empty);
+    expect((await orders('ship', '1')).code).toBe(0);
+    const shipped = await tag();
+    expect(shipped).not.toBe(imported);
+    expect((await orders('ship', '1')).code).toBe(0);
+    expect(await tag()).toBe(shipped);
+  });
+
+  it('orders retag gives the list a new tag and changes no order', async () => {
+    expect((await orders('import', tempFile('orders.json', FILE))).code).toBe(0);
+    const before = await tag();
+    const result = await orders('retag');
+    expect(result).toMatchObject({ code: 0, stderr: '' });
+    expect(result.stdout).toBe(
+      `The list of ${t.tables.orders} has a new ETag: clients get the whole list again.\n`,
+    );
+    expect(await tag()).not.toBe(before);
+    expect(await exported()).toBe(LISTED);
+  });
+
+  it('gives operators a lease long enough for every attempt of a call, and a clock five minutes off', () => {
+    expect(adminWriteLeaseMs({})).toBe(3 * 10_000 + 300_000);
+    expect(adminWriteLeaseMs({ STORE_ORDERS_ADMIN_TIMEOUT_SECONDS: '600' })).toBe(
+      3 * 600_000 + 300_000,
+    );
   });
 });

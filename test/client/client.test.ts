@@ -490,3 +490,68 @@ describe('pacing of concurrent calls', () => {
     expect(api.requests).toHaveLength(7);
   });
 });
+
+describe('the kept list', () => {
+  const TAG = 'W/"tag-one"';
+
+  it('keeps nothing from a list without an ETag (a change was being written), and asks in full next time', async () => {
+    const api = await scripted((req, res, n) => {
+      expect(req.headers['if-none-match']).toBeUndefined();
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(n === 0 ? LIST : '[]');
+    });
+    const c = client(api.url);
+    expect(await c.getOrders()).toEqual({ orders: ORDERS, notModified: false, etag: undefined });
+    expect(await c.getOrders()).toEqual({ orders: [], notModified: false, etag: undefined });
+  });
+
+  it('sends the kept tag, takes a 304 as the kept list, and replaces it on the next 200', async () => {
+    const api = await scripted((req, res, n) => {
+      if (n === 1) {
+        expect(req.headers['if-none-match']).toBe(TAG);
+        res.writeHead(304, { etag: TAG });
+        res.end();
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'application/json', etag: n === 0 ? TAG : 'W/"two"' });
+      res.end(n === 0 ? LIST : '[]');
+    });
+    const c = client(api.url);
+    const first = await c.getOrders();
+    const second = await c.getOrders();
+    expect(second).toEqual({ orders: ORDERS, notModified: true, etag: TAG });
+    expect(second.orders).toBe(first.orders);
+    expect(Object.isFrozen(second.orders)).toBe(true);
+    expect(Object.isFrozen(second.orders[0])).toBe(true);
+    const third = await c.getOrders();
+    expect(third).toEqual({ orders: [], notModified: false, etag: 'W/"two"' });
+  });
+
+  it('reports a 304 it did not ask for (the caller gave If-None-Match, nothing kept) as UNEXPECTED_RESPONSE', async () => {
+    const api = await scripted((_req, res) => {
+      res.writeHead(304, { etag: TAG });
+      res.end();
+    });
+    const failure = await rejection(
+      client(api.url).getOrders({ headers: { 'If-None-Match': TAG } }),
+    );
+    expect(failure).toBeInstanceOf(ApiError);
+    expect(failure).toMatchObject({ code: 'UNEXPECTED_RESPONSE', status: 304 });
+  });
+
+  it('hands out copies from listAllOrders, so the kept list cannot be changed by a caller', async () => {
+    const api = await scripted((_req, res, n) => {
+      if (n > 0) {
+        res.writeHead(304, { etag: TAG });
+        res.end();
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'application/json', etag: TAG });
+      res.end(LIST);
+    });
+    const c = client(api.url);
+    const mine = await c.listAllOrders();
+    mine.pop();
+    expect(await c.listAllOrders()).toEqual(ORDERS);
+  });
+});

@@ -135,6 +135,64 @@ describe('listOrders', () => {
   });
 });
 
+describe('the kept list (If-None-Match)', () => {
+  it('answers the second call from a 304: the flag set, the data identical, nothing downloaded, nothing counted', async () => {
+    const sent: (string | null)[] = [];
+    const statuses: number[] = [];
+    const recording: typeof fetch = async (input, init) => {
+      sent.push(new Headers(init?.headers).get('if-none-match'));
+      const response = await fetch(input, init);
+      statuses.push(response.status);
+      return response;
+    };
+    const c = client({ fetch: recording });
+    const first = await c.getOrders();
+    expect(first).toMatchObject({ notModified: false, orders: EXPECTED });
+    expect(first.etag).toMatch(/^W\/"/);
+    const remaining = c.rateLimit?.remaining;
+
+    const second = await c.getOrders();
+    expect(second.notModified).toBe(true);
+    expect(second.orders).toEqual(first.orders);
+    expect(second.orders).toBe(first.orders);
+    expect(second.etag).toBe(first.etag);
+    expect(sent).toEqual([null, first.etag]);
+    expect(statuses).toEqual([200, 304]);
+    // The 304 took nothing from the plan.
+    expect(c.rateLimit).toMatchObject({ status: 304, remaining });
+    // listAllOrders is conditional too, and hands out a copy of the kept list.
+    const all = await c.listAllOrders();
+    expect(all).toEqual(EXPECTED);
+    expect(statuses.at(-1)).toBe(304);
+  });
+
+  it('gets the whole list again after a change, with a new tag', async () => {
+    const c = client();
+    const first = await c.getOrders();
+    await c.cancelOrder(1n);
+    const after = await c.getOrders();
+    expect(after.notModified).toBe(false);
+    expect(after.etag).not.toBe(first.etag);
+    expect(after.orders.find((o) => o.id === 1n)?.status).toBe('cancelled');
+    expect((await c.getOrders()).notModified).toBe(true);
+  });
+
+  it('sends no If-None-Match when told not to (per client, or per call)', async () => {
+    const sent: (string | null)[] = [];
+    const recording: typeof fetch = (input, init) => {
+      sent.push(new Headers(init?.headers).get('if-none-match'));
+      return fetch(input, init);
+    };
+    const off = client({ fetch: recording, conditional: false });
+    await off.getOrders();
+    expect((await off.getOrders()).notModified).toBe(false);
+    const on = client({ fetch: recording });
+    await on.getOrders();
+    expect((await on.getOrders({ conditional: false })).notModified).toBe(false);
+    expect(sent).toEqual([null, null, null, null]);
+  });
+});
+
 describe('cancelOrder', () => {
   it('cancels the order whose id is above 2^53 — that one, not its neighbour — and again (idempotent)', async () => {
     const c = client();

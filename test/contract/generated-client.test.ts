@@ -44,21 +44,41 @@ const int64 = (key: string, value: unknown, context?: { source?: string }) =>
 const [baseUrl, apiKey] = process.argv.slice(2);
 const client = createClient<paths>({ baseUrl, headers: { Authorization: \`Bearer \${apiKey}\` } });
 
-async function listOrders(): Promise<Order[]> {
-  const { data, error, response } = await client.GET('/store/orders', { parseAs: 'text' });
+// The last list and its ETag: sent back in If-None-Match, kept on 304 Not Modified.
+let kept: { etag: string; orders: Order[] } | undefined;
+
+async function listOrders(): Promise<{ orders: Order[]; notModified: boolean }> {
+  const { data, error, response } = await client.GET('/store/orders', {
+    parseAs: 'text',
+    params: { header: kept ? { 'If-None-Match': kept.etag } : {} },
+  });
+  if (response.status === 304 && kept) return { orders: kept.orders, notModified: true };
   if (data === undefined) throw new Error(\`list: \${response.status} \${JSON.stringify(error)}\`);
-  return JSON.parse(data, int64) as Order[];
+  const orders = JSON.parse(data, int64) as Order[];
+  const etag = response.headers.get('ETag');
+  kept = etag ? { etag, orders } : undefined;
+  return { orders, notModified: false };
 }
 
 const show = (orders: Order[]) => orders.map((order) => [String(order.id), order.status]);
-const before = await listOrders();
+const first = await listOrders();
+const before = first.orders;
+const unchanged = await listOrders();
 const target = before.find((order) => (order.id ?? 0n) > 2n ** 53n && order.status === 'pending');
 if (target?.id === undefined) throw new Error('no pending order above 2^53');
 const { response } = await client.DELETE('/store/orders/{orderId}', {
   params: { path: { orderId: target.id } },
 });
-const after = await listOrders();
-console.log(JSON.stringify({ cancelled: String(target.id), status: response.status, before: show(before), after: show(after) }));
+const changed = await listOrders();
+const after = changed.orders;
+console.log(JSON.stringify({
+  cancelled: String(target.id),
+  status: response.status,
+  before: show(before),
+  after: show(after),
+  notModified: [first.notModified, unchanged.notModified, changed.notModified],
+  sameData: JSON.stringify(show(unchanged.orders)) === JSON.stringify(show(before)),
+}));
 `;
 
 /** The program's type errors under `strict`, with the generated types and openapi-fetch's. */
@@ -118,7 +138,7 @@ describe('a client generated with openapi-typescript, as the document says', () 
     expect(typeErrors(join(folder, 'program.ts'))).toEqual([]);
   });
 
-  it('lists the orders and cancels the one above 2^53 it listed, not its neighbour', async () => {
+  it('lists the orders (the second time a 304: the kept list) and cancels the one above 2^53 it listed, not its neighbour', async () => {
     const { stdout } = await promisify(execFile)(
       process.execPath,
       [join(folder, 'program.ts'), api.url, DEMO_KEYS[3]!.key],
@@ -129,6 +149,8 @@ describe('a client generated with openapi-typescript, as the document says', () 
       status: number;
       before: [string, string][];
       after: [string, string][];
+      notModified: boolean[];
+      sameData: boolean;
     };
     const statusOf = (orders: [string, string][], id: string) =>
       orders.find(([listed]) => listed === id)?.[1];
@@ -144,5 +166,9 @@ describe('a client generated with openapi-typescript, as the document says', () 
       result.before.filter(([id]) => id !== '9007199254740993'),
     );
     expect(statusOf(result.after, '9223372036854775807')).toBe('shipped');
+    // By hand, with If-None-Match: the second list was a 304 (the kept list), the third, after
+    // the cancel, the whole list again.
+    expect(result.notModified).toEqual([false, true, false]);
+    expect(result.sameData).toBe(true);
   });
 });

@@ -137,11 +137,13 @@ const RATE_HEADERS = {
   'RateLimit-Policy': '"minute";q=60;w=60, "day";q=1000;w=86400',
   RateLimit: '"minute";r=59;t=46, "day";r=999;t=57586',
 };
-/** What a function's answer carries (listOrders also varies by Accept-Encoding). */
-const FUNCTION_HEADERS = { ...JSON_HEADERS, ...RATE_HEADERS, Vary: 'Accept-Encoding' };
+/** What the list's answers carry besides: it varies by Accept-Encoding, and is for one client. */
+const LIST_HEADERS = { Vary: 'Accept-Encoding', 'Cache-Control': 'private, no-cache' };
+/** What a function's answer carries (the list's, see LIST_HEADERS). */
+const FUNCTION_HEADERS = { ...JSON_HEADERS, ...RATE_HEADERS, ...LIST_HEADERS };
 /** The statuses each operation documents, by what answers them. */
 const STATUSES = {
-  listOrders: { function: [200, 406], either: [429, 500, 503], gateway: [401] },
+  listOrders: { function: [200, 304, 406], either: [429, 500, 503], gateway: [401] },
   cancelOrder: { function: [204, 400, 404, 409], either: [429, 500, 503], gateway: [401] },
 } as const;
 
@@ -408,7 +410,8 @@ describe('the OpenAPI document', () => {
         status: 200,
         headers: {
           ...JSON_HEADERS,
-          Vary: 'Accept-Encoding',
+          ...LIST_HEADERS,
+          ETag: 'W/"AAAAAAAAAAAAAAAAAAAAAA"',
           ...rateLimitHeaders(decide({}, now, limits), now, limits),
         },
         body: '[]',
@@ -563,6 +566,36 @@ describe('openApiResponseErrors: what the project checks beyond openapi-backend'
     ]);
   });
 
+  it('accepts a 304 without a body, with the validators and the rate-limit headers, and refuses one with a body or without them', async () => {
+    const notModified = {
+      method: 'GET',
+      path: '/store/orders',
+      status: 304,
+      headers: { ...RATE_HEADERS, ...LIST_HEADERS, ETag: 'W/"3dKq0b9nX1mZ7pA2cR5vTg"' },
+      body: '',
+    };
+    expect(await openApiResponseErrors(notModified)).toEqual([]);
+    expect(
+      await openApiResponseErrors({
+        ...notModified,
+        headers: { ...JSON_HEADERS, ...notModified.headers },
+        body: '[]',
+      }),
+    ).toEqual([expect.stringContaining('no body is documented')]);
+    const withoutRemaining = Object.fromEntries(
+      Object.entries(notModified.headers).filter(([name]) => name !== 'X-RateLimit-Remaining'),
+    );
+    expect(await openApiResponseErrors({ ...notModified, headers: withoutRemaining })).toContain(
+      'GET /store/orders (listOrders) 304: header X-RateLimit-Remaining is required but missing',
+    );
+    expect(
+      await openApiResponseErrors({
+        ...notModified,
+        headers: { ...notModified.headers, ETag: '"a strong tag"' },
+      }),
+    ).not.toEqual([]);
+  });
+
   it('accepts a 204 without a body and refuses one with a body', async () => {
     const cancelled = { ...notFound, status: 204, headers: RATE_HEADERS };
     expect(await openApiResponseErrors({ ...cancelled, body: '' })).toEqual([]);
@@ -577,7 +610,7 @@ describe('openApiResponseErrors: what the project checks beyond openapi-backend'
       openApiResponseErrors({
         ...list,
         body: '[]',
-        headers: { ...JSON_HEADERS, Vary: 'Accept-Encoding', ...headers },
+        headers: { ...JSON_HEADERS, ...LIST_HEADERS, ...headers },
       });
 
     it("accepts API Gateway's own 500 without them, but not a function's INVALID_ORDER_ID", async () => {

@@ -44,6 +44,7 @@ const READ_ONLY_CHECKS = [
   'ok   405 METHOD_NOT_ALLOWED for GET /store/orders/1, Allow: DELETE',
   'ok   200 list: a JSON array sorted by id, int64 ids exact',
   'ok   rate-limit headers on the list',
+  "ok   304 Not Modified for the list's ETag (or 200 if the list changed since)",
   'ok   404 ORDER_NOT_FOUND cancelling an order that does not exist',
   'ok   400 INVALID_ORDER_ID for a malformed order id',
 ];

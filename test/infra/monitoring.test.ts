@@ -176,7 +176,7 @@ describe.each(STAGE_NAMES)('alarms (%s)', (stage) => {
       };
     };
     const expected = {
-      Orders: ['Query', 'UpdateItem'],
+      Orders: ['Query', 'BatchGetItem', 'UpdateItem'],
       ApiKeys: ['GetItem'],
       RateLimits: ['UpdateItem'],
     };
@@ -289,11 +289,13 @@ describe.each(STAGE_NAMES)('dashboard (%s)', (stage) => {
         own(METRIC_NAMES.internalErrors),
         own(METRIC_NAMES.serviceUnavailable),
         own(METRIC_NAMES.listStreamFailures),
+        own(METRIC_NAMES.listVersionReleaseFailures),
       ]),
     );
     expect(series('List size')).toEqual([
       own(METRIC_NAMES.listResponseBytes),
       own(METRIC_NAMES.listOrdersSent),
+      own(METRIC_NAMES.listNotModified),
     ]);
   });
 
@@ -315,8 +317,9 @@ describe.each(STAGE_NAMES)('dashboard (%s)', (stage) => {
     expect(capacity.filter((s) => s.includes('ConsumedReadCapacityUnits'))).toHaveLength(3);
     expect(capacity.filter((s) => s.includes('ConsumedWriteCapacityUnits'))).toHaveLength(3);
     const errors = series('DynamoDB throttled requests and system errors');
-    expect(errors.filter((s) => s.includes('ThrottledRequests'))).toHaveLength(4);
-    expect(errors.filter((s) => s.includes('SystemErrors'))).toHaveLength(4);
+    // Per table and operation: Orders' Query, BatchGetItem and UpdateItem, the others' one each.
+    expect(errors.filter((s) => s.includes('ThrottledRequests'))).toHaveLength(5);
+    expect(errors.filter((s) => s.includes('SystemErrors'))).toHaveLength(5);
   });
 
   it('shows every alarm, and which API keys hit their limits (Contributor Insights)', () => {

@@ -427,7 +427,7 @@ describe('functions', () => {
         ])
         .sort();
     expect(shape(dynamoStatements(/ListOrdersRole/))).toEqual([
-      ['dynamodb:Query', 'Orders'],
+      ['dynamodb:Query,dynamodb:BatchGetItem', 'Orders'],
       ['dynamodb:UpdateItem', 'RateLimits'],
     ]);
     expect(shape(dynamoStatements(/CancelOrderRole/))).toEqual([

@@ -110,12 +110,36 @@ describe('cancelOrder against DynamoDB', () => {
     },
   );
 
-  it('makes exactly one call to the orders table per cancel, whatever the outcome', async () => {
+  it('writes the order once per cancel, whatever the outcome, between a mark and a release of the list version', async () => {
+    const keys: unknown[] = [];
+    const name = `keys${Math.random()}`;
+    t.client.middlewareStack.add(
+      (next) => (args) => {
+        const input = args.input as { TableName?: string; Key?: { shard?: { N?: string } } };
+        if (input.TableName === t.tables.orders) keys.push(Number(input.Key?.shard?.N));
+        return next(args);
+      },
+      { step: 'finalizeRequest', name },
+    );
     const counter = countDynamoDbCalls(t.client, t.tables.orders);
-    for (const id of ['1', '1', '2', '42']) {
-      counter.reset();
-      await cancel(id);
-      expect(counter.calls).toEqual(['UpdateItemCommand']);
+    try {
+      for (const id of ['1', '1', '2', '42']) {
+        counter.reset();
+        keys.splice(0);
+        await cancel(id);
+        expect(counter.calls).toEqual([
+          'UpdateItemCommand',
+          'UpdateItemCommand',
+          'UpdateItemCommand',
+        ]);
+        // The order's own partition (shard = id mod 8), between two writes of one version item.
+        const [mark, order, release] = keys as [number, number, number];
+        expect(order).toBe(Number(BigInt(id) % 8n));
+        expect(mark).toBeLessThan(0);
+        expect(release).toBe(mark);
+      }
+    } finally {
+      t.client.middlewareStack.remove(name);
     }
   });
 
@@ -143,8 +167,74 @@ describe('cancelOrder against DynamoDB', () => {
     },
   );
 
+  it("sends the version mark beside the rate limiter's count: they overlap, one round trip", async () => {
+    const calls: { table: string; sent: number; answered?: number }[] = [];
+    const name = `overlap${Math.random()}`;
+    t.client.middlewareStack.add(
+      (next) => async (args) => {
+        const call = {
+          table: String((args.input as { TableName?: string }).TableName),
+          sent: performance.now(),
+        } as (typeof calls)[number];
+        calls.push(call);
+        const result = await next(args);
+        call.answered = performance.now();
+        return result;
+      },
+      { step: 'finalizeRequest', name },
+    );
+    try {
+      expect((await cancel('1')).statusCode).toBe(204);
+    } finally {
+      t.client.middlewareStack.remove(name);
+    }
+    expect(calls.map((call) => call.table)).toEqual([
+      t.tables.orders,
+      t.tables.rateLimits,
+      t.tables.orders,
+      t.tables.orders,
+    ]);
+    const [mark, count] = calls as [(typeof calls)[number], (typeof calls)[number]];
+    expect(count.sent).toBeLessThan(mark.answered!);
+  });
+
+  it('releases the mark of a request the rate limiter refuses: the list keeps its tag, nothing in flight', async () => {
+    const refusing = createCancelOrderHandler({
+      orders: () => store,
+      limiter: () => ({
+        consume: (_caller, now) =>
+          Promise.resolve({
+            decision: {
+              outcome: 'limited',
+              at: now,
+              minute: { start: now - (now % 60_000), current: 60, previous: 0 },
+              day: { start: now - (now % 86_400_000), current: 60, previous: 0 },
+              retryAfterMs: 1_000,
+            },
+            degraded: false,
+            unavailable: false,
+          }),
+      }),
+    });
+    const before = await store.readListVersion();
+    const response = await invokeHttp(
+      refusing,
+      proxyEvent({
+        method: 'DELETE',
+        resource: '/store/orders/{orderId}',
+        path: '/store/orders/1',
+        pathParameters: { orderId: '1' },
+      }),
+    );
+    expect(response.statusCode).toBe(429);
+    expect(await statusOf(1n)).toBe('pending');
+    const after = await store.readListVersion();
+    expect(after.tag).toBeDefined();
+    expect(after.tag).toBe(before.tag);
+  });
+
   it('many parallel cancels of one order all answer 204 and cancel it once', async () => {
-    // What this proves is the conditional write under concurrency, not time: 100 invocations in
+    // What this proves is the conditional write under concurrency, not time: 50 invocations in
     // one process against DynamoDB Local on a busy 2-core machine take seconds (the first burst
     // on a cold client up to 6 s with a CPU hog beside it, measured), where 100 Lambda
     // containers on DynamoDB take milliseconds. So the requests get a budget no busy machine
@@ -164,7 +254,9 @@ describe('cancelOrder against DynamoDB', () => {
       requestBudgetMs: 25_000,
     });
     const responses = await Promise.all(
-      Array.from({ length: 100 }, () =>
+      // 50 at once: each cancel makes four writes (the limiter's, the version mark, the order's,
+      // the release), and DynamoDB Local writes one item at a time.
+      Array.from({ length: 50 }, () =>
         invokeHttp(
           patient,
           proxyEvent({
@@ -176,11 +268,11 @@ describe('cancelOrder against DynamoDB', () => {
         ),
       ),
     );
-    expect(responses.map((r) => r.statusCode)).toEqual(Array(100).fill(204));
+    expect(responses.map((r) => r.statusCode)).toEqual(Array(50).fill(204));
     expect(await statusOf(1n)).toBe('cancelled');
     // Exactly one of them changed the order; the others found it cancelled.
     expect(outcomes.filter((o) => o === 'cancelled')).toHaveLength(1);
-    expect(outcomes.filter((o) => o === 'already-cancelled')).toHaveLength(99);
+    expect(outcomes.filter((o) => o === 'already-cancelled')).toHaveLength(49);
   }, 60_000);
 
   it('cancels racing shipments never leave a shipped order cancelled, and exactly one write wins', async () => {

@@ -37,7 +37,8 @@ process.env.POWERTOOLS_LOG_LEVEL = 'INFO';
 const { createAuthorizerHandler } = await import('../../functions/authorizer.ts');
 const { createCancelOrderHandler } = await import('../../functions/cancel-order.ts');
 const { createListOrdersHandler } = await import('../../functions/list-orders.ts');
-const { onLimiterStoreFailure } = await import('../../functions/shared/dependencies.ts');
+const { onLimiterStoreFailure, onListVersionReleaseFailure } =
+  await import('../../functions/shared/dependencies.ts');
 
 const PAGE_TIMEOUT_MS = 1_000;
 let t: TestTables;
@@ -61,6 +62,7 @@ beforeAll(async () => {
   const orders = new DynamoDbOrderStore(fnClient, t.tables.orders, {
     pageSize: 2,
     pageTimeoutMs: PAGE_TIMEOUT_MS,
+    listVersion: { onReleaseFailure: onListVersionReleaseFailure },
   });
   const limiter = new DynamoDbRateLimiter(limiterClient, t.tables.rateLimits, {
     onStoreFailure: onLimiterStoreFailure(DEFAULT_LIMITER_SETTINGS),
@@ -143,7 +145,16 @@ async function request(method: 'GET' | 'DELETE', path: string, key: string): Pro
 interface Site {
   readonly target: () => FaultTarget;
   readonly request: (key: string) => Promise<Answer>;
+  /** How the failure names what failed (default: the orders table). */
+  readonly dependency?: string;
 }
+
+/** The shard of an UpdateItem's key, as sent (marshalled): negative for a list version item. */
+const shardOf = (input: Record<string, unknown>) =>
+  Number((input.Key as { shard?: { N?: string } } | undefined)?.shard?.N);
+/** The mark of a list version item (its release REMOVEs the entry). */
+const isMark = (input: Record<string, unknown>) =>
+  shardOf(input) < 0 && String(input.UpdateExpression).startsWith('SET');
 
 const list = (key: string) => request('GET', '/store/orders', key);
 const cancelFirst = (key: string) => request('DELETE', '/store/orders/1', key);
@@ -158,8 +169,22 @@ const SITES: Record<string, Site> = {
     request: cancelFirst,
   },
   'cancel UpdateItem': {
-    target: () => ({ table: t.tables.orders, command: 'UpdateItemCommand' }),
+    target: () => ({
+      table: t.tables.orders,
+      command: 'UpdateItemCommand',
+      when: (input) => shardOf(input) >= 0,
+    }),
     request: cancelFirst,
+  },
+  'cancel version mark': {
+    target: () => ({ table: t.tables.orders, command: 'UpdateItemCommand', when: isMark }),
+    request: cancelFirst,
+    dependency: 'orders table (list version)',
+  },
+  'list version read': {
+    target: () => ({ table: t.tables.orders, command: 'BatchGetItemCommand' }),
+    request: list,
+    dependency: 'orders table (list version)',
   },
   'list first page': {
     target: () => ({
@@ -202,105 +227,111 @@ afterAll(() => {
   );
 });
 
-describe.each(Object.entries(SITES))('a fault at the %s', (site, { target, request: send }) => {
-  it.each(FAULTS)(
-    '%s: answered in time, classified, logged, counted, nothing applied',
-    async (fault) => {
-      const { key, keyId } = await newKey();
-      const injected = injectFault(fnClient, target(), fault);
-      const injectedLimiter = injectFault(limiterClient, target(), fault);
-      let answer: Answer;
-      try {
-        answer = await send(key);
-      } finally {
-        injected.remove();
-        injectedLimiter.remove();
-      }
-      table.push({ site, fault, status: answer.status, ms: answer.ms });
-      expect(injected.hits() + injectedLimiter.hits()).toBeGreaterThan(0);
-      const transient = TRANSIENT_FAULTS.includes(fault);
-      const requestId = answer.headers.get('x-amzn-requestid');
-      // Whatever DynamoDB does, the status line comes within the budget.
-      expect(answer.ms).toBeLessThan(TIME_BUDGETS.answerMs);
-      // The cancel never happened.
-      expect(await statusOf(1n)).toBe('pending');
+describe.each(Object.entries(SITES))(
+  'a fault at the %s',
+  (site, { target, request: send, dependency }) => {
+    it.each(FAULTS)(
+      '%s: answered in time, classified, logged, counted, nothing applied',
+      async (fault) => {
+        const { key, keyId } = await newKey();
+        const injected = injectFault(fnClient, target(), fault);
+        const injectedLimiter = injectFault(limiterClient, target(), fault);
+        let answer: Answer;
+        try {
+          answer = await send(key);
+        } finally {
+          injected.remove();
+          injectedLimiter.remove();
+        }
+        table.push({ site, fault, status: answer.status, ms: answer.ms });
+        expect(injected.hits() + injectedLimiter.hits()).toBeGreaterThan(0);
+        const transient = TRANSIENT_FAULTS.includes(fault);
+        const requestId = answer.headers.get('x-amzn-requestid');
+        // Whatever DynamoDB does, the status line comes within the budget.
+        expect(answer.ms).toBeLessThan(TIME_BUDGETS.answerMs);
+        // The cancel never happened.
+        expect(await statusOf(1n)).toBe('pending');
 
-      if (site === 'list later page') {
-        // The status line had gone out: the stream is cut, never a complete JSON array.
-        expect(answer.status).toBe(200);
-        expect(() => JSON.parse(answer.body ?? '') as unknown).toThrow();
-        const [line] = logged('ERROR', 'List failed after its status line');
+        if (site === 'list later page') {
+          // The status line had gone out: the stream is cut, never a complete JSON array.
+          expect(answer.status).toBe(200);
+          expect(() => JSON.parse(answer.body ?? '') as unknown).toThrow();
+          const [line] = logged('ERROR', 'List failed after its status line');
+          expect(line?.correlation_id).toBe(requestId);
+          expect(line?.ordersSent).toBeGreaterThan(0);
+          expect(observations.metrics()).toContain('ListStreamFailures');
+          return;
+        }
+
+        if (site === 'authorizer GetItem') {
+          // A failed authorizer is API Gateway's AUTHORIZER_CONFIGURATION_ERROR, 503 whatever the
+          // kind (uncached); a permanent failure pages through the authorizer's log and metric.
+          expect(answer.status).toBe(503);
+          expect(errorBody(answer)).toMatchObject({ code: 'SERVICE_UNAVAILABLE', status: 503 });
+          expect(answer.headers.get('retry-after')).toBe('1');
+          // The function never ran or counted: the key was not checked.
+          expect(await counted(keyId)).toBe(0);
+          for (const name of RATE_COUNT_HEADERS) expect(answer.headers.get(name)).toBeNull();
+          if (transient) {
+            expect(logged('WARN', 'Key check failed (transient)')).toHaveLength(1);
+            expect(observations.metrics()).toEqual(['ServiceUnavailable']);
+          } else {
+            expect(logged('ERROR', 'Key check failed (permanent)')).toHaveLength(1);
+            // Counted once, by the authorizer alone.
+            expect(observations.metrics()).toEqual(['InternalErrors']);
+          }
+          return;
+        }
+
+        expect(answer.status).toBe(transient ? 503 : 500);
+        expect(errorBody(answer)).toMatchObject({
+          code: transient ? 'SERVICE_UNAVAILABLE' : 'INTERNAL_ERROR',
+          status: answer.status,
+        });
+        expect(answer.headers.get('retry-after')).toBe(transient ? '1' : null);
+
+        if (site === 'limiter UpdateItem') {
+          // Not counted, and the answer does not claim counts it does not know.
+          expect(await counted(keyId)).toBe(0);
+          for (const name of RATE_COUNT_HEADERS) expect(answer.headers.get(name)).toBeNull();
+          expect(answer.headers.get('ratelimit')).toBeNull();
+          if (transient) {
+            expect(answer.headers.get('ratelimit-policy')).toBe(
+              '"minute";q=60;w=60, "day";q=1000;w=86400',
+            );
+            const [line] = logged('WARN', 'Rate limiter store failed: failing closed');
+            expect(line?.correlation_id).toBe(requestId);
+            expect(observations.metrics()).toContain('RateLimiterStoreFailures');
+          } else {
+            const [line] = logged('ERROR', 'Request failed: answering 500');
+            expect(line?.correlation_id).toBe(requestId);
+            expect((line?.failure as { reason?: string }).reason).toBe(
+              fault === 'access-denied' ? 'access-denied' : 'missing-table',
+            );
+            expect(observations.metrics()).toEqual(['InternalErrors']);
+          }
+          return;
+        }
+
+        // The cancel, its version mark, the list's version read and first page: the request was
+        // counted before the fault.
+        expect(await counted(keyId)).toBe(1);
+        expect(answer.headers.get('x-ratelimit-remaining')).toBe('59');
+        const [line] = transient
+          ? logged('WARN', 'Dependency unavailable: answering 503')
+          : logged('ERROR', 'Request failed: answering 500');
         expect(line?.correlation_id).toBe(requestId);
-        expect(line?.ordersSent).toBeGreaterThan(0);
-        expect(observations.metrics()).toContain('ListStreamFailures');
-        return;
-      }
-
-      if (site === 'authorizer GetItem') {
-        // A failed authorizer is API Gateway's AUTHORIZER_CONFIGURATION_ERROR, 503 whatever the
-        // kind (uncached); a permanent failure pages through the authorizer's log and metric.
-        expect(answer.status).toBe(503);
-        expect(errorBody(answer)).toMatchObject({ code: 'SERVICE_UNAVAILABLE', status: 503 });
-        expect(answer.headers.get('retry-after')).toBe('1');
-        // The function never ran or counted: the key was not checked.
-        expect(await counted(keyId)).toBe(0);
-        for (const name of RATE_COUNT_HEADERS) expect(answer.headers.get(name)).toBeNull();
-        if (transient) {
-          expect(logged('WARN', 'Key check failed (transient)')).toHaveLength(1);
-          expect(observations.metrics()).toEqual(['ServiceUnavailable']);
-        } else {
-          expect(logged('ERROR', 'Key check failed (permanent)')).toHaveLength(1);
-          // Counted once, by the authorizer alone.
-          expect(observations.metrics()).toEqual(['InternalErrors']);
-        }
-        return;
-      }
-
-      expect(answer.status).toBe(transient ? 503 : 500);
-      expect(errorBody(answer)).toMatchObject({
-        code: transient ? 'SERVICE_UNAVAILABLE' : 'INTERNAL_ERROR',
-        status: answer.status,
-      });
-      expect(answer.headers.get('retry-after')).toBe(transient ? '1' : null);
-
-      if (site === 'limiter UpdateItem') {
-        // Not counted, and the answer does not claim counts it does not know.
-        expect(await counted(keyId)).toBe(0);
-        for (const name of RATE_COUNT_HEADERS) expect(answer.headers.get(name)).toBeNull();
-        expect(answer.headers.get('ratelimit')).toBeNull();
-        if (transient) {
-          expect(answer.headers.get('ratelimit-policy')).toBe(
-            '"minute";q=60;w=60, "day";q=1000;w=86400',
-          );
-          const [line] = logged('WARN', 'Rate limiter store failed: failing closed');
-          expect(line?.correlation_id).toBe(requestId);
-          expect(observations.metrics()).toContain('RateLimiterStoreFailures');
-        } else {
-          const [line] = logged('ERROR', 'Request failed: answering 500');
-          expect(line?.correlation_id).toBe(requestId);
-          expect((line?.failure as { reason?: string }).reason).toBe(
-            fault === 'access-denied' ? 'access-denied' : 'missing-table',
-          );
-          expect(observations.metrics()).toEqual(['InternalErrors']);
-        }
-        return;
-      }
-
-      // The cancel and the list's first page: the request was counted before the fault.
-      expect(await counted(keyId)).toBe(1);
-      expect(answer.headers.get('x-ratelimit-remaining')).toBe('59');
-      const [line] = transient
-        ? logged('WARN', 'Dependency unavailable: answering 503')
-        : logged('ERROR', 'Request failed: answering 500');
-      expect(line?.correlation_id).toBe(requestId);
-      expect(line?.failure).toMatchObject({
-        dependency: 'orders table',
-        kind: transient ? 'transient' : 'permanent',
-      });
-      expect(observations.metrics()).toEqual([transient ? 'ServiceUnavailable' : 'InternalErrors']);
-    },
-  );
-});
+        expect(line?.failure).toMatchObject({
+          dependency: dependency ?? 'orders table',
+          kind: transient ? 'transient' : 'permanent',
+        });
+        expect(observations.metrics()).toEqual([
+          transient ? 'ServiceUnavailable' : 'InternalErrors',
+        ]);
+      },
+    );
+  },
+);
 
 describe('a cancel whose answer is lost after it was applied', () => {
   it('is answered 503, and a retry converges on 204 with the order cancelled once', async () => {
@@ -309,7 +340,11 @@ describe('a cancel whose answer is lost after it was applied', () => {
     fnClient.middlewareStack.add(
       (next, context) => async (args) => {
         const input = args.input as { TableName?: string };
-        if (input.TableName !== t.tables.orders || context.commandName !== 'UpdateItemCommand')
+        if (
+          input.TableName !== t.tables.orders ||
+          context.commandName !== 'UpdateItemCommand' ||
+          shardOf(input) < 0
+        )
           return next(args);
         // Every attempt reaches DynamoDB, and every answer is lost.
         await next(args).catch(() => undefined);
@@ -329,6 +364,41 @@ describe('a cancel whose answer is lost after it was applied', () => {
     expect(retry.status).toBe(204);
     expect(await statusOf(1n)).toBe('cancelled');
   });
+});
+
+describe('a fault at the release of the version after a cancel', () => {
+  const isRelease = (input: Record<string, unknown>) =>
+    shardOf(input) < 0 && String(input.UpdateExpression).startsWith('REMOVE');
+
+  it.each(FAULTS)(
+    '%s: the cancel stands (204), a warning and a metric, and the list has no tag',
+    async (fault) => {
+      const { key } = await newKey();
+      const injected = injectFault(
+        fnClient,
+        { table: t.tables.orders, command: 'UpdateItemCommand', when: isRelease },
+        fault,
+      );
+      let answer: Answer;
+      try {
+        answer = await cancelFirst(key);
+      } finally {
+        injected.remove();
+      }
+      expect(injected.hits()).toBeGreaterThan(0);
+      expect(answer.status).toBe(204);
+      expect(answer.ms).toBeLessThan(TIME_BUDGETS.answerMs);
+      expect(await statusOf(1n)).toBe('cancelled');
+      const [line] = logged('WARN', 'List version release failed');
+      expect(line?.correlation_id).toBe(answer.headers.get('x-amzn-requestid'));
+      expect(observations.metrics()).toEqual(['ListVersionReleaseFailures']);
+      // The write's entry is still there, its lease running: no tag, never a 304.
+      const listed = await list(key);
+      expect(listed.status).toBe(200);
+      expect(listed.headers.get('etag')).toBeNull();
+      expect(listed.body).toContain('{"id":1,"petId":100,"status":"cancelled"}');
+    },
+  );
 });
 
 describe('stored data the service cannot read whole', () => {

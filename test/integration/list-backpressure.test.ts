@@ -56,6 +56,7 @@ beforeAll(async () => {
   // Written in reverse: the list must sort, not the insertion.
   await new DynamoDbOrderStore(t.client, t.tables.orders).putOrders([...orders].reverse(), {
     concurrency: 16,
+    beforeServing: true,
   });
   const endpoint = await countingProxy(t.endpoint);
   pool = new ContainerPool({

@@ -51,6 +51,7 @@ export function faultError(fault: Exclude<Fault, 'stall'>): Error {
 }
 
 export interface FaultTarget {
+  /** The table (of a batch call: the first it names). */
   readonly table: string;
   /** Only calls of this command (e.g. `QueryCommand`). */
   readonly command?: string;
@@ -72,8 +73,9 @@ export function injectFault(
   client.middlewareStack.add(
     (next, context) => (args) => {
       const input = args.input as Record<string, unknown>;
+      const table = input.TableName ?? Object.keys(input.RequestItems ?? {})[0];
       if (
-        input.TableName !== target.table ||
+        table !== target.table ||
         (target.command !== undefined && context.commandName !== target.command) ||
         (target.when && !target.when(input))
       ) {

@@ -1,0 +1,289 @@
+/**
+ * The list's version on DynamoDB: what the ETag of GET /store/orders is made of, and how every
+ * write of orders changes it, without a hot item and without a transaction.
+ *
+ * The version is LIST_VERSION_ITEMS small items in the orders table (tables.ts). A write of
+ * orders (a cancel, a ship, one BatchWriteItem request of an import) goes in three steps:
+ *
+ *   1. mark: one version item, chosen at random, gets an in-flight entry `w_<random>` whose
+ *      value is a lease: a time by which the write has surely landed or never will;
+ *   2. the write itself, as before (single-item conditional update, or BatchWriteItem);
+ *   3. release: the entry is removed and, when the write changed something (or its outcome is
+ *      unknown), the item's nonce `n` gets a new random value. A write that changed nothing
+ *      (a cancel of a cancelled order) leaves the version as it was.
+ *
+ * A reader (the list, before its first page; a conditional request) reads every version item
+ * with one strongly consistent BatchGetItem. While an entry's lease runs, the list has no tag:
+ * a write is in flight, the list is changing. Otherwise the tag is a hash of everything the
+ * items hold, entries whose lease ended included.
+ *
+ * Why a tag never covers a write that its list lacks — the guarantee a 304 rests on — using only
+ * what DynamoDB promises for single items (a strongly consistent read returns every write
+ * acknowledged before it) and one assumption: a write that is going to land lands before its
+ * lease ends (the lease is the write's own deadline plus TIME_BUDGETS.lateWriteMarginMs, and the
+ * clocks of writers and readers agree within that margin). For a write W (mark at m, write at w,
+ * release at r, each acknowledged before the next is sent) and a list whose version read of W's
+ * item comes at t, before every page it reads:
+ *   - r < t: W's write was acknowledged before t, so every page (read after t) shows it;
+ *   - m < t < r: the entry is there: within its lease the list gets no tag; past its lease W has
+ *     landed (the assumption), so the pages show it, and the tag includes the entry;
+ *   - t < m: the tag lacks W's entry. Any later read of the item sees the entry (no 304 while
+ *     its lease runs; past it the hash differs) or, after r, the new nonce — unless W changed
+ *     nothing, and then the list is as the tag says.
+ * So a conditional request answers 304 only when no write is in flight and none changed the
+ * list since the tag was read: the list then is what the tag was issued with. A transaction
+ * (TransactWriteItems with the order and a version item) would not give this: Query and
+ * BatchGetItem are only read-committed towards transactions, so a list could read a version
+ * item already committed and an order not yet, and keep a tag that covers a change it lacks.
+ *
+ * Writes made outside the service (by hand, in the console) do not touch the version items: a
+ * client may then keep a 304 for its old list until the next write through the service, or
+ * until an operator runs `orders retag` (which changes every nonce).
+ */
+import { randomBytes, randomInt, createHash } from 'node:crypto';
+import {
+  BatchGetCommand,
+  NumberValue,
+  UpdateCommand,
+  type DynamoDBDocumentClient,
+} from '@aws-sdk/lib-dynamodb';
+import { TIME_BUDGETS } from '../config/budgets.ts';
+import type { ListVersion } from '../orders/order-store.ts';
+import { numberText } from './attributes.ts';
+import { send } from './errors.ts';
+import { LIST_VERSION_ITEMS, listVersionKey } from './tables.ts';
+
+/** How failures of the version items are named in logs. */
+const DEPENDENCY = 'orders table (list version)';
+
+/** The prefix of an in-flight entry's attribute name. */
+const ENTRY_PREFIX = 'w_';
+
+/**
+ * What changes every tag at once: the version of the list's representation (bump it when the
+ * list's JSON changes for the same stored orders, so that no client keeps an old body).
+ */
+const REPRESENTATION = 'orders-list-1';
+
+/**
+ * The release's own time when the write used up the request's budget (it stalled, or was
+ * retried until its deadline): within what is left of the answer's budget (TIME_BUDGETS).
+ */
+const RELEASE_GRACE_MS = (TIME_BUDGETS.answerMs - TIME_BUDGETS.requestMs) / 2;
+
+/** How long a function's write may still land: its request budget, then the margin. */
+export const FUNCTION_WRITE_LEASE_MS = TIME_BUDGETS.requestMs + TIME_BUDGETS.lateWriteMarginMs;
+
+export interface ListVersionWriteOptions {
+  /** The write's deadline (also the mark's and the release's). */
+  readonly signal?: AbortSignal;
+}
+
+/** A version item marked for a write: released once, with whether the write changed the list. */
+export interface VersionMark {
+  release(changed: boolean, options?: ListVersionWriteOptions): Promise<void>;
+}
+
+export interface DynamoDbListVersionOptions {
+  /** How long after its mark a write is assumed to have landed, if ever (FUNCTION_WRITE_LEASE_MS). */
+  readonly leaseMs?: number;
+  readonly now?: () => number;
+  /** Told when a release failed: the write stands, the list has no tag until the lease ends. */
+  readonly onReleaseFailure?: (error: unknown) => void;
+}
+
+type Item = Record<string, unknown>;
+
+/** A stored value as text that says what it is: numbers by their digits, never through a JS number. */
+function valueText(value: unknown): string {
+  return (
+    JSON.stringify(value, (_key, v: unknown) => {
+      if (v instanceof NumberValue) return `N:${v.toString()}`;
+      if (typeof v === 'bigint') return `N:${v.toString()}`;
+      if (v instanceof Set) return [...(v as Set<unknown>)];
+      return v;
+    }) ?? 'undefined'
+  );
+}
+
+/**
+ * Everything an item holds but its key, in one canonical line. An item that holds nothing else
+ * (its first mark was released without a change) reads as an absent one: the same version.
+ */
+function canonical(item: Item | undefined): string {
+  const names = Object.keys(item ?? {}).filter((name) => name !== 'shard' && name !== 'id');
+  if (!item || names.length === 0) return '-';
+  return names
+    .sort()
+    .map((name) => `${JSON.stringify(name)}=${valueText(item[name])}`)
+    .join(',');
+}
+
+/** Whether an item holds an in-flight entry whose lease has not ended at `now`. */
+function hasRunningLease(item: Item | undefined, now: number): boolean {
+  if (!item) return false;
+  return Object.entries(item).some(([name, value]) => {
+    if (!name.startsWith(ENTRY_PREFIX)) return false;
+    const until = Number(numberText(value));
+    // An entry whose lease cannot be read counts as ended (else it would hold the tag forever).
+    return Number.isFinite(until) && until > now;
+  });
+}
+
+/** The tag of the items read: a hash of what they hold, or undefined while a write is in flight. */
+export function listVersionOf(items: readonly (Item | undefined)[], now: number): ListVersion {
+  if (items.some((item) => hasRunningLease(item, now))) return { tag: undefined };
+  const hash = createHash('sha256').update(REPRESENTATION);
+  for (const item of items) hash.update(`\n${canonical(item)}`);
+  // 132 bits, base64url: every character is an etagc.
+  return { tag: hash.digest('base64url').slice(0, 22) };
+}
+
+export class DynamoDbListVersion {
+  private readonly client: DynamoDBDocumentClient;
+  private readonly tableName: string;
+  private readonly leaseMs: number;
+  private readonly now: () => number;
+  private readonly onReleaseFailure: (error: unknown) => void;
+
+  constructor(
+    client: DynamoDBDocumentClient,
+    tableName: string,
+    options: DynamoDbListVersionOptions = {},
+  ) {
+    this.client = client;
+    this.tableName = tableName;
+    this.leaseMs = options.leaseMs ?? FUNCTION_WRITE_LEASE_MS;
+    this.now = options.now ?? Date.now;
+    this.onReleaseFailure = options.onReleaseFailure ?? (() => undefined);
+  }
+
+  /** The version now: every version item, read strongly consistent (one BatchGetItem). */
+  async read(signal?: AbortSignal): Promise<ListVersion> {
+    const byIndex = new Map<number, Item>();
+    let pending = Array.from({ length: LIST_VERSION_ITEMS }, (_, index) => listVersionKey(index));
+    while (pending.length > 0) {
+      const keys = pending;
+      const result = await send(
+        DEPENDENCY,
+        (abortSignal) =>
+          this.client.send(
+            new BatchGetCommand({
+              RequestItems: { [this.tableName]: { Keys: keys, ConsistentRead: true } },
+            }),
+            { abortSignal },
+          ),
+        signal,
+      );
+      for (const item of result.Responses?.[this.tableName] ?? []) {
+        byIndex.set(-1 - Number(numberText(item.shard)), item);
+      }
+      pending = (result.UnprocessedKeys?.[this.tableName]?.Keys ?? []) as typeof pending;
+    }
+    return listVersionOf(
+      Array.from({ length: LIST_VERSION_ITEMS }, (_, index) => byIndex.get(index)),
+      this.now(),
+    );
+  }
+
+  /**
+   * Marks a version item for a write about to be made (step 1 above): resolves once the entry
+   * is stored, with the handle that releases it. A failed mark rejects: nothing may be written.
+   */
+  async mark(options: ListVersionWriteOptions = {}): Promise<VersionMark> {
+    const key = listVersionKey(randomInt(LIST_VERSION_ITEMS));
+    const entry = `${ENTRY_PREFIX}${randomBytes(9).toString('base64url')}`;
+    await this.update(
+      key,
+      'SET #e = :until',
+      { '#e': entry },
+      { ':until': this.now() + this.leaseMs },
+      options.signal,
+    );
+    let released = false;
+    return {
+      release: async (changed, releaseOptions = {}) => {
+        if (released) return;
+        released = true;
+        // A write that used up the request's budget still gets its release.
+        const signal = releaseOptions.signal?.aborted
+          ? AbortSignal.timeout(RELEASE_GRACE_MS)
+          : releaseOptions.signal;
+        try {
+          await this.update(
+            key,
+            changed ? 'REMOVE #e SET #n = :n' : 'REMOVE #e',
+            changed ? { '#e': entry, '#n': 'n' } : { '#e': entry },
+            changed ? { ':n': randomBytes(12).toString('base64url') } : undefined,
+            signal,
+          );
+        } catch (error) {
+          this.onReleaseFailure(error);
+        }
+      },
+    };
+  }
+
+  /**
+   * Runs one write of orders between a mark and a release of a version item (see above); the
+   * mark may have been started before (`marked`, beside the rate limiter). `changed` says from
+   * the write's result whether it changed the list; a write that failed counts as changed (it
+   * may have landed). A failed mark fails the write before it is sent; a failed release is
+   * reported, not thrown: the write stands.
+   */
+  async around<T>(
+    write: () => Promise<T>,
+    changed: (result: T) => boolean,
+    options: ListVersionWriteOptions & { readonly marked?: Promise<VersionMark> } = {},
+  ): Promise<T> {
+    const mark = await (options.marked ?? this.mark(options));
+    let outcome: { ok: true; result: T } | { ok: false; error: unknown };
+    try {
+      outcome = { ok: true, result: await write() };
+    } catch (error) {
+      outcome = { ok: false, error };
+    }
+    await mark.release(outcome.ok ? changed(outcome.result) : true, options);
+    if (!outcome.ok) throw outcome.error;
+    return outcome.result;
+  }
+
+  /** A new nonce in every version item: every tag changes (after writes made by hand). */
+  async retag(signal?: AbortSignal): Promise<void> {
+    await Promise.all(
+      Array.from({ length: LIST_VERSION_ITEMS }, (_, index) =>
+        this.update(
+          listVersionKey(index),
+          'SET #n = :n',
+          { '#n': 'n' },
+          { ':n': randomBytes(12).toString('base64url') },
+          signal,
+        ),
+      ),
+    );
+  }
+
+  private async update(
+    key: ReturnType<typeof listVersionKey>,
+    expression: string,
+    names: Record<string, string>,
+    values: Record<string, unknown> | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
+    await send(
+      DEPENDENCY,
+      (abortSignal) =>
+        this.client.send(
+          new UpdateCommand({
+            TableName: this.tableName,
+            Key: key,
+            UpdateExpression: expression,
+            ExpressionAttributeNames: names,
+            ...(values ? { ExpressionAttributeValues: values } : {}),
+          }),
+          { abortSignal },
+        ),
+      signal,
+    );
+  }
+}

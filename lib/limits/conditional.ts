@@ -1,0 +1,55 @@
+/**
+ * What a conditional request (If-None-Match) costs a key. A request answered 304 Not Modified
+ * does not use the plan's quota (as on GitHub: "a conditional request does not count against
+ * your primary rate limit if a 304 response is returned"), but 304s are not unlimited either:
+ * each key has an allowance of free conditional requests per fixed minute window (aligned to
+ * the minute) as large as its plan's per-minute limit. A conditional request takes one from
+ * the allowance; when the answer is 304, that is all it costs. A conditional request beyond
+ * the allowance, or one whose answer is the whole list, counts against the plan like any
+ * other request (and may then be refused with 429, which counts towards a ban as usual). A
+ * banned key gets its 429 whatever it asks.
+ *
+ * So one key can have at most its plan's per-minute limit answered 304 for free, plus its plan,
+ * in a minute: a flood of conditional requests is bounded per key like any other flood, and
+ * a client that polls at its plan's rate gets every unchanged poll for free.
+ */
+import type { CallOptions } from '../failures.ts';
+import type { Caller } from '../keys/key-record.ts';
+import type { Limits } from './plans.ts';
+import {
+  DAY_MS,
+  decide,
+  MINUTE_MS,
+  rollWindow,
+  type CounterState,
+  type Decision,
+} from './sliding-window.ts';
+
+export interface FreeAllowanceResult {
+  /**
+   * `free`: taken from the allowance (a 304 costs nothing more); `exhausted`: the allowance of
+   * this minute is used up (count the request as any other); `banned`: the key is banned.
+   */
+  readonly outcome: 'free' | 'exhausted' | 'banned';
+  /** The key's standing, with nothing counted: what the rate-limit headers of a 304 show. */
+  readonly standing: Decision;
+}
+
+/** Takes one free conditional request from a key's allowance, atomically. */
+export interface FreeAllowance {
+  takeFree(caller: Caller, now: number, options?: CallOptions): Promise<FreeAllowanceResult>;
+}
+
+/**
+ * A key's standing at `now` with no request counted: banned, limited (with the wait), or
+ * admitted with the counts as they are (decide() adds the request it admits; this does not).
+ */
+export function standing(state: CounterState, now: number, limits: Limits): Decision {
+  const decision = decide(state, now, limits);
+  if (decision.outcome !== 'admitted') return decision;
+  return {
+    ...decision,
+    minute: rollWindow(state.minute, decision.at, MINUTE_MS),
+    day: rollWindow(state.day, decision.at, DAY_MS),
+  };
+}

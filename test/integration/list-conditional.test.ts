@@ -1,0 +1,418 @@
+/**
+ * The conditional list on DynamoDB Local: the ETag of every 200, 304 Not Modified for a matching
+ * If-None-Match without reading an order, every write that changes the list changing the tag
+ * (and none that does not), no tag while a write is in flight, and what a 304 costs the key.
+ */
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createCancelOrderHandler } from '../../functions/cancel-order.ts';
+import { createListOrdersHandler } from '../../functions/list-orders.ts';
+import { DynamoDbListVersion } from '../../lib/dynamodb/list-version.ts';
+import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
+import { counterKey, DynamoDbRateLimiter } from '../../lib/dynamodb/rate-limit-table.ts';
+import { LIST_VERSION_ITEMS, listVersionKey } from '../../lib/dynamodb/tables.ts';
+import { shipOrder } from '../../lib/orders/operations.ts';
+import type { Order } from '../../lib/orders/order.ts';
+import { invokeHttp, proxyEvent, type HttpResult } from '../support/lambda.ts';
+import { createTestTables, type TestTables } from '../support/tables.ts';
+
+let t: TestTables;
+let store: DynamoDbOrderStore;
+let limiter: DynamoDbRateLimiter;
+
+const ORDERS: Order[] = [
+  { id: 1n, petId: 10n, quantity: 1, status: 'pending' },
+  { id: 2n, status: 'shipped', complete: true },
+  { id: 3n, status: 'cancelled' },
+  { id: 4n, status: 'pending' },
+  { id: 9223372036854775807n, status: 'pending' },
+];
+
+/** A caller of its own per test: limits are per key. */
+let keyNumber = 0;
+function caller(perMinute = 1_000, perDay = 1_000_000) {
+  const keyId = `key_conditional${++keyNumber}_${Date.now()}`;
+  return {
+    principalId: keyId,
+    keyId,
+    plan: 'enterprise',
+    perMinute: String(perMinute),
+    perDay: String(perDay),
+  };
+}
+
+const list = createListOrdersHandler({
+  orders: () => store,
+  limiter: () => limiter,
+  freeAllowance: () => limiter,
+});
+const cancelHandler = createCancelOrderHandler({ orders: () => store, limiter: () => limiter });
+
+function get(
+  headers: Record<string, string> = {},
+  authorizer: Record<string, string> = caller(),
+): Promise<HttpResult> {
+  const event = proxyEvent({
+    method: 'GET',
+    resource: '/store/orders',
+    path: '/store/orders',
+    authorizer,
+  });
+  return invokeHttp(list, { ...event, headers });
+}
+
+function cancel(id: string): Promise<HttpResult> {
+  return invokeHttp(
+    cancelHandler,
+    proxyEvent({
+      method: 'DELETE',
+      resource: '/store/orders/{orderId}',
+      path: `/store/orders/${id}`,
+      pathParameters: { orderId: id },
+    }),
+  );
+}
+
+async function currentTag(): Promise<string> {
+  const response = await get();
+  expect(response.statusCode).toBe(200);
+  const tag = response.headers.ETag;
+  expect(tag).toMatch(/^W\/"[A-Za-z0-9_-]{22}"$/);
+  return tag as string;
+}
+
+beforeAll(async () => {
+  t = await createTestTables('conditional');
+  store = new DynamoDbOrderStore(t.client, t.tables.orders);
+  limiter = new DynamoDbRateLimiter(t.client, t.tables.rateLimits);
+});
+afterAll(() => t.drop());
+beforeEach(() => store.putOrders(ORDERS));
+
+describe('the ETag of the list', () => {
+  it('comes with every 200: weak, with Cache-Control private, no-cache and Vary', async () => {
+    const response = await get();
+    expect(response.statusCode).toBe(200);
+    expect(response.headers).toMatchObject({
+      ETag: expect.stringMatching(/^W\/"[A-Za-z0-9_-]{22}"$/) as unknown,
+      'Cache-Control': 'private, no-cache',
+      Vary: 'Accept-Encoding',
+    });
+  });
+
+  it('is the same for every content coding (weak: it stands for the list, not its bytes)', async () => {
+    const identity = await get();
+    for (const coding of ['gzip', 'br', 'zstd']) {
+      const encoded = await get({ 'Accept-Encoding': coding });
+      expect(encoded.headers['Content-Encoding']).toBe(coding);
+      expect(encoded.headers.ETag).toBe(identity.headers.ETag);
+    }
+    // And a tag got with one coding is matched with another.
+    const response = await get({
+      'Accept-Encoding': 'gzip',
+      'If-None-Match': identity.headers.ETag!,
+    });
+    expect(response.statusCode).toBe(304);
+  });
+
+  it('stays the same while nothing changes', async () => {
+    expect(await currentTag()).toBe(await currentTag());
+  });
+});
+
+describe('If-None-Match', () => {
+  it('answers 304 with no body, the validators and the rate-limit headers for the current tag', async () => {
+    const tag = await currentTag();
+    const response = await get({ 'If-None-Match': tag });
+    expect(response.statusCode).toBe(304);
+    expect(response.body).toBe('');
+    expect(response.headers).toMatchObject({
+      ETag: tag,
+      'Cache-Control': 'private, no-cache',
+      Vary: 'Accept-Encoding',
+      'X-RateLimit-Limit': expect.any(String) as unknown,
+      'X-RateLimit-Remaining': expect.any(String) as unknown,
+      'X-RateLimit-Reset': expect.any(String) as unknown,
+    });
+    expect(response.headers['Content-Type']).toBeUndefined();
+    expect(response.headers['Content-Encoding']).toBeUndefined();
+  });
+
+  it('reads no order: one read of the version items and one write of the free allowance, at once', async () => {
+    const tag = await currentTag();
+    const calls: { command: string; table: string; sent: number; answered?: number }[] = [];
+    const name = `watch${Math.random()}`;
+    t.client.middlewareStack.add(
+      (next, context) => async (args) => {
+        const input = args.input as { TableName?: string; RequestItems?: object };
+        const call = {
+          command: context.commandName ?? '',
+          table: input.TableName ?? Object.keys(input.RequestItems ?? {}).join(),
+          sent: performance.now(),
+        } as (typeof calls)[number];
+        calls.push(call);
+        const result = await next(args);
+        call.answered = performance.now();
+        return result;
+      },
+      { step: 'finalizeRequest', name },
+    );
+    try {
+      const response = await get({ 'If-None-Match': tag });
+      expect(response.statusCode).toBe(304);
+    } finally {
+      t.client.middlewareStack.remove(name);
+    }
+    expect(calls.map(({ command, table }) => [command, table]).sort()).toEqual([
+      ['BatchGetItemCommand', t.tables.orders],
+      ['UpdateItemCommand', t.tables.rateLimits],
+    ]);
+    // One round trip: each was sent before the other was answered.
+    const [a, b] = calls as [(typeof calls)[number], (typeof calls)[number]];
+    expect(a.sent).toBeLessThan(b.answered!);
+    expect(b.sent).toBeLessThan(a.answered!);
+  });
+
+  it.each([
+    ['the strong form of the tag', (tag: string) => tag.slice(2)],
+    ['a list holding the tag', (tag: string) => `"other", ${tag}, W/"more"`],
+    ['*', () => '*'],
+    ['the tag with spaces and empty elements around it', (tag: string) => ` ,${tag} , `],
+  ])('answers 304 to %s', async (_, field) => {
+    const tag = await currentTag();
+    expect((await get({ 'If-None-Match': field(tag) })).statusCode).toBe(304);
+  });
+
+  it.each([
+    ['another tag', () => 'W/"AAAAAAAAAAAAAAAAAAAAAA"'],
+    ['a list of other tags', () => '"a", W/"b"'],
+    ['the tag without its quotes (not the grammar: ignored)', (tag: string) => tag.slice(3, -1)],
+    ['garbage (ignored)', () => 'not a tag at all'],
+    ['the tag with lower-case w/ (ignored)', (tag: string) => `w${tag.slice(1)}`],
+  ])('answers 200 with the whole list to %s', async (_, field) => {
+    const tag = await currentTag();
+    const response = await get({ 'If-None-Match': field(tag) });
+    expect(response.statusCode).toBe(200);
+    expect(response.headers.ETag).toBe(tag);
+    expect(JSON.parse(response.body)).toHaveLength(ORDERS.length);
+  });
+
+  it('answers 406 to a matching tag when no acceptable coding is left (406 comes first)', async () => {
+    const tag = await currentTag();
+    const response = await get({ 'If-None-Match': tag, 'Accept-Encoding': 'identity;q=0' });
+    expect(response.statusCode).toBe(406);
+  });
+
+  it('answers 503 when the version cannot be read (transient), for a 200 and a 304 alike', async () => {
+    const tag = await currentTag();
+    // Every read of the version items (one BatchGetItem each) is throttled.
+    const name = `throttleVersion${Math.random()}`;
+    t.client.middlewareStack.add(
+      (next, context) => (args) =>
+        context.commandName === 'BatchGetItemCommand'
+          ? Promise.reject(Object.assign(new Error('throttled'), { name: 'ThrottlingException' }))
+          : next(args),
+      { step: 'finalizeRequest', name, priority: 'high' },
+    );
+    try {
+      expect((await get()).statusCode).toBe(503);
+      const conditional = await get({ 'If-None-Match': tag });
+      expect(conditional.statusCode).toBe(503);
+      expect(conditional.headers['Retry-After']).toBe('1');
+    } finally {
+      t.client.middlewareStack.remove(name);
+    }
+  });
+});
+
+describe('writes and the tag', () => {
+  it('a cancel that changes an order changes the tag: the old tag gets 200 with the change', async () => {
+    const tag = await currentTag();
+    expect((await cancel('1')).statusCode).toBe(204);
+    const response = await get({ 'If-None-Match': tag });
+    expect(response.statusCode).toBe(200);
+    expect(response.headers.ETag).not.toBe(tag);
+    expect(response.body).toContain('{"id":1,"petId":10,"quantity":1,"status":"cancelled"}');
+  });
+
+  it.each([
+    ['an order already cancelled', '3', 204],
+    ['a shipped order', '2', 409],
+    ['an order that does not exist', '99', 404],
+  ])('a cancel of %s changes nothing, nor the tag', async (_, id, status) => {
+    const tag = await currentTag();
+    expect((await cancel(id)).statusCode).toBe(status);
+    expect((await get({ 'If-None-Match': tag })).statusCode).toBe(304);
+  });
+
+  it('a ship changes the tag; shipping it again does not', async () => {
+    const tag = await currentTag();
+    expect(await shipOrder(store, 4n)).toBe('shipped');
+    const shipped = await currentTag();
+    expect(shipped).not.toBe(tag);
+    expect(await shipOrder(store, 4n)).toBe('already-shipped');
+    expect(await currentTag()).toBe(shipped);
+  });
+
+  it('writing orders (an import, the seed) changes the tag', async () => {
+    const tag = await currentTag();
+    await store.putOrders([{ id: 5n, status: 'pending' }]);
+    const response = await get({ 'If-None-Match': tag });
+    expect(response.statusCode).toBe(200);
+    expect(response.body).toContain('{"id":5,"status":"pending"}');
+  });
+
+  it('writing orders before serving (the local seed) marks nothing, and changes every tag once at the end', async () => {
+    const tag = await currentTag();
+    const marks: string[] = [];
+    const name = `marks${Math.random()}`;
+    t.client.middlewareStack.add(
+      (next) => (args) => {
+        const expression = (args.input as { UpdateExpression?: string }).UpdateExpression;
+        if (expression) marks.push(expression);
+        return next(args);
+      },
+      { step: 'finalizeRequest', name },
+    );
+    try {
+      await store.putOrders([{ id: 7n }, { id: 8n }], { beforeServing: true });
+    } finally {
+      t.client.middlewareStack.remove(name);
+    }
+    // No in-flight entries: only the retag, one new nonce per version item.
+    expect(marks).toEqual(Array(LIST_VERSION_ITEMS).fill('SET #n = :n'));
+    expect((await get({ 'If-None-Match': tag })).statusCode).toBe(200);
+  });
+
+  it('retag (after writes made by hand) changes the tag', async () => {
+    const tag = await currentTag();
+    await store.retag();
+    expect((await get({ 'If-None-Match': tag })).statusCode).toBe(200);
+  });
+
+  it('leaves every version item without an in-flight entry once the writes are done', async () => {
+    await cancel('1');
+    await store.putOrders([{ id: 6n }]);
+    for (let index = 0; index < LIST_VERSION_ITEMS; index++) {
+      const { Item } = await t.client.send(
+        new GetCommand({ TableName: t.tables.orders, Key: listVersionKey(index) }),
+      );
+      expect(Object.keys(Item ?? {}).filter((name) => name.startsWith('w_'))).toEqual([]);
+    }
+  });
+
+  it('gives no tag while a write is in flight, and never a 304 then', async () => {
+    const tag = await currentTag();
+    // A write between its mark and its release: the in-flight entry, with a running lease.
+    let release: () => void = () => undefined;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const version = new DynamoDbListVersion(t.client, t.tables.orders);
+    const writing = version.around(
+      () => released,
+      () => false,
+    );
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const during = await get({ 'If-None-Match': tag });
+    expect(during.statusCode).toBe(200);
+    expect(during.headers.ETag).toBeUndefined();
+    expect((await get({ 'If-None-Match': '*' })).statusCode).toBe(304);
+    release();
+    await writing;
+    // That write changed nothing: the tag is back.
+    expect((await get({ 'If-None-Match': tag })).statusCode).toBe(304);
+  });
+
+  it('treats an entry whose lease ended (a writer that died) as a change, never as in flight', async () => {
+    const tag = await currentTag();
+    // What a writer that died between its mark and its release leaves behind.
+    await t.client.send(
+      new UpdateCommand({
+        TableName: t.tables.orders,
+        Key: listVersionKey(3),
+        UpdateExpression: 'SET #e = :until',
+        ExpressionAttributeNames: { '#e': 'w_deadwriter0' },
+        ExpressionAttributeValues: { ':until': Date.now() - 1 },
+      }),
+    );
+    const response = await get({ 'If-None-Match': tag });
+    expect(response.statusCode).toBe(200);
+    expect(response.headers.ETag).toMatch(/^W\//);
+    expect(response.headers.ETag).not.toBe(tag);
+  });
+});
+
+describe('what a conditional request costs the key', () => {
+  const remaining = (response: HttpResult) => Number(response.headers['X-RateLimit-Remaining']);
+
+  it('a 304 uses none of the plan: the remaining count stays as the 200 left it', async () => {
+    const key = caller(10, 1_000);
+    const first = await get({}, key);
+    expect(remaining(first)).toBe(9);
+    for (let i = 0; i < 5; i++) {
+      const response = await get({ 'If-None-Match': first.headers.ETag! }, key);
+      expect(response.statusCode).toBe(304);
+      expect(remaining(response)).toBe(9);
+    }
+    expect(remaining(await get({}, key))).toBe(8);
+  });
+
+  it('beyond the free allowance (the per-minute limit) a 304 counts like any request', async () => {
+    const key = caller(3, 1_000);
+    const tag = (await get({}, key)).headers.ETag!;
+    const answers: [number, number][] = [];
+    for (let i = 0; i < 5; i++) {
+      const response = await get({ 'If-None-Match': tag }, key);
+      answers.push([response.statusCode, remaining(response)]);
+    }
+    // Three free (2 left after the 200), then counted: 1 left, then none.
+    expect(answers.slice(0, 4)).toEqual([
+      [304, 2],
+      [304, 2],
+      [304, 2],
+      [304, 1],
+    ]);
+    expect(answers[4]![0]).toBe(304);
+  });
+
+  it('a key over its plan still gets a free 304 while its allowance lasts, and 429 after it', async () => {
+    const key = caller(2, 1_000);
+    const tag = (await get({}, key)).headers.ETag!;
+    await get({}, key);
+    expect((await get({}, key)).statusCode).toBe(429);
+    const free = await get({ 'If-None-Match': tag }, key);
+    expect(free.statusCode).toBe(304);
+    expect(remaining(free)).toBe(0);
+    expect(free.headers['Retry-After']).toBeUndefined();
+    await get({ 'If-None-Match': tag }, key);
+    const counted = await get({ 'If-None-Match': tag }, key);
+    expect(counted.statusCode).toBe(429);
+    expect(JSON.parse(counted.body)).toMatchObject({ code: 'RATE_LIMITED' });
+  });
+
+  it('a banned key gets 429 API_KEY_TEMPORARILY_BANNED, whatever tag it sends', async () => {
+    const key = caller(1_000, 1_000);
+    const tag = await currentTag();
+    await t.client.send(
+      new UpdateCommand({
+        TableName: t.tables.rateLimits,
+        Key: { pk: counterKey(key.keyId) },
+        UpdateExpression: 'SET bu = :until',
+        ExpressionAttributeValues: { ':until': Date.now() + 60_000 },
+      }),
+    );
+    for (const field of [tag, '*']) {
+      const response = await get({ 'If-None-Match': field }, key);
+      expect(response.statusCode).toBe(429);
+      expect(JSON.parse(response.body)).toMatchObject({ code: 'API_KEY_TEMPORARILY_BANNED' });
+      expect(Number(response.headers['Retry-After'])).toBeGreaterThan(50);
+    }
+  });
+
+  it('a conditional request whose answer is the whole list counts like any request', async () => {
+    const key = caller(10, 1_000);
+    const first = await get({}, key);
+    const response = await get({ 'If-None-Match': '"not-the-tag"' }, key);
+    expect(response.statusCode).toBe(200);
+    expect(remaining(response)).toBe(remaining(first) - 1);
+  });
+});
