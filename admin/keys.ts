@@ -25,7 +25,7 @@ import { confirmChange } from './confirm.ts';
 import { withTable, type Target, type TargetValues } from './target.ts';
 
 const CACHE_NOTE =
-  'within the authorizer cache TTL (60 s as deployed; npm start --authorizer-ttl locally)';
+  'within the authorizer cache TTL (60 s as deployed; npm start -- --authorizer-ttl locally)';
 
 const PLAN_FLAGS = {
   plan: valueFlag(PLAN_NAMES.join('|'), "the key's plan", { required: true }),

@@ -109,8 +109,31 @@ function problemsLine(
   return `--${flag} ${quotableInput(path, 200)}: ${shown}${more}`;
 }
 
+/**
+ * The flags npm kept for itself: `npm start --port 3001` (no `--`) gives npm `--port` (it sets
+ * npm_config_port) and this program only `3001`.
+ */
+function flagsNpmTook(env: NodeJS.ProcessEnv = process.env): string[] {
+  return Object.keys(FLAGS).filter(
+    (name) => name !== 'help' && env[`npm_config_${name.replaceAll('-', '_')}`] !== undefined,
+  );
+}
+
+function readFlags(argv: string[]) {
+  try {
+    return parseFlags(argv, FLAGS);
+  } catch (error) {
+    const taken = flagsNpmTook();
+    if (!(error instanceof UsageError) || taken.length === 0) throw error;
+    const example = `npm start -- --${taken[0]} ${argv[0] ?? '…'}`;
+    throw new UsageError(
+      `${error.message}: npm kept ${taken.map((name) => `--${name}`).join(', ')} for itself; put the options after --, e.g. ${example}`,
+    );
+  }
+}
+
 async function parseOptions(argv: string[]): Promise<StartOptions | 'help'> {
-  const { values } = parseFlags(argv, FLAGS);
+  const { values } = readFlags(argv);
   if (values.help) return 'help';
   const options: StartOptions = {
     port: integerOption(values.port, 'port', 0, 65535, 3000),

@@ -1,4 +1,5 @@
 /** `npm start` as a program: flags, bad input, seeding, the authorizer cache, clean shutdown. */
+import { spawnSync } from 'node:child_process';
 import { writeFileSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
@@ -6,7 +7,7 @@ import { DeleteCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, describe, expect, it } from 'vitest';
 import { generateApiKey, hashApiKey } from '../../lib/keys/api-key.ts';
 import { createDocumentClient } from '../../lib/dynamodb/client.ts';
-import { localTableNames, type LocalState } from '../../local/local-stack.ts';
+import { localTableNames, PROJECT_ROOT, type LocalState } from '../../local/local-stack.ts';
 import {
   isAlive,
   runStartExpectingExit,
@@ -100,6 +101,18 @@ describe('bad input: one clear line, non-zero exit, no stack trace', () => {
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(message);
     expect(result.stderr).not.toMatch(/\n\s+at /);
+  });
+
+  it('npm start --port 3001 without "--": says how npm took the flag and what to type', () => {
+    const npm = spawnSync('npm', ['start', '--port', '3001'], {
+      cwd: PROJECT_ROOT,
+      encoding: 'utf8',
+      env: { ...process.env, STORE_ORDERS_LOCAL_STATE: tempStateFile() },
+      timeout: 60_000,
+    });
+    expect(npm.status).toBe(1);
+    const line = npm.stderr.split('\n').find((l) => l.startsWith('error:'));
+    expect(line).toMatch(/npm kept --port for itself; .* npm start -- --port 3001$/);
   });
 
   it('a port in use', async () => {
