@@ -11,7 +11,8 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
+import { valueFlag } from '../lib/config/flags.ts';
+import { benchFlags } from './command-line.ts';
 import { createCancelOrderHandler } from '../functions/cancel-order.ts';
 import {
   attemptTimeouts,
@@ -116,8 +117,10 @@ async function callsPerCancel(endpoint: string, prefix: string): Promise<string[
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { cancels: { type: 'string', default: '2000' } } });
-  const count = Number(values.cancels);
+  const values = benchFlags('bench:cancel', 'Cancel latency through the local API.', {
+    cancels: valueFlag('N', 'cancels to time (default 2000)'),
+  });
+  const count = Number(values.cancels ?? 2000);
   if (!Number.isInteger(count) || count < 1)
     throw new Error('--cancels must be a positive integer');
   const warmUp = Math.min(300, count);

@@ -5,7 +5,8 @@
  * writes, through Node's stream compressors, on one thread), and prints the output's share of
  * the identity bytes and the CPU time spent. A list function has about one vCPU.
  */
-import { parseArgs } from 'node:util';
+import { valueFlag } from '../lib/config/flags.ts';
+import { benchFlags } from './command-line.ts';
 import { CONTENT_CODINGS, type ContentCoding } from '../lib/api/content-coding.ts';
 import { orderToJson } from '../lib/orders/order.ts';
 import { COMPRESSION_LEVELS, createCompressor } from '../functions/shared/compression.ts';
@@ -35,8 +36,10 @@ async function compress(json: Buffer, coding: ContentCoding, level: number) {
   return { bytes, cpuSeconds: (used.user + used.system) / 1e6 };
 }
 
-const { values } = parseArgs({ options: { orders: { type: 'string', default: '200000' } } });
-const orders = benchOrders(Number(values.orders));
+const values = benchFlags('bench:compression', 'Bytes and CPU of each coding and level.', {
+  orders: valueFlag('N', 'orders in the JSON compressed (default 200000)'),
+});
+const orders = benchOrders(Number(values.orders ?? 200_000));
 const json = Buffer.from(`[${orders.map(orderToJson).join(',')}]`);
 console.log(
   `${orders.length} orders, ${json.length.toLocaleString('en')} bytes of JSON (CPU of every thread, zlib's included)\n`,

@@ -20,7 +20,6 @@ import { createInterface } from 'node:readline';
 import { pipeline } from 'node:stream/promises';
 import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { parseArgs } from 'node:util';
 import { QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { CONTENT_CODINGS, type Coding } from '../lib/api/content-coding.ts';
 import { createDecompressor } from '../functions/shared/compression.ts';
@@ -36,6 +35,8 @@ import {
 import { ORDER_SHARDS } from '../lib/dynamodb/tables.ts';
 import { STREAMING_LIMITS } from '../lib/config/streaming.ts';
 import { generateApiKey } from '../lib/keys/api-key.ts';
+import { valueFlag } from '../lib/config/flags.ts';
+import { benchFlags } from './command-line.ts';
 import { registerKeys } from '../lib/keys/register.ts';
 import type { Order } from '../lib/orders/order.ts';
 import { startDynamoDbLocal } from '../local/dynamodb-local.ts';
@@ -118,15 +119,17 @@ interface ListRun {
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({
-    options: {
-      orders: { type: 'string', default: '200000' },
-      'link-mbps': { type: 'string', default: '100' },
-      'dynamodb-endpoint': { type: 'string' },
+  const values = benchFlags(
+    'bench:list',
+    'The list through the local API against raw DynamoDB floors, per coding, and conditional hits.',
+    {
+      orders: valueFlag('N', 'orders to load (default 200000)'),
+      'link-mbps': valueFlag('N', "the modelled client's link, in Mbit/s (default 100)"),
+      'dynamodb-endpoint': valueFlag('URL', 'use a running DynamoDB instead of starting one'),
     },
-  });
-  const count = Number(values.orders);
-  const linkBytesPerSecond = (Number(values['link-mbps']) * 1_000_000) / 8;
+  );
+  const count = Number(values.orders ?? 200_000);
+  const linkBytesPerSecond = (Number(values['link-mbps'] ?? 100) * 1_000_000) / 8;
   if (!Number.isInteger(count) || count < 1) throw new Error('--orders must be a positive integer');
 
   const dynamo = values['dynamodb-endpoint']
