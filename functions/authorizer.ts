@@ -27,7 +27,7 @@ import { METRIC_NAMES } from '../lib/metrics.ts';
 import { keyStoreFromEnv } from './shared/dependencies.ts';
 import { logger } from './shared/logger.ts';
 import { metrics, publishMetrics } from './shared/metrics.ts';
-import { traceClient, traceHandler } from './shared/tracer.ts';
+import { logDynamoDbCalls } from './shared/dynamodb-calls.ts';
 import middy from '@middy/core';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 
@@ -99,12 +99,12 @@ export function createAuthorizerHandler(deps: AuthorizerDependencies) {
       return policy('Allow', caller.keyId, event.methodArn, callerToContext(caller));
     },
   )
-    .use(traceHandler())
     .use(injectLambdaContext(logger))
-    .use(publishMetrics());
+    .use(publishMetrics())
+    .use(logDynamoDbCalls());
 }
 
 let store: KeyStore | undefined;
 export const handler = createAuthorizerHandler({
-  keys: () => (store ??= keyStoreFromEnv(traceClient)),
+  keys: () => (store ??= keyStoreFromEnv()),
 });

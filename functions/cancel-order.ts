@@ -13,7 +13,6 @@ import type { OrderStore, PreparedWrite } from '../lib/orders/order-store.ts';
 import { requestSignal } from './shared/budget.ts';
 import { orderStoreFromEnv, rateLimiterFromEnv } from './shared/dependencies.ts';
 import { httpMiddlewares } from './shared/http-function.ts';
-import { traceClient, traceHandler } from './shared/tracer.ts';
 import type { RateLimitDependencies } from './shared/rate-limit.ts';
 
 export interface CancelOrderDependencies extends RateLimitDependencies {
@@ -33,7 +32,7 @@ export function createCancelOrderHandler(deps: CancelOrderDependencies) {
     onError: (request) => prepared.get(request.event)?.abandon(),
   };
   return middy<APIGatewayProxyEvent>()
-    .use(httpMiddlewares(deps, [traceHandler()], [prepare as MiddlewareObj]))
+    .use(httpMiddlewares(deps, [prepare as MiddlewareObj]))
     .handler(async (event, context) => {
       const id = parseOrderId(event.pathParameters?.orderId);
       await cancelOrder(deps.orders(), id, {
@@ -47,6 +46,6 @@ export function createCancelOrderHandler(deps: CancelOrderDependencies) {
 let store: OrderStore | undefined;
 let limiter: RateLimiter | undefined;
 export const handler = createCancelOrderHandler({
-  orders: () => (store ??= orderStoreFromEnv(traceClient)),
-  limiter: () => (limiter ??= rateLimiterFromEnv(traceClient)),
+  orders: () => (store ??= orderStoreFromEnv()),
+  limiter: () => (limiter ??= rateLimiterFromEnv()),
 });

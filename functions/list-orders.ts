@@ -1,7 +1,6 @@
 /**
  * GET /store/orders — every order, sorted by id, streamed as one JSON array, compressed with the
- * best coding the client accepts (Accept-Encoding: zstd, br, gzip, else identity). Not traced
- * with the X-Ray SDK: its promise tracking would cost more than the reads (./shared/tracer.ts).
+ * best coding the client accepts (Accept-Encoding: zstd, br, gzip, else identity).
  *
  * Conditional: every 200 carries a weak ETag — the list's version, read before its first page
  * (lib/dynamodb/list-version.ts) — and `If-None-Match` with a matching tag (or `*`) is answered

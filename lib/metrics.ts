@@ -32,6 +32,8 @@ export const METRIC_NAMES = {
    * until the write's lease ends (lib/dynamodb/list-version.ts).
    */
   listVersionReleaseFailures: 'ListVersionReleaseFailures',
+  /** Milliseconds of each DynamoDB call of the functions, its SDK retries included. */
+  dynamoDbCallDuration: 'DynamoDbCallDuration',
   /** Requests refused with 429 RATE_LIMITED. */
   rateLimited: 'RateLimited',
   /** Requests refused with 429 API_KEY_TEMPORARILY_BANNED. */

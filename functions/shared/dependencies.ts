@@ -1,8 +1,7 @@
 /**
  * The stores a function uses, built once per cold start from the environment. Each function
- * asks only for what it uses, so it only needs the variables (and permissions) of its tables,
- * and says whether its DynamoDB calls are traced (see ./tracer.ts: this module does not load
- * the X-Ray SDK itself).
+ * asks only for what it uses, so it only needs the variables (and permissions) of its tables.
+ * Every DynamoDB call is recorded (./dynamodb-calls.ts).
  */
 import { requireEnv } from '../../lib/config/env.ts';
 import {
@@ -17,21 +16,16 @@ import { DynamoDbRateLimiter } from '../../lib/dynamodb/rate-limit-table.ts';
 import { limiterSettingsFromEnv, type LimiterSettings } from '../../lib/limits/limiter.ts';
 import { METRIC_NAMES } from '../../lib/metrics.ts';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
+import { recordCalls } from './dynamodb-calls.ts';
 import { logger } from './logger.ts';
 import { metrics } from './metrics.ts';
 type DocumentClient = ReturnType<typeof createDocumentClient>;
 
-/** What wraps a DynamoDB client so that its calls are traced (./tracer.ts `traceClient`). */
-export type ClientTracing = <T extends DocumentClient>(client: T) => T;
-
-/** No tracing of DynamoDB calls. */
-export const untraced: ClientTracing = (client) => client;
-
 let client: DocumentClient | undefined;
 
-/** The container's one client: the first call decides its tracing (a function uses one mode). */
-function documentClient(trace: ClientTracing): DocumentClient {
-  client ??= trace(createDocumentClient(connectionFromEnv()));
+/** The container's one client. */
+function documentClient(): DocumentClient {
+  client ??= recordCalls(createDocumentClient(connectionFromEnv()));
   return client;
 }
 
@@ -46,14 +40,14 @@ export function onListVersionReleaseFailure(error: unknown): void {
   });
 }
 
-export function orderStoreFromEnv(trace: ClientTracing = untraced): DynamoDbOrderStore {
-  return new DynamoDbOrderStore(documentClient(trace), requireEnv(TABLES.orders.envVar), {
+export function orderStoreFromEnv(): DynamoDbOrderStore {
+  return new DynamoDbOrderStore(documentClient(), requireEnv(TABLES.orders.envVar), {
     listVersion: { onReleaseFailure: onListVersionReleaseFailure },
   });
 }
 
-export function keyStoreFromEnv(trace: ClientTracing = untraced): DynamoDbKeyStore {
-  return new DynamoDbKeyStore(documentClient(trace), requireEnv(TABLES.apiKeys.envVar));
+export function keyStoreFromEnv(): DynamoDbKeyStore {
+  return new DynamoDbKeyStore(documentClient(), requireEnv(TABLES.apiKeys.envVar));
 }
 
 /** What a function does when the limiter's store fails transiently: a warning and a metric. */
@@ -66,9 +60,9 @@ export function onLimiterStoreFailure(settings: LimiterSettings): (error: unknow
   };
 }
 
-export function rateLimiterFromEnv(trace: ClientTracing = untraced): DynamoDbRateLimiter {
+export function rateLimiterFromEnv(): DynamoDbRateLimiter {
   const settings = limiterSettingsFromEnv();
-  const client = trace(createSingleAttemptClient(connectionFromEnv()));
+  const client = recordCalls(createSingleAttemptClient(connectionFromEnv()));
   return new DynamoDbRateLimiter(client, requireEnv(TABLES.rateLimits.envVar), {
     settings,
     onStoreFailure: onLimiterStoreFailure(settings),

@@ -1,13 +1,13 @@
 /**
- * The middy chain every HTTP function shares. On the way in: tracing (when the function passes
- * ./tracer.ts `traceHandler()`), the logger's Lambda
- * context and the request id API Gateway gave the client (`correlation_id` in every log line),
- * the rate limiter. On an error, in the order middy runs them: the Error shaping and
- * http-error-handler, then the rate-limit headers, then the metrics flush and the trace.
+ * The middy chain every HTTP function shares. On the way in: the logger's Lambda context and the
+ * request id API Gateway gave the client (`correlation_id` in every log line), the rate limiter.
+ * On an error, in the order middy runs them: the Error shaping and http-error-handler, then the
+ * rate-limit headers, then the metrics flush and the line of the invocation's DynamoDB calls.
  */
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import type { MiddlewareObj } from '@middy/core';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
+import { logDynamoDbCalls } from './dynamodb-calls.ts';
 import { httpErrors } from './http-errors.ts';
 import { logger } from './logger.ts';
 import { publishMetrics } from './metrics.ts';
@@ -26,13 +26,12 @@ const correlate: MiddlewareObj<APIGatewayProxyEvent> = {
  */
 export function httpMiddlewares(
   deps: RateLimitDependencies,
-  tracing: readonly MiddlewareObj[] = [],
   beforeLimit: readonly MiddlewareObj[] = [],
 ): MiddlewareObj[] {
   return [
-    ...tracing,
     injectLambdaContext(logger) as MiddlewareObj,
     correlate as MiddlewareObj,
+    logDynamoDbCalls(),
     publishMetrics(),
     ...beforeLimit,
     rateLimit(deps) as MiddlewareObj,

@@ -10,7 +10,7 @@
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createDocumentClient, createSingleAttemptClient } from '../../lib/dynamodb/client.ts';
 import { DynamoDbKeyStore } from '../../lib/dynamodb/keys-table.ts';
 import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
@@ -22,8 +22,10 @@ import { registerKeys } from '../../lib/keys/register.ts';
 import { DEFAULT_LIMITER_SETTINGS } from '../../lib/limits/limiter.ts';
 import type { Order } from '../../lib/orders/order.ts';
 import { createGateway } from '../../local/gateway.ts';
+import type { CallSummary } from '../../functions/shared/dynamodb-calls.ts';
 import {
   captureObservations,
+  faultError,
   FAULTS,
   injectFault,
   TRANSIENT_FAULTS,
@@ -39,6 +41,7 @@ const { createCancelOrderHandler } = await import('../../functions/cancel-order.
 const { createListOrdersHandler } = await import('../../functions/list-orders.ts');
 const { onLimiterStoreFailure, onListVersionReleaseFailure } =
   await import('../../functions/shared/dependencies.ts');
+const { recordCalls } = await import('../../functions/shared/dynamodb-calls.ts');
 
 const PAGE_TIMEOUT_MS = 1_000;
 let t: TestTables;
@@ -56,8 +59,8 @@ const ORDERS: Order[] = Array.from({ length: 40 }, (_, i) => ({
 
 beforeAll(async () => {
   t = await createTestTables('faults');
-  fnClient = createDocumentClient({ endpoint: t.endpoint });
-  limiterClient = createSingleAttemptClient({ endpoint: t.endpoint });
+  fnClient = recordCalls(createDocumentClient({ endpoint: t.endpoint }));
+  limiterClient = recordCalls(createSingleAttemptClient({ endpoint: t.endpoint }));
   const keys = new DynamoDbKeyStore(fnClient, t.tables.apiKeys);
   const orders = new DynamoDbOrderStore(fnClient, t.tables.orders, {
     pageSize: 2,
@@ -217,6 +220,21 @@ function logged(level: string, fragment: string) {
     .filter((line) => line.level === level && line.message.includes(fragment));
 }
 
+/**
+ * The calls that failed or were abandoned in the 'DynamoDB calls' line of the request (the
+ * authorizer's line has no request id: API Gateway gives a TOKEN authorizer none).
+ */
+function failedCalls(site: string, requestId: string | null): CallSummary[] {
+  return logged('INFO', 'DynamoDB calls')
+    .filter((line) =>
+      site === 'authorizer GetItem'
+        ? line.correlation_id === undefined
+        : line.correlation_id === requestId,
+    )
+    .flatMap((line) => line.dynamodb as CallSummary[])
+    .filter((call) => call.failed + call.abandoned > 0);
+}
+
 const table: { site: string; fault: Fault; status: number; ms: number }[] = [];
 afterAll(() => {
   console.log(
@@ -249,6 +267,15 @@ describe.each(Object.entries(SITES))(
         const requestId = answer.headers.get('x-amzn-requestid');
         // Whatever DynamoDB does, the status line comes within the budget.
         expect(answer.ms).toBeLessThan(TIME_BUDGETS.answerMs);
+        // The failed call, its time and how it ended, in the invocation's line of DynamoDB calls.
+        await vi.waitFor(() => expect(failedCalls(site, requestId)).toHaveLength(1));
+        const [call] = failedCalls(site, requestId);
+        expect(call).toMatchObject({
+          operation: target().command?.replace(/Command$/, ''),
+          table: target().table,
+        });
+        expect(call?.totalMs).toBeGreaterThan(0);
+        if (call?.failed) expect(call.lastError).toBe(faultError(fault as 'throttling').name);
         // The cancel never happened.
         expect(await statusOf(1n)).toBe('pending');
 

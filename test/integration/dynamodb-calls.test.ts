@@ -1,0 +1,131 @@
+/**
+ * The record of each DynamoDB call of an invocation (functions/shared/dynamodb-calls.ts), on
+ * DynamoDB Local: what one line per invocation says of each operation and table, the metric of
+ * each call, calls still unanswered when the invocation answers, and when a streamed answer's
+ * line is written. (tests/integration/faults.test.ts checks the line for every fault.)
+ */
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { PassThrough } from 'node:stream';
+import type { Request } from '@middy/core';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createDocumentClient } from '../../lib/dynamodb/client.ts';
+import { captureObservations } from '../support/faults.ts';
+import { createTestTables, type TestTables } from '../support/tables.ts';
+
+process.env.POWERTOOLS_LOG_LEVEL = 'INFO';
+const { logDynamoDbCalls, recordCalls, takeCalls } =
+  await import('../../functions/shared/dynamodb-calls.ts');
+
+let t: TestTables;
+let client: ReturnType<typeof createDocumentClient>;
+const observations = captureObservations();
+
+beforeAll(async () => {
+  t = await createTestTables('calls');
+  client = recordCalls(createDocumentClient({ endpoint: t.endpoint }));
+});
+afterEach(() => {
+  takeCalls();
+  observations.reset();
+});
+afterAll(async () => {
+  observations.restore();
+  client.destroy();
+  await t.drop();
+});
+
+const get = () =>
+  client.send(new GetCommand({ TableName: t.tables.apiKeys, Key: { keyHash: 'absent' } }));
+
+describe('the DynamoDB calls of an invocation', () => {
+  it('are summed by operation and table: calls, attempts, time; each call is a metric value', async () => {
+    takeCalls();
+    await get();
+    await get();
+    await client.send(
+      new UpdateCommand({
+        TableName: t.tables.rateLimits,
+        Key: { pk: 'calls-test' },
+        UpdateExpression: 'SET n = :one',
+        ExpressionAttributeValues: { ':one': 1 },
+      }),
+    );
+    const calls = takeCalls();
+    expect(calls).toEqual([
+      expect.objectContaining({
+        operation: 'GetItem',
+        table: t.tables.apiKeys,
+        calls: 2,
+        attempts: 2,
+        failed: 0,
+        abandoned: 0,
+      }),
+      expect.objectContaining({ operation: 'UpdateItem', table: t.tables.rateLimits, calls: 1 }),
+    ]);
+    const durations = observations.values('DynamoDbCallDuration');
+    expect(durations).toHaveLength(3);
+    expect(calls[0]?.totalMs).toBeCloseTo((durations[0] ?? 0) + (durations[1] ?? 0), 0);
+    expect(calls[0]?.maxMs).toBe(Math.max(durations[0] ?? 0, durations[1] ?? 0));
+    // Taken: the next invocation starts from nothing.
+    expect(takeCalls()).toEqual([]);
+  });
+
+  it('name a failed call and its error', async () => {
+    takeCalls();
+    const missing = client.send(new GetCommand({ TableName: 'no-such-table', Key: { k: 'x' } }));
+    await expect(missing).rejects.toThrow();
+    expect(takeCalls()).toEqual([
+      expect.objectContaining({
+        operation: 'GetItem',
+        table: 'no-such-table',
+        calls: 1,
+        failed: 1,
+        lastError: 'ResourceNotFoundException',
+      }),
+    ]);
+  });
+
+  it('count a call still unanswered when the invocation answers as abandoned, and never again', async () => {
+    takeCalls();
+    const inFlight = get();
+    const [call] = takeCalls();
+    expect(call).toMatchObject({ operation: 'GetItem', calls: 1, abandoned: 1, failed: 0 });
+    await inFlight;
+    // Its answer came during the next invocation, which did not make it.
+    expect(takeCalls()).toEqual([]);
+  });
+});
+
+describe('the line of DynamoDB calls', () => {
+  const middleware = logDynamoDbCalls();
+  const run = async (response: unknown): Promise<void> => {
+    const request = { response } as unknown as Request;
+    await middleware.before?.(request);
+    await get();
+    await middleware.after?.(request);
+  };
+  const lines = () =>
+    observations.logs().filter((line) => line.message === 'DynamoDB calls') as unknown as {
+      dynamodb: { operation: string; calls: number }[];
+    }[];
+
+  it('is written when a buffered answer is made', async () => {
+    await run({ statusCode: 204, body: '' });
+    expect(lines()).toHaveLength(1);
+    expect(lines()[0]?.dynamodb).toEqual([expect.objectContaining({ operation: 'GetItem' })]);
+  });
+
+  it('is written when a streamed answer ends, with the calls made while it streamed', async () => {
+    const body = new PassThrough();
+    await run({ statusCode: 200, body });
+    await get(); // a later page, read while the answer streams
+    expect(lines()).toHaveLength(0);
+    body.end('[]');
+    body.resume();
+    await new Promise((resolve) => body.once('close', resolve));
+    expect(lines()).toHaveLength(1);
+    expect(lines()[0]?.dynamodb).toEqual([
+      expect.objectContaining({ operation: 'GetItem', calls: 2 }),
+    ]);
+  });
+});
