@@ -18,7 +18,7 @@ import { startLocalApi, tempStateFile, type LocalApi } from '../support/local-ap
 import { rawRequest } from '../support/raw-http.ts';
 import { dynamodbEndpoint } from '../support/tables.ts';
 
-const BURSTS = 5;
+const BURSTS = 3;
 const BURST_SIZE = 120;
 const freeKeys = Array.from({ length: BURSTS }, () => generateApiKey());
 const unlimited = generateApiKey();
