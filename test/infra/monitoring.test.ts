@@ -1,4 +1,6 @@
 /** What an operator gets per stage: alarms with their thresholds and actions, a dashboard, Contributor Insights. */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Match, type Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
 import { stageConfig, type StageConfig } from '../../infra/config.ts';
@@ -6,6 +8,7 @@ import { RATE_LIMIT_REFUSAL_LOG } from '../../infra/monitoring.ts';
 import type { StageName } from '../../lib/deployment.ts';
 import { FUNCTIONS } from '../../lib/functions.ts';
 import { METRIC_NAMES } from '../../lib/metrics.ts';
+import { PROJECT_ROOT } from '../../local/local-stack.ts';
 import { templates, testApp } from './support.ts';
 
 const { stages } = testApp();
@@ -83,6 +86,11 @@ describe.each(STAGE_NAMES)('alarms (%s)', (stage) => {
       Object.entries(alarms).map(([name, a]) => [name, a.Threshold]),
     );
     expect(thresholds).toEqual(expectedThresholds(config(stage)));
+  });
+
+  it("each have an entry in the operators' runbook (docs/operations.md) saying what to do", () => {
+    const runbook = readFileSync(join(PROJECT_ROOT, 'docs', 'operations.md'), 'utf8');
+    for (const name of Object.keys(alarms)) expect(runbook, name).toContain(`**${name}**`);
   });
 
   it('each notify the stage topic when they fire and when they clear, with a runbook line', () => {

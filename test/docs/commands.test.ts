@@ -1,0 +1,244 @@
+/**
+ * Every command the documents give works as written: each `npm run <script>` names a script
+ * that exists, each `npm start -- …`, `npm run admin -- …`, `npm run smoke -- …`,
+ * `npm run invoke -- …` and benchmark command line is accepted by the program it runs (asked
+ * with `--help` added, so that nothing runs, but an unknown flag or command is refused), and
+ * the README's "Try it" sequence answers, against `npm start`, the statuses its comments say.
+ */
+import { execFile } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { basename, join, relative } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { stageConfig } from '../../infra/config.ts';
+import { PROJECT_ROOT } from '../../local/local-stack.ts';
+import { startLocalApi, type LocalApi } from '../support/local-api.ts';
+
+const run = promisify(execFile);
+
+const DOCUMENTS = [
+  'README.md',
+  'CONTRIBUTING.md',
+  'bench/README.md',
+  'client/README.md',
+  ...readdirSync(join(PROJECT_ROOT, 'docs')).map((file) => `docs/${file}`),
+].filter((file) => file.endsWith('.md'));
+
+const scripts = (path: string) =>
+  (JSON.parse(readFileSync(join(PROJECT_ROOT, path), 'utf8')) as { scripts: object }).scripts;
+const ROOT_SCRIPTS = Object.keys(scripts('package.json'));
+const CLIENT_SCRIPTS = Object.keys(scripts('client/package.json'));
+
+/** The programs behind the scripts whose command lines the documents spell out. */
+const PROGRAMS: Readonly<Record<string, string>> = {
+  start: 'local/start.ts',
+  admin: 'admin/cli.ts',
+  smoke: 'smoke/smoke.ts',
+  invoke: 'local/invoke.ts',
+  'bench:list': 'bench/list.ts',
+  'bench:cancel': 'bench/cancel.ts',
+  'bench:compression': 'bench/compression-levels.ts',
+};
+
+interface Block {
+  readonly file: string;
+  readonly lang: string;
+  readonly heading: string;
+  readonly text: string;
+}
+
+/** The fenced code blocks of a document, with the heading they stand under. */
+function blocks(file: string): Block[] {
+  const lines = readFileSync(join(PROJECT_ROOT, file), 'utf8').split('\n');
+  const found: Block[] = [];
+  let heading = '';
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i] as string;
+    if (/^#{1,6} /.test(line)) heading = line.replace(/^#+ /, '');
+    const fence = /^```(\w*)$/.exec(line);
+    if (!fence) continue;
+    const start = i + 1;
+    while (i + 1 < lines.length && lines[i + 1] !== '```') i++;
+    found.push({ file, lang: fence[1] ?? '', heading, text: lines.slice(start, i + 1).join('\n') });
+    i++;
+  }
+  return found;
+}
+
+/** The command lines of a shell block: continuations joined, comments dropped. */
+function commandLines(text: string): string[] {
+  return text
+    .replace(/\\\n\s*/g, ' ')
+    .split('\n')
+    .map((line) => line.replace(/\s+#.*$/, '').trim())
+    .filter((line) => line !== '' && !line.startsWith('#'));
+}
+
+/** Shell words of a command line, variables and substitutions stood in for by placeholders. */
+function words(line: string): string[] {
+  const plain = line.replace(/\$\([^)]*\)/g, 'X').replace(/\$\{?\w+\}?/g, 'X');
+  return [...plain.matchAll(/"([^"]*)"|'([^']*)'|(\S+)/g)].map((m) => m[1] ?? m[2] ?? m[3] ?? '');
+}
+
+interface Invocation {
+  readonly where: string;
+  readonly script: string;
+  readonly args: readonly string[];
+}
+
+/** Commands written inline in the prose: `npm run bench:list -- --orders N`. */
+function inlineCommands(file: string): Block[] {
+  const text = readFileSync(join(PROJECT_ROOT, file), 'utf8').replace(/```[\s\S]*?```/g, '');
+  return (
+    [...text.matchAll(/`(npm (?:run|start)\b[^`]*)`/g)]
+      .map((m) => m[1] as string)
+      // A pattern rather than a command (`npm run bench:<name>`, `npm run admin -- … --stage`).
+      .filter((command) => !/[<…]/.test(command))
+      .map((command) => ({ file, lang: 'sh', heading: 'inline', text: command }))
+  );
+}
+
+/** Every `npm run …` and `npm start …` of the documents' shell blocks and inline commands. */
+function invocations(): Invocation[] {
+  return DOCUMENTS.flatMap((file) =>
+    [...blocks(file), ...inlineCommands(file)]
+      .filter((block) => block.lang === 'sh')
+      .flatMap((block) =>
+        commandLines(block.text).flatMap((line) =>
+          line.split(/\s*(?:&&|;|\|)\s*/).flatMap((command) => {
+            const w = words(command);
+            const at = w.indexOf('npm');
+            if (at < 0) return [];
+            const [verb, name, ...rest] = w.slice(at + 1);
+            const where = `${file} (${block.heading}): ${command}`;
+            if (verb === 'run' && name) {
+              const args = rest[0] === '--' ? rest.slice(1) : rest;
+              return [{ where, script: name, args }];
+            }
+            if (verb === 'start') {
+              const args = [name, ...rest].filter((word) => word !== undefined);
+              return [{ where, script: 'start', args: args[0] === '--' ? args.slice(1) : args }];
+            }
+            return [];
+          }),
+        ),
+      ),
+  );
+}
+
+describe('the commands of the documents', () => {
+  const all = invocations();
+
+  it('are many (the extraction works)', () => {
+    expect(all.length).toBeGreaterThan(30);
+    expect(all.map((i) => i.script)).toEqual(
+      expect.arrayContaining(['start', 'admin', 'smoke', 'invoke', 'synth', 'bench:list']),
+    );
+  });
+
+  it('name scripts that exist', () => {
+    for (const { where, script } of all) {
+      const known = where.startsWith('client/README.md')
+        ? [...ROOT_SCRIPTS, ...CLIENT_SCRIPTS]
+        : ROOT_SCRIPTS;
+      expect(known, where).toContain(script);
+    }
+  });
+
+  it('give the programs flags and commands they accept', async () => {
+    const checked = all.filter(({ script, args }) => PROGRAMS[script] && args.length > 0);
+    expect(checked.length).toBeGreaterThan(10);
+    for (const { where, script, args } of checked) {
+      const program = join(PROJECT_ROOT, PROGRAMS[script] as string);
+      // The argument that names a file of the repository must name one that exists.
+      for (const arg of args.filter((a) => /^(events|test)\//.test(a))) {
+        expect(existsSync(join(PROJECT_ROOT, arg)), `${where}: ${arg}`).toBe(true);
+      }
+      const result = await run(process.execPath, [program, ...args, '--help'], {
+        cwd: PROJECT_ROOT,
+      }).then(
+        () => 'accepted',
+        (error: { stderr?: string; stdout?: string }) => error.stderr || error.stdout || 'failed',
+      );
+      expect(result, where).toBe('accepted');
+    }
+  }, 120_000);
+
+  it('never pass options to npm start without "--" (npm would keep them)', () => {
+    for (const file of DOCUMENTS) {
+      const text = readFileSync(join(PROJECT_ROOT, file), 'utf8');
+      expect(text, file).not.toMatch(/npm start --(?!\s)/);
+    }
+  });
+
+  it('keep a stage setting in cdk.json as docs/deploy.md shows it, and synth accepts it', () => {
+    const example = blocks('docs/deploy.md').find((block) => block.lang === 'json');
+    const { context } = JSON.parse(example?.text.replace('…', 'abc') ?? '{}') as {
+      context: Record<string, unknown>;
+    };
+    const config = stageConfig('production', (key) => context[key], {});
+    expect(config.customDomain?.domainName).toBe('api.example.com');
+    expect(config.apiGatewayAccountRole).toBe(true);
+    expect(config.env).toEqual({ account: '123456789012', region: 'eu-west-1' });
+  });
+
+  it('link to documents, files and headings that exist', () => {
+    for (const file of DOCUMENTS) {
+      const text = readFileSync(join(PROJECT_ROOT, file), 'utf8');
+      for (const [, target, anchor] of text.matchAll(/\]\(([^)#\s]*)(?:#([^)\s]*))?\)/g)) {
+        if (/^https?:/.test(target as string)) continue;
+        const path = join(PROJECT_ROOT, file, '..', target || basename(file));
+        expect(existsSync(path), `${file} → ${relative(PROJECT_ROOT, path)}`).toBe(true);
+        if (anchor && path.endsWith('.md')) {
+          const slugs = headings(readFileSync(path, 'utf8')).map(slug);
+          expect(slugs, `${file} → ${relative(PROJECT_ROOT, path)}#${anchor}`).toContain(anchor);
+        }
+      }
+    }
+  });
+});
+
+/** The headings of a Markdown text, outside its code blocks. */
+function headings(text: string): string[] {
+  return text
+    .replace(/^```[\s\S]*?^```/gm, '')
+    .split('\n')
+    .flatMap((line) => /^#{1,6} (.*)$/.exec(line)?.slice(1) ?? []);
+}
+
+/** The anchor GitHub gives a heading: lower case, punctuation dropped, spaces to hyphens. */
+function slug(heading: string): string {
+  return heading
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N} _-]/gu, '')
+    .replace(/ /g, '-');
+}
+
+describe('the README\'s "Try it", against npm start', () => {
+  let api: LocalApi;
+  beforeAll(async () => {
+    api = await startLocalApi();
+  });
+  afterAll(() => api?.stop());
+
+  it('answers each request with the status its comment says, in order', async () => {
+    const tried = blocks('README.md').filter((b) => b.heading === 'Try it' && b.lang === 'sh');
+    expect(tried.length).toBeGreaterThan(0);
+    const expected: { line: string; status: string }[] = [];
+    const script = tried
+      .flatMap((block) => block.text.split('\n'))
+      .map((line) => {
+        if (line.startsWith('API=')) return `API=${api.url}`;
+        const checked = /^curl -i (.*?)\s+# (\d{3})\b/.exec(line);
+        if (!checked) return line;
+        expected.push({ line, status: checked[2] as string });
+        // The status line of the answer, marked so that it can be found in the output.
+        return `printf '@@ %s\\n' "$(curl -sS -i ${checked[1]} | head -n 1)"`;
+      })
+      .join('\n');
+    const { stdout } = await run('bash', ['-e', '-c', script], { cwd: PROJECT_ROOT });
+    const statuses = [...stdout.matchAll(/^@@ HTTP\/1\.1 (\d{3})/gm)].map((m) => m[1]);
+    expect(statuses).toEqual(expected.map((e) => e.status));
+    expect(expected.length).toBeGreaterThanOrEqual(10);
+  });
+});
