@@ -88,7 +88,10 @@ interface Invocation {
 
 /** Commands written inline in the prose: `npm run bench:list -- --orders N`. */
 function inlineCommands(file: string): Block[] {
-  const text = readFileSync(join(PROJECT_ROOT, file), 'utf8').replace(/```[\s\S]*?```/g, '');
+  const text = readFileSync(join(PROJECT_ROOT, file), 'utf8')
+    .replace(/```[\s\S]*?```/g, '')
+    // Inline code may wrap onto the next line of its paragraph.
+    .replace(/`[^`]*`/g, (code) => code.replace(/\s*\n\s*/g, ' '));
   return (
     [...text.matchAll(/`(npm (?:run|start)\b[^`]*)`/g)]
       .map((m) => m[1] as string)
@@ -236,9 +239,21 @@ describe('the README\'s "Try it", against npm start', () => {
         return `printf '@@ %s\\n' "$(curl -sS -i ${checked[1]} | head -n 1)"`;
       })
       .join('\n');
-    const { stdout } = await run('bash', ['-e', '-c', script], { cwd: PROJECT_ROOT });
+    // `--local` finds the running API by its state file, as it finds `npm start`'s.
+    const { stdout } = await run('bash', ['-e', '-c', script], {
+      cwd: PROJECT_ROOT,
+      env: { ...process.env, STORE_ORDERS_LOCAL_STATE: api.stateFile },
+    });
     const statuses = [...stdout.matchAll(/^@@ HTTP\/1\.1 (\d{3})/gm)].map((m) => m[1]);
     expect(statuses).toEqual(expected.map((e) => e.status));
     expect(expected.length).toBeGreaterThanOrEqual(10);
+    // The key the operator's command printed works at once.
+    const created = [...stdout.matchAll(/\bsok_\w+/g)].map((m) => m[0]);
+    const key = created.find((k) => !script.includes(k));
+    expect(key).toBeDefined();
+    const answer = await fetch(`${api.url}/store/orders`, {
+      headers: { Authorization: `Bearer ${key}` },
+    });
+    expect(answer.status).toBe(200);
   });
 });
