@@ -19,6 +19,7 @@ import {
 } from '../../lib/api/errors.ts';
 import { JSON_CONTENT_TYPE } from '../../lib/api/http.ts';
 import { DependencyFailure } from '../../lib/failures.ts';
+import { RateLimitRefusal } from '../../lib/limits/limiter.ts';
 import { METRIC_NAMES } from '../../lib/metrics.ts';
 import { InvalidOrderId, OrderAlreadyShipped, OrderNotFound } from '../../lib/orders/operations.ts';
 import { logger } from './logger.ts';
@@ -62,7 +63,8 @@ function describe(error: unknown): Record<string, unknown> {
 /**
  * The answer to an error, logged and counted here: transient failures → 503 with Retry-After
  * (a warning and ServiceUnavailable); bugs and permanent failures → 500 without detail (an
- * error and InternalErrors, which an alarm watches); domain refusals as the catalogue says.
+ * error and InternalErrors, which an alarm watches); rate-limit refusals → 429 with Retry-After
+ * (a line by key id, and RateLimited or BannedRequests); domain refusals as the catalogue says.
  */
 export function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
@@ -74,6 +76,25 @@ export function toApiError(error: unknown): ApiError {
   }
   if (error instanceof OrderAlreadyShipped) {
     return new ApiError('ORDER_ALREADY_SHIPPED', { message: error.message, cause: error });
+  }
+  if (error instanceof RateLimitRefusal) {
+    const retryAfter = String(error.retryAfterSeconds);
+    // One line per refusal, by key id: what an operator reads to see who hits the limits.
+    logger.info('Rate limit refusal', { keyId: error.keyId, outcome: error.outcome });
+    if (error.outcome === 'limited') {
+      metrics.addMetric(METRIC_NAMES.rateLimited, MetricUnit.Count, 1);
+      return new ApiError('RATE_LIMITED', {
+        message: `Rate limit exceeded: retry after ${retryAfter} seconds.`,
+        headers: { 'Retry-After': retryAfter },
+        cause: error,
+      });
+    }
+    metrics.addMetric(METRIC_NAMES.bannedRequests, MetricUnit.Count, 1);
+    return new ApiError('API_KEY_TEMPORARILY_BANNED', {
+      message: `The API key is temporarily banned for repeated requests over its rate limit: retry after ${retryAfter} seconds.`,
+      headers: { 'Retry-After': retryAfter },
+      cause: error,
+    });
   }
   if (error instanceof DependencyFailure && error.kind === 'transient') {
     logger.warn('Dependency unavailable: answering 503', describe(error));

@@ -1,6 +1,7 @@
 /**
  * The middy chain every HTTP function shares. On the way in: the logger's Lambda context and the
- * request id API Gateway gave the client (`correlation_id` in every log line), the rate limiter.
+ * request id API Gateway gave the client (`correlation_id` in every log line), the caller (from
+ * the authorizer's context), the rate limiter.
  * On an error, in the order middy runs them: the Error shaping and http-error-handler, then the
  * rate-limit headers, then the metrics flush and the line of the invocation's DynamoDB calls.
  */
@@ -8,6 +9,7 @@ import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import type { MiddlewareObj } from '@middy/core';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
 import { logDynamoDbCalls } from './dynamodb-calls.ts';
+import { identifyCaller } from './caller.ts';
 import { httpErrors } from './http-errors.ts';
 import { logger } from './logger.ts';
 import { publishMetrics } from './metrics.ts';
@@ -33,6 +35,7 @@ export function httpMiddlewares(
     correlate as MiddlewareObj,
     logDynamoDbCalls(),
     publishMetrics(),
+    identifyCaller() as MiddlewareObj,
     ...beforeLimit,
     rateLimit(deps) as MiddlewareObj,
     ...httpErrors(),

@@ -12,24 +12,20 @@
  * free allowance instead of counting — at the same time as the function finds out whether its
  * answer will be the free one — and the headers show the key's standing with nothing counted.
  */
-import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { MiddlewareObj, Request } from '@middy/core';
 import type { APIGatewayProxyEvent, Context } from 'aws-lambda';
-import { DEFAULT_RETRY_AFTER_SECONDS } from '../../lib/api/errors.ts';
 import { isTransient } from '../../lib/failures.ts';
 import type { FreeAllowance } from '../../lib/limits/conditional.ts';
-import { callerFromContext } from '../../lib/keys/authenticate.ts';
 import {
   countsKnown,
+  enforce,
   policyHeader,
   rateLimitHeaders,
+  refuseUnlessAdmitted,
   type RateLimiter,
 } from '../../lib/limits/limiter.ts';
-import { METRIC_NAMES } from '../../lib/metrics.ts';
 import { requestSignal } from './budget.ts';
-import { ApiError } from './http-errors.ts';
-import { logger } from './logger.ts';
-import { metrics } from './metrics.ts';
+import { callerOf } from './caller.ts';
 
 export interface FreeAnswers {
   readonly allowance: () => FreeAllowance;
@@ -68,16 +64,6 @@ function uncountedHeaders(
   );
 }
 
-/** The 429 of a banned key (logged as a refusal unless that is done already), counted. */
-function banned(keyId: string, headers: Record<string, string>, log = true): ApiError {
-  if (log) logger.info('Rate limit refusal', { keyId, outcome: 'banned' });
-  metrics.addMetric(METRIC_NAMES.bannedRequests, MetricUnit.Count, 1);
-  return new ApiError('API_KEY_TEMPORARILY_BANNED', {
-    message: `The API key is temporarily banned for repeated requests over its rate limit: retry after ${headers['Retry-After']} seconds.`,
-    headers: { 'Retry-After': headers['Retry-After'] as string },
-  });
-}
-
 export function rateLimit(deps: RateLimitDependencies): MiddlewareObj<APIGatewayProxyEvent> {
   const headersOf = new WeakMap<object, Record<string, string>>();
 
@@ -92,11 +78,7 @@ export function rateLimit(deps: RateLimitDependencies): MiddlewareObj<APIGateway
 
   return {
     before: async (request) => {
-      const caller = callerFromContext(request.event.requestContext?.authorizer);
-      if (!caller)
-        throw new Error(
-          'No caller in the authorizer context: is the function behind the authorizer?',
-        );
+      const caller = callerOf(request.event);
       const now = deps.now?.() ?? Date.now();
       const signal = requestSignal(request.event, request.context, now, deps.requestBudgetMs);
       const freeAnswer = deps.free?.willAnswerFree(request.event, request.context);
@@ -113,9 +95,8 @@ export function rateLimit(deps: RateLimitDependencies): MiddlewareObj<APIGateway
           freeAnswer,
         ]);
         if (taken?.outcome === 'banned') {
-          const headers = rateLimitHeaders(taken.standing, now, caller.limits);
-          headersOf.set(request, headers);
-          throw banned(caller.keyId, headers);
+          headersOf.set(request, rateLimitHeaders(taken.standing, now, caller.limits));
+          refuseUnlessAdmitted(taken.standing, caller.keyId);
         }
         if (taken?.outcome === 'free' && free) {
           headersOf.set(request, uncountedHeaders(taken.standing, now, caller.limits));
@@ -123,28 +104,14 @@ export function rateLimit(deps: RateLimitDependencies): MiddlewareObj<APIGateway
         }
       }
       const result = await deps.limiter().consume(caller, now, { signal });
-      const { decision, unavailable } = result;
-      const headers = countsKnown(result)
-        ? rateLimitHeaders(decision, now, caller.limits)
-        : policyHeader(caller.limits);
-      headersOf.set(request, headers);
-      if (unavailable) {
-        throw new ApiError('SERVICE_UNAVAILABLE', {
-          headers: { 'Retry-After': String(DEFAULT_RETRY_AFTER_SECONDS) },
-        });
-      }
-      if (decision.outcome !== 'admitted') {
-        // One line per refusal, by key id: what an operator reads to see who hits the limits.
-        logger.info('Rate limit refusal', { keyId: caller.keyId, outcome: decision.outcome });
-      }
-      if (decision.outcome === 'limited') {
-        metrics.addMetric(METRIC_NAMES.rateLimited, MetricUnit.Count, 1);
-        throw new ApiError('RATE_LIMITED', {
-          message: `Rate limit exceeded: retry after ${headers['Retry-After']} seconds.`,
-          headers: { 'Retry-After': headers['Retry-After'] as string },
-        });
-      }
-      if (decision.outcome === 'banned') throw banned(caller.keyId, headers, false);
+      headersOf.set(
+        request,
+        countsKnown(result)
+          ? rateLimitHeaders(result.decision, now, caller.limits)
+          : policyHeader(caller.limits),
+      );
+      // A refusal, or the store's failure when failing closed, is thrown for http-errors.ts.
+      enforce(result, caller.keyId);
     },
     after: addHeaders,
     onError: addHeaders,

@@ -55,11 +55,6 @@ export function isConnectionFailure(error: unknown): boolean {
   return typeof code === 'string' && CONNECTION_CODE.test(code);
 }
 
-export function isThrottling(error: unknown): boolean {
-  const name = (error as { name?: unknown } | null)?.name;
-  return typeof name === 'string' && THROTTLING_NAMES.has(name);
-}
-
 /** A failed condition: the database answered, and said no. The caller reads why. */
 export function isConditionFailure(error: unknown): boolean {
   return (

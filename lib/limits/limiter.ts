@@ -1,6 +1,6 @@
 /** The rate limiter as the functions see it: a port, its settings and the headers it yields. */
 import { wholeNumberSetting, type IntegerRange } from '../config/integers.ts';
-import type { CallOptions } from '../failures.ts';
+import { DependencyFailure, type CallOptions } from '../failures.ts';
 import type { Caller } from '../keys/key-record.ts';
 import type { Limits } from './plans.ts';
 import {
@@ -74,6 +74,42 @@ export interface LimitResult {
  */
 export interface RateLimiter {
   consume(caller: Caller, now: number, options?: CallOptions): Promise<LimitResult>;
+}
+
+/** A request refused by the rate limit: over a window's limit (`limited`) or of a banned key. */
+export class RateLimitRefusal extends Error {
+  readonly outcome: 'limited' | 'banned';
+  readonly keyId: string;
+  /** Whole seconds until a request would be admitted (or the ban ends), at least 1. */
+  readonly retryAfterSeconds: number;
+
+  constructor(outcome: 'limited' | 'banned', keyId: string, retryAfterSeconds: number) {
+    super(`Request ${outcome === 'limited' ? 'over the rate limit' : 'of a banned key'}`);
+    this.name = 'RateLimitRefusal';
+    this.outcome = outcome;
+    this.keyId = keyId;
+    this.retryAfterSeconds = retryAfterSeconds;
+  }
+}
+
+/** Throws the refusal of a decision that did not admit its request. */
+export function refuseUnlessAdmitted(decision: Decision, keyId: string): void {
+  if (decision.outcome === 'admitted') return;
+  throw new RateLimitRefusal(decision.outcome, keyId, retryAfterSeconds(decision.retryAfterMs));
+}
+
+/**
+ * What a limiter's result means for the request: nothing when admitted (counted, or let by
+ * uncounted when the store failed and the failure mode is open); a RateLimitRefusal when refused;
+ * a transient DependencyFailure when the store failed and the mode is closed.
+ */
+export function enforce(result: LimitResult, keyId: string): void {
+  if (result.unavailable) {
+    throw new DependencyFailure('transient', 'rate limits table', 'unavailable', {
+      message: 'rate limits table: the request could not be counted (failing closed)',
+    });
+  }
+  refuseUnlessAdmitted(result.decision, keyId);
 }
 
 /** Whether a result's counts are known: not when the store failed and the request was let by. */

@@ -61,6 +61,23 @@ describe('cancelOrder against DynamoDB', () => {
     expect(await statusOf(1n)).toBe('cancelled');
   });
 
+  it('answers 500 and changes nothing when no caller came with the request (a route without the authorizer)', async () => {
+    const answer = await invokeHttp(
+      handler,
+      proxyEvent({
+        method: 'DELETE',
+        resource: '/store/orders/{orderId}',
+        path: '/store/orders/1',
+        pathParameters: { orderId: '1' },
+        authorizer: {},
+      }),
+    );
+    expect(answer.statusCode).toBe(500);
+    expect(JSON.parse(answer.body)).toMatchObject({ code: 'INTERNAL_ERROR', status: 500 });
+    expect(answer.headers['RateLimit-Policy']).toBeUndefined();
+    expect(await statusOf(1n)).toBe('pending');
+  });
+
   it('answers 204 again for an order already cancelled, changing nothing', async () => {
     expect((await cancel('3')).statusCode).toBe(204);
     expect((await cancel('1')).statusCode).toBe(204);
