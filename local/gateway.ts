@@ -6,7 +6,8 @@
  *  - a TOKEN authorizer on `Authorization`: a missing header, or one that fails the identity
  *    validation expression, is refused (401) without invoking it; `Unauthorized` → 401; a Deny
  *    policy → ACCESS_DENIED (401 here); another error → AUTHORIZER_CONFIGURATION_ERROR (503);
- *    policies (Allow and Deny) cached per token for the TTL and checked against the method ARN;
+ *    policies (Allow and Deny) cached per token for the TTL and checked against the method ARN
+ *    (./token-authorizer.ts);
  *  - REST v1 proxy events with `requestContext.authorizer`, and `requestTimeEpoch` stamped when
  *    the request arrived (before its body, the key check or a wait for a container);
  *  - buffered responses limited to 6 MB; streamed responses passed through as the function
@@ -48,6 +49,7 @@ import {
   readBody,
 } from './http-edge.ts';
 import { inProcessInvoker, type Invoker } from './invoker.ts';
+import { tokenAuthorizer, type AuthorizerResult } from './token-authorizer.ts';
 
 const REGION = 'local';
 const ACCOUNT_ID = '000000000000';
@@ -76,48 +78,6 @@ export interface GatewayOptions {
   readonly routes?: readonly RouteDefinition[];
   readonly gatewayResponses?: readonly GatewayResponseDefinition[];
   readonly now?: () => number;
-}
-
-interface AuthorizerResult {
-  readonly principalId: string;
-  readonly policyDocument: {
-    Statement: { Effect: string; Action: string | string[]; Resource: string | string[] }[];
-  };
-  readonly context?: Record<string, string | number | boolean>;
-}
-
-type Authorization =
-  | { ok: true; result: AuthorizerResult }
-  | { ok: false; answer: GatewayResponseType; principalId?: string };
-
-function isAuthorizerResult(value: unknown): value is AuthorizerResult {
-  const r = value as AuthorizerResult | undefined;
-  return (
-    typeof r?.principalId === 'string' &&
-    Array.isArray(r.policyDocument?.Statement) &&
-    (r.context === undefined ||
-      Object.values(r.context).every((v) => ['string', 'number', 'boolean'].includes(typeof v)))
-  );
-}
-
-function wildcardMatch(pattern: string, value: string): boolean {
-  const escaped = pattern.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*');
-  return new RegExp(`^${escaped}$`).test(value);
-}
-
-/** Whether a policy allows the method ARN: an explicit Deny wins, then any Allow. */
-function policyAllows(result: AuthorizerResult, methodArn: string): boolean {
-  let allowed = false;
-  for (const statement of result.policyDocument.Statement) {
-    const actions = ([] as string[]).concat(statement.Action);
-    const resources = ([] as string[]).concat(statement.Resource);
-    if (!actions.some((a) => a === 'execute-api:Invoke' || a === 'execute-api:*' || a === '*'))
-      continue;
-    if (!resources.some((r) => wildcardMatch(r, methodArn))) continue;
-    if (statement.Effect === 'Deny') return false;
-    if (statement.Effect === 'Allow') allowed = true;
-  }
-  return allowed;
 }
 
 function headerValue(request: IncomingMessage, name: string): string | undefined {
@@ -187,7 +147,6 @@ export interface GatewayListener {
 
 export function createGateway(options: GatewayOptions): GatewayListener {
   const now = options.now ?? Date.now;
-  const cache = new Map<string, { result: AuthorizerResult; expires: number }>();
   const answerOf = (type: GatewayResponseType) => gatewayAnswer(type, options.gatewayResponses);
   const integrationTimeoutMs = options.integrationTimeoutMs ?? INTEGRATION_TIMEOUT_MS;
   const identityValidation = options.identityValidation ?? new RegExp(BEARER_KEY_PATTERN);
@@ -203,32 +162,12 @@ export function createGateway(options: GatewayOptions): GatewayListener {
     const own = FUNCTIONS[name].timeoutSeconds * 1000;
     return streaming ? own : Math.min(own, integrationTimeoutMs);
   };
-
-  async function authorize(token: string, arn: string): Promise<Authorization> {
-    const cached = options.authorizerTtlSeconds > 0 ? cache.get(token) : undefined;
-    let result = cached && cached.expires > now() ? cached.result : undefined;
-    if (!result) {
-      const invocation = await invoker.invoke(
-        'authorizer',
-        { type: 'TOKEN', authorizationToken: token, methodArn: arn },
-        { timeoutMs: timeoutOf('authorizer', false) },
-      );
-      if (invocation.kind === 'failed' && invocation.message === 'Unauthorized') {
-        return { ok: false, answer: 'UNAUTHORIZED' };
-      }
-      // Any other failure, a timeout or an unusable answer: not cached.
-      if (invocation.kind !== 'returned' || !isAuthorizerResult(invocation.result)) {
-        return { ok: false, answer: 'AUTHORIZER_CONFIGURATION_ERROR' };
-      }
-      result = invocation.result;
-      if (options.authorizerTtlSeconds > 0) {
-        cache.set(token, { result, expires: now() + options.authorizerTtlSeconds * 1000 });
-      }
-    }
-    return policyAllows(result, arn)
-      ? { ok: true, result }
-      : { ok: false, answer: 'ACCESS_DENIED', principalId: result.principalId };
-  }
+  const authorize = tokenAuthorizer({
+    invoker,
+    ttlSeconds: options.authorizerTtlSeconds,
+    timeoutMs: timeoutOf('authorizer', false),
+    now,
+  });
 
   function proxyEvent(
     request: IncomingMessage,
