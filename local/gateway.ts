@@ -21,7 +21,6 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { accessLogTemplate, renderAccessLog } from '../lib/api/access-log.ts';
 import { errorBody } from '../lib/api/errors.ts';
 import {
   gatewayAnswer,
@@ -39,6 +38,12 @@ import {
 } from '../lib/api/routes.ts';
 import { FUNCTIONS, type FunctionName } from '../lib/functions.ts';
 import { BEARER_KEY_PATTERN, quotableInput } from '../lib/keys/api-key.ts';
+import {
+  accessLogLine,
+  newExchange,
+  requestTimeText,
+  type Exchange,
+} from './access-log-context.ts';
 import {
   BODY_FAILURE_MESSAGES,
   edgeServerOptions,
@@ -123,18 +128,6 @@ export function requestTarget(raw: string): { path: string; query: string } | un
   return mark < 0
     ? { path: rest, query: '' }
     : { path: rest.slice(0, mark), query: rest.slice(mark + 1) };
-}
-
-const MONTHS = 'Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec'.split(' ');
-
-/** `$context.requestTime` as API Gateway writes it (CLF): `23/Nov/2026:12:00:00 +0000`. */
-export function requestTimeText(epochMs: number): string {
-  const d = new Date(epochMs);
-  const two = (n: number) => String(n).padStart(2, '0');
-  return (
-    `${two(d.getUTCDate())}/${MONTHS[d.getUTCMonth()]}/${d.getUTCFullYear()}:` +
-    `${two(d.getUTCHours())}:${two(d.getUTCMinutes())}:${two(d.getUTCSeconds())} +0000`
-  );
 }
 
 export interface GatewayListener {
@@ -229,59 +222,7 @@ export function createGateway(options: GatewayOptions): GatewayListener {
     };
   }
 
-  /**
-   * What one request did, as the access log's `$context` variables need it: filled in as the
-   * request goes through the gateway, rendered into the stack's own format at its end.
-   */
-  interface Exchange {
-    readonly requestId: string;
-    readonly arrivedAt: number;
-    readonly method: string;
-    readonly protocol: string;
-    readonly sourceIp: string | undefined;
-    resourcePath?: string;
-    principalId?: string;
-    status?: number;
-    responseLength: number;
-    authorizerLatency?: number;
-    integrationLatency?: number;
-    integrationStatus?: number;
-    errorType?: GatewayResponseType;
-    errorMessage?: string;
-  }
-
-  const template = accessLogTemplate();
-  const accessLog = (exchange: Exchange): void => {
-    options.log?.(
-      renderAccessLog(template, {
-        requestId: exchange.requestId,
-        extendedRequestId: exchange.requestId,
-        requestTime: requestTimeText(exchange.arrivedAt),
-        requestTimeEpoch: exchange.arrivedAt,
-        'authorizer.principalId': exchange.principalId,
-        'identity.sourceIp': exchange.sourceIp,
-        httpMethod: exchange.method,
-        resourcePath: exchange.resourcePath,
-        protocol: exchange.protocol,
-        status: exchange.status,
-        responseLength: exchange.responseLength,
-        responseLatency: now() - exchange.arrivedAt,
-        'integration.latency': exchange.integrationLatency,
-        'integration.status': exchange.integrationStatus,
-        'authorizer.latency': exchange.authorizerLatency,
-        'error.responseType': exchange.errorType,
-        'error.message': exchange.errorMessage,
-      }),
-    );
-  };
-
-  const newExchange = (
-    requestId: string,
-    arrivedAt: number,
-    method: string,
-    protocol: string,
-    sourceIp: string | undefined,
-  ): Exchange => ({ requestId, arrivedAt, method, protocol, sourceIp, responseLength: 0 });
+  const accessLog = (exchange: Exchange): void => options.log?.(accessLogLine(exchange, now()));
 
   function send(
     response: ServerResponse,
