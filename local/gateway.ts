@@ -47,11 +47,11 @@ import {
 import {
   BODY_FAILURE_MESSAGES,
   edgeServerOptions,
-  failBodyRead,
   lacksRequiredHost,
-  methodOfPacket,
+  parserRefusal,
   rawAnswer,
   readBody,
+  requestTarget,
 } from './http-edge.ts';
 import { inProcessInvoker, type Invoker } from './invoker.ts';
 import { tokenAuthorizer, type AuthorizerResult } from './token-authorizer.ts';
@@ -103,31 +103,6 @@ function rawHeaders(request: IncomingMessage): {
     (multi[name] ??= []).push(value);
   }
   return { single, multi };
-}
-
-/**
- * The path and query of a request target in origin form (`/v1/x?y`) or absolute form
- * (`http://host/v1/x?y`), taken apart as text: nothing a client sends can make it throw.
- * Undefined for any other form (authority form `host:443`, asterisk `*`).
- */
-export function requestTarget(raw: string): { path: string; query: string } | undefined {
-  let rest = raw;
-  const absolute = /^https?:\/\/([^/?#]*)/i.exec(raw);
-  if (absolute) {
-    // host[:port], the port at most 65535; an IPv6 literal in brackets.
-    const authority = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::(\d{1,5}))?$/.exec(
-      absolute[1] ?? '',
-    );
-    if (!authority || Number(authority[1] ?? 0) > 65_535) return undefined;
-    rest = raw.slice(absolute[0].length) || '/';
-  }
-  if (!rest.startsWith('/')) return undefined;
-  const hash = rest.indexOf('#');
-  if (hash >= 0) rest = rest.slice(0, hash);
-  const mark = rest.indexOf('?');
-  return mark < 0
-    ? { path: rest, query: '' }
-    : { path: rest.slice(0, mark), query: rest.slice(mark + 1) };
 }
 
 export interface GatewayListener {
@@ -444,46 +419,21 @@ export function createGateway(options: GatewayOptions): GatewayListener {
   };
 
   const clientError = (error: Error & { code?: string }, socket: Duplex): void => {
-    // A connection reset, or one that cannot be written to: nobody to answer.
-    if (!socket.writable || error.code === 'ECONNRESET') {
-      socket.destroy();
-      return;
-    }
-    // A request whose body is being read: the stall or the malformed body ends that read, and
-    // the request is answered (400) by its own listener.
-    if (failBodyRead(socket, error)) return;
-    // Garbage after a request whose answer is still going out: that answer ends whole, then
-    // the connection closes (as Node itself does).
-    const inFlight = (socket as { _httpMessage?: ServerResponse })._httpMessage;
-    if (inFlight && !inFlight.writableFinished) {
-      inFlight.once('finish', () => socket.end());
-      inFlight.once('close', () => socket.destroy());
-      return;
-    }
-    // A connection that never sent a byte, closed by the request timeout: nothing to answer.
-    if ((socket as { bytesRead?: number }).bytesRead === 0) {
-      socket.destroy();
-      return;
-    }
-    const packet = (error as { rawPacket?: unknown }).rawPacket;
-    const method = methodOfPacket(packet) ?? '-';
+    const refusal = parserRefusal(error, socket);
+    if (!refusal) return;
     const exchange = newExchange(
       randomUUID(),
       now(),
-      method,
+      refusal.method,
       '-',
       (socket as { remoteAddress?: string }).remoteAddress,
     );
-    const type = error.code === 'HPE_HEADER_OVERFLOW' ? 'REQUEST_TOO_LARGE' : 'DEFAULT_4XX';
-    const answer = answerOf(type);
+    const answer = answerOf(refusal.type);
     exchange.status = answer.status;
-    exchange.errorType = type;
-    exchange.errorMessage =
-      error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-        ? BODY_FAILURE_MESSAGES.stalled
-        : `Refused by the HTTP parser: ${error.code ?? 'malformed request'}.`;
+    exchange.errorType = refusal.type;
+    exchange.errorMessage = refusal.message;
     exchange.responseLength = rawAnswer(socket, answer, exchange.requestId, {
-      head: method === 'HEAD',
+      head: refusal.method === 'HEAD',
     });
     accessLog(exchange);
   };
