@@ -14,12 +14,13 @@
  *    writes them, its bytes untouched (content codings included), the status line sent as soon
  *    as the function's prelude is in;
  *  - gateway responses from the shared definitions, in the Error shape — also for requests
- *    Node's HTTP parser refuses (see `attachGateway`);
- *  - a client that goes away at any moment stops its invocation (queued or running).
+ *    Node's HTTP parser refuses (./http-edge.ts);
+ *  - a client that goes away at any moment stops its invocation (queued or running);
+ *  - one access log line per request, in the stack's own format (./access-log-context.ts).
  * Functions run through an Invoker: containers for `npm start`, in-process handlers in tests.
  */
 import { randomUUID } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, ServerResponse, type IncomingMessage, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { errorBody } from '../lib/api/errors.ts';
 import {
@@ -35,6 +36,7 @@ import {
   type OperationId,
   type RouteDefinition,
   type RouteMatch,
+  type RouteResolution,
 } from '../lib/api/routes.ts';
 import { FUNCTIONS, type FunctionName } from '../lib/functions.ts';
 import { BEARER_KEY_PATTERN, quotableInput } from '../lib/keys/api-key.ts';
@@ -52,6 +54,7 @@ import {
   rawAnswer,
   readBody,
   requestTarget,
+  type RequestTarget,
 } from './http-edge.ts';
 import { inProcessInvoker, type Invoker } from './invoker.ts';
 import { tokenAuthorizer, type AuthorizerResult } from './token-authorizer.ts';
@@ -59,6 +62,7 @@ import { tokenAuthorizer, type AuthorizerResult } from './token-authorizer.ts';
 const REGION = 'local';
 const ACCOUNT_ID = '000000000000';
 const API_ID = 'local';
+const STAGE_PREFIX = `/${API_STAGE}`;
 /** API Gateway's integration timeout for buffered (non-streamed) integrations. */
 const INTEGRATION_TIMEOUT_MS = 29_000;
 
@@ -85,10 +89,12 @@ export interface GatewayOptions {
   readonly now?: () => number;
 }
 
-function headerValue(request: IncomingMessage, name: string): string | undefined {
-  const value = request.headers[name.toLowerCase()];
-  return Array.isArray(value) ? value.join(',') : value;
-}
+/** A path without its stage prefix (`/v1/store/orders` → `/store/orders`). */
+const stagePath = (path: string): string => path.slice(STAGE_PREFIX.length);
+
+/** The method ARN a request's authorizer policy is checked against. */
+const methodArn = (match: RouteMatch, path: string): string =>
+  `arn:aws:execute-api:${REGION}:${ACCOUNT_ID}:${API_ID}/${API_STAGE}/${match.route.method}${stagePath(path)}`;
 
 function rawHeaders(request: IncomingMessage): {
   single: Record<string, string>;
@@ -103,6 +109,65 @@ function rawHeaders(request: IncomingMessage): {
     (multi[name] ??= []).push(value);
   }
   return { single, multi };
+}
+
+/** The REST v1 proxy event of a request, as API Gateway hands it to the function. */
+function proxyEvent(
+  request: IncomingMessage,
+  target: RequestTarget,
+  match: RouteMatch,
+  authorizer: AuthorizerResult,
+  body: Buffer,
+  { requestId, arrivedAt }: Exchange,
+) {
+  const { single, multi } = rawHeaders(request);
+  const query: Record<string, string> = {};
+  const multiQuery: Record<string, string[]> = {};
+  for (const [name, value] of new URLSearchParams(target.query)) {
+    query[name] = value;
+    (multiQuery[name] ??= []).push(value);
+  }
+  const hasQuery = Object.keys(query).length > 0;
+  return {
+    resource: match.route.path,
+    path: stagePath(target.path),
+    httpMethod: match.route.method,
+    headers: single,
+    multiValueHeaders: multi,
+    queryStringParameters: hasQuery ? query : null,
+    multiValueQueryStringParameters: hasQuery ? multiQuery : null,
+    pathParameters: Object.keys(match.pathParameters).length > 0 ? match.pathParameters : null,
+    stageVariables: null,
+    requestContext: {
+      accountId: ACCOUNT_ID,
+      apiId: API_ID,
+      authorizer: {
+        principalId: authorizer.principalId,
+        integrationLatency: 0,
+        ...Object.fromEntries(
+          Object.entries(authorizer.context ?? {}).map(([k, v]) => [k, String(v)]),
+        ),
+      },
+      domainName: single.Host ?? single.host ?? '127.0.0.1',
+      httpMethod: match.route.method,
+      identity: {
+        sourceIp: request.socket.remoteAddress ?? '127.0.0.1',
+        userAgent: single['User-Agent'] ?? null,
+      },
+      path: target.path,
+      protocol: `HTTP/${request.httpVersion}`,
+      requestId,
+      // Stamped on arrival, as API Gateway does: the body, the key check and any wait for a
+      // container are part of the request's time.
+      requestTime: requestTimeText(arrivedAt),
+      requestTimeEpoch: arrivedAt,
+      resourceId: API_ID,
+      resourcePath: match.route.path,
+      stage: API_STAGE,
+    },
+    body: body.length > 0 ? body.toString('utf8') : null,
+    isBase64Encoded: false,
+  };
 }
 
 export interface GatewayListener {
@@ -120,10 +185,6 @@ export function createGateway(options: GatewayOptions): GatewayListener {
   const identityValidation = options.identityValidation ?? new RegExp(BEARER_KEY_PATTERN);
   const invoker =
     options.invoker ?? inProcessInvoker({ ...options.functions, authorizer: options.authorizer });
-  const stagePrefix = `/${API_STAGE}`;
-
-  const methodArn = (match: RouteMatch, path: string): string =>
-    `arn:aws:execute-api:${REGION}:${ACCOUNT_ID}:${API_ID}/${API_STAGE}/${match.route.method}${path}`;
 
   /** How long a function may run before it answers: its own timeout, within API Gateway's. */
   const timeoutOf = (name: FunctionName, streaming: boolean): number => {
@@ -137,115 +198,75 @@ export function createGateway(options: GatewayOptions): GatewayListener {
     now,
   });
 
-  function proxyEvent(
-    request: IncomingMessage,
-    target: { path: string; query: string },
-    match: RouteMatch,
-    authorizer: AuthorizerResult,
-    body: Buffer,
-    requestId: string,
-    arrivedAt: number,
-  ) {
-    const { single, multi } = rawHeaders(request);
-    const query: Record<string, string> = {};
-    const multiQuery: Record<string, string[]> = {};
-    for (const [name, value] of new URLSearchParams(target.query)) {
-      query[name] = value;
-      (multiQuery[name] ??= []).push(value);
-    }
-    const stagePath = target.path.slice(stagePrefix.length);
-    const hasQuery = Object.keys(query).length > 0;
-    return {
-      resource: match.route.path,
-      path: stagePath,
-      httpMethod: match.route.method,
-      headers: single,
-      multiValueHeaders: multi,
-      queryStringParameters: hasQuery ? query : null,
-      multiValueQueryStringParameters: hasQuery ? multiQuery : null,
-      pathParameters: Object.keys(match.pathParameters).length > 0 ? match.pathParameters : null,
-      stageVariables: null,
-      requestContext: {
-        accountId: ACCOUNT_ID,
-        apiId: API_ID,
-        authorizer: {
-          principalId: authorizer.principalId,
-          integrationLatency: 0,
-          ...Object.fromEntries(
-            Object.entries(authorizer.context ?? {}).map(([k, v]) => [k, String(v)]),
-          ),
-        },
-        domainName: single.Host ?? single.host ?? '127.0.0.1',
-        httpMethod: match.route.method,
-        identity: {
-          sourceIp: request.socket.remoteAddress ?? '127.0.0.1',
-          userAgent: single['User-Agent'] ?? null,
-        },
-        path: target.path,
-        protocol: `HTTP/${request.httpVersion}`,
-        requestId,
-        // Stamped on arrival, as API Gateway does: the body, the key check and any wait for a
-        // container are part of the request's time.
-        requestTime: requestTimeText(arrivedAt),
-        requestTimeEpoch: arrivedAt,
-        resourceId: API_ID,
-        resourcePath: match.route.path,
-        stage: API_STAGE,
-      },
-      body: body.length > 0 ? body.toString('utf8') : null,
-      isBase64Encoded: false,
-    };
-  }
+  /** The route of a method on a path: only the stage's paths have one. */
+  const route = (method: string, path: string): RouteResolution =>
+    path === STAGE_PREFIX || path.startsWith(`${STAGE_PREFIX}/`)
+      ? resolveRoute(method, stagePath(path) || '/', options.routes)
+      : { kind: 'not-found' };
 
+  const arrived = (method: string, protocol: string, sourceIp: string | undefined): Exchange =>
+    newExchange(randomUUID(), now(), method, protocol, sourceIp);
   const accessLog = (exchange: Exchange): void => options.log?.(accessLogLine(exchange, now()));
 
-  function send(
+  /**
+   * A request's way through the gateway, in order: what HTTP requires (./http-edge.ts), the
+   * route, the body, the authorizer (./token-authorizer.ts), the function and its answer.
+   */
+  async function handle(
+    request: IncomingMessage,
     response: ServerResponse,
     exchange: Exchange,
-    status: number,
-    headers: Record<string, string>,
-    body: string,
-  ): number {
-    response.writeHead(status, { ...headers, 'Content-Length': String(Buffer.byteLength(body)) });
-    response.end(body);
-    exchange.status = status;
-    exchange.responseLength = response.req.method === 'HEAD' ? 0 : Buffer.byteLength(body);
-    return status;
-  }
+    signal: AbortSignal,
+  ): Promise<void> {
+    const refuse = (type: GatewayResponseType, logged?: string): void =>
+      sendGatewayResponse(response, exchange, type, logged);
+    // The edge: HTTP/1.1 without Host, a target that is not a path.
+    if (lacksRequiredHost(request)) return refuse('DEFAULT_4XX', 'The request has no Host header.');
+    const target = requestTarget(request.url ?? '');
+    if (!target) return refuse('DEFAULT_4XX');
 
-  /** A gateway response (or the 405 of the ANY mock): its status, logged as what it was. */
-  function sendAnswer(
-    response: ServerResponse,
-    exchange: Exchange,
-    answer: GatewayAnswer,
-    type?: GatewayResponseType,
-    logged: string = answer.body.message,
-  ): number {
-    if (type) {
-      exchange.errorType = type;
-      exchange.errorMessage = logged;
+    // The route: an unknown path is refused before authentication; another method gets the 405
+    // of the ANY mock.
+    const resolution = route(request.method ?? 'GET', target.path);
+    if (resolution.kind === 'not-found') return refuse('MISSING_AUTHENTICATION_TOKEN');
+    if (resolution.kind === 'method-not-allowed') {
+      return sendAnswer(response, exchange, methodNotAllowedAnswer(resolution.allow));
     }
-    return send(
-      response,
-      exchange,
-      answer.status,
-      { ...answer.headers, 'x-amzn-RequestId': exchange.requestId },
-      JSON.stringify(answer.body),
-    );
+    const { match } = resolution;
+    exchange.resourcePath = match.route.path;
+
+    // The body, whole, before anything is invoked.
+    const body = await readBody(request);
+    if (body === 'gone') return;
+    if (body === 'too-large') return refuse('REQUEST_TOO_LARGE');
+    if (body === 'stalled' || body === 'malformed') {
+      // The connection cannot carry another request: the answer closes it.
+      response.shouldKeepAlive = false;
+      return refuse('DEFAULT_4XX', BODY_FAILURE_MESSAGES[body]);
+    }
+
+    // The authorizer: a token missing, or not shaped like a key, is refused without invoking it.
+    const token = request.headers.authorization;
+    if (token === undefined || !identityValidation.test(token)) return refuse('UNAUTHORIZED');
+    const checked = now();
+    const authorization = await authorize(token, methodArn(match, target.path));
+    exchange.authorizerLatency = now() - checked;
+    if (!authorization.ok) {
+      exchange.principalId = authorization.principalId;
+      return refuse(authorization.answer);
+    }
+    exchange.principalId = authorization.result.principalId;
+
+    // The function, and its answer.
+    const event = proxyEvent(request, target, match, authorization.result, body, exchange);
+    await integrate(response, exchange, match.route, event, signal);
   }
 
-  const sendGatewayResponse = (
-    response: ServerResponse,
-    exchange: Exchange,
-    type: GatewayResponseType,
-    logged?: string,
-  ): number => sendAnswer(response, exchange, answerOf(type), type, logged);
-
+  /** Invokes the route's function and answers with what it gave (or the gateway's error). */
   async function integrate(
     response: ServerResponse,
     exchange: Exchange,
-    name: OperationId,
-    streaming: boolean,
+    { operationId: name, streaming }: RouteDefinition,
     event: unknown,
     signal: AbortSignal,
   ): Promise<void> {
@@ -318,87 +339,58 @@ export function createGateway(options: GatewayOptions): GatewayListener {
     }
   }
 
-  async function handle(
-    request: IncomingMessage,
+  function send(
     response: ServerResponse,
     exchange: Exchange,
-    signal: AbortSignal,
-  ): Promise<void> {
-    if (lacksRequiredHost(request)) {
-      sendGatewayResponse(response, exchange, 'DEFAULT_4XX', 'The request has no Host header.');
-      return;
-    }
-    const target = requestTarget(request.url ?? '');
-    if (!target) {
-      sendGatewayResponse(response, exchange, 'DEFAULT_4XX');
-      return;
-    }
-    const method = request.method ?? 'GET';
-    const inStage = target.path === stagePrefix || target.path.startsWith(`${stagePrefix}/`);
-    const resolution = inStage
-      ? resolveRoute(method, target.path.slice(stagePrefix.length) || '/', options.routes)
-      : ({ kind: 'not-found' } as const);
-    if (resolution.kind === 'not-found') {
-      sendGatewayResponse(response, exchange, 'MISSING_AUTHENTICATION_TOKEN');
-      return;
-    }
-    if (resolution.kind === 'method-not-allowed') {
-      sendAnswer(response, exchange, methodNotAllowedAnswer(resolution.allow));
-      return;
-    }
-    const match = resolution.match;
-    exchange.resourcePath = match.route.path;
-    const body = await readBody(request);
-    if (body === 'gone') return;
-    if (body === 'too-large') {
-      sendGatewayResponse(response, exchange, 'REQUEST_TOO_LARGE');
-      return;
-    }
-    if (body === 'stalled' || body === 'malformed') {
-      // The connection cannot carry another request: the answer closes it.
-      response.shouldKeepAlive = false;
-      sendGatewayResponse(response, exchange, 'DEFAULT_4XX', BODY_FAILURE_MESSAGES[body]);
-      return;
-    }
+    status: number,
+    headers: Record<string, string>,
+    body: string,
+  ): void {
+    response.writeHead(status, { ...headers, 'Content-Length': String(Buffer.byteLength(body)) });
+    response.end(body);
+    exchange.status = status;
+    exchange.responseLength = response.req.method === 'HEAD' ? 0 : Buffer.byteLength(body);
+  }
 
-    // The identity source: missing, or not shaped like a key, is refused before any invocation.
-    const token = headerValue(request, 'authorization');
-    if (token === undefined || !identityValidation.test(token)) {
-      sendGatewayResponse(response, exchange, 'UNAUTHORIZED');
+  /**
+   * A gateway response (or the 405 of the ANY mock), logged as what it was: on the response, or
+   * straight on the socket of a request that has none (refused by the parser, CONNECT), which
+   * then closes.
+   */
+  function sendAnswer(
+    to: ServerResponse | Duplex,
+    exchange: Exchange,
+    answer: GatewayAnswer,
+    type?: GatewayResponseType,
+    logged: string = answer.body.message,
+  ): void {
+    if (type) {
+      exchange.errorType = type;
+      exchange.errorMessage = logged;
+    }
+    if (to instanceof ServerResponse) {
+      const headers = { ...answer.headers, 'x-amzn-RequestId': exchange.requestId };
+      send(to, exchange, answer.status, headers, JSON.stringify(answer.body));
       return;
     }
-    const arn = methodArn(match, target.path.slice(stagePrefix.length));
-    const checked = now();
-    const authorization = await authorize(token, arn);
-    exchange.authorizerLatency = now() - checked;
-    if (!authorization.ok) {
-      exchange.principalId = authorization.principalId;
-      sendGatewayResponse(response, exchange, authorization.answer);
-      return;
-    }
-    exchange.principalId = authorization.result.principalId;
+    exchange.status = answer.status;
+    exchange.responseLength = rawAnswer(to, answer, exchange.requestId, {
+      head: exchange.method === 'HEAD',
+    });
+  }
 
-    const event = proxyEvent(
-      request,
-      target,
-      match,
-      authorization.result,
-      body,
-      exchange.requestId,
-      exchange.arrivedAt,
-    );
-    const { operationId, streaming } = match.route;
-    await integrate(response, exchange, operationId, streaming, event, signal);
+  function sendGatewayResponse(
+    to: ServerResponse | Duplex,
+    exchange: Exchange,
+    type: GatewayResponseType,
+    logged?: string,
+  ): void {
+    sendAnswer(to, exchange, answerOf(type), type, logged);
   }
 
   const listener = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
-    const exchange = newExchange(
-      randomUUID(),
-      now(),
-      request.method ?? '-',
-      `HTTP/${request.httpVersion}`,
-      request.socket.remoteAddress,
-    );
+    const protocol = `HTTP/${request.httpVersion}`;
+    const exchange = arrived(request.method ?? '-', protocol, request.socket.remoteAddress);
     // Watched from the first moment: a client may leave while the request is still queued.
     const left = new AbortController();
     response.on('close', () => {
@@ -421,49 +413,26 @@ export function createGateway(options: GatewayOptions): GatewayListener {
   const clientError = (error: Error & { code?: string }, socket: Duplex): void => {
     const refusal = parserRefusal(error, socket);
     if (!refusal) return;
-    const exchange = newExchange(
-      randomUUID(),
-      now(),
-      refusal.method,
-      '-',
-      (socket as { remoteAddress?: string }).remoteAddress,
-    );
-    const answer = answerOf(refusal.type);
-    exchange.status = answer.status;
-    exchange.errorType = refusal.type;
-    exchange.errorMessage = refusal.message;
-    exchange.responseLength = rawAnswer(socket, answer, exchange.requestId, {
-      head: refusal.method === 'HEAD',
-    });
+    const sourceIp = (socket as { remoteAddress?: string }).remoteAddress;
+    const exchange = arrived(refusal.method, '-', sourceIp);
+    sendGatewayResponse(socket, exchange, refusal.type, refusal.message);
     accessLog(exchange);
   };
 
   const connect = (request: IncomingMessage, socket: Duplex): void => {
-    const exchange = newExchange(
-      randomUUID(),
-      now(),
-      'CONNECT',
-      `HTTP/${request.httpVersion}`,
-      request.socket.remoteAddress,
-    );
+    const protocol = `HTTP/${request.httpVersion}`;
+    const exchange = arrived('CONNECT', protocol, request.socket.remoteAddress);
     const target = requestTarget(request.url ?? '');
-    const path = target?.path ?? '';
-    const resolution = path.startsWith(`${stagePrefix}/`)
-      ? resolveRoute('CONNECT', path.slice(stagePrefix.length), options.routes)
-      : ({ kind: 'not-found' } as const);
-    let answer: GatewayAnswer;
-    if (target === undefined) {
-      answer = answerOf('DEFAULT_4XX');
-      exchange.errorType = 'DEFAULT_4XX';
-    } else if (resolution.kind === 'method-not-allowed') {
-      answer = methodNotAllowedAnswer(resolution.allow);
+    const resolution = target && route('CONNECT', target.path);
+    if (resolution?.kind === 'method-not-allowed') {
+      sendAnswer(socket, exchange, methodNotAllowedAnswer(resolution.allow));
     } else {
-      answer = answerOf('MISSING_AUTHENTICATION_TOKEN');
-      exchange.errorType = 'MISSING_AUTHENTICATION_TOKEN';
+      sendGatewayResponse(
+        socket,
+        exchange,
+        target ? 'MISSING_AUTHENTICATION_TOKEN' : 'DEFAULT_4XX',
+      );
     }
-    if (exchange.errorType) exchange.errorMessage = answer.body.message;
-    exchange.status = answer.status;
-    exchange.responseLength = rawAnswer(socket, answer, exchange.requestId);
     accessLog(exchange);
   };
 

@@ -107,12 +107,17 @@ export function lacksRequiredHost(request: IncomingMessage): boolean {
   return request.headers.host === undefined && request.httpVersion !== '1.0';
 }
 
+export interface RequestTarget {
+  readonly path: string;
+  readonly query: string;
+}
+
 /**
  * The path and query of a request target in origin form (`/v1/x?y`) or absolute form
  * (`http://host/v1/x?y`), taken apart as text: nothing a client sends can make it throw.
  * Undefined for any other form (authority form `host:443`, asterisk `*`).
  */
-export function requestTarget(raw: string): { path: string; query: string } | undefined {
+export function requestTarget(raw: string): RequestTarget | undefined {
   let rest = raw;
   const absolute = /^https?:\/\/([^/?#]*)/i.exec(raw);
   if (absolute) {
