@@ -13,12 +13,11 @@ import {
 } from 'aws-cdk-lib/aws-cloudwatch';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
-import type { Construct } from 'constructs';
 import { TABLES } from '../lib/dynamodb/tables.ts';
 import { FUNCTIONS, type FunctionName } from '../lib/functions.ts';
 import { METRIC_NAMES } from '../lib/metrics.ts';
 import type { ServiceFunction } from './constructs/service-function.ts';
-import { serviceMetric, tableOperationsSum, type Watched } from './watched.ts';
+import { tableOperationsSum, type Monitoring } from './monitoring.ts';
 
 /** Every alarm evaluates one period of this length. */
 export const ALARM_PERIOD = Duration.minutes(5);
@@ -34,18 +33,18 @@ interface AlarmSpec {
 
 const pascal = (name: string) => name.charAt(0).toUpperCase() + name.slice(1);
 
-/** The stage's alarms, created in `scope`. */
-export function addAlarms(scope: Construct, watched: Watched, topic: ITopic): Alarm[] {
-  const { config, api, functions, tables } = watched;
+/** The stage's alarms, children of its monitoring. */
+export function addAlarms(monitoring: Monitoring, topic: ITopic): Alarm[] {
+  const { config, api, functions } = monitoring.props;
   const { alarms } = config;
   const period = ALARM_PERIOD;
   const sum = { period, statistic: 'Sum' };
   const service = (name: string, statistic = 'Sum') =>
-    serviceMetric(config.stage, name, statistic, period);
+    monitoring.serviceMetric(name, statistic, period);
   const created: Alarm[] = [];
   const alarm = (id: string, spec: AlarmSpec): void => {
     const action = new SnsAction(topic);
-    const added = new Alarm(scope, id, {
+    const added = new Alarm(monitoring, id, {
       alarmName: `store-orders-${config.stage}-${id}`,
       alarmDescription: `${spec.means} First look: ${spec.look}`,
       metric: spec.metric,
@@ -109,7 +108,7 @@ export function addAlarms(scope: Construct, watched: Watched, topic: ITopic): Al
     });
   }
 
-  for (const table of tables) {
+  for (const table of monitoring.tables) {
     const { name, operations } = table;
     const id = `${TABLES[name].id}Table`;
     alarm(`${id}ThrottledRequests`, {

@@ -16,24 +16,16 @@ import {
   type IMetric,
   type IWidget,
 } from 'aws-cdk-lib/aws-cloudwatch';
-import type { Construct } from 'constructs';
 import type { FunctionName } from '../lib/functions.ts';
 import { METRIC_NAMES } from '../lib/metrics.ts';
-import {
-  ContributorInsightsWidget,
-  type LogContributorRule,
-} from './constructs/contributor-insights.ts';
+import { ContributorInsightsWidget } from './constructs/contributor-insights.ts';
 import type { ServiceFunction } from './constructs/service-function.ts';
-import { serviceMetric, tableOperationsSum, type Watched } from './watched.ts';
+import { tableOperationsSum, type Monitoring } from './monitoring.ts';
 
-/** The stage's dashboard, created in `scope`, with the alarms and the rule given. */
-export function addDashboard(
-  scope: Construct,
-  watched: Watched,
-  alarms: Alarm[],
-  rateLimitRefusals: LogContributorRule,
-): Dashboard {
-  const { config, api, functions, tables } = watched;
+/** The stage's dashboard, a child of its monitoring, showing the alarms given. */
+export function addDashboard(monitoring: Monitoring, alarms: Alarm[]): Dashboard {
+  const { config, api, functions } = monitoring.props;
+  const { tables, rateLimitRefusals } = monitoring;
   const stage = api.deploymentStage;
   const minute = Duration.minutes(1);
   const sum = { period: minute, statistic: 'Sum' };
@@ -71,7 +63,7 @@ export function addDashboard(
     ]),
   );
   const service = (name: string, label: string, statistic = 'Sum') =>
-    serviceMetric(config.stage, name, statistic, minute).with({ label });
+    monitoring.serviceMetric(name, statistic, minute).with({ label });
   const tooMany = graph('429 answers by code', [
     service(METRIC_NAMES.rateLimited, 'RATE_LIMITED'),
     service(METRIC_NAMES.bannedRequests, 'API_KEY_TEMPORARILY_BANNED'),
@@ -165,7 +157,7 @@ export function addDashboard(
       }),
     ],
   ];
-  const dashboard = new Dashboard(scope, 'Dashboard', {
+  const dashboard = new Dashboard(monitoring, 'Dashboard', {
     dashboardName: `store-orders-${config.stage}`,
     defaultInterval: Duration.hours(3),
     widgets: rows,

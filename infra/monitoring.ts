@@ -1,40 +1,102 @@
 /**
- * What an operator of a stage sees: alarms (./alarms.ts), a dashboard (./dashboard.ts), and a
- * Contributor Insights rule showing which API keys hit their limits. Thresholds come from the
- * stage config.
+ * What an operator of a stage watches: its API, its functions, the tables they use, the service's
+ * own metrics (Powertools, dimension `service`), and a Contributor Insights rule showing which API
+ * keys hit their limits. Its alarms (./alarms.ts) and its dashboard (./dashboard.ts) are built on
+ * it, as its children.
  */
-import type { Alarm, Dashboard } from 'aws-cdk-lib/aws-cloudwatch';
-import type { ITopic } from 'aws-cdk-lib/aws-sns';
+import type { Duration } from 'aws-cdk-lib';
+import type { RestApi } from 'aws-cdk-lib/aws-apigateway';
+import { MathExpression, Metric, type IMetric } from 'aws-cdk-lib/aws-cloudwatch';
+import { Operation, type ITableV2 } from 'aws-cdk-lib/aws-dynamodb';
 import { Construct } from 'constructs';
-import { addAlarms } from './alarms.ts';
+import type { TableName } from '../lib/dynamodb/tables.ts';
+import type { FunctionName } from '../lib/functions.ts';
+import { SERVICE_NAME, stageMetricsNamespace } from '../lib/metrics.ts';
+import type { StageConfig } from './config.ts';
 import { LogContributorRule } from './constructs/contributor-insights.ts';
-import { addDashboard } from './dashboard.ts';
-import { watchedTables, type Watched } from './watched.ts';
+import type { ServiceFunction } from './constructs/service-function.ts';
 
 /** The line the functions log on every 429 (Powertools JSON logger), and its caller field. */
 export const RATE_LIMIT_REFUSAL_LOG = { message: 'Rate limit refusal', keyIdPath: '$.keyId' };
 
-export interface MonitoringProps extends Omit<Watched, 'tables'> {
-  /** Told of every alarm as it fires and clears. */
-  readonly topic: ITopic;
+export interface MonitoringProps {
+  readonly config: StageConfig;
+  readonly api: RestApi;
+  readonly functions: Readonly<Record<FunctionName, ServiceFunction>>;
+}
+
+/** The DynamoDB operations of a list of IAM actions (`dynamodb:Query` → Query). */
+function operationsOf(actions: readonly string[]): Operation[] {
+  const known = new Set<string>(Object.values(Operation));
+  return [...new Set(actions.map((a) => a.replace(/^dynamodb:/, '')))]
+    .filter((a) => known.has(a))
+    .map((a) => a as Operation);
+}
+
+/** A table the functions use, with the operations they call on it. */
+export interface WatchedTable {
+  readonly name: TableName;
+  readonly table: ITableV2;
+  readonly operations: readonly Operation[];
+}
+
+/**
+ * A DynamoDB metric of a table (ThrottledRequests, SystemErrors: per operation) summed over the
+ * operations given, with metric ids unique to the table, so that one graph can show every table.
+ */
+export function tableOperationsSum(
+  table: WatchedTable,
+  metricName: 'ThrottledRequests' | 'SystemErrors',
+  options: { period: Duration; label?: string },
+): IMetric {
+  const metrics = Object.fromEntries(
+    table.operations.map((operation) => [
+      [table.name, metricName, operation].join('_').toLowerCase(),
+      table.table.metric(metricName, {
+        dimensionsMap: { TableName: table.table.tableName, Operation: operation },
+        statistic: 'Sum',
+        period: options.period,
+      }),
+    ]),
+  );
+  return new MathExpression({
+    expression: Object.keys(metrics).join(' + '),
+    usingMetrics: metrics,
+    period: options.period,
+    ...(options.label ? { label: options.label } : {}),
+  });
 }
 
 export class Monitoring extends Construct {
-  readonly alarms: Alarm[];
-  readonly dashboard: Dashboard;
+  readonly props: MonitoringProps;
+  readonly tables: readonly WatchedTable[];
   readonly rateLimitRefusals: LogContributorRule;
 
   constructor(scope: Construct, id: string, props: MonitoringProps) {
     super(scope, id);
-    const watched = { ...props, tables: watchedTables(props.functions) };
+    this.props = props;
+    const uses = Object.values(props.functions).flatMap((fn) => fn.tableUses);
+    this.tables = [...new Set(uses.map((use) => use.name))].map((name) => ({
+      name,
+      table: uses.find((use) => use.name === name)!.table,
+      operations: operationsOf(uses.filter((use) => use.name === name).flatMap((u) => u.actions)),
+    }));
     this.rateLimitRefusals = new LogContributorRule(this, 'RateLimitRefusals', {
       ruleName: `store-orders-${props.config.stage}-rate-limit-refusals`,
       logGroups: [props.functions.listOrders.logs, props.functions.cancelOrder.logs],
       keys: [RATE_LIMIT_REFUSAL_LOG.keyIdPath],
       filters: [{ field: '$.message', in: [RATE_LIMIT_REFUSAL_LOG.message] }],
     });
-    // Children of this construct, as they always were: their logical ids stay the same.
-    this.alarms = addAlarms(this, watched, props.topic);
-    this.dashboard = addDashboard(this, watched, this.alarms, this.rateLimitRefusals);
+  }
+
+  /** One of the service's own metrics. */
+  serviceMetric(name: string, statistic: string, period: Duration): Metric {
+    return new Metric({
+      namespace: stageMetricsNamespace(this.props.config.stage),
+      metricName: name,
+      dimensionsMap: { service: SERVICE_NAME },
+      statistic,
+      period,
+    });
   }
 }
