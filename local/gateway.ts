@@ -3,11 +3,9 @@
  * matter to a client:
  *  - routing from the shared route table: unknown path → 404 ROUTE_NOT_FOUND before
  *    authentication; known path, other method → 405 METHOD_NOT_ALLOWED with `Allow`;
- *  - a TOKEN authorizer on `Authorization`: a missing header, or one that fails the identity
- *    validation expression, is refused (401) without invoking it; `Unauthorized` → 401; a Deny
- *    policy → ACCESS_DENIED (401 here); another error → AUTHORIZER_CONFIGURATION_ERROR (503);
- *    policies (Allow and Deny) cached per token for the TTL and checked against the method ARN
- *    (./token-authorizer.ts);
+ *  - a TOKEN authorizer on `Authorization` (./token-authorizer.ts): a missing header, or one
+ *    that fails the identity validation expression, is refused (401) without invoking it; a
+ *    Deny policy → ACCESS_DENIED (401 here); policies cached per token for the TTL;
  *  - REST v1 proxy events with `requestContext.authorizer`, and `requestTimeEpoch` stamped when
  *    the request arrived (before its body, the key check or a wait for a container);
  *  - buffered responses limited to 6 MB; streamed responses passed through as the function
@@ -96,15 +94,14 @@ const stagePath = (path: string): string => path.slice(STAGE_PREFIX.length);
 const methodArn = (match: RouteMatch, path: string): string =>
   `arn:aws:execute-api:${REGION}:${ACCOUNT_ID}:${API_ID}/${API_STAGE}/${match.route.method}${stagePath(path)}`;
 
-function rawHeaders(request: IncomingMessage): {
+/** Name → last value and name → every value, as a proxy event carries headers and the query. */
+function byName(pairs: Iterable<readonly [string, string]>): {
   single: Record<string, string>;
   multi: Record<string, string[]>;
 } {
   const single: Record<string, string> = {};
   const multi: Record<string, string[]> = {};
-  for (let i = 0; i < request.rawHeaders.length; i += 2) {
-    const name = request.rawHeaders[i] as string;
-    const value = request.rawHeaders[i + 1] as string;
+  for (const [name, value] of pairs) {
     single[name] = value;
     (multi[name] ??= []).push(value);
   }
@@ -120,22 +117,20 @@ function proxyEvent(
   body: Buffer,
   { requestId, arrivedAt }: Exchange,
 ) {
-  const { single, multi } = rawHeaders(request);
-  const query: Record<string, string> = {};
-  const multiQuery: Record<string, string[]> = {};
-  for (const [name, value] of new URLSearchParams(target.query)) {
-    query[name] = value;
-    (multiQuery[name] ??= []).push(value);
-  }
-  const hasQuery = Object.keys(query).length > 0;
+  const raw = request.rawHeaders;
+  const { single, multi } = byName(
+    Array.from({ length: raw.length / 2 }, (_, i) => [raw[2 * i]!, raw[2 * i + 1]!] as const),
+  );
+  const query = byName(new URLSearchParams(target.query));
+  const hasQuery = Object.keys(query.single).length > 0;
   return {
     resource: match.route.path,
     path: stagePath(target.path),
     httpMethod: match.route.method,
     headers: single,
     multiValueHeaders: multi,
-    queryStringParameters: hasQuery ? query : null,
-    multiValueQueryStringParameters: hasQuery ? multiQuery : null,
+    queryStringParameters: hasQuery ? query.single : null,
+    multiValueQueryStringParameters: hasQuery ? query.multi : null,
     pathParameters: Object.keys(match.pathParameters).length > 0 ? match.pathParameters : null,
     stageVariables: null,
     requestContext: {

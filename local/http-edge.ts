@@ -159,10 +159,11 @@ export interface ParserRefusal {
  */
 export function parserRefusal(
   error: Error & { code?: string },
-  socket: Duplex,
+  socket: Duplex & { bytesRead?: number },
 ): ParserRefusal | undefined {
-  // A connection reset, or one that cannot be written to: nobody to answer.
-  if (!socket.writable || error.code === 'ECONNRESET') {
+  // Nobody to answer: a connection reset, one that cannot be written to, or one that never sent
+  // a byte (closed by the request timeout).
+  if (!socket.writable || error.code === 'ECONNRESET' || socket.bytesRead === 0) {
     socket.destroy();
     return undefined;
   }
@@ -175,11 +176,6 @@ export function parserRefusal(
   if (inFlight && !inFlight.writableFinished) {
     inFlight.once('finish', () => socket.end());
     inFlight.once('close', () => socket.destroy());
-    return undefined;
-  }
-  // A connection that never sent a byte, closed by the request timeout: nothing to answer.
-  if ((socket as { bytesRead?: number }).bytesRead === 0) {
-    socket.destroy();
     return undefined;
   }
   return {
