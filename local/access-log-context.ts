@@ -3,11 +3,7 @@
  * through the gateway — an Exchange — and rendered at its end into the stack's own format
  * (lib/api/access-log.ts) with the `$context` variables API Gateway would fill in.
  */
-import {
-  accessLogTemplate,
-  renderAccessLog,
-  type ContextVariables,
-} from '../lib/api/access-log.ts';
+import { accessLogTemplate, renderAccessLog } from '../lib/api/access-log.ts';
 import type { GatewayResponseType } from '../lib/api/gateway-responses.ts';
 
 /** What one request did, as the access log's `$context` variables need it. */
@@ -51,9 +47,11 @@ export function requestTimeText(epochMs: number): string {
   );
 }
 
-/** The `$context` variables of an exchange that ended at `endedAt`. */
-export function contextVariables(exchange: Exchange, endedAt: number): ContextVariables {
-  return {
+const TEMPLATE = accessLogTemplate();
+
+/** The access log line of an exchange that ended at `endedAt`, with its `$context` variables. */
+export function accessLogLine(exchange: Exchange, endedAt: number): string {
+  return renderAccessLog(TEMPLATE, {
     requestId: exchange.requestId,
     extendedRequestId: exchange.requestId,
     requestTime: requestTimeText(exchange.arrivedAt),
@@ -71,12 +69,5 @@ export function contextVariables(exchange: Exchange, endedAt: number): ContextVa
     'authorizer.latency': exchange.authorizerLatency,
     'error.responseType': exchange.errorType,
     'error.message': exchange.errorMessage,
-  };
-}
-
-const TEMPLATE = accessLogTemplate();
-
-/** The access log line of an exchange that ended at `endedAt`. */
-export function accessLogLine(exchange: Exchange, endedAt: number): string {
-  return renderAccessLog(TEMPLATE, contextVariables(exchange, endedAt));
+  });
 }

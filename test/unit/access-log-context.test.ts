@@ -1,11 +1,6 @@
-/** The emulator's access log context: an exchange's `$context` variables and its log line. */
+/** The emulator's access log context: what an exchange logs, from its `$context` variables. */
 import { describe, expect, it } from 'vitest';
-import {
-  accessLogLine,
-  contextVariables,
-  newExchange,
-  requestTimeText,
-} from '../../local/access-log-context.ts';
+import { accessLogLine, newExchange, requestTimeText } from '../../local/access-log-context.ts';
 
 const ARRIVED = Date.UTC(2026, 10, 3, 4, 5, 6, 789);
 
@@ -19,24 +14,26 @@ describe('$context.requestTime', () => {
 describe('an exchange', () => {
   it('starts with nothing sent and nothing known past its arrival', () => {
     const exchange = newExchange('r-1', ARRIVED, 'GET', 'HTTP/1.1', undefined);
-    expect(contextVariables(exchange, ARRIVED + 12)).toEqual({
+    expect(JSON.parse(accessLogLine(exchange, ARRIVED + 12))).toEqual({
       requestId: 'r-1',
       extendedRequestId: 'r-1',
       requestTime: '03/Nov/2026:04:05:06 +0000',
-      requestTimeEpoch: ARRIVED,
-      'authorizer.principalId': undefined,
-      'identity.sourceIp': undefined,
+      requestTimeEpochMs: String(ARRIVED),
+      keyId: '-',
+      sourceIp: '-',
       httpMethod: 'GET',
-      resourcePath: undefined,
+      resourcePath: '-',
       protocol: 'HTTP/1.1',
-      status: undefined,
-      responseLength: 0,
-      responseLatency: 12,
-      'integration.latency': undefined,
-      'integration.status': undefined,
-      'authorizer.latency': undefined,
-      'error.responseType': undefined,
-      'error.message': undefined,
+      status: '-',
+      responseLength: '0',
+      responseLatencyMs: '12',
+      integrationLatencyMs: '-',
+      integrationStatus: '-',
+      authorizerLatencyMs: '-',
+      errorType: '-',
+      // Not the emulator's: API Gateway's X-Ray trace id, which it has none of.
+      xrayTraceId: '-',
+      errorMessage: '-',
     });
   });
 
