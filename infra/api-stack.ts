@@ -44,8 +44,10 @@ import { FUNCTIONS } from '../lib/functions.ts';
 import { BEARER_KEY_PATTERN } from '../lib/keys/api-key.ts';
 import { stageMetricsNamespace } from '../lib/metrics.ts';
 import { accessLogFormat } from './access-log.ts';
+import { addAlarms } from './alarms.ts';
 import type { StageConfig } from './config.ts';
 import { ServiceFunction } from './constructs/service-function.ts';
+import { addDashboard } from './dashboard.ts';
 import type { StageTables } from './data-stack.ts';
 import { Monitoring } from './monitoring.ts';
 
@@ -266,11 +268,8 @@ export class ApiStack extends Stack {
       value: this.alarmTopic.topicArn,
       description: 'Subscribe to be told of alarms',
     });
-    this.monitoring = new Monitoring(this, 'Monitoring', {
-      config,
-      api,
-      functions,
-      topic: this.alarmTopic,
-    });
+    this.monitoring = new Monitoring(this, 'Monitoring', { config, api, functions });
+    const alarms = addAlarms(this.monitoring, this.alarmTopic);
+    addDashboard(this.monitoring, alarms);
   }
 }

@@ -3,24 +3,23 @@
  * matter to a client:
  *  - routing from the shared route table: unknown path → 404 ROUTE_NOT_FOUND before
  *    authentication; known path, other method → 405 METHOD_NOT_ALLOWED with `Allow`;
- *  - a TOKEN authorizer on `Authorization`: a missing header, or one that fails the identity
- *    validation expression, is refused (401) without invoking it; `Unauthorized` → 401; a Deny
- *    policy → ACCESS_DENIED (401 here); another error → AUTHORIZER_CONFIGURATION_ERROR (503);
- *    policies (Allow and Deny) cached per token for the TTL and checked against the method ARN;
+ *  - a TOKEN authorizer on `Authorization` (./token-authorizer.ts): a missing header, or one
+ *    that fails the identity validation expression, is refused (401) without invoking it; a
+ *    Deny policy → ACCESS_DENIED (401 here); policies cached per token for the TTL;
  *  - REST v1 proxy events with `requestContext.authorizer`, and `requestTimeEpoch` stamped when
  *    the request arrived (before its body, the key check or a wait for a container);
  *  - buffered responses limited to 6 MB; streamed responses passed through as the function
  *    writes them, its bytes untouched (content codings included), the status line sent as soon
  *    as the function's prelude is in;
  *  - gateway responses from the shared definitions, in the Error shape — also for requests
- *    Node's HTTP parser refuses (see `attachGateway`);
- *  - a client that goes away at any moment stops its invocation (queued or running).
+ *    Node's HTTP parser refuses (./http-edge.ts);
+ *  - a client that goes away at any moment stops its invocation (queued or running);
+ *  - one access log line per request, in the stack's own format (./access-log-context.ts).
  * Functions run through an Invoker: containers for `npm start`, in-process handlers in tests.
  */
 import { randomUUID } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, ServerResponse, type IncomingMessage, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { accessLogTemplate, renderAccessLog } from '../lib/api/access-log.ts';
 import { errorBody } from '../lib/api/errors.ts';
 import {
   gatewayAnswer,
@@ -35,23 +34,33 @@ import {
   type OperationId,
   type RouteDefinition,
   type RouteMatch,
+  type RouteResolution,
 } from '../lib/api/routes.ts';
 import { FUNCTIONS, type FunctionName } from '../lib/functions.ts';
 import { BEARER_KEY_PATTERN, quotableInput } from '../lib/keys/api-key.ts';
 import {
+  accessLogLine,
+  newExchange,
+  requestTimeText,
+  type Exchange,
+} from './access-log-context.ts';
+import {
   BODY_FAILURE_MESSAGES,
   edgeServerOptions,
-  failBodyRead,
   lacksRequiredHost,
-  methodOfPacket,
+  parserRefusal,
   rawAnswer,
   readBody,
+  requestTarget,
+  type RequestTarget,
 } from './http-edge.ts';
 import { inProcessInvoker, type Invoker } from './invoker.ts';
+import { tokenAuthorizer, type AuthorizerResult } from './token-authorizer.ts';
 
 const REGION = 'local';
 const ACCOUNT_ID = '000000000000';
 const API_ID = 'local';
+const STAGE_PREFIX = `/${API_STAGE}`;
 /** API Gateway's integration timeout for buffered (non-streamed) integrations. */
 const INTEGRATION_TIMEOUT_MS = 29_000;
 
@@ -78,103 +87,82 @@ export interface GatewayOptions {
   readonly now?: () => number;
 }
 
-interface AuthorizerResult {
-  readonly principalId: string;
-  readonly policyDocument: {
-    Statement: { Effect: string; Action: string | string[]; Resource: string | string[] }[];
-  };
-  readonly context?: Record<string, string | number | boolean>;
-}
+/** A path without its stage prefix (`/v1/store/orders` → `/store/orders`). */
+const stagePath = (path: string): string => path.slice(STAGE_PREFIX.length);
 
-type Authorization =
-  | { ok: true; result: AuthorizerResult }
-  | { ok: false; answer: GatewayResponseType; principalId?: string };
+/** The method ARN a request's authorizer policy is checked against. */
+const methodArn = (match: RouteMatch, path: string): string =>
+  `arn:aws:execute-api:${REGION}:${ACCOUNT_ID}:${API_ID}/${API_STAGE}/${match.route.method}${stagePath(path)}`;
 
-function isAuthorizerResult(value: unknown): value is AuthorizerResult {
-  const r = value as AuthorizerResult | undefined;
-  return (
-    typeof r?.principalId === 'string' &&
-    Array.isArray(r.policyDocument?.Statement) &&
-    (r.context === undefined ||
-      Object.values(r.context).every((v) => ['string', 'number', 'boolean'].includes(typeof v)))
-  );
-}
-
-function wildcardMatch(pattern: string, value: string): boolean {
-  const escaped = pattern.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*');
-  return new RegExp(`^${escaped}$`).test(value);
-}
-
-/** Whether a policy allows the method ARN: an explicit Deny wins, then any Allow. */
-function policyAllows(result: AuthorizerResult, methodArn: string): boolean {
-  let allowed = false;
-  for (const statement of result.policyDocument.Statement) {
-    const actions = ([] as string[]).concat(statement.Action);
-    const resources = ([] as string[]).concat(statement.Resource);
-    if (!actions.some((a) => a === 'execute-api:Invoke' || a === 'execute-api:*' || a === '*'))
-      continue;
-    if (!resources.some((r) => wildcardMatch(r, methodArn))) continue;
-    if (statement.Effect === 'Deny') return false;
-    if (statement.Effect === 'Allow') allowed = true;
-  }
-  return allowed;
-}
-
-function headerValue(request: IncomingMessage, name: string): string | undefined {
-  const value = request.headers[name.toLowerCase()];
-  return Array.isArray(value) ? value.join(',') : value;
-}
-
-function rawHeaders(request: IncomingMessage): {
+/** Name → last value and name → every value, as a proxy event carries headers and the query. */
+function byName(pairs: Iterable<readonly [string, string]>): {
   single: Record<string, string>;
   multi: Record<string, string[]>;
 } {
   const single: Record<string, string> = {};
   const multi: Record<string, string[]> = {};
-  for (let i = 0; i < request.rawHeaders.length; i += 2) {
-    const name = request.rawHeaders[i] as string;
-    const value = request.rawHeaders[i + 1] as string;
+  for (const [name, value] of pairs) {
     single[name] = value;
     (multi[name] ??= []).push(value);
   }
   return { single, multi };
 }
 
-/**
- * The path and query of a request target in origin form (`/v1/x?y`) or absolute form
- * (`http://host/v1/x?y`), taken apart as text: nothing a client sends can make it throw.
- * Undefined for any other form (authority form `host:443`, asterisk `*`).
- */
-export function requestTarget(raw: string): { path: string; query: string } | undefined {
-  let rest = raw;
-  const absolute = /^https?:\/\/([^/?#]*)/i.exec(raw);
-  if (absolute) {
-    // host[:port], the port at most 65535; an IPv6 literal in brackets.
-    const authority = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::(\d{1,5}))?$/.exec(
-      absolute[1] ?? '',
-    );
-    if (!authority || Number(authority[1] ?? 0) > 65_535) return undefined;
-    rest = raw.slice(absolute[0].length) || '/';
-  }
-  if (!rest.startsWith('/')) return undefined;
-  const hash = rest.indexOf('#');
-  if (hash >= 0) rest = rest.slice(0, hash);
-  const mark = rest.indexOf('?');
-  return mark < 0
-    ? { path: rest, query: '' }
-    : { path: rest.slice(0, mark), query: rest.slice(mark + 1) };
-}
-
-const MONTHS = 'Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec'.split(' ');
-
-/** `$context.requestTime` as API Gateway writes it (CLF): `23/Nov/2026:12:00:00 +0000`. */
-export function requestTimeText(epochMs: number): string {
-  const d = new Date(epochMs);
-  const two = (n: number) => String(n).padStart(2, '0');
-  return (
-    `${two(d.getUTCDate())}/${MONTHS[d.getUTCMonth()]}/${d.getUTCFullYear()}:` +
-    `${two(d.getUTCHours())}:${two(d.getUTCMinutes())}:${two(d.getUTCSeconds())} +0000`
+/** The REST v1 proxy event of a request, as API Gateway hands it to the function. */
+function proxyEvent(
+  request: IncomingMessage,
+  target: RequestTarget,
+  match: RouteMatch,
+  authorizer: AuthorizerResult,
+  body: Buffer,
+  { requestId, arrivedAt }: Exchange,
+) {
+  const raw = request.rawHeaders;
+  const { single, multi } = byName(
+    Array.from({ length: raw.length / 2 }, (_, i) => [raw[2 * i]!, raw[2 * i + 1]!] as const),
   );
+  const query = byName(new URLSearchParams(target.query));
+  const hasQuery = Object.keys(query.single).length > 0;
+  return {
+    resource: match.route.path,
+    path: stagePath(target.path),
+    httpMethod: match.route.method,
+    headers: single,
+    multiValueHeaders: multi,
+    queryStringParameters: hasQuery ? query.single : null,
+    multiValueQueryStringParameters: hasQuery ? query.multi : null,
+    pathParameters: Object.keys(match.pathParameters).length > 0 ? match.pathParameters : null,
+    stageVariables: null,
+    requestContext: {
+      accountId: ACCOUNT_ID,
+      apiId: API_ID,
+      authorizer: {
+        principalId: authorizer.principalId,
+        integrationLatency: 0,
+        ...Object.fromEntries(
+          Object.entries(authorizer.context ?? {}).map(([k, v]) => [k, String(v)]),
+        ),
+      },
+      domainName: single.Host ?? single.host ?? '127.0.0.1',
+      httpMethod: match.route.method,
+      identity: {
+        sourceIp: request.socket.remoteAddress ?? '127.0.0.1',
+        userAgent: single['User-Agent'] ?? null,
+      },
+      path: target.path,
+      protocol: `HTTP/${request.httpVersion}`,
+      requestId,
+      // Stamped on arrival, as API Gateway does: the body, the key check and any wait for a
+      // container are part of the request's time.
+      requestTime: requestTimeText(arrivedAt),
+      requestTimeEpoch: arrivedAt,
+      resourceId: API_ID,
+      resourcePath: match.route.path,
+      stage: API_STAGE,
+    },
+    body: body.length > 0 ? body.toString('utf8') : null,
+    isBase64Encoded: false,
+  };
 }
 
 export interface GatewayListener {
@@ -187,210 +175,93 @@ export interface GatewayListener {
 
 export function createGateway(options: GatewayOptions): GatewayListener {
   const now = options.now ?? Date.now;
-  const cache = new Map<string, { result: AuthorizerResult; expires: number }>();
   const answerOf = (type: GatewayResponseType) => gatewayAnswer(type, options.gatewayResponses);
   const integrationTimeoutMs = options.integrationTimeoutMs ?? INTEGRATION_TIMEOUT_MS;
   const identityValidation = options.identityValidation ?? new RegExp(BEARER_KEY_PATTERN);
   const invoker =
     options.invoker ?? inProcessInvoker({ ...options.functions, authorizer: options.authorizer });
-  const stagePrefix = `/${API_STAGE}`;
-
-  const methodArn = (match: RouteMatch, path: string): string =>
-    `arn:aws:execute-api:${REGION}:${ACCOUNT_ID}:${API_ID}/${API_STAGE}/${match.route.method}${path}`;
 
   /** How long a function may run before it answers: its own timeout, within API Gateway's. */
   const timeoutOf = (name: FunctionName, streaming: boolean): number => {
     const own = FUNCTIONS[name].timeoutSeconds * 1000;
     return streaming ? own : Math.min(own, integrationTimeoutMs);
   };
+  const authorize = tokenAuthorizer({
+    invoker,
+    ttlSeconds: options.authorizerTtlSeconds,
+    timeoutMs: timeoutOf('authorizer', false),
+    now,
+  });
 
-  async function authorize(token: string, arn: string): Promise<Authorization> {
-    const cached = options.authorizerTtlSeconds > 0 ? cache.get(token) : undefined;
-    let result = cached && cached.expires > now() ? cached.result : undefined;
-    if (!result) {
-      const invocation = await invoker.invoke(
-        'authorizer',
-        { type: 'TOKEN', authorizationToken: token, methodArn: arn },
-        { timeoutMs: timeoutOf('authorizer', false) },
-      );
-      if (invocation.kind === 'failed' && invocation.message === 'Unauthorized') {
-        return { ok: false, answer: 'UNAUTHORIZED' };
-      }
-      // Any other failure, a timeout or an unusable answer: not cached.
-      if (invocation.kind !== 'returned' || !isAuthorizerResult(invocation.result)) {
-        return { ok: false, answer: 'AUTHORIZER_CONFIGURATION_ERROR' };
-      }
-      result = invocation.result;
-      if (options.authorizerTtlSeconds > 0) {
-        cache.set(token, { result, expires: now() + options.authorizerTtlSeconds * 1000 });
-      }
-    }
-    return policyAllows(result, arn)
-      ? { ok: true, result }
-      : { ok: false, answer: 'ACCESS_DENIED', principalId: result.principalId };
-  }
+  /** The route of a method on a path: only the stage's paths have one. */
+  const route = (method: string, path: string): RouteResolution =>
+    path === STAGE_PREFIX || path.startsWith(`${STAGE_PREFIX}/`)
+      ? resolveRoute(method, stagePath(path) || '/', options.routes)
+      : { kind: 'not-found' };
 
-  function proxyEvent(
-    request: IncomingMessage,
-    target: { path: string; query: string },
-    match: RouteMatch,
-    authorizer: AuthorizerResult,
-    body: Buffer,
-    requestId: string,
-    arrivedAt: number,
-  ) {
-    const { single, multi } = rawHeaders(request);
-    const query: Record<string, string> = {};
-    const multiQuery: Record<string, string[]> = {};
-    for (const [name, value] of new URLSearchParams(target.query)) {
-      query[name] = value;
-      (multiQuery[name] ??= []).push(value);
-    }
-    const stagePath = target.path.slice(stagePrefix.length);
-    const hasQuery = Object.keys(query).length > 0;
-    return {
-      resource: match.route.path,
-      path: stagePath,
-      httpMethod: match.route.method,
-      headers: single,
-      multiValueHeaders: multi,
-      queryStringParameters: hasQuery ? query : null,
-      multiValueQueryStringParameters: hasQuery ? multiQuery : null,
-      pathParameters: Object.keys(match.pathParameters).length > 0 ? match.pathParameters : null,
-      stageVariables: null,
-      requestContext: {
-        accountId: ACCOUNT_ID,
-        apiId: API_ID,
-        authorizer: {
-          principalId: authorizer.principalId,
-          integrationLatency: 0,
-          ...Object.fromEntries(
-            Object.entries(authorizer.context ?? {}).map(([k, v]) => [k, String(v)]),
-          ),
-        },
-        domainName: single.Host ?? single.host ?? '127.0.0.1',
-        httpMethod: match.route.method,
-        identity: {
-          sourceIp: request.socket.remoteAddress ?? '127.0.0.1',
-          userAgent: single['User-Agent'] ?? null,
-        },
-        path: target.path,
-        protocol: `HTTP/${request.httpVersion}`,
-        requestId,
-        // Stamped on arrival, as API Gateway does: the body, the key check and any wait for a
-        // container are part of the request's time.
-        requestTime: requestTimeText(arrivedAt),
-        requestTimeEpoch: arrivedAt,
-        resourceId: API_ID,
-        resourcePath: match.route.path,
-        stage: API_STAGE,
-      },
-      body: body.length > 0 ? body.toString('utf8') : null,
-      isBase64Encoded: false,
-    };
-  }
+  const arrived = (method: string, protocol: string, sourceIp: string | undefined): Exchange =>
+    newExchange(randomUUID(), now(), method, protocol, sourceIp);
+  const accessLog = (exchange: Exchange): void => options.log?.(accessLogLine(exchange, now()));
 
   /**
-   * What one request did, as the access log's `$context` variables need it: filled in as the
-   * request goes through the gateway, rendered into the stack's own format at its end.
+   * A request's way through the gateway, in order: what HTTP requires (./http-edge.ts), the
+   * route, the body, the authorizer (./token-authorizer.ts), the function and its answer.
    */
-  interface Exchange {
-    readonly requestId: string;
-    readonly arrivedAt: number;
-    readonly method: string;
-    readonly protocol: string;
-    readonly sourceIp: string | undefined;
-    resourcePath?: string;
-    principalId?: string;
-    status?: number;
-    responseLength: number;
-    authorizerLatency?: number;
-    integrationLatency?: number;
-    integrationStatus?: number;
-    errorType?: GatewayResponseType;
-    errorMessage?: string;
-  }
-
-  const template = accessLogTemplate();
-  const accessLog = (exchange: Exchange): void => {
-    options.log?.(
-      renderAccessLog(template, {
-        requestId: exchange.requestId,
-        extendedRequestId: exchange.requestId,
-        requestTime: requestTimeText(exchange.arrivedAt),
-        requestTimeEpoch: exchange.arrivedAt,
-        'authorizer.principalId': exchange.principalId,
-        'identity.sourceIp': exchange.sourceIp,
-        httpMethod: exchange.method,
-        resourcePath: exchange.resourcePath,
-        protocol: exchange.protocol,
-        status: exchange.status,
-        responseLength: exchange.responseLength,
-        responseLatency: now() - exchange.arrivedAt,
-        'integration.latency': exchange.integrationLatency,
-        'integration.status': exchange.integrationStatus,
-        'authorizer.latency': exchange.authorizerLatency,
-        'error.responseType': exchange.errorType,
-        'error.message': exchange.errorMessage,
-      }),
-    );
-  };
-
-  const newExchange = (
-    requestId: string,
-    arrivedAt: number,
-    method: string,
-    protocol: string,
-    sourceIp: string | undefined,
-  ): Exchange => ({ requestId, arrivedAt, method, protocol, sourceIp, responseLength: 0 });
-
-  function send(
+  async function handle(
+    request: IncomingMessage,
     response: ServerResponse,
     exchange: Exchange,
-    status: number,
-    headers: Record<string, string>,
-    body: string,
-  ): number {
-    response.writeHead(status, { ...headers, 'Content-Length': String(Buffer.byteLength(body)) });
-    response.end(body);
-    exchange.status = status;
-    exchange.responseLength = response.req.method === 'HEAD' ? 0 : Buffer.byteLength(body);
-    return status;
-  }
+    signal: AbortSignal,
+  ): Promise<void> {
+    const refuse = (type: GatewayResponseType, logged?: string): void =>
+      sendGatewayResponse(response, exchange, type, logged);
+    // The edge: HTTP/1.1 without Host, a target that is not a path.
+    if (lacksRequiredHost(request)) return refuse('DEFAULT_4XX', 'The request has no Host header.');
+    const target = requestTarget(request.url ?? '');
+    if (!target) return refuse('DEFAULT_4XX');
 
-  /** A gateway response (or the 405 of the ANY mock): its status, logged as what it was. */
-  function sendAnswer(
-    response: ServerResponse,
-    exchange: Exchange,
-    answer: GatewayAnswer,
-    type?: GatewayResponseType,
-    logged: string = answer.body.message,
-  ): number {
-    if (type) {
-      exchange.errorType = type;
-      exchange.errorMessage = logged;
+    // The route: an unknown path is refused before authentication; another method gets the 405
+    // of the ANY mock.
+    const resolution = route(request.method ?? 'GET', target.path);
+    if (resolution.kind === 'not-found') return refuse('MISSING_AUTHENTICATION_TOKEN');
+    if (resolution.kind === 'method-not-allowed') {
+      return sendAnswer(response, exchange, methodNotAllowedAnswer(resolution.allow));
     }
-    return send(
-      response,
-      exchange,
-      answer.status,
-      { ...answer.headers, 'x-amzn-RequestId': exchange.requestId },
-      JSON.stringify(answer.body),
-    );
+    const { match } = resolution;
+    exchange.resourcePath = match.route.path;
+
+    // The body, whole, before anything is invoked.
+    const body = await readBody(request);
+    if (body === 'gone') return;
+    if (body === 'too-large') return refuse('REQUEST_TOO_LARGE');
+    if (body === 'stalled' || body === 'malformed') {
+      // The connection cannot carry another request: the answer closes it.
+      response.shouldKeepAlive = false;
+      return refuse('DEFAULT_4XX', BODY_FAILURE_MESSAGES[body]);
+    }
+
+    // The authorizer: a token missing, or not shaped like a key, is refused without invoking it.
+    const token = request.headers.authorization;
+    if (token === undefined || !identityValidation.test(token)) return refuse('UNAUTHORIZED');
+    const checked = now();
+    const authorization = await authorize(token, methodArn(match, target.path));
+    exchange.authorizerLatency = now() - checked;
+    if (!authorization.ok) {
+      exchange.principalId = authorization.principalId;
+      return refuse(authorization.answer);
+    }
+    exchange.principalId = authorization.result.principalId;
+
+    // The function, and its answer.
+    const event = proxyEvent(request, target, match, authorization.result, body, exchange);
+    await integrate(response, exchange, match.route, event, signal);
   }
 
-  const sendGatewayResponse = (
-    response: ServerResponse,
-    exchange: Exchange,
-    type: GatewayResponseType,
-    logged?: string,
-  ): number => sendAnswer(response, exchange, answerOf(type), type, logged);
-
+  /** Invokes the route's function and answers with what it gave (or the gateway's error). */
   async function integrate(
     response: ServerResponse,
     exchange: Exchange,
-    name: OperationId,
-    streaming: boolean,
+    { operationId: name, streaming }: RouteDefinition,
     event: unknown,
     signal: AbortSignal,
   ): Promise<void> {
@@ -463,87 +334,58 @@ export function createGateway(options: GatewayOptions): GatewayListener {
     }
   }
 
-  async function handle(
-    request: IncomingMessage,
+  function send(
     response: ServerResponse,
     exchange: Exchange,
-    signal: AbortSignal,
-  ): Promise<void> {
-    if (lacksRequiredHost(request)) {
-      sendGatewayResponse(response, exchange, 'DEFAULT_4XX', 'The request has no Host header.');
-      return;
-    }
-    const target = requestTarget(request.url ?? '');
-    if (!target) {
-      sendGatewayResponse(response, exchange, 'DEFAULT_4XX');
-      return;
-    }
-    const method = request.method ?? 'GET';
-    const inStage = target.path === stagePrefix || target.path.startsWith(`${stagePrefix}/`);
-    const resolution = inStage
-      ? resolveRoute(method, target.path.slice(stagePrefix.length) || '/', options.routes)
-      : ({ kind: 'not-found' } as const);
-    if (resolution.kind === 'not-found') {
-      sendGatewayResponse(response, exchange, 'MISSING_AUTHENTICATION_TOKEN');
-      return;
-    }
-    if (resolution.kind === 'method-not-allowed') {
-      sendAnswer(response, exchange, methodNotAllowedAnswer(resolution.allow));
-      return;
-    }
-    const match = resolution.match;
-    exchange.resourcePath = match.route.path;
-    const body = await readBody(request);
-    if (body === 'gone') return;
-    if (body === 'too-large') {
-      sendGatewayResponse(response, exchange, 'REQUEST_TOO_LARGE');
-      return;
-    }
-    if (body === 'stalled' || body === 'malformed') {
-      // The connection cannot carry another request: the answer closes it.
-      response.shouldKeepAlive = false;
-      sendGatewayResponse(response, exchange, 'DEFAULT_4XX', BODY_FAILURE_MESSAGES[body]);
-      return;
-    }
+    status: number,
+    headers: Record<string, string>,
+    body: string,
+  ): void {
+    response.writeHead(status, { ...headers, 'Content-Length': String(Buffer.byteLength(body)) });
+    response.end(body);
+    exchange.status = status;
+    exchange.responseLength = response.req.method === 'HEAD' ? 0 : Buffer.byteLength(body);
+  }
 
-    // The identity source: missing, or not shaped like a key, is refused before any invocation.
-    const token = headerValue(request, 'authorization');
-    if (token === undefined || !identityValidation.test(token)) {
-      sendGatewayResponse(response, exchange, 'UNAUTHORIZED');
+  /**
+   * A gateway response (or the 405 of the ANY mock), logged as what it was: on the response, or
+   * straight on the socket of a request that has none (refused by the parser, CONNECT), which
+   * then closes.
+   */
+  function sendAnswer(
+    to: ServerResponse | Duplex,
+    exchange: Exchange,
+    answer: GatewayAnswer,
+    type?: GatewayResponseType,
+    logged: string = answer.body.message,
+  ): void {
+    if (type) {
+      exchange.errorType = type;
+      exchange.errorMessage = logged;
+    }
+    if (to instanceof ServerResponse) {
+      const headers = { ...answer.headers, 'x-amzn-RequestId': exchange.requestId };
+      send(to, exchange, answer.status, headers, JSON.stringify(answer.body));
       return;
     }
-    const arn = methodArn(match, target.path.slice(stagePrefix.length));
-    const checked = now();
-    const authorization = await authorize(token, arn);
-    exchange.authorizerLatency = now() - checked;
-    if (!authorization.ok) {
-      exchange.principalId = authorization.principalId;
-      sendGatewayResponse(response, exchange, authorization.answer);
-      return;
-    }
-    exchange.principalId = authorization.result.principalId;
+    exchange.status = answer.status;
+    exchange.responseLength = rawAnswer(to, answer, exchange.requestId, {
+      head: exchange.method === 'HEAD',
+    });
+  }
 
-    const event = proxyEvent(
-      request,
-      target,
-      match,
-      authorization.result,
-      body,
-      exchange.requestId,
-      exchange.arrivedAt,
-    );
-    const { operationId, streaming } = match.route;
-    await integrate(response, exchange, operationId, streaming, event, signal);
+  function sendGatewayResponse(
+    to: ServerResponse | Duplex,
+    exchange: Exchange,
+    type: GatewayResponseType,
+    logged?: string,
+  ): void {
+    sendAnswer(to, exchange, answerOf(type), type, logged);
   }
 
   const listener = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
-    const exchange = newExchange(
-      randomUUID(),
-      now(),
-      request.method ?? '-',
-      `HTTP/${request.httpVersion}`,
-      request.socket.remoteAddress,
-    );
+    const protocol = `HTTP/${request.httpVersion}`;
+    const exchange = arrived(request.method ?? '-', protocol, request.socket.remoteAddress);
     // Watched from the first moment: a client may leave while the request is still queued.
     const left = new AbortController();
     response.on('close', () => {
@@ -564,76 +406,28 @@ export function createGateway(options: GatewayOptions): GatewayListener {
   };
 
   const clientError = (error: Error & { code?: string }, socket: Duplex): void => {
-    // A connection reset, or one that cannot be written to: nobody to answer.
-    if (!socket.writable || error.code === 'ECONNRESET') {
-      socket.destroy();
-      return;
-    }
-    // A request whose body is being read: the stall or the malformed body ends that read, and
-    // the request is answered (400) by its own listener.
-    if (failBodyRead(socket, error)) return;
-    // Garbage after a request whose answer is still going out: that answer ends whole, then
-    // the connection closes (as Node itself does).
-    const inFlight = (socket as { _httpMessage?: ServerResponse })._httpMessage;
-    if (inFlight && !inFlight.writableFinished) {
-      inFlight.once('finish', () => socket.end());
-      inFlight.once('close', () => socket.destroy());
-      return;
-    }
-    // A connection that never sent a byte, closed by the request timeout: nothing to answer.
-    if ((socket as { bytesRead?: number }).bytesRead === 0) {
-      socket.destroy();
-      return;
-    }
-    const packet = (error as { rawPacket?: unknown }).rawPacket;
-    const method = methodOfPacket(packet) ?? '-';
-    const exchange = newExchange(
-      randomUUID(),
-      now(),
-      method,
-      '-',
-      (socket as { remoteAddress?: string }).remoteAddress,
-    );
-    const type = error.code === 'HPE_HEADER_OVERFLOW' ? 'REQUEST_TOO_LARGE' : 'DEFAULT_4XX';
-    const answer = answerOf(type);
-    exchange.status = answer.status;
-    exchange.errorType = type;
-    exchange.errorMessage =
-      error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-        ? BODY_FAILURE_MESSAGES.stalled
-        : `Refused by the HTTP parser: ${error.code ?? 'malformed request'}.`;
-    exchange.responseLength = rawAnswer(socket, answer, exchange.requestId, {
-      head: method === 'HEAD',
-    });
+    const refusal = parserRefusal(error, socket);
+    if (!refusal) return;
+    const sourceIp = (socket as { remoteAddress?: string }).remoteAddress;
+    const exchange = arrived(refusal.method, '-', sourceIp);
+    sendGatewayResponse(socket, exchange, refusal.type, refusal.message);
     accessLog(exchange);
   };
 
   const connect = (request: IncomingMessage, socket: Duplex): void => {
-    const exchange = newExchange(
-      randomUUID(),
-      now(),
-      'CONNECT',
-      `HTTP/${request.httpVersion}`,
-      request.socket.remoteAddress,
-    );
+    const protocol = `HTTP/${request.httpVersion}`;
+    const exchange = arrived('CONNECT', protocol, request.socket.remoteAddress);
     const target = requestTarget(request.url ?? '');
-    const path = target?.path ?? '';
-    const resolution = path.startsWith(`${stagePrefix}/`)
-      ? resolveRoute('CONNECT', path.slice(stagePrefix.length), options.routes)
-      : ({ kind: 'not-found' } as const);
-    let answer: GatewayAnswer;
-    if (target === undefined) {
-      answer = answerOf('DEFAULT_4XX');
-      exchange.errorType = 'DEFAULT_4XX';
-    } else if (resolution.kind === 'method-not-allowed') {
-      answer = methodNotAllowedAnswer(resolution.allow);
+    const resolution = target && route('CONNECT', target.path);
+    if (resolution?.kind === 'method-not-allowed') {
+      sendAnswer(socket, exchange, methodNotAllowedAnswer(resolution.allow));
     } else {
-      answer = answerOf('MISSING_AUTHENTICATION_TOKEN');
-      exchange.errorType = 'MISSING_AUTHENTICATION_TOKEN';
+      sendGatewayResponse(
+        socket,
+        exchange,
+        target ? 'MISSING_AUTHENTICATION_TOKEN' : 'DEFAULT_4XX',
+      );
     }
-    if (exchange.errorType) exchange.errorMessage = answer.body.message;
-    exchange.status = answer.status;
-    exchange.responseLength = rawAnswer(socket, answer, exchange.requestId);
     accessLog(exchange);
   };
 

@@ -1,8 +1,9 @@
 /**
  * The HTTP edge cases of the local API, kept apart from the API Gateway emulation proper
  * (./gateway.ts): what the emulator does with requests that never arrive whole, that Node's
- * parser refuses, or that lack what HTTP requires — each answered in the Error shape within the
- * time API Gateway would hold the request, or closed where HTTP allows nothing else.
+ * parser refuses, that lack what HTTP requires or whose target is not a path — each answered in
+ * the Error shape within the time API Gateway would hold the request, or closed where HTTP
+ * allows nothing else.
  *
  * How long a request may take to arrive: AWS documents no timeout for reading a REST API request,
  * but API Gateway has the whole request (a proxy integration hands the body over as one string)
@@ -12,7 +13,12 @@
  * and its connection closed: Node's own defaults (5 minutes, checked every 30 s) would hold the
  * connection for about 323 s and then close it without a word.
  */
-import { STATUS_CODES, type IncomingMessage, type ServerOptions } from 'node:http';
+import {
+  STATUS_CODES,
+  type IncomingMessage,
+  type ServerOptions,
+  type ServerResponse,
+} from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { GatewayAnswer } from '../lib/api/gateway-responses.ts';
 
@@ -57,7 +63,7 @@ const bodyReaders = new WeakMap<Duplex, (failure: BodyFailure) => void>();
  * Hands a `clientError` of a socket to the body read in progress on it, if there is one: true
  * when it took it (the read ends with the failure; its request is answered).
  */
-export function failBodyRead(socket: Duplex, error: Error & { code?: string }): boolean {
+function failBodyRead(socket: Duplex, error: Error & { code?: string }): boolean {
   const fail = bodyReaders.get(socket);
   if (!fail) return false;
   fail(error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'stalled' : 'malformed');
@@ -101,10 +107,85 @@ export function lacksRequiredHost(request: IncomingMessage): boolean {
   return request.headers.host === undefined && request.httpVersion !== '1.0';
 }
 
+export interface RequestTarget {
+  readonly path: string;
+  readonly query: string;
+}
+
+/**
+ * The path and query of a request target in origin form (`/v1/x?y`) or absolute form
+ * (`http://host/v1/x?y`), taken apart as text: nothing a client sends can make it throw.
+ * Undefined for any other form (authority form `host:443`, asterisk `*`).
+ */
+export function requestTarget(raw: string): RequestTarget | undefined {
+  let rest = raw;
+  const absolute = /^https?:\/\/([^/?#]*)/i.exec(raw);
+  if (absolute) {
+    // host[:port], the port at most 65535; an IPv6 literal in brackets.
+    const authority = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::(\d{1,5}))?$/.exec(
+      absolute[1] ?? '',
+    );
+    if (!authority || Number(authority[1] ?? 0) > 65_535) return undefined;
+    rest = raw.slice(absolute[0].length) || '/';
+  }
+  if (!rest.startsWith('/')) return undefined;
+  const hash = rest.indexOf('#');
+  if (hash >= 0) rest = rest.slice(0, hash);
+  const mark = rest.indexOf('?');
+  return mark < 0
+    ? { path: rest, query: '' }
+    : { path: rest.slice(0, mark), query: rest.slice(mark + 1) };
+}
+
 /** The method of the request a refused packet starts with, as far as it can be read. */
 export function methodOfPacket(packet: unknown): string | undefined {
   if (!Buffer.isBuffer(packet)) return undefined;
   return /^([A-Z]+) /.exec(packet.toString('latin1', 0, 16))?.[1];
+}
+
+/** A request Node's parser refused, as the gateway answers and logs it. */
+export interface ParserRefusal {
+  /** Its method, as far as it can be read ("-" otherwise). */
+  readonly method: string;
+  readonly type: 'REQUEST_TOO_LARGE' | 'DEFAULT_4XX';
+  /** What the access log says of it. */
+  readonly message: string;
+}
+
+/**
+ * Takes a `clientError` of Node's HTTP server as far as nobody needs an answer — a connection
+ * reset or no longer writable, a body being read (its own listener answers it), an answer
+ * still going out, a connection that never sent a byte — and otherwise says what to answer.
+ */
+export function parserRefusal(
+  error: Error & { code?: string },
+  socket: Duplex & { bytesRead?: number },
+): ParserRefusal | undefined {
+  // Nobody to answer: a connection reset, one that cannot be written to, or one that never sent
+  // a byte (closed by the request timeout).
+  if (!socket.writable || error.code === 'ECONNRESET' || socket.bytesRead === 0) {
+    socket.destroy();
+    return undefined;
+  }
+  // A request whose body is being read: the stall or the malformed body ends that read, and
+  // the request is answered (400) by its own listener.
+  if (failBodyRead(socket, error)) return undefined;
+  // Garbage after a request whose answer is still going out: that answer ends whole, then
+  // the connection closes (as Node itself does).
+  const inFlight = (socket as { _httpMessage?: ServerResponse })._httpMessage;
+  if (inFlight && !inFlight.writableFinished) {
+    inFlight.once('finish', () => socket.end());
+    inFlight.once('close', () => socket.destroy());
+    return undefined;
+  }
+  return {
+    method: methodOfPacket((error as { rawPacket?: unknown }).rawPacket) ?? '-',
+    type: error.code === 'HPE_HEADER_OVERFLOW' ? 'REQUEST_TOO_LARGE' : 'DEFAULT_4XX',
+    message:
+      error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? BODY_FAILURE_MESSAGES.stalled
+        : `Refused by the HTTP parser: ${error.code ?? 'malformed request'}.`,
+  };
 }
 
 /**

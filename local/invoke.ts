@@ -15,7 +15,7 @@ import {
   parseFlags,
 } from '../lib/config/flags.ts';
 import { UsageError } from '../lib/config/usage-error.ts';
-import { requestTimeText } from './gateway.ts';
+import { requestTimeText } from './access-log-context.ts';
 import { createContext, invokeStreaming, isStreamingHandler } from './lambda-runtime.ts';
 import {
   loadFunctions,

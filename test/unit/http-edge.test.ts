@@ -4,15 +4,24 @@
  * body, a malformed chunked body, a stalled head — is answered 400 in the Error shape within the
  * request read timeout (1 s here; 29 s in `npm start`, API Gateway's integration timeout) and
  * logged as what happened; a request without Host gets the Error shape; no HEAD answer carries
- * a body.
+ * a body. Then its parts on their own: request targets, the Host rule, what a `clientError`
+ * gets.
  */
-import { once } from 'node:events';
-import type { Server } from 'node:http';
+import { EventEmitter, once } from 'node:events';
+import type { IncomingMessage, Server } from 'node:http';
 import { connect } from 'node:net';
+import { PassThrough } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { generateApiKey } from '../../lib/keys/api-key.ts';
 import { createGateway, createGatewayServer } from '../../local/gateway.ts';
-import { edgeServerOptions, REQUEST_READ_TIMEOUT_MS } from '../../local/http-edge.ts';
+import {
+  edgeServerOptions,
+  lacksRequiredHost,
+  methodOfPacket,
+  parserRefusal,
+  REQUEST_READ_TIMEOUT_MS,
+  requestTarget,
+} from '../../local/http-edge.ts';
 import { installLambdaRuntimeGlobals } from '../../local/lambda-runtime.ts';
 
 installLambdaRuntimeGlobals();
@@ -195,5 +204,90 @@ describe('requests HTTP refuses', () => {
     expect(answer.status).toBe(status);
     expect(answer.headers['content-type']).toBe('application/json');
     expect(answer.body).toBe('');
+  });
+});
+
+describe('a request target', () => {
+  it.each([
+    ['/v1/store/orders', { path: '/v1/store/orders', query: '' }],
+    ['/v1/store/orders?a=1&b', { path: '/v1/store/orders', query: 'a=1&b' }],
+    ['/v1/store/orders#x?a=1', { path: '/v1/store/orders', query: '' }],
+    ['http://localhost:3000/v1/store/orders?a=1', { path: '/v1/store/orders', query: 'a=1' }],
+    ['HTTPS://[::1]:65535', { path: '/', query: '' }],
+    ['/%zz/../?%', { path: '/%zz/../', query: '%' }],
+  ])('%j is a path and a query, taken apart as text', (raw, target) => {
+    expect(requestTarget(raw)).toEqual(target);
+  });
+
+  it.each([
+    ['the authority form', 'example.com:443'],
+    ['the asterisk form', '*'],
+    ['a relative path', 'v1/store/orders'],
+    ['a port over 65535', 'http://localhost:65536/v1'],
+    ['a host with a space', 'http://local host/v1'],
+  ])('in %s is no path', (_, raw) => {
+    expect(requestTarget(raw)).toBeUndefined();
+  });
+});
+
+describe('the Host header', () => {
+  const request = (httpVersion: string, host?: string) =>
+    ({ httpVersion, headers: host === undefined ? {} : { host } }) as IncomingMessage;
+
+  it('is required of HTTP/1.1, not of HTTP/1.0', () => {
+    expect(lacksRequiredHost(request('1.1'))).toBe(true);
+    expect(lacksRequiredHost(request('1.1', 'a'))).toBe(false);
+    expect(lacksRequiredHost(request('1.0'))).toBe(false);
+  });
+});
+
+describe('a clientError of the server', () => {
+  const error = (code?: string, packet?: string) =>
+    Object.assign(new Error('refused'), {
+      code,
+      rawPacket: packet === undefined ? undefined : Buffer.from(packet, 'latin1'),
+    });
+  /** A connection that has sent `bytesRead` bytes. */
+  const socket = (bytesRead: number) => Object.assign(new PassThrough(), { bytesRead });
+
+  it('reads the method of the refused packet where there is one', () => {
+    expect(methodOfPacket(Buffer.from('HEAD /v1 HTTP/1.1\r\n'))).toBe('HEAD');
+    expect(methodOfPacket(Buffer.from('head /v1'))).toBeUndefined();
+    expect(methodOfPacket(undefined)).toBeUndefined();
+  });
+
+  const TIMED_OUT = 'The request did not arrive in full in time.';
+  it.each([
+    ['HPE_HEADER_OVERFLOW', 'HEAD /v1', 'HEAD', 'REQUEST_TOO_LARGE', 'HPE_HEADER_OVERFLOW'],
+    ['HPE_INVALID_METHOD', 'G@T /v1', '-', 'DEFAULT_4XX', 'HPE_INVALID_METHOD'],
+    ['ERR_HTTP_REQUEST_TIMEOUT', 'GET /v1', 'GET', 'DEFAULT_4XX', TIMED_OUT],
+    [undefined, undefined, '-', 'DEFAULT_4XX', 'malformed request'],
+  ])('%s (packet %j) is answered: method %s, %s, %s', (code, packet, method, type, logged) => {
+    const connection = socket(20);
+    const message = logged === TIMED_OUT ? logged : `Refused by the HTTP parser: ${logged}.`;
+    expect(parserRefusal(error(code, packet), connection)).toEqual({ method, type, message });
+    expect(connection.destroyed).toBe(false);
+  });
+
+  it('closes without an answer a connection reset, gone or silent', () => {
+    const gone = socket(20);
+    gone.end();
+    for (const [connection, code] of [
+      [socket(20), 'ECONNRESET'],
+      [gone, 'HPE_INVALID_METHOD'],
+      [socket(0), 'ERR_HTTP_REQUEST_TIMEOUT'],
+    ] as const) {
+      expect(parserRefusal(error(code), connection)).toBeUndefined();
+      expect(connection.destroyed).toBe(true);
+    }
+  });
+
+  it('lets an answer still going out end whole, then ends the connection', () => {
+    const inFlight = Object.assign(new EventEmitter(), { writableFinished: false });
+    const connection = Object.assign(socket(20), { _httpMessage: inFlight });
+    expect(parserRefusal(error('HPE_INVALID_METHOD'), connection)).toBeUndefined();
+    expect(connection.writableEnded).toBe(false);
+    inFlight.emit('finish');
+    expect(connection.writableEnded).toBe(true);
   });
 });

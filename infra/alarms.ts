@@ -1,0 +1,163 @@
+/**
+ * A stage's alarms: each notifies the stage's topic when it fires and when it clears, and carries
+ * its runbook line (what it means, where to look first) as description. Thresholds come from the
+ * stage config.
+ */
+import { Duration } from 'aws-cdk-lib';
+import {
+  Alarm,
+  ComparisonOperator,
+  MathExpression,
+  TreatMissingData,
+  type IMetric,
+} from 'aws-cdk-lib/aws-cloudwatch';
+import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
+import type { ITopic } from 'aws-cdk-lib/aws-sns';
+import { TABLES } from '../lib/dynamodb/tables.ts';
+import { FUNCTIONS, type FunctionName } from '../lib/functions.ts';
+import { METRIC_NAMES } from '../lib/metrics.ts';
+import type { ServiceFunction } from './constructs/service-function.ts';
+import { tableOperationsSum, type Monitoring } from './monitoring.ts';
+
+/** Every alarm evaluates one period of this length. */
+export const ALARM_PERIOD = Duration.minutes(5);
+
+interface AlarmSpec {
+  readonly metric: IMetric;
+  readonly threshold: number;
+  /** What it means when it fires. */
+  readonly means: string;
+  /** Where to look first. */
+  readonly look: string;
+}
+
+const pascal = (name: string) => name.charAt(0).toUpperCase() + name.slice(1);
+
+/** The stage's alarms, children of its monitoring. */
+export function addAlarms(monitoring: Monitoring, topic: ITopic): Alarm[] {
+  const { config, api, functions } = monitoring.props;
+  const { alarms } = config;
+  const period = ALARM_PERIOD;
+  const sum = { period, statistic: 'Sum' };
+  const service = (name: string, statistic = 'Sum') =>
+    monitoring.serviceMetric(name, statistic, period);
+  const created: Alarm[] = [];
+  const alarm = (id: string, spec: AlarmSpec): void => {
+    const action = new SnsAction(topic);
+    const added = new Alarm(monitoring, id, {
+      alarmName: `store-orders-${config.stage}-${id}`,
+      alarmDescription: `${spec.means} First look: ${spec.look}`,
+      metric: spec.metric,
+      threshold: spec.threshold,
+      evaluationPeriods: 1,
+      comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      treatMissingData: TreatMissingData.NOT_BREACHING,
+    });
+    added.addAlarmAction(action);
+    added.addOkAction(action);
+    created.push(added);
+  };
+
+  alarm('ServerErrorRate', {
+    metric: new MathExpression({
+      expression: 'IF(requests > 0, errors / requests, 0)',
+      usingMetrics: {
+        errors: api.metricServerError(sum),
+        requests: api.metricCount(sum),
+      },
+      period,
+    }),
+    threshold: alarms.serverErrorRate,
+    means: `5XX answers reached ${alarms.serverErrorRate * 100}% of requests.`,
+    look: 'the dashboard (requests by route, service errors), then the access log (status, errorType).',
+  });
+  alarm('LatencyP99', {
+    metric: api.metricLatency({ period, statistic: 'p99' }),
+    threshold: alarms.p99LatencyMs,
+    means: `p99 API latency (time to first byte for lists) reached ${alarms.p99LatencyMs} ms.`,
+    look: 'latency vs integration latency by route on the dashboard (authorizer or function?), then function durations.',
+  });
+
+  for (const [name, fn] of Object.entries(functions) as [FunctionName, ServiceFunction][]) {
+    const id = pascal(name);
+    if (name === 'authorizer') {
+      alarm('AuthorizerErrors', {
+        metric: fn.metricErrors(sum),
+        threshold: alarms.authorizerErrors,
+        means:
+          'The authorizer failed: its key store did not answer or failed permanently, clients got 503 (uncached). A refused key is not an error.',
+        look: "the authorizer's log ('Key check failed': WARN transient, ERROR permanent, which also pages through InternalErrors), ApiKeys table throttles and system errors.",
+      });
+    } else {
+      alarm(`${id}Errors`, {
+        metric: fn.metricErrors(sum),
+        threshold: alarms.functionErrors,
+        means: `${name} failed (crash, timeout, out of memory): clients got 5XX.`,
+        look: `the ${name} log group (level ERROR) and its X-Ray traces; the last deploy.`,
+      });
+    }
+    const reserved =
+      name === 'listOrders' && config.concurrency.listOrdersReserved !== undefined
+        ? ` (its reservation is ${config.concurrency.listOrdersReserved})`
+        : '';
+    alarm(`${id}Throttles`, {
+      metric: fn.metricThrottles(sum),
+      threshold: alarms.throttles,
+      means: `Lambda refused to run ${name}: no concurrency left${reserved}.`,
+      look: "concurrent executions on the dashboard, the account's Lambda concurrency quota.",
+    });
+  }
+
+  for (const table of monitoring.tables) {
+    const { name, operations } = table;
+    const id = `${TABLES[name].id}Table`;
+    alarm(`${id}ThrottledRequests`, {
+      metric: tableOperationsSum(table, 'ThrottledRequests', { period }),
+      threshold: alarms.tableThrottledRequests,
+      means: `DynamoDB throttled requests to the ${name} table (${operations.join(', ')}).`,
+      look: "the table's consumed capacity and Contributor Insights (hot keys); an on-demand peak above twice the previous one.",
+    });
+    alarm(`${id}SystemErrors`, {
+      metric: tableOperationsSum(table, 'SystemErrors', { period }),
+      threshold: alarms.tableSystemErrors,
+      means: `DynamoDB answered internal errors on the ${name} table.`,
+      look: 'the AWS Health Dashboard (DynamoDB in this region), the ServiceUnavailable metric.',
+    });
+  }
+
+  const listTimeoutMs = FUNCTIONS.listOrders.timeoutSeconds * 1000;
+  alarm('ListOrdersNearTimeout', {
+    metric: functions.listOrders.metricDuration({ period, statistic: 'Maximum' }),
+    threshold: Math.round(listTimeoutMs * alarms.listDurationOfTimeout),
+    means: `A list ran for ${alarms.listDurationOfTimeout * 100}% of its ${FUNCTIONS.listOrders.timeoutSeconds} s timeout: a larger table will be cut off.`,
+    look: 'ListResponseBytes and ListOrdersSent on the dashboard (table growth), DynamoDB latency.',
+  });
+  alarm('RateLimiterStoreFailures', {
+    metric: service(METRIC_NAMES.limiterStoreFailures),
+    threshold: alarms.limiterStoreFailures,
+    means: `The rate limiter could not reach its counters (it fails ${config.rateLimiter.failureMode}: ${
+      config.rateLimiter.failureMode === 'closed' ? 'requests get 503' : 'requests go unlimited'
+    }).`,
+    look: "RateLimits table throttles and system errors, the functions' logs.",
+  });
+  alarm('InternalErrors', {
+    metric: service(METRIC_NAMES.internalErrors),
+    threshold: alarms.internalErrors,
+    means:
+      'The service answered 500 INTERNAL_ERROR: a bug or a permanent failure (access denied, missing table, malformed data).',
+    look: "the functions' logs at level ERROR (failure.kind, failure.reason); the last deploy, IAM or table changes.",
+  });
+  alarm('ListStreamFailures', {
+    metric: service(METRIC_NAMES.listStreamFailures),
+    threshold: alarms.listStreamFailures,
+    means: 'A list failed after its status line: a client got a cut-off body.',
+    look: "listOrders' log (ERROR) and duration, Orders table errors.",
+  });
+  alarm('ListResponseBytes', {
+    metric: service(METRIC_NAMES.listResponseBytes, 'Maximum'),
+    threshold: alarms.listResponseBytes,
+    means: `A list response reached ${alarms.listResponseBytes / 1e6} MB, half of Lambda's streaming ceiling.`,
+    look: 'ListOrdersSent and ListResponseBytes trends: plan pagination (v2) before the ceiling.',
+  });
+  return created;
+}
