@@ -114,6 +114,12 @@ export function addDashboard(monitoring: Monitoring, alarms: Alarm[]): Dashboard
       fn.metricThrottles({ ...sum, label: `${name} throttles` }),
     ]),
   );
+  const dynamoDbCalls = graph(
+    'DynamoDB calls as the functions see them (ms, SDK retries included)',
+    ['p50', 'p99', 'Maximum'].map((statistic) =>
+      service(METRIC_NAMES.dynamoDbCallDuration, statistic, statistic),
+    ),
+  );
   const capacity = graph(
     'DynamoDB consumed capacity (units per minute)',
     tables.flatMap(({ name, table }) => [
@@ -149,11 +155,12 @@ export function addDashboard(monitoring: Monitoring, alarms: Alarm[]): Dashboard
     [serviceErrors, lists],
     [durations, concurrency],
     [functionFailures, capacity],
+    [dynamoDbCalls, tableErrors],
     [
-      tableErrors,
       new ContributorInsightsWidget({
         title: 'API keys refused with 429 (top 10 key ids)',
         ruleName: rateLimitRefusals.ruleName,
+        width: 24,
       }),
     ],
   ];

@@ -285,6 +285,16 @@ describe.each(STAGE_NAMES)('dashboard (%s)', (stage) => {
     );
   });
 
+  it("shows the DynamoDB calls' latency as the functions record it: p50, p99, max", () => {
+    const calls = byTitle('DynamoDB calls as the functions see them (ms, SDK retries included)');
+    expect(series('DynamoDB calls as the functions see them (ms, SDK retries included)')).toEqual(
+      Array(3).fill(
+        `StoreOrders/${stage} ${METRIC_NAMES.dynamoDbCallDuration} service store-orders`,
+      ),
+    );
+    expect(JSON.stringify(calls.metrics)).toMatch(/"stat":"p50".*"stat":"p99".*"stat":"Maximum"/);
+  });
+
   it("shows 429s by code, the limiter's store failures and the service errors", () => {
     const own = (name: string) => `StoreOrders/${stage} ${name} service store-orders`;
     expect(series('429 answers by code')).toEqual([
