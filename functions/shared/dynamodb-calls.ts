@@ -10,6 +10,7 @@
  */
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { MiddlewareObj, Request } from '@middy/core';
+import { isConditionFailure } from '../../lib/dynamodb/errors.ts';
 import { METRIC_NAMES } from '../../lib/metrics.ts';
 import { logger } from './logger.ts';
 import { metrics } from './metrics.ts';
@@ -19,8 +20,10 @@ export interface CallSummary {
   readonly operation: string;
   readonly table: string;
   calls: number;
-  /** Calls that ended with an error (after the SDK's retries). */
+  /** Calls that ended with an error (after the SDK's retries), a failed condition aside. */
   failed: number;
+  /** Calls whose condition failed: the database answered, and said no (not a failure). */
+  conditionsFailed: number;
   /** Calls still unanswered when the invocation answered: abandoned at its deadline. */
   abandoned: number;
   /** The SDK's attempts of the calls that ended, retries included. */
@@ -52,6 +55,7 @@ function summaryOf(call: Call): CallSummary {
       table: call.table,
       calls: 0,
       failed: 0,
+      conditionsFailed: 0,
       abandoned: 0,
       attempts: 0,
       totalMs: 0,
@@ -76,7 +80,9 @@ function ended(call: Call, attempts: number, error?: { name?: string } | null): 
   const summary = summaryOf(call);
   addTime(summary, performance.now() - call.started);
   summary.attempts += attempts;
-  if (error !== undefined) {
+  if (error !== undefined && isConditionFailure(error)) {
+    summary.conditionsFailed += 1;
+  } else if (error !== undefined) {
     summary.failed += 1;
     summary.lastError = error?.name ?? 'Error';
   }

@@ -85,6 +85,28 @@ describe('the DynamoDB calls of an invocation', () => {
     ]);
   });
 
+  it('tell a failed condition (an answer) from a failure', async () => {
+    takeCalls();
+    const refused = client.send(
+      new UpdateCommand({
+        TableName: t.tables.rateLimits,
+        Key: { pk: 'calls-test-absent' },
+        UpdateExpression: 'SET n = :one',
+        ConditionExpression: 'attribute_exists(pk)',
+        ExpressionAttributeValues: { ':one': 1 },
+      }),
+    );
+    await expect(refused).rejects.toThrow();
+    expect(takeCalls()).toEqual([
+      expect.objectContaining({
+        operation: 'UpdateItem',
+        calls: 1,
+        failed: 0,
+        conditionsFailed: 1,
+      }),
+    ]);
+  });
+
   it('count a call still unanswered when the invocation answers as abandoned, and never again', async () => {
     takeCalls();
     const inFlight = get();
