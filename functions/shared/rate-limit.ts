@@ -51,19 +51,6 @@ export interface RateLimitDependencies {
   readonly free?: FreeAnswers;
 }
 
-/** The rate-limit headers of an answer that counted nothing (Retry-After belongs to 429s). */
-function uncountedHeaders(
-  standing: Parameters<typeof rateLimitHeaders>[0],
-  now: number,
-  limits: Parameters<typeof rateLimitHeaders>[2],
-): Record<string, string> {
-  return Object.fromEntries(
-    Object.entries(rateLimitHeaders(standing, now, limits)).filter(
-      ([name]) => name !== 'Retry-After',
-    ),
-  );
-}
-
 export function rateLimit(deps: RateLimitDependencies): MiddlewareObj<APIGatewayProxyEvent> {
   const headersOf = new WeakMap<object, Record<string, string>>();
 
@@ -71,7 +58,7 @@ export function rateLimit(deps: RateLimitDependencies): MiddlewareObj<APIGateway
     const headers = headersOf.get(request);
     const response = request.response as { headers?: Record<string, string> } | undefined;
     if (!headers || !response) return;
-    // The limiter's Retry-After belongs to its own 429 (set with the error); others keep theirs.
+    // A Retry-After belongs to the 429 (set by http-errors.ts): a 304 or an error keeps its own.
     const rateHeaders = Object.entries(headers).filter(([name]) => name !== 'Retry-After');
     response.headers = { ...response.headers, ...Object.fromEntries(rateHeaders) };
   };
@@ -94,12 +81,10 @@ export function rateLimit(deps: RateLimitDependencies): MiddlewareObj<APIGateway
             }),
           freeAnswer,
         ]);
-        if (taken?.outcome === 'banned') {
+        if (taken?.outcome === 'banned' || (taken?.outcome === 'free' && free)) {
+          // The key's standing, nothing counted: a banned key's refusal, or a free 304.
           headersOf.set(request, rateLimitHeaders(taken.standing, now, caller.limits));
-          refuseUnlessAdmitted(taken.standing, caller.keyId);
-        }
-        if (taken?.outcome === 'free' && free) {
-          headersOf.set(request, uncountedHeaders(taken.standing, now, caller.limits));
+          if (taken.outcome === 'banned') refuseUnlessAdmitted(taken.standing, caller.keyId);
           return;
         }
       }
