@@ -12,6 +12,8 @@ import {
   failDynamoDbCalls,
   invokeHttp,
   proxyEvent,
+  timeDynamoDbCalls,
+  type TimedCall,
 } from '../support/lambda.ts';
 import { createTestTables, type TestTables } from '../support/tables.ts';
 
@@ -185,33 +187,16 @@ describe('cancelOrder against DynamoDB', () => {
   );
 
   it("sends the version mark beside the rate limiter's count: they overlap, one round trip", async () => {
-    const calls: { table: string; sent: number; answered?: number }[] = [];
-    const name = `overlap${Math.random()}`;
-    t.client.middlewareStack.add(
-      (next) => async (args) => {
-        const call = {
-          table: String((args.input as { TableName?: string }).TableName),
-          sent: performance.now(),
-        } as (typeof calls)[number];
-        calls.push(call);
-        const result = await next(args);
-        call.answered = performance.now();
-        return result;
-      },
-      { step: 'finalizeRequest', name },
-    );
-    try {
+    const calls = await timeDynamoDbCalls(t.client, async () => {
       expect((await cancel('1')).statusCode).toBe(204);
-    } finally {
-      t.client.middlewareStack.remove(name);
-    }
+    });
     expect(calls.map((call) => call.table)).toEqual([
       t.tables.orders,
       t.tables.rateLimits,
       t.tables.orders,
       t.tables.orders,
     ]);
-    const [mark, count] = calls as [(typeof calls)[number], (typeof calls)[number]];
+    const [mark, count] = calls as [TimedCall, TimedCall];
     expect(count.sent).toBeLessThan(mark.answered!);
   });
 

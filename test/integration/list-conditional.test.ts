@@ -13,7 +13,13 @@ import { counterKey, DynamoDbRateLimiter } from '../../lib/dynamodb/rate-limit-t
 import { LIST_VERSION_ITEMS, listVersionKey } from '../../lib/dynamodb/tables.ts';
 import { shipOrder } from '../../lib/orders/operations.ts';
 import type { Order } from '../../lib/orders/order.ts';
-import { invokeHttp, proxyEvent, type HttpResult } from '../support/lambda.ts';
+import {
+  invokeHttp,
+  proxyEvent,
+  timeDynamoDbCalls,
+  type HttpResult,
+  type TimedCall,
+} from '../support/lambda.ts';
 import { createTestTables, type TestTables } from '../support/tables.ts';
 
 let t: TestTables;
@@ -140,35 +146,15 @@ describe('If-None-Match', () => {
 
   it('reads no order: one read of the version items and one write of the free allowance, at once', async () => {
     const tag = await currentTag();
-    const calls: { command: string; table: string; sent: number; answered?: number }[] = [];
-    const name = `watch${Math.random()}`;
-    t.client.middlewareStack.add(
-      (next, context) => async (args) => {
-        const input = args.input as { TableName?: string; RequestItems?: object };
-        const call = {
-          command: context.commandName ?? '',
-          table: input.TableName ?? Object.keys(input.RequestItems ?? {}).join(),
-          sent: performance.now(),
-        } as (typeof calls)[number];
-        calls.push(call);
-        const result = await next(args);
-        call.answered = performance.now();
-        return result;
-      },
-      { step: 'finalizeRequest', name },
-    );
-    try {
-      const response = await get({ 'If-None-Match': tag });
-      expect(response.statusCode).toBe(304);
-    } finally {
-      t.client.middlewareStack.remove(name);
-    }
+    const calls = await timeDynamoDbCalls(t.client, async () => {
+      expect((await get({ 'If-None-Match': tag })).statusCode).toBe(304);
+    });
     expect(calls.map(({ command, table }) => [command, table]).sort()).toEqual([
       ['BatchGetItemCommand', t.tables.orders],
       ['UpdateItemCommand', t.tables.rateLimits],
     ]);
     // One round trip: each was sent before the other was answered.
-    const [a, b] = calls as [(typeof calls)[number], (typeof calls)[number]];
+    const [a, b] = calls as [TimedCall, TimedCall];
     expect(a.sent).toBeLessThan(b.answered!);
     expect(b.sent).toBeLessThan(a.answered!);
   });

@@ -92,6 +92,47 @@ export function countDynamoDbCalls(
   return { calls, reset: () => void calls.splice(0) };
 }
 
+/** One DynamoDB call a client sent: what, to which table, when it went out and was answered. */
+export interface TimedCall {
+  readonly command: string;
+  readonly table: string;
+  readonly sent: number;
+  answered?: number;
+}
+
+/**
+ * Records the DynamoDB calls a client sends while `run` runs, with their send and answer times:
+ * what tells calls made at once (each sent before the other was answered) from calls in turn.
+ */
+export async function timeDynamoDbCalls(
+  client: DynamoDBDocumentClient,
+  run: () => Promise<void>,
+): Promise<TimedCall[]> {
+  const calls: TimedCall[] = [];
+  const name = `timeCalls${Math.random()}`;
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      const input = args.input as { TableName?: string; RequestItems?: object };
+      const call: TimedCall = {
+        command: context.commandName ?? '',
+        table: input.TableName ?? Object.keys(input.RequestItems ?? {}).join(),
+        sent: performance.now(),
+      };
+      calls.push(call);
+      const result = await next(args);
+      call.answered = performance.now();
+      return result;
+    },
+    { step: 'finalizeRequest', name },
+  );
+  try {
+    await run();
+  } finally {
+    client.middlewareStack.remove(name);
+  }
+  return calls;
+}
+
 /** Makes the DynamoDB calls of a client (to one table, or all) fail with an error (fault injection). */
 export function failDynamoDbCalls(
   client: DynamoDBDocumentClient,
