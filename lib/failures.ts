@@ -39,7 +39,7 @@ export interface CallOptions {
   readonly signal?: AbortSignal;
 }
 
-export function isTransient(error: unknown): boolean {
+export function isTransient(error: unknown): error is DependencyFailure {
   return error instanceof DependencyFailure && error.kind === 'transient';
 }
 

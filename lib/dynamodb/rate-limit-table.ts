@@ -225,19 +225,18 @@ export class DynamoDbRateLimiter implements RateLimiter, FreeAllowance {
       return {
         decision: await this.consumeFrom(caller, now, known, options.signal),
         degraded: false,
-        unavailable: false,
       };
     } catch (error) {
       if (!isTransient(error)) throw error;
       this.onStoreFailure(error);
       // Counts only grow within a window, so a refusal read from the last known state holds.
       const decision = decide(known, now, caller.limits);
-      if (decision.outcome !== 'admitted') return { decision, degraded: true, unavailable: false };
+      if (decision.outcome !== 'admitted') return { decision, degraded: true };
       // Admitted without being counted: the counts are not known.
       return {
         decision,
         degraded: true,
-        unavailable: this.settings.failureMode === 'closed',
+        ...(this.settings.failureMode === 'closed' ? { unavailable: error } : {}),
       };
     }
   }

@@ -63,8 +63,8 @@ export interface LimitResult {
    * the counts are not known.
    */
   readonly degraded: boolean;
-  /** The store failed and the failure mode is closed: answer 503. */
-  readonly unavailable: boolean;
+  /** The store's failure, when it failed and the failure mode is closed: answer 503. */
+  readonly unavailable?: DependencyFailure;
 }
 
 /**
@@ -101,14 +101,10 @@ export function refuseUnlessAdmitted(decision: Decision, keyId: string): void {
 /**
  * What a limiter's result means for the request: nothing when admitted (counted, or let by
  * uncounted when the store failed and the failure mode is open); a RateLimitRefusal when refused;
- * a transient DependencyFailure when the store failed and the mode is closed.
+ * the store's transient failure when the mode is closed.
  */
 export function enforce(result: LimitResult, keyId: string): void {
-  if (result.unavailable) {
-    throw new DependencyFailure('transient', 'rate limits table', 'unavailable', {
-      message: 'rate limits table: the request could not be counted (failing closed)',
-    });
-  }
+  if (result.unavailable) throw result.unavailable;
   refuseUnlessAdmitted(result.decision, keyId);
 }
 

@@ -214,7 +214,6 @@ describe('cancelOrder against DynamoDB', () => {
               retryAfterMs: 1_000,
             },
             degraded: false,
-            unavailable: false,
           }),
       }),
     });

@@ -17,7 +17,6 @@ const refused = (outcome: 'limited' | 'banned', retryAfterMs: number): Decision 
 const result = (decision: Decision, failed: Partial<LimitResult> = {}): LimitResult => ({
   decision,
   degraded: false,
-  unavailable: false,
   ...failed,
 });
 
@@ -46,11 +45,12 @@ describe('enforce', () => {
     expect(error).toMatchObject({ outcome, keyId: 'key_a', retryAfterSeconds: seconds });
   });
 
-  it('fails transiently when the store failed and the mode is closed, even for a known refusal', () => {
+  it("throws the store's failure when the mode is closed, even for a known refusal", () => {
+    const failure = new DependencyFailure('transient', 'rate limits table', 'timeout');
     for (const decision of [admitted, refused('limited', 5_000)]) {
-      const error = thrown(() => enforce(result(decision, { unavailable: true }), 'key_a'));
-      expect(error).toBeInstanceOf(DependencyFailure);
-      expect(error).toMatchObject({ kind: 'transient', dependency: 'rate limits table' });
+      expect(thrown(() => enforce(result(decision, { unavailable: failure }), 'key_a'))).toBe(
+        failure,
+      );
     }
   });
 });
