@@ -10,6 +10,12 @@
  */
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { MiddlewareObj, Request } from '@middy/core';
+import type {
+  DynamoDBDocumentClient,
+  ServiceInputTypes,
+  ServiceOutputTypes,
+} from '@aws-sdk/lib-dynamodb';
+import type { InitializeMiddleware, MetadataBearer } from '@smithy/types';
 import { isConditionFailure } from '../../lib/dynamodb/errors.ts';
 import { METRIC_NAMES } from '../../lib/metrics.ts';
 import { logger } from './logger.ts';
@@ -38,70 +44,62 @@ interface Call {
   readonly operation: string;
   readonly table: string;
   readonly started: number;
+  /** Invocations are numbered so that a call ending after its own was reported is not misfiled. */
   readonly invocation: number;
 }
+/** How a call that did not simply answer is counted. */
+type Counted = 'failed' | 'conditionsFailed' | 'abandoned';
 
-/** Invocations are numbered so that a call ending after its own was reported is not misfiled. */
+const NOTHING = {
+  calls: 0,
+  failed: 0,
+  conditionsFailed: 0,
+  abandoned: 0,
+  attempts: 0,
+  totalMs: 0,
+  maxMs: 0,
+};
+
 let invocation = 0;
 let summaries = new Map<string, CallSummary>();
 const unanswered = new Set<Call>();
 
-function summaryOf(call: Call): CallSummary {
-  const key = `${call.operation} ${call.table}`;
-  let summary = summaries.get(key);
-  if (!summary) {
-    summary = {
-      operation: call.operation,
-      table: call.table,
-      calls: 0,
-      failed: 0,
-      conditionsFailed: 0,
-      abandoned: 0,
-      attempts: 0,
-      totalMs: 0,
-      maxMs: 0,
-    };
-    summaries.set(key, summary);
-  }
-  return summary;
-}
-
-function addTime(summary: CallSummary, ms: number): void {
+/** Adds a call's time and outcome to its operation's summary, and its metric value. */
+function add(call: Call, now: number, counted?: Counted, attempts = 0, error?: string): void {
+  const { operation, table } = call;
+  const key = `${operation} ${table}`;
+  const summary = summaries.get(key) ?? { operation, table, ...NOTHING };
+  summaries.set(key, summary);
+  const ms = round(now - call.started);
   summary.calls += 1;
   summary.totalMs += ms;
   summary.maxMs = Math.max(summary.maxMs, ms);
-  metrics.addMetric(METRIC_NAMES.dynamoDbCallDuration, MetricUnit.Milliseconds, round(ms));
+  summary.attempts += attempts;
+  if (counted) summary[counted] += 1;
+  if (error) summary.lastError = error;
+  metrics.addMetric(METRIC_NAMES.dynamoDbCallDuration, MetricUnit.Milliseconds, ms);
 }
 
-function ended(call: Call, attempts: number, error?: { name?: string } | null): void {
+function ended(
+  call: Call,
+  { $metadata }: Partial<MetadataBearer>,
+  error?: { name?: string },
+): void {
   unanswered.delete(call);
   // Reported (as abandoned) with its own invocation already.
   if (call.invocation !== invocation) return;
-  const summary = summaryOf(call);
-  addTime(summary, performance.now() - call.started);
-  summary.attempts += attempts;
-  if (error !== undefined && isConditionFailure(error)) {
-    summary.conditionsFailed += 1;
-  } else if (error !== undefined) {
-    summary.failed += 1;
-    summary.lastError = error?.name ?? 'Error';
-  }
+  const attempts = $metadata?.attempts ?? 1;
+  const now = performance.now();
+  if (error === undefined) return add(call, now, undefined, attempts);
+  if (isConditionFailure(error)) return add(call, now, 'conditionsFailed', attempts);
+  add(call, now, 'failed', attempts, error.name ?? 'Error');
 }
 
 /** What the invocation's DynamoDB calls took (calls still unanswered: abandoned), and clears it. */
 export function takeCalls(): CallSummary[] {
   const now = performance.now();
-  for (const call of unanswered) {
-    if (call.invocation !== invocation) continue;
-    const summary = summaryOf(call);
-    addTime(summary, now - call.started);
-    summary.abandoned += 1;
-  }
-  const taken = [...summaries.values()].map((summary) => ({
-    ...summary,
-    totalMs: round(summary.totalMs),
-    maxMs: round(summary.maxMs),
-  }));
+  for (const call of unanswered) if (call.invocation === invocation) add(call, now, 'abandoned');
+  const taken = [...summaries.values()].map((s) => ({ ...s, totalMs: round(s.totalMs) }));
   summaries = new Map();
   invocation += 1;
   return taken;
@@ -111,52 +109,32 @@ function round(ms: number): number {
   return Math.round(ms * 10) / 10;
 }
 
-interface CallInput {
-  TableName?: string;
-  RequestItems?: Record<string, unknown>;
-  TransactItems?: unknown[];
+function tableOf(input: ServiceInputTypes): string {
+  if ('TableName' in input && input.TableName) return input.TableName;
+  if ('RequestItems' in input && input.RequestItems) return Object.keys(input.RequestItems).join();
+  return 'TransactItems' in input ? 'transaction' : 'unknown';
 }
 
-function tableOf(input: CallInput | undefined): string {
-  if (input?.TableName) return input.TableName;
-  if (input?.RequestItems) return Object.keys(input.RequestItems).join(',');
-  return input?.TransactItems ? 'transaction' : 'unknown';
-}
-
-interface SdkClient {
-  readonly middlewareStack: {
-    add(middleware: unknown, options: { step: 'initialize'; name: string }): void;
+const recordCall: InitializeMiddleware<ServiceInputTypes, ServiceOutputTypes> = (next, context) => {
+  return async (args) => {
+    const operation = (context.commandName ?? 'Unknown').replace(/Command$/, '');
+    const call = { operation, table: tableOf(args.input), started: performance.now(), invocation };
+    unanswered.add(call);
+    try {
+      const result = await next(args);
+      ended(call, result.output);
+      return result;
+    } catch (error) {
+      const failure = (error ?? {}) as Partial<MetadataBearer> & { name?: string };
+      ended(call, failure, failure);
+      throw error;
+    }
   };
-}
-
-type Next = (args: { input: CallInput }) => Promise<{ output?: { $metadata?: Metadata } }>;
-interface Metadata {
-  attempts?: number;
-}
+};
 
 /** Records every call the client makes (retries included in one call's time). */
-export function recordCalls<T extends SdkClient>(client: T): T {
-  client.middlewareStack.add(
-    (next: Next, context: { commandName?: string }) => async (args: { input: CallInput }) => {
-      const call: Call = {
-        operation: (context.commandName ?? 'Unknown').replace(/Command$/, ''),
-        table: tableOf(args.input),
-        started: performance.now(),
-        invocation,
-      };
-      unanswered.add(call);
-      try {
-        const result = await next(args);
-        ended(call, result.output?.$metadata?.attempts ?? 1);
-        return result;
-      } catch (error) {
-        const failure = error as { name?: string; $metadata?: Metadata } | null;
-        ended(call, failure?.$metadata?.attempts ?? 1, failure);
-        throw error;
-      }
-    },
-    { step: 'initialize', name: 'recordDynamoDbCalls' },
-  );
+export function recordCalls(client: DynamoDBDocumentClient): DynamoDBDocumentClient {
+  client.middlewareStack.add(recordCall, { step: 'initialize', name: 'recordDynamoDbCalls' });
   return client;
 }
 
