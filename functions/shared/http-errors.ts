@@ -49,6 +49,13 @@ export class ApiError extends Error {
 
 const RETRY_LATER = { 'Retry-After': String(DEFAULT_RETRY_AFTER_SECONDS) };
 
+/** The orders' domain refusals and their codes: told to the client as they are. */
+const DOMAIN_REFUSALS = [
+  [InvalidOrderId, 'INVALID_ORDER_ID'],
+  [OrderNotFound, 'ORDER_NOT_FOUND'],
+  [OrderAlreadyShipped, 'ORDER_ALREADY_SHIPPED'],
+] as const;
+
 /** What the logs say of a failure: its class and cause, never a key (the logger redacts). */
 function describe(error: unknown): Record<string, unknown> {
   if (error instanceof DependencyFailure) {
@@ -68,30 +75,21 @@ function describe(error: unknown): Record<string, unknown> {
  */
 export function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
-  if (error instanceof InvalidOrderId) {
-    return new ApiError('INVALID_ORDER_ID', { message: error.message, cause: error });
-  }
-  if (error instanceof OrderNotFound) {
-    return new ApiError('ORDER_NOT_FOUND', { message: error.message, cause: error });
-  }
-  if (error instanceof OrderAlreadyShipped) {
-    return new ApiError('ORDER_ALREADY_SHIPPED', { message: error.message, cause: error });
+  for (const [domainError, code] of DOMAIN_REFUSALS) {
+    if (error instanceof domainError)
+      return new ApiError(code, { message: error.message, cause: error });
   }
   if (error instanceof RateLimitRefusal) {
     const retryAfter = String(error.retryAfterSeconds);
+    const limited = error.outcome === 'limited';
     // One line per refusal, by key id: what an operator reads to see who hits the limits.
     logger.info('Rate limit refusal', { keyId: error.keyId, outcome: error.outcome });
-    if (error.outcome === 'limited') {
-      metrics.addMetric(METRIC_NAMES.rateLimited, MetricUnit.Count, 1);
-      return new ApiError('RATE_LIMITED', {
-        message: `Rate limit exceeded: retry after ${retryAfter} seconds.`,
-        headers: { 'Retry-After': retryAfter },
-        cause: error,
-      });
-    }
-    metrics.addMetric(METRIC_NAMES.bannedRequests, MetricUnit.Count, 1);
-    return new ApiError('API_KEY_TEMPORARILY_BANNED', {
-      message: `The API key is temporarily banned for repeated requests over its rate limit: retry after ${retryAfter} seconds.`,
+    const metric = limited ? METRIC_NAMES.rateLimited : METRIC_NAMES.bannedRequests;
+    metrics.addMetric(metric, MetricUnit.Count, 1);
+    return new ApiError(limited ? 'RATE_LIMITED' : 'API_KEY_TEMPORARILY_BANNED', {
+      message: limited
+        ? `Rate limit exceeded: retry after ${retryAfter} seconds.`
+        : `The API key is temporarily banned for repeated requests over its rate limit: retry after ${retryAfter} seconds.`,
       headers: { 'Retry-After': retryAfter },
       cause: error,
     });
