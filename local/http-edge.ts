@@ -60,27 +60,15 @@ export const BODY_FAILURE_MESSAGES: Readonly<Record<BodyFailure, string>> = {
 const bodyReaders = new WeakMap<Duplex, (failure: BodyFailure) => void>();
 
 /**
- * Hands a `clientError` of a socket to the body read in progress on it, if there is one: true
- * when it took it (the read ends with the failure; its request is answered).
- */
-function failBodyRead(socket: Duplex, error: Error & { code?: string }): boolean {
-  const fail = bodyReaders.get(socket);
-  if (!fail) return false;
-  fail(error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'stalled' : 'malformed');
-  return true;
-}
-
-/**
  * The request's body: all of it, or why not — over API Gateway's payload limit, or not
- * arriving (a stall, a malformed chunked encoding: see failBodyRead), or a client that left.
+ * arriving (a stall, a malformed chunked encoding: see parserRefusal), or a client that left.
  */
 export async function readBody(
   request: IncomingMessage,
 ): Promise<Buffer | 'too-large' | 'gone' | BodyFailure> {
   const socket = request.socket;
-  let failed: ((failure: BodyFailure) => void) | undefined;
-  const failure = new Promise<BodyFailure>((resolve) => (failed = resolve));
-  bodyReaders.set(socket, failed!);
+  const failure = Promise.withResolvers<BodyFailure>();
+  bodyReaders.set(socket, failure.resolve);
   const read = (async (): Promise<Buffer | 'too-large' | 'gone'> => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -96,7 +84,7 @@ export async function readBody(
     return Buffer.concat(chunks);
   })();
   try {
-    return await Promise.race([read, failure]);
+    return await Promise.race([read, failure.promise]);
   } finally {
     bodyReaders.delete(socket);
   }
@@ -143,22 +131,19 @@ export function methodOfPacket(packet: unknown): string | undefined {
   return /^([A-Z]+) /.exec(packet.toString('latin1', 0, 16))?.[1];
 }
 
-/** A request Node's parser refused, as the gateway answers and logs it. */
+/** A request Node's parser refused, as the gateway answers and logs (`message`) it. */
 export interface ParserRefusal {
-  /** Its method, as far as it can be read ("-" otherwise). */
   readonly method: string;
   readonly type: 'REQUEST_TOO_LARGE' | 'DEFAULT_4XX';
-  /** What the access log says of it. */
   readonly message: string;
 }
 
 /**
- * Takes a `clientError` of Node's HTTP server as far as nobody needs an answer — a connection
- * reset or no longer writable, a body being read (its own listener answers it), an answer
- * still going out, a connection that never sent a byte — and otherwise says what to answer.
+ * What to answer to a `clientError` of Node's HTTP server — or nothing, where nobody needs an
+ * answer from here (each case below), after taking care of the connection.
  */
 export function parserRefusal(
-  error: Error & { code?: string },
+  error: NodeJS.ErrnoException,
   socket: Duplex & { bytesRead?: number },
 ): ParserRefusal | undefined {
   // Nobody to answer: a connection reset, one that cannot be written to, or one that never sent
@@ -169,7 +154,11 @@ export function parserRefusal(
   }
   // A request whose body is being read: the stall or the malformed body ends that read, and
   // the request is answered (400) by its own listener.
-  if (failBodyRead(socket, error)) return undefined;
+  const failBodyRead = bodyReaders.get(socket);
+  if (failBodyRead) {
+    failBodyRead(error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'stalled' : 'malformed');
+    return undefined;
+  }
   // Garbage after a request whose answer is still going out: that answer ends whole, then
   // the connection closes (as Node itself does).
   const inFlight = (socket as { _httpMessage?: ServerResponse })._httpMessage;
