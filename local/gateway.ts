@@ -214,7 +214,7 @@ export function createGateway(options: GatewayOptions): GatewayListener {
     signal: AbortSignal,
   ): Promise<void> {
     const refuse = (type: GatewayResponseType, logged?: string): void =>
-      sendGatewayResponse(response, exchange, type, logged);
+      sendAnswer(response, exchange, type, logged);
     // The edge: HTTP/1.1 without Host, a target that is not a path.
     if (lacksRequiredHost(request)) return refuse('DEFAULT_4XX', 'The request has no Host header.');
     const target = requestTarget(request.url ?? '');
@@ -276,30 +276,21 @@ export function createGateway(options: GatewayOptions): GatewayListener {
       return;
     }
     switch (invocation.kind) {
-      case 'timed-out': {
+      case 'timed-out':
         // API Gateway gave up first (its 29 s), or the function ran out of its own time.
-        const gatewayFirst =
-          !streaming && FUNCTIONS[name].timeoutSeconds * 1000 > integrationTimeoutMs;
-        sendGatewayResponse(
-          response,
-          exchange,
-          gatewayFirst ? 'INTEGRATION_TIMEOUT' : 'INTEGRATION_FAILURE',
-        );
-        return;
-      }
+        if (!streaming && FUNCTIONS[name].timeoutSeconds * 1000 > integrationTimeoutMs) {
+          return sendAnswer(response, exchange, 'INTEGRATION_TIMEOUT');
+        }
+        break;
       case 'failed':
         options.log?.(`function ${name} failed: ${quotableInput(invocation.message, 200)}`);
-        sendGatewayResponse(response, exchange, 'INTEGRATION_FAILURE');
-        return;
-      case 'too-large':
-        sendGatewayResponse(response, exchange, 'INTEGRATION_FAILURE');
-        return;
+        break;
       case 'streaming': {
         const status = invocation.prelude?.statusCode ?? 200;
         exchange.status = status;
         exchange.integrationStatus = status;
         response.writeHead(status, {
-          ...(invocation.prelude?.headers ?? {}),
+          ...invocation.prelude?.headers,
           'x-amzn-RequestId': exchange.requestId,
         });
         // The status line goes out as soon as the function sent its prelude, as with API Gateway.
@@ -323,15 +314,16 @@ export function createGateway(options: GatewayOptions): GatewayListener {
           typeof proxy?.statusCode !== 'number' ||
           (proxy.body !== undefined && typeof proxy.body !== 'string')
         ) {
-          sendGatewayResponse(response, exchange, 'INTEGRATION_FAILURE');
-          return;
+          break; // not a proxy integration's answer
         }
         exchange.integrationStatus = proxy.statusCode;
-        const headers = { ...(proxy.headers ?? {}), 'x-amzn-RequestId': exchange.requestId };
+        const headers = { ...proxy.headers, 'x-amzn-RequestId': exchange.requestId };
         send(response, exchange, proxy.statusCode, headers, proxy.body ?? '');
         return;
       }
     }
+    // What the function gave is no answer: too large, a failure, its own timeout, another shape.
+    sendAnswer(response, exchange, 'INTEGRATION_FAILURE');
   }
 
   function send(
@@ -348,20 +340,20 @@ export function createGateway(options: GatewayOptions): GatewayListener {
   }
 
   /**
-   * A gateway response (or the 405 of the ANY mock), logged as what it was: on the response, or
+   * A gateway response (logged as what it was) or the 405 of the ANY mock: on the response, or
    * straight on the socket of a request that has none (refused by the parser, CONNECT), which
    * then closes.
    */
   function sendAnswer(
     to: ServerResponse | Duplex,
     exchange: Exchange,
-    answer: GatewayAnswer,
-    type?: GatewayResponseType,
-    logged: string = answer.body.message,
+    typeOrAnswer: GatewayResponseType | GatewayAnswer,
+    logged?: string,
   ): void {
-    if (type) {
-      exchange.errorType = type;
-      exchange.errorMessage = logged;
+    const answer = typeof typeOrAnswer === 'string' ? answerOf(typeOrAnswer) : typeOrAnswer;
+    if (typeof typeOrAnswer === 'string') {
+      exchange.errorType = typeOrAnswer;
+      exchange.errorMessage = logged ?? answer.body.message;
     }
     if (to instanceof ServerResponse) {
       const headers = { ...answer.headers, 'x-amzn-RequestId': exchange.requestId };
@@ -372,15 +364,6 @@ export function createGateway(options: GatewayOptions): GatewayListener {
     exchange.responseLength = rawAnswer(to, answer, exchange.requestId, {
       head: exchange.method === 'HEAD',
     });
-  }
-
-  function sendGatewayResponse(
-    to: ServerResponse | Duplex,
-    exchange: Exchange,
-    type: GatewayResponseType,
-    logged?: string,
-  ): void {
-    sendAnswer(to, exchange, answerOf(type), type, logged);
   }
 
   const listener = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
@@ -395,7 +378,7 @@ export function createGateway(options: GatewayOptions): GatewayListener {
       await handle(request, response, exchange, left.signal);
     } catch (error) {
       options.log?.(`gateway error: ${quotableInput((error as Error).message, 200)}`);
-      if (!response.headersSent) sendGatewayResponse(response, exchange, 'DEFAULT_5XX');
+      if (!response.headersSent) sendAnswer(response, exchange, 'DEFAULT_5XX');
       else response.destroy();
     }
     if (left.signal.aborted) {
@@ -410,7 +393,7 @@ export function createGateway(options: GatewayOptions): GatewayListener {
     if (!refusal) return;
     const sourceIp = (socket as { remoteAddress?: string }).remoteAddress;
     const exchange = arrived(refusal.method, '-', sourceIp);
-    sendGatewayResponse(socket, exchange, refusal.type, refusal.message);
+    sendAnswer(socket, exchange, refusal.type, refusal.message);
     accessLog(exchange);
   };
 
@@ -422,11 +405,7 @@ export function createGateway(options: GatewayOptions): GatewayListener {
     if (resolution?.kind === 'method-not-allowed') {
       sendAnswer(socket, exchange, methodNotAllowedAnswer(resolution.allow));
     } else {
-      sendGatewayResponse(
-        socket,
-        exchange,
-        target ? 'MISSING_AUTHENTICATION_TOKEN' : 'DEFAULT_4XX',
-      );
+      sendAnswer(socket, exchange, target ? 'MISSING_AUTHENTICATION_TOKEN' : 'DEFAULT_4XX');
     }
     accessLog(exchange);
   };
