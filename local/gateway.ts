@@ -76,9 +76,8 @@ export interface GatewayOptions {
   /** The TOKEN authorizer's identity validation expression (default: the service's). */
   readonly identityValidation?: RegExp;
   /**
-   * The access log — one JSON line per request, from the stack's own format
-   * (lib/api/access-log.ts), which carries no key — and the emulator's own notes (cold starts,
-   * failed functions).
+   * The access log (one line per request, in lib/api/access-log.ts's format, which carries no
+   * key) and the emulator's own notes (cold starts, failed functions).
    */
   readonly log?: (line: string) => void;
   /** The route table and gateway responses (default: the service's, as the stack deploys them). */
@@ -168,7 +167,7 @@ function proxyEvent(
 export interface GatewayListener {
   (request: IncomingMessage, response: ServerResponse): Promise<void>;
   /** For Node's `clientError`: a request its parser refused gets the Error object too. */
-  clientError(error: Error & { code?: string }, socket: Duplex): void;
+  clientError(error: NodeJS.ErrnoException, socket: Duplex): void;
   /** For Node's `connect`: CONNECT is routed like any method, never a tunnel. */
   connect(request: IncomingMessage, socket: Duplex): void;
 }
@@ -388,7 +387,7 @@ export function createGateway(options: GatewayOptions): GatewayListener {
     accessLog(exchange);
   };
 
-  const clientError = (error: Error & { code?: string }, socket: Duplex): void => {
+  const clientError = (error: NodeJS.ErrnoException, socket: Duplex): void => {
     const refusal = parserRefusal(error, socket);
     if (!refusal) return;
     const sourceIp = (socket as { remoteAddress?: string }).remoteAddress;
@@ -415,10 +414,8 @@ export function createGateway(options: GatewayOptions): GatewayListener {
 
 /**
  * An HTTP server in front of the gateway `current()` gives (503 while there is none yet, as the
- * local API starts), with API Gateway's limits (./http-edge.ts: the header size, the time a
- * request may take to arrive), and every request Node's parser refuses (a header over the
- * limit, a malformed request line, a bad Content-Length or chunk…) answered with the Error
- * object, as API Gateway answers them.
+ * local API starts), with API Gateway's limits (./http-edge.ts), and every request Node's parser
+ * refuses answered with the Error object, as API Gateway answers them.
  */
 export function createGatewayServer(
   current: () => GatewayListener | undefined,
@@ -432,15 +429,11 @@ export function createGatewayServer(
     edgeServerOptions(options.requestReadTimeoutMs),
     (request, response) => {
       const gateway = current();
-      if (gateway) {
-        void gateway(request, response);
-        return;
-      }
-      response.writeHead(starting.status, starting.headers);
-      response.end(JSON.stringify(starting.body));
+      if (gateway) void gateway(request, response);
+      else response.writeHead(starting.status, starting.headers).end(JSON.stringify(starting.body));
     },
   );
-  server.on('clientError', (error: Error & { code?: string }, socket: Duplex) => {
+  server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
     const gateway = current();
     if (gateway) gateway.clientError(error, socket);
     else socket.destroy();
