@@ -360,9 +360,7 @@ export function createGateway(options: GatewayOptions): GatewayListener {
       return;
     }
     exchange.status = answer.status;
-    exchange.responseLength = rawAnswer(to, answer, exchange.requestId, {
-      head: exchange.method === 'HEAD',
-    });
+    exchange.responseLength = rawAnswer(to, answer, exchange.requestId, exchange.method);
   }
 
   const listener = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {

@@ -45,12 +45,11 @@ export function edgeServerOptions(readTimeoutMs: number = REQUEST_READ_TIMEOUT_M
 }
 
 /** Why a request's body did not arrive: each is answered 400, then the connection closes. */
-export type BodyFailure = 'stalled' | 'malformed';
-
-export const BODY_FAILURE_MESSAGES: Readonly<Record<BodyFailure, string>> = {
+export const BODY_FAILURE_MESSAGES = {
   stalled: 'The request did not arrive in full in time.',
   malformed: 'The request body is malformed.',
-};
+} as const;
+export type BodyFailure = keyof typeof BODY_FAILURE_MESSAGES;
 
 /**
  * The body readers in progress, by socket: a parser error or a timeout that Node reports on the
@@ -117,12 +116,9 @@ export function requestTarget(raw: string): RequestTarget | undefined {
     rest = raw.slice(absolute[0].length) || '/';
   }
   if (!rest.startsWith('/')) return undefined;
-  const hash = rest.indexOf('#');
-  if (hash >= 0) rest = rest.slice(0, hash);
-  const mark = rest.indexOf('?');
-  return mark < 0
-    ? { path: rest, query: '' }
-    : { path: rest.slice(0, mark), query: rest.slice(mark + 1) };
+  // The path runs to the first `?` or `#`, the query from that `?` to the fragment.
+  const [, path = '', query = ''] = /^([^?#]*)(?:\?([^#]*))?/.exec(rest)!;
+  return { path, query };
 }
 
 /** The method of the request a refused packet starts with, as far as it can be read. */
@@ -179,13 +175,13 @@ export function parserRefusal(
 
 /**
  * An HTTP/1.1 answer written straight to a socket (for requests the parser refused), closing
- * the connection; no body for a HEAD request.
+ * the connection; no body for a HEAD request. Returns the length of the body sent.
  */
 export function rawAnswer(
   socket: Duplex,
   answer: GatewayAnswer,
   requestId: string,
-  options: { head?: boolean } = {},
+  method: string,
 ): number {
   const body = JSON.stringify(answer.body);
   const head = [
@@ -197,6 +193,7 @@ export function rawAnswer(
       Connection: 'close',
     }).map(([name, value]) => `${name}: ${value}`),
   ].join('\r\n');
-  socket.end(`${head}\r\n\r\n${options.head ? '' : body}`);
-  return options.head ? 0 : Buffer.byteLength(body);
+  const sent = method === 'HEAD' ? '' : body;
+  socket.end(`${head}\r\n\r\n${sent}`);
+  return Buffer.byteLength(sent);
 }
