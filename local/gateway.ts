@@ -94,10 +94,7 @@ const methodArn = (match: RouteMatch, path: string): string =>
   `arn:aws:execute-api:${REGION}:${ACCOUNT_ID}:${API_ID}/${API_STAGE}/${match.route.method}${stagePath(path)}`;
 
 /** Name → last value and name → every value, as a proxy event carries headers and the query. */
-function byName(pairs: Iterable<readonly [string, string]>): {
-  single: Record<string, string>;
-  multi: Record<string, string[]>;
-} {
+function byName(pairs: Iterable<readonly [string, string]>) {
   const single: Record<string, string> = {};
   const multi: Record<string, string[]> = {};
   for (const [name, value] of pairs) {
