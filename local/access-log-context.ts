@@ -35,16 +35,11 @@ export function newExchange(
   return { requestId, arrivedAt, method, protocol, sourceIp, responseLength: 0 };
 }
 
-const MONTHS = 'Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec'.split(' ');
-
 /** `$context.requestTime` as API Gateway writes it (CLF): `23/Nov/2026:12:00:00 +0000`. */
 export function requestTimeText(epochMs: number): string {
-  const d = new Date(epochMs);
-  const two = (n: number) => String(n).padStart(2, '0');
-  return (
-    `${two(d.getUTCDate())}/${MONTHS[d.getUTCMonth()]}/${d.getUTCFullYear()}:` +
-    `${two(d.getUTCHours())}:${two(d.getUTCMinutes())}:${two(d.getUTCSeconds())} +0000`
-  );
+  // From the fields of `Mon, 23 Nov 2026 12:00:00 GMT` (two-digit day, English month).
+  const [, day, month, year, time] = new Date(epochMs).toUTCString().split(' ');
+  return `${day}/${month}/${year}:${time} +0000`;
 }
 
 const TEMPLATE = accessLogTemplate();

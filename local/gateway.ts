@@ -76,9 +76,8 @@ export interface GatewayOptions {
   /** The TOKEN authorizer's identity validation expression (default: the service's). */
   readonly identityValidation?: RegExp;
   /**
-   * The access log — one JSON line per request, from the stack's own format
-   * (lib/api/access-log.ts), which carries no key — and the emulator's own notes (cold starts,
-   * failed functions).
+   * The access log (one line per request, in lib/api/access-log.ts's format, which carries no
+   * key) and the emulator's own notes (cold starts, failed functions).
    */
   readonly log?: (line: string) => void;
   /** The route table and gateway responses (default: the service's, as the stack deploys them). */
@@ -95,10 +94,7 @@ const methodArn = (match: RouteMatch, path: string): string =>
   `arn:aws:execute-api:${REGION}:${ACCOUNT_ID}:${API_ID}/${API_STAGE}/${match.route.method}${stagePath(path)}`;
 
 /** Name → last value and name → every value, as a proxy event carries headers and the query. */
-function byName(pairs: Iterable<readonly [string, string]>): {
-  single: Record<string, string>;
-  multi: Record<string, string[]>;
-} {
+function byName(pairs: Iterable<readonly [string, string]>) {
   const single: Record<string, string> = {};
   const multi: Record<string, string[]> = {};
   for (const [name, value] of pairs) {
@@ -168,7 +164,7 @@ function proxyEvent(
 export interface GatewayListener {
   (request: IncomingMessage, response: ServerResponse): Promise<void>;
   /** For Node's `clientError`: a request its parser refused gets the Error object too. */
-  clientError(error: Error & { code?: string }, socket: Duplex): void;
+  clientError(error: NodeJS.ErrnoException, socket: Duplex): void;
   /** For Node's `connect`: CONNECT is routed like any method, never a tunnel. */
   connect(request: IncomingMessage, socket: Duplex): void;
 }
@@ -214,7 +210,7 @@ export function createGateway(options: GatewayOptions): GatewayListener {
     signal: AbortSignal,
   ): Promise<void> {
     const refuse = (type: GatewayResponseType, logged?: string): void =>
-      sendGatewayResponse(response, exchange, type, logged);
+      sendAnswer(response, exchange, type, logged);
     // The edge: HTTP/1.1 without Host, a target that is not a path.
     if (lacksRequiredHost(request)) return refuse('DEFAULT_4XX', 'The request has no Host header.');
     const target = requestTarget(request.url ?? '');
@@ -276,30 +272,21 @@ export function createGateway(options: GatewayOptions): GatewayListener {
       return;
     }
     switch (invocation.kind) {
-      case 'timed-out': {
+      case 'timed-out':
         // API Gateway gave up first (its 29 s), or the function ran out of its own time.
-        const gatewayFirst =
-          !streaming && FUNCTIONS[name].timeoutSeconds * 1000 > integrationTimeoutMs;
-        sendGatewayResponse(
-          response,
-          exchange,
-          gatewayFirst ? 'INTEGRATION_TIMEOUT' : 'INTEGRATION_FAILURE',
-        );
-        return;
-      }
+        if (!streaming && FUNCTIONS[name].timeoutSeconds * 1000 > integrationTimeoutMs) {
+          return sendAnswer(response, exchange, 'INTEGRATION_TIMEOUT');
+        }
+        break;
       case 'failed':
         options.log?.(`function ${name} failed: ${quotableInput(invocation.message, 200)}`);
-        sendGatewayResponse(response, exchange, 'INTEGRATION_FAILURE');
-        return;
-      case 'too-large':
-        sendGatewayResponse(response, exchange, 'INTEGRATION_FAILURE');
-        return;
+        break;
       case 'streaming': {
         const status = invocation.prelude?.statusCode ?? 200;
         exchange.status = status;
         exchange.integrationStatus = status;
         response.writeHead(status, {
-          ...(invocation.prelude?.headers ?? {}),
+          ...invocation.prelude?.headers,
           'x-amzn-RequestId': exchange.requestId,
         });
         // The status line goes out as soon as the function sent its prelude, as with API Gateway.
@@ -323,15 +310,16 @@ export function createGateway(options: GatewayOptions): GatewayListener {
           typeof proxy?.statusCode !== 'number' ||
           (proxy.body !== undefined && typeof proxy.body !== 'string')
         ) {
-          sendGatewayResponse(response, exchange, 'INTEGRATION_FAILURE');
-          return;
+          break; // not a proxy integration's answer
         }
         exchange.integrationStatus = proxy.statusCode;
-        const headers = { ...(proxy.headers ?? {}), 'x-amzn-RequestId': exchange.requestId };
+        const headers = { ...proxy.headers, 'x-amzn-RequestId': exchange.requestId };
         send(response, exchange, proxy.statusCode, headers, proxy.body ?? '');
         return;
       }
     }
+    // What the function gave is no answer: too large, a failure, its own timeout, another shape.
+    sendAnswer(response, exchange, 'INTEGRATION_FAILURE');
   }
 
   function send(
@@ -348,20 +336,20 @@ export function createGateway(options: GatewayOptions): GatewayListener {
   }
 
   /**
-   * A gateway response (or the 405 of the ANY mock), logged as what it was: on the response, or
+   * A gateway response (logged as what it was) or the 405 of the ANY mock: on the response, or
    * straight on the socket of a request that has none (refused by the parser, CONNECT), which
    * then closes.
    */
   function sendAnswer(
     to: ServerResponse | Duplex,
     exchange: Exchange,
-    answer: GatewayAnswer,
-    type?: GatewayResponseType,
-    logged: string = answer.body.message,
+    typeOrAnswer: GatewayResponseType | GatewayAnswer,
+    logged?: string,
   ): void {
-    if (type) {
-      exchange.errorType = type;
-      exchange.errorMessage = logged;
+    const answer = typeof typeOrAnswer === 'string' ? answerOf(typeOrAnswer) : typeOrAnswer;
+    if (typeof typeOrAnswer === 'string') {
+      exchange.errorType = typeOrAnswer;
+      exchange.errorMessage = logged ?? answer.body.message;
     }
     if (to instanceof ServerResponse) {
       const headers = { ...answer.headers, 'x-amzn-RequestId': exchange.requestId };
@@ -369,18 +357,7 @@ export function createGateway(options: GatewayOptions): GatewayListener {
       return;
     }
     exchange.status = answer.status;
-    exchange.responseLength = rawAnswer(to, answer, exchange.requestId, {
-      head: exchange.method === 'HEAD',
-    });
-  }
-
-  function sendGatewayResponse(
-    to: ServerResponse | Duplex,
-    exchange: Exchange,
-    type: GatewayResponseType,
-    logged?: string,
-  ): void {
-    sendAnswer(to, exchange, answerOf(type), type, logged);
+    exchange.responseLength = rawAnswer(to, answer, exchange.requestId, exchange.method);
   }
 
   const listener = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
@@ -395,7 +372,7 @@ export function createGateway(options: GatewayOptions): GatewayListener {
       await handle(request, response, exchange, left.signal);
     } catch (error) {
       options.log?.(`gateway error: ${quotableInput((error as Error).message, 200)}`);
-      if (!response.headersSent) sendGatewayResponse(response, exchange, 'DEFAULT_5XX');
+      if (!response.headersSent) sendAnswer(response, exchange, 'DEFAULT_5XX');
       else response.destroy();
     }
     if (left.signal.aborted) {
@@ -405,12 +382,12 @@ export function createGateway(options: GatewayOptions): GatewayListener {
     accessLog(exchange);
   };
 
-  const clientError = (error: Error & { code?: string }, socket: Duplex): void => {
+  const clientError = (error: NodeJS.ErrnoException, socket: Duplex): void => {
     const refusal = parserRefusal(error, socket);
     if (!refusal) return;
     const sourceIp = (socket as { remoteAddress?: string }).remoteAddress;
     const exchange = arrived(refusal.method, '-', sourceIp);
-    sendGatewayResponse(socket, exchange, refusal.type, refusal.message);
+    sendAnswer(socket, exchange, refusal.type, refusal.message);
     accessLog(exchange);
   };
 
@@ -422,11 +399,7 @@ export function createGateway(options: GatewayOptions): GatewayListener {
     if (resolution?.kind === 'method-not-allowed') {
       sendAnswer(socket, exchange, methodNotAllowedAnswer(resolution.allow));
     } else {
-      sendGatewayResponse(
-        socket,
-        exchange,
-        target ? 'MISSING_AUTHENTICATION_TOKEN' : 'DEFAULT_4XX',
-      );
+      sendAnswer(socket, exchange, target ? 'MISSING_AUTHENTICATION_TOKEN' : 'DEFAULT_4XX');
     }
     accessLog(exchange);
   };
@@ -436,10 +409,8 @@ export function createGateway(options: GatewayOptions): GatewayListener {
 
 /**
  * An HTTP server in front of the gateway `current()` gives (503 while there is none yet, as the
- * local API starts), with API Gateway's limits (./http-edge.ts: the header size, the time a
- * request may take to arrive), and every request Node's parser refuses (a header over the
- * limit, a malformed request line, a bad Content-Length or chunk…) answered with the Error
- * object, as API Gateway answers them.
+ * local API starts), with API Gateway's limits (./http-edge.ts), and every request Node's parser
+ * refuses answered with the Error object, as API Gateway answers them.
  */
 export function createGatewayServer(
   current: () => GatewayListener | undefined,
@@ -453,15 +424,11 @@ export function createGatewayServer(
     edgeServerOptions(options.requestReadTimeoutMs),
     (request, response) => {
       const gateway = current();
-      if (gateway) {
-        void gateway(request, response);
-        return;
-      }
-      response.writeHead(starting.status, starting.headers);
-      response.end(JSON.stringify(starting.body));
+      if (gateway) void gateway(request, response);
+      else response.writeHead(starting.status, starting.headers).end(JSON.stringify(starting.body));
     },
   );
-  server.on('clientError', (error: Error & { code?: string }, socket: Duplex) => {
+  server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
     const gateway = current();
     if (gateway) gateway.clientError(error, socket);
     else socket.destroy();

@@ -45,12 +45,11 @@ export function edgeServerOptions(readTimeoutMs: number = REQUEST_READ_TIMEOUT_M
 }
 
 /** Why a request's body did not arrive: each is answered 400, then the connection closes. */
-export type BodyFailure = 'stalled' | 'malformed';
-
-export const BODY_FAILURE_MESSAGES: Readonly<Record<BodyFailure, string>> = {
+export const BODY_FAILURE_MESSAGES = {
   stalled: 'The request did not arrive in full in time.',
   malformed: 'The request body is malformed.',
-};
+} as const;
+export type BodyFailure = keyof typeof BODY_FAILURE_MESSAGES;
 
 /**
  * The body readers in progress, by socket: a parser error or a timeout that Node reports on the
@@ -60,27 +59,15 @@ export const BODY_FAILURE_MESSAGES: Readonly<Record<BodyFailure, string>> = {
 const bodyReaders = new WeakMap<Duplex, (failure: BodyFailure) => void>();
 
 /**
- * Hands a `clientError` of a socket to the body read in progress on it, if there is one: true
- * when it took it (the read ends with the failure; its request is answered).
- */
-function failBodyRead(socket: Duplex, error: Error & { code?: string }): boolean {
-  const fail = bodyReaders.get(socket);
-  if (!fail) return false;
-  fail(error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'stalled' : 'malformed');
-  return true;
-}
-
-/**
  * The request's body: all of it, or why not — over API Gateway's payload limit, or not
- * arriving (a stall, a malformed chunked encoding: see failBodyRead), or a client that left.
+ * arriving (a stall, a malformed chunked encoding: see parserRefusal), or a client that left.
  */
 export async function readBody(
   request: IncomingMessage,
 ): Promise<Buffer | 'too-large' | 'gone' | BodyFailure> {
   const socket = request.socket;
-  let failed: ((failure: BodyFailure) => void) | undefined;
-  const failure = new Promise<BodyFailure>((resolve) => (failed = resolve));
-  bodyReaders.set(socket, failed!);
+  const failure = Promise.withResolvers<BodyFailure>();
+  bodyReaders.set(socket, failure.resolve);
   const read = (async (): Promise<Buffer | 'too-large' | 'gone'> => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -96,7 +83,7 @@ export async function readBody(
     return Buffer.concat(chunks);
   })();
   try {
-    return await Promise.race([read, failure]);
+    return await Promise.race([read, failure.promise]);
   } finally {
     bodyReaders.delete(socket);
   }
@@ -129,12 +116,9 @@ export function requestTarget(raw: string): RequestTarget | undefined {
     rest = raw.slice(absolute[0].length) || '/';
   }
   if (!rest.startsWith('/')) return undefined;
-  const hash = rest.indexOf('#');
-  if (hash >= 0) rest = rest.slice(0, hash);
-  const mark = rest.indexOf('?');
-  return mark < 0
-    ? { path: rest, query: '' }
-    : { path: rest.slice(0, mark), query: rest.slice(mark + 1) };
+  // The path runs to the first `?` or `#`, the query from that `?` to the fragment.
+  const [, path = '', query = ''] = /^([^?#]*)(?:\?([^#]*))?/.exec(rest)!;
+  return { path, query };
 }
 
 /** The method of the request a refused packet starts with, as far as it can be read. */
@@ -143,22 +127,19 @@ export function methodOfPacket(packet: unknown): string | undefined {
   return /^([A-Z]+) /.exec(packet.toString('latin1', 0, 16))?.[1];
 }
 
-/** A request Node's parser refused, as the gateway answers and logs it. */
+/** A request Node's parser refused, as the gateway answers and logs (`message`) it. */
 export interface ParserRefusal {
-  /** Its method, as far as it can be read ("-" otherwise). */
   readonly method: string;
   readonly type: 'REQUEST_TOO_LARGE' | 'DEFAULT_4XX';
-  /** What the access log says of it. */
   readonly message: string;
 }
 
 /**
- * Takes a `clientError` of Node's HTTP server as far as nobody needs an answer — a connection
- * reset or no longer writable, a body being read (its own listener answers it), an answer
- * still going out, a connection that never sent a byte — and otherwise says what to answer.
+ * What to answer to a `clientError` of Node's HTTP server — or nothing, where nobody needs an
+ * answer from here (each case below), after taking care of the connection.
  */
 export function parserRefusal(
-  error: Error & { code?: string },
+  error: NodeJS.ErrnoException,
   socket: Duplex & { bytesRead?: number },
 ): ParserRefusal | undefined {
   // Nobody to answer: a connection reset, one that cannot be written to, or one that never sent
@@ -169,7 +150,11 @@ export function parserRefusal(
   }
   // A request whose body is being read: the stall or the malformed body ends that read, and
   // the request is answered (400) by its own listener.
-  if (failBodyRead(socket, error)) return undefined;
+  const failBodyRead = bodyReaders.get(socket);
+  if (failBodyRead) {
+    failBodyRead(error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'stalled' : 'malformed');
+    return undefined;
+  }
   // Garbage after a request whose answer is still going out: that answer ends whole, then
   // the connection closes (as Node itself does).
   const inFlight = (socket as { _httpMessage?: ServerResponse })._httpMessage;
@@ -190,13 +175,13 @@ export function parserRefusal(
 
 /**
  * An HTTP/1.1 answer written straight to a socket (for requests the parser refused), closing
- * the connection; no body for a HEAD request.
+ * the connection; no body for a HEAD request. Returns the length of the body sent.
  */
 export function rawAnswer(
   socket: Duplex,
   answer: GatewayAnswer,
   requestId: string,
-  options: { head?: boolean } = {},
+  method: string,
 ): number {
   const body = JSON.stringify(answer.body);
   const head = [
@@ -208,6 +193,7 @@ export function rawAnswer(
       Connection: 'close',
     }).map(([name, value]) => `${name}: ${value}`),
   ].join('\r\n');
-  socket.end(`${head}\r\n\r\n${options.head ? '' : body}`);
-  return options.head ? 0 : Buffer.byteLength(body);
+  const sent = method === 'HEAD' ? '' : body;
+  socket.end(`${head}\r\n\r\n${sent}`);
+  return Buffer.byteLength(sent);
 }

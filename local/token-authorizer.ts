@@ -35,17 +35,16 @@ function wildcardMatch(pattern: string, value: string): boolean {
   return new RegExp(`^${escaped}$`).test(value);
 }
 
+const INVOKE_ACTIONS = ['execute-api:Invoke', 'execute-api:*', '*'];
+
 /** Whether a policy allows the method ARN: an explicit Deny wins, then any Allow. */
 export function policyAllows(result: AuthorizerResult, methodArn: string): boolean {
   let allowed = false;
-  for (const statement of result.policyDocument.Statement) {
-    const actions = ([] as string[]).concat(statement.Action);
-    const resources = ([] as string[]).concat(statement.Resource);
-    if (!actions.some((a) => a === 'execute-api:Invoke' || a === 'execute-api:*' || a === '*'))
-      continue;
-    if (!resources.some((r) => wildcardMatch(r, methodArn))) continue;
-    if (statement.Effect === 'Deny') return false;
-    if (statement.Effect === 'Allow') allowed = true;
+  for (const { Effect, Action, Resource } of result.policyDocument.Statement) {
+    if (![Action].flat().some((action) => INVOKE_ACTIONS.includes(action))) continue;
+    if (![Resource].flat().some((resource) => wildcardMatch(resource, methodArn))) continue;
+    if (Effect === 'Deny') return false;
+    if (Effect === 'Allow') allowed = true;
   }
   return allowed;
 }
