@@ -4,7 +4,8 @@
  * a floor: a module that only creates the DynamoDB document client, as every function must.
  * Each sample is a fresh Node 24 process importing one bundle (the time from before the import
  * until it resolves: module evaluation, the part of Lambda's init a function's code decides);
- * samples go round the bundles in turn, so a machine that slows down slows them all alike.
+ * samples go round the bundles in turn (each round starting with the next one), so a machine that
+ * slows down slows them all alike. As the functions run on Lambda: no NODE_OPTIONS.
  * Prints each bundle's size, the median init, and its ratio to the floor against the goal.
  *
  *   BENCH_RUNS=25 npm run bench:cold-init
@@ -13,7 +14,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { build } from 'esbuild';
-import { BUNDLING } from '../infra/constructs/service-function.ts';
+import { BUNDLE_FILE, esbuildOptions } from '../infra/constructs/service-function.ts';
 import { PROJECT_ROOT } from '../local/local-stack.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 25);
@@ -23,11 +24,14 @@ const FUNCTIONS = ['list-orders', 'cancel-order', 'authorizer'] as const;
 
 const outRoot = mkdtempSync(join(PROJECT_ROOT, 'node_modules', '.cold-init-'));
 const probe = join(outRoot, 'probe.mjs');
+// Loads a bundle as Lambda's runtime does: require() for CommonJS, import() for an ES module.
 writeFileSync(
   probe,
-  `globalThis.awslambda ??= { streamifyResponse: (h) => h, HttpResponseStream: { from: (s) => s } };
+  `import { createRequire } from 'node:module';
+globalThis.awslambda ??= { streamifyResponse: (h) => h, HttpResponseStream: { from: (s) => s } };
+const file = process.argv[2];
 const started = performance.now();
-await import(process.argv[2]);
+if (file.endsWith('.mjs')) await import(file); else createRequire(import.meta.url)(file);
 console.log(performance.now() - started);`,
 );
 const floorEntry = join(outRoot, 'floor.ts');
@@ -38,22 +42,8 @@ export const client = createDocumentClient();`,
 );
 
 async function bundle(name: string, entry: string): Promise<string> {
-  const outfile = join(outRoot, name, 'index.mjs');
-  await build({
-    entryPoints: [entry],
-    outfile,
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    target: BUNDLING.target,
-    minify: BUNDLING.minify,
-    sourcemap: BUNDLING.sourceMap,
-    sourcesContent: false,
-    mainFields: BUNDLING.mainFields,
-    banner: { js: BUNDLING.banner ?? '' },
-    external: [...(BUNDLING.externalModules ?? [])],
-    logLevel: 'silent',
-  });
+  const outfile = join(outRoot, name, BUNDLE_FILE);
+  await build(esbuildOptions(entry, outfile));
   return outfile;
 }
 
@@ -73,9 +63,20 @@ try {
     )),
   ];
   const samples = new Map<string, number[]>(bundles.map((b) => [b.name, []]));
-  const env = { ...process.env, POWERTOOLS_METRICS_DISABLED: 'true', AWS_REGION: 'eu-west-1' };
+  // As the functions run: no NODE_OPTIONS (the stack sets none; see BUNDLING on source maps).
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    POWERTOOLS_METRICS_DISABLED: 'true',
+    AWS_REGION: 'eu-west-1',
+  };
+  delete env.NODE_OPTIONS;
   for (let run = 0; run < RUNS + 1; run++) {
-    for (const { name, file } of bundles) {
+    // Each round starts with the next bundle: no bundle always follows the same one.
+    const round = [
+      ...bundles.slice(run % bundles.length),
+      ...bundles.slice(0, run % bundles.length),
+    ];
+    for (const { name, file } of round) {
       const ms = Number(execFileSync(process.execPath, [probe, file], { encoding: 'utf8', env }));
       if (run > 0) samples.get(name)?.push(ms); // the first round warms the file cache
     }

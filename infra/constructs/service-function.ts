@@ -1,8 +1,9 @@
 /**
  * The house Lambda function: NodejsFunction with the defaults every function here shares
- * (Node.js 24 on arm64, ESM, minified with source maps, the AWS SDK bundled, X-Ray, a log group
- * with retention, Powertools settings) and one call that binds a table: it sets the variable
- * that carries the table's name and grants exactly the actions given, on that table only.
+ * (Node.js 24 on arm64, one CommonJS file minified but for its names, the AWS SDK bundled,
+ * X-Ray, a log group with retention, Powertools settings) and one call that binds a table: it
+ * sets the variable that carries the table's name and grants exactly the actions given, on that
+ * table only.
  */
 import { Duration } from 'aws-cdk-lib';
 import type { ITableV2 } from 'aws-cdk-lib/aws-dynamodb';
@@ -12,6 +13,7 @@ import { NodejsFunction, OutputFormat, type BundlingOptions } from 'aws-cdk-lib/
 import { LogGroup, type ILogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { RemovalPolicy } from 'aws-cdk-lib';
 import { Construct } from 'constructs';
+import type { BuildOptions } from 'esbuild';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { TABLES, type TableName } from '../../lib/dynamodb/tables.ts';
@@ -24,19 +26,53 @@ const FUNCTIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 
  * Bundling shared by every function (and by `npm run bench:cold-init`, which measures it).
  * The SDK is bundled (`externalModules: []`): a pinned, tree-shaken SDK instead of whatever
  * version the runtime carries, and a faster cold start (see README, "Deploy").
+ *
+ * What each choice saves of every cold start, measured with bench/cold-init.ts (the floor's and
+ * every function's alike):
+ *  - CommonJS output, about 35 ms: an ES module's `import` of a Node built-in makes Node build
+ *    an ES facade of the whole built-in, reading every export (node:http's lazy `WebSocket`
+ *    loads undici, Node's fetch); `require` does not. The sources stay ES modules (middy is
+ *    ESM-only): esbuild bundles them into one CommonJS file.
+ *  - No source maps, about 25 ms: `--enable-source-maps` makes Node parse the map of every
+ *    module as it loads. The bundle is minified for whitespace and syntax only, so a stack trace
+ *    still names its functions (`at cancelOrder`, `at DynamoDbOrderStore.cancel`); renaming
+ *    identifiers too saves nothing measurable, keeping names after renaming (keepNames) costs
+ *    about 10 ms.
  */
 export const BUNDLING: BundlingOptions = {
-  format: OutputFormat.ESM,
+  format: OutputFormat.CJS,
   target: 'node24',
-  minify: true,
-  sourceMap: true,
-  sourcesContent: false,
+  minify: false,
+  esbuildArgs: { '--minify-whitespace': true, '--minify-syntax': true },
+  sourceMap: false,
   mainFields: ['module', 'main'],
   externalModules: [],
-  // Some dependencies are CommonJS and call require(): give ESM bundles one.
-  banner:
-    "import { createRequire as __createRequire } from 'node:module';const require = __createRequire(import.meta.url);",
 };
+
+/** The file name of a bundle, as Lambda loads it (`index.handler`). */
+export const BUNDLE_FILE = BUNDLING.format === OutputFormat.ESM ? 'index.mjs' : 'index.js';
+
+/**
+ * BUNDLING as esbuild's own options, for the tools that bundle a function as the stack does
+ * (`npm run bench:cold-init`, the bundle tests).
+ */
+export function esbuildOptions(entry: string, outfile: string): BuildOptions {
+  return {
+    entryPoints: [entry],
+    outfile,
+    bundle: true,
+    platform: 'node',
+    format: BUNDLING.format === OutputFormat.ESM ? 'esm' : 'cjs',
+    target: BUNDLING.target,
+    minify: BUNDLING.minify,
+    minifyWhitespace: BUNDLING.esbuildArgs?.['--minify-whitespace'] === true,
+    minifySyntax: BUNDLING.esbuildArgs?.['--minify-syntax'] === true,
+    sourcemap: BUNDLING.sourceMap,
+    mainFields: BUNDLING.mainFields,
+    external: [...(BUNDLING.externalModules ?? [])],
+    logLevel: 'silent',
+  };
+}
 
 export interface ServiceFunctionProps {
   /** Entry file (under functions/), description, memory and timeout. */
@@ -92,7 +128,6 @@ export class ServiceFunction extends NodejsFunction {
       logGroup,
       bundling: BUNDLING,
       environment: {
-        NODE_OPTIONS: '--enable-source-maps',
         POWERTOOLS_SERVICE_NAME: SERVICE_NAME,
         POWERTOOLS_LOG_LEVEL: props.logLevel,
         POWERTOOLS_METRICS_NAMESPACE: props.metricsNamespace,

@@ -324,7 +324,7 @@ describe('tables', () => {
 });
 
 describe('functions', () => {
-  it('run Node.js 24 on arm64 with X-Ray, source maps and their own log groups', () => {
+  it('run Node.js 24 on arm64 with X-Ray and their own log groups, parsing no source maps', () => {
     const fns = resources(staging.api, 'AWS::Lambda::Function');
     expect(fns).toHaveLength(3);
     for (const [, fn] of fns) {
@@ -335,12 +335,12 @@ describe('functions', () => {
         TracingConfig: { Mode: 'Active' },
         LoggingConfig: { LogGroup: { Ref: expect.any(String) } },
         Environment: {
-          Variables: expect.objectContaining({
-            NODE_OPTIONS: '--enable-source-maps',
-            POWERTOOLS_SERVICE_NAME: 'store-orders',
-          }),
+          Variables: expect.objectContaining({ POWERTOOLS_SERVICE_NAME: 'store-orders' }),
         },
       });
+      // --enable-source-maps would parse every module's map as it loads: ~25 ms per cold start.
+      const { Environment } = fn.Properties as { Environment: { Variables: object } };
+      expect(Environment.Variables).not.toHaveProperty('NODE_OPTIONS');
     }
   });
 
@@ -379,11 +379,10 @@ describe('functions', () => {
     expect(authorizerEnv.POWERTOOLS_METRICS_NAMESPACE).toBe('StoreOrders/staging');
   });
 
-  it('are bundled as minified ESM with the AWS SDK inside', () => {
+  it('are bundled as one CommonJS file with the AWS SDK inside and no source map', () => {
     expect(BUNDLING).toMatchObject({
-      format: 'esm',
-      minify: true,
-      sourceMap: true,
+      format: 'cjs',
+      sourceMap: false,
       externalModules: [],
       target: 'node24',
     });
