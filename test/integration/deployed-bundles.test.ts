@@ -1,0 +1,107 @@
+/**
+ * The artifacts `cdk deploy` uploads, run: each function bundled exactly as the stack bundles it
+ * (infra/constructs BUNDLING: one CommonJS file with the SDK inside), loaded with require() as
+ * Lambda's Node.js runtime loads it, and invoked against DynamoDB Local. The other tests run the
+ * TypeScript sources; this one catches what bundling alone could break (a module that needs ES
+ * module semantics, a dynamic import, a dependency esbuild resolved differently).
+ */
+import { createRequire } from 'node:module';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { build } from 'esbuild';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BUNDLE_FILE, esbuildOptions } from '../../infra/constructs/service-function.ts';
+import { tableEnv } from '../../lib/dynamodb/client.ts';
+import { DynamoDbKeyStore } from '../../lib/dynamodb/keys-table.ts';
+import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
+import { generateApiKey } from '../../lib/keys/api-key.ts';
+import { registerKeys } from '../../lib/keys/register.ts';
+import { createContext, installLambdaRuntimeGlobals } from '../../local/lambda-runtime.ts';
+import { PROJECT_ROOT } from '../../local/local-stack.ts';
+import { invokeHttp, proxyEvent } from '../support/lambda.ts';
+import { createTestTables, type TestTables } from '../support/tables.ts';
+
+type Handler = (event: unknown, context: unknown) => Promise<unknown>;
+interface AuthorizerAnswer {
+  principalId: string;
+  policyDocument: { Statement: { Effect: string }[] };
+  context: Record<string, string>;
+}
+
+let t: TestTables;
+let dir: string;
+const handlers: Record<string, Handler> = {};
+const key = generateApiKey();
+const methodArn = 'arn:aws:execute-api:eu-west-1:123456789012:abc123/v1/GET/store/orders';
+
+beforeAll(async () => {
+  t = await createTestTables('bundles');
+  const keys = new DynamoDbKeyStore(t.client, t.tables.apiKeys);
+  await registerKeys(keys, [{ key, plan: 'free' }], new Date());
+  await new DynamoDbOrderStore(t.client, t.tables.orders).putOrders([
+    { id: 1n, petId: 10n, quantity: 1, status: 'pending' },
+    { id: 9223372036854775807n, petId: 9223372036854775806n, status: 'shipped' },
+  ]);
+  Object.assign(process.env, tableEnv(t.tables), {
+    DYNAMODB_ENDPOINT: t.endpoint,
+    POWERTOOLS_METRICS_DISABLED: 'true',
+  });
+  installLambdaRuntimeGlobals();
+  dir = mkdtempSync(join(tmpdir(), 'deployed-bundles-'));
+  for (const fn of ['authorizer', 'list-orders', 'cancel-order']) {
+    const outfile = join(dir, fn, BUNDLE_FILE);
+    await build(esbuildOptions(join(PROJECT_ROOT, 'functions', `${fn}.ts`), outfile));
+    handlers[fn] = (createRequire(outfile)(outfile) as { handler: Handler }).handler;
+  }
+});
+afterAll(async () => {
+  if (dir) rmSync(dir, { recursive: true, force: true });
+  await t?.drop();
+});
+
+const authorize = (token: string) =>
+  handlers.authorizer!(
+    { type: 'TOKEN', authorizationToken: token, methodArn },
+    createContext('authorizer'),
+  ) as Promise<AuthorizerAnswer>;
+
+describe('the deployed bundles, on DynamoDB Local', () => {
+  it('authorize a key, list its orders to the last int64 digit, cancel one, and deny a stranger', async () => {
+    const allowed = await authorize(`Bearer ${key}`);
+    expect(allowed.policyDocument.Statement[0]?.Effect).toBe('Allow');
+    const caller = { principalId: allowed.principalId, ...allowed.context };
+
+    const list = () =>
+      invokeHttp(
+        handlers['list-orders'],
+        proxyEvent({
+          method: 'GET',
+          resource: '/store/orders',
+          path: '/store/orders',
+          authorizer: caller,
+        }),
+      );
+    const before = await list();
+    expect(before.statusCode).toBe(200);
+    expect(before.headers.ETag).toMatch(/^W\//);
+    expect(before.body).toContain('"id":9223372036854775807,"petId":9223372036854775806');
+
+    const cancelled = await invokeHttp(
+      handlers['cancel-order'],
+      proxyEvent({
+        method: 'DELETE',
+        resource: '/store/orders/{orderId}',
+        path: '/store/orders/1',
+        pathParameters: { orderId: '1' },
+        authorizer: caller,
+      }),
+    );
+    expect(cancelled).toMatchObject({ statusCode: 204, body: '' });
+    expect(cancelled.headers['X-RateLimit-Remaining']).toBeDefined();
+    expect((await list()).body).toContain('"id":1,"petId":10,"quantity":1,"status":"cancelled"');
+
+    const stranger = await authorize(`Bearer ${generateApiKey()}`);
+    expect(stranger.policyDocument.Statement[0]?.Effect).toBe('Deny');
+  });
+});
