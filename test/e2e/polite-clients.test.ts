@@ -176,8 +176,15 @@ it(
     // The polite loop is never banned and gets ≥ 85% of the plan's rate.
     expect(polite.banned).toBe(0);
     expect(rates.polite).toBeGreaterThanOrEqual(0.85 * PER_SECOND);
-    // The rude loop: 60 admitted, then 11 RATE_LIMITED, banned on the 12th refusal.
-    expect(rude).toMatchObject({ admitted: PLAN_LIMITS.free.perMinute, limited: 11, banned: 1 });
+    // The rude loop: 60 admitted, then 11 RATE_LIMITED, banned on the 12th refusal. (A 503 of a
+    // busy machine leaves it unknown whether that request was counted: then at most those.)
+    const rudeCounts = { admitted: PLAN_LIMITS.free.perMinute, limited: 11, banned: 1 };
+    if (rude.unavailable === 0) expect(rude).toMatchObject(rudeCounts);
+    else {
+      expect(rude.banned).toBe(1);
+      expect(rude.admitted).toBeLessThanOrEqual(rudeCounts.admitted);
+      expect(rude.limited).toBeLessThanOrEqual(rudeCounts.limited);
+    }
     // The client: ≥ 90% of the plan's rate, never a 429 (so never banned); only a 503 of a busy
     // machine besides its 200s.
     expect(rates.client).toBeGreaterThanOrEqual(0.9 * PER_SECOND);
