@@ -26,8 +26,8 @@ import type { KeyStore } from '../lib/keys/key-store.ts';
 import { METRIC_NAMES } from '../lib/metrics.ts';
 import { keyStoreFromEnv } from './shared/dependencies.ts';
 import { logger } from './shared/logger.ts';
-import { metrics, publishMetrics } from './shared/metrics.ts';
-import { logDynamoDbCalls } from './shared/dynamodb-calls.ts';
+import { metrics } from './shared/metrics.ts';
+import { recordInvocation } from './shared/dynamodb-calls.ts';
 import middy from '@middy/core';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 
@@ -100,8 +100,7 @@ export function createAuthorizerHandler(deps: AuthorizerDependencies) {
     },
   )
     .use(injectLambdaContext(logger))
-    .use(publishMetrics())
-    .use(logDynamoDbCalls());
+    .use(recordInvocation());
 }
 
 let store: KeyStore | undefined;

@@ -19,7 +19,7 @@ import type { InitializeMiddleware, MetadataBearer } from '@smithy/types';
 import { isConditionFailure } from '../../lib/dynamodb/errors.ts';
 import { METRIC_NAMES } from '../../lib/metrics.ts';
 import { logger } from './logger.ts';
-import { metrics } from './metrics.ts';
+import { metrics, publishMetrics } from './metrics.ts';
 
 /** The calls of one operation on one table within an invocation. */
 export interface CallSummary {
@@ -70,14 +70,14 @@ function add(call: Call, now: number, counted?: Counted, attempts = 0, error?: s
   const key = `${operation} ${table}`;
   const summary = summaries.get(key) ?? { operation, table, ...NOTHING };
   summaries.set(key, summary);
-  const ms = round(now - call.started);
+  const ms = now - call.started;
   summary.calls += 1;
   summary.totalMs += ms;
   summary.maxMs = Math.max(summary.maxMs, ms);
   summary.attempts += attempts;
   if (counted) summary[counted] += 1;
   if (error) summary.lastError = error;
-  metrics.addMetric(METRIC_NAMES.dynamoDbCallDuration, MetricUnit.Milliseconds, ms);
+  metrics.addMetric(METRIC_NAMES.dynamoDbCallDuration, MetricUnit.Milliseconds, round(ms));
 }
 
 function ended(
@@ -99,7 +99,11 @@ function ended(
 export function takeCalls(): CallSummary[] {
   const now = performance.now();
   for (const call of unanswered) if (call.invocation === invocation) add(call, now, 'abandoned');
-  const taken = [...summaries.values()].map((s) => ({ ...s, totalMs: round(s.totalMs) }));
+  const taken = [...summaries.values()].map((s) => ({
+    ...s,
+    totalMs: round(s.totalMs),
+    maxMs: round(s.maxMs),
+  }));
   summaries = new Map();
   invocation += 1;
   return taken;
@@ -120,15 +124,16 @@ const recordCall: InitializeMiddleware<ServiceInputTypes, ServiceOutputTypes> = 
     const operation = (context.commandName ?? 'Unknown').replace(/Command$/, '');
     const call = { operation, table: tableOf(args.input), started: performance.now(), invocation };
     unanswered.add(call);
+    let result: Awaited<ReturnType<typeof next>>;
     try {
-      const result = await next(args);
-      ended(call, result.output);
-      return result;
+      result = await next(args);
     } catch (error) {
       const failure = (error ?? {}) as Partial<MetadataBearer> & { name?: string };
       ended(call, failure, failure);
       throw error;
     }
+    ended(call, result.output);
+    return result;
   };
 };
 
@@ -161,4 +166,13 @@ export function logDynamoDbCalls(): MiddlewareObj {
     after: whenAnswered,
     onError: whenAnswered,
   };
+}
+
+/**
+ * The records of an invocation, to `.use()` in this order: the line of its DynamoDB calls, then
+ * the metrics flush (middy runs `after` in reverse), so that the flush carries every call's
+ * duration, those abandoned at the answer included.
+ */
+export function recordInvocation(): MiddlewareObj[] {
+  return [publishMetrics(), logDynamoDbCalls()];
 }

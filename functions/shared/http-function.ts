@@ -3,16 +3,15 @@
  * request id API Gateway gave the client (`correlation_id` in every log line), the caller (from
  * the authorizer's context), the rate limiter.
  * On an error, in the order middy runs them: the Error shaping and http-error-handler, then the
- * rate-limit headers, then the metrics flush and the line of the invocation's DynamoDB calls.
+ * rate-limit headers, then the line of the invocation's DynamoDB calls and the metrics flush.
  */
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import type { MiddlewareObj } from '@middy/core';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
-import { logDynamoDbCalls } from './dynamodb-calls.ts';
+import { recordInvocation } from './dynamodb-calls.ts';
 import { identifyCaller } from './caller.ts';
 import { httpErrors } from './http-errors.ts';
 import { logger } from './logger.ts';
-import { publishMetrics } from './metrics.ts';
 import { rateLimit, type RateLimitDependencies } from './rate-limit.ts';
 
 /** Every log line of the invocation carries the request id the client sees (x-amzn-RequestId). */
@@ -33,8 +32,7 @@ export function httpMiddlewares(
   return [
     injectLambdaContext(logger) as MiddlewareObj,
     correlate as MiddlewareObj,
-    logDynamoDbCalls(),
-    publishMetrics(),
+    ...recordInvocation(),
     identifyCaller() as MiddlewareObj,
     ...beforeLimit,
     rateLimit(deps) as MiddlewareObj,

@@ -7,14 +7,17 @@
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { PassThrough } from 'node:stream';
 import type { Request } from '@middy/core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import middy from '@middy/core';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { createContext } from '../../local/lambda-runtime.ts';
 import { createDocumentClient } from '../../lib/dynamodb/client.ts';
 import { captureObservations } from '../support/faults.ts';
 import { createTestTables, type TestTables } from '../support/tables.ts';
 
 process.env.POWERTOOLS_LOG_LEVEL = 'INFO';
-const { logDynamoDbCalls, recordCalls, takeCalls } =
+const { logDynamoDbCalls, recordCalls, recordInvocation, takeCalls } =
   await import('../../functions/shared/dynamodb-calls.ts');
+const { metrics } = await import('../../functions/shared/metrics.ts');
 
 let t: TestTables;
 let client: ReturnType<typeof createDocumentClient>;
@@ -149,5 +152,31 @@ describe('the line of DynamoDB calls', () => {
     expect(lines()[0]?.dynamodb).toEqual([
       expect.objectContaining({ operation: 'GetItem', calls: 2 }),
     ]);
+  });
+});
+
+describe("an invocation's records", () => {
+  it('publish its metrics after its calls are taken: an abandoned call is in its own flush', async () => {
+    const atFlush: number[] = [];
+    const stored = vi.spyOn(metrics, 'hasStoredMetrics').mockReturnValue(true);
+    const flush = vi.spyOn(metrics, 'publishStoredMetrics').mockImplementation(() => {
+      atFlush.push(observations.values('DynamoDbCallDuration').length);
+      return metrics;
+    });
+    try {
+      let inFlight: Promise<unknown> | undefined;
+      const handler = middy()
+        .use(recordInvocation())
+        .handler(() => {
+          inFlight = get(); // still unanswered when the invocation answers
+          return Promise.resolve({ statusCode: 200 });
+        });
+      await handler({}, createContext('test') as never);
+      expect(atFlush).toEqual([1]);
+      await inFlight;
+    } finally {
+      stored.mockRestore();
+      flush.mockRestore();
+    }
   });
 });
