@@ -52,11 +52,26 @@ export const BUNDLING: BundlingOptions = {
 /** The file name of a bundle, as Lambda loads it (`index.handler`). */
 export const BUNDLE_FILE = BUNDLING.format === OutputFormat.ESM ? 'index.mjs' : 'index.js';
 
+/** The esbuild flags BUNDLING may pass through `esbuildArgs`, as esbuild's own options. */
+const ESBUILD_FLAGS: Readonly<Record<string, keyof BuildOptions>> = {
+  '--minify-whitespace': 'minifyWhitespace',
+  '--minify-syntax': 'minifySyntax',
+};
+
 /**
  * BUNDLING as esbuild's own options, for the tools that bundle a function as the stack does
- * (`npm run bench:cold-init`, the bundle tests).
+ * (`npm run bench:cold-init`, the bundle tests). A flag of `esbuildArgs` it does not know is an
+ * error: those tools would otherwise bundle differently from the stack without a word.
  */
 export function esbuildOptions(entry: string, outfile: string): BuildOptions {
+  const flags = Object.entries(BUNDLING.esbuildArgs ?? {}).map(
+    ([flag, value]): [string, unknown] => {
+      const option = ESBUILD_FLAGS[flag];
+      if (!option)
+        throw new Error(`esbuildOptions: add ${flag} (BUNDLING.esbuildArgs) to ESBUILD_FLAGS`);
+      return [option, value];
+    },
+  );
   return {
     entryPoints: [entry],
     outfile,
@@ -65,8 +80,7 @@ export function esbuildOptions(entry: string, outfile: string): BuildOptions {
     format: BUNDLING.format === OutputFormat.ESM ? 'esm' : 'cjs',
     target: BUNDLING.target,
     minify: BUNDLING.minify,
-    minifyWhitespace: BUNDLING.esbuildArgs?.['--minify-whitespace'] === true,
-    minifySyntax: BUNDLING.esbuildArgs?.['--minify-syntax'] === true,
+    ...(Object.fromEntries(flags) as BuildOptions),
     sourcemap: BUNDLING.sourceMap,
     mainFields: BUNDLING.mainFields,
     external: [...(BUNDLING.externalModules ?? [])],

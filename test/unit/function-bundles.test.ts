@@ -12,21 +12,19 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { BUNDLE_FILE, BUNDLING, esbuildOptions } from '../../infra/constructs/service-function.ts';
+import { BUNDLE_FILE, esbuildOptions } from '../../infra/constructs/service-function.ts';
 import { PROJECT_ROOT } from '../../local/local-stack.ts';
 
+/** The files a function's bundle is made of, bundled as the stack bundles it; no warnings. */
 async function bundledPackages(fn: string): Promise<string[]> {
+  const entry = join(PROJECT_ROOT, 'functions', `${fn}.ts`);
   const result = await build({
-    entryPoints: [join(PROJECT_ROOT, 'functions', `${fn}.ts`)],
-    bundle: true,
+    ...esbuildOptions(entry, join(tmpdir(), `${fn}-${BUNDLE_FILE}`)),
     write: false,
     metafile: true,
-    platform: 'node',
-    format: 'esm',
-    target: BUNDLING.target,
-    mainFields: BUNDLING.mainFields,
-    logLevel: 'silent',
   });
+  // A warning (e.g. import.meta in a CommonJS bundle) is a bundle that may not run as written.
+  expect(result.warnings).toEqual([]);
   return Object.keys(result.metafile.inputs);
 }
 
