@@ -2,7 +2,10 @@
  * Rate limits as clients that follow the README live them, through `npm start`, side by side on
  * one run, each on a fresh free key (60 a minute):
  *  - the polite loop: send at once after a 200, sleep exactly Retry-After after a 429. It must
- *    never be banned and get the plan's rate, across minute boundaries;
+ *    never be banned, and every request it sends after waiting as told must be admitted
+ *    (Retry-After is exact), across minute boundaries. Its rate is not asserted: whole-second
+ *    Retry-After plus two round trips per refusal make it depend on the machine's latency
+ *    (1.00/s on a quiet machine, 0.66/s seen under CI's load);
  *  - the rude loop: the same, but it does not wait after a 429. It is banned as before;
  *  - `@store-orders/client`, asked for lists as fast as three callers can: it must sustain the
  *    plan's rate with no 429 and no ban, pacing by the sliding window.
@@ -61,6 +64,8 @@ interface Tally {
   banned: number;
   /** 503s: the service could not answer within its budget (a busy machine); waited out. */
   unavailable: number;
+  /** 429s to a request sent after waiting a 429's Retry-After (nothing between): must be none. */
+  refusedAfterWaiting: number;
   /** Seconds into the run of the ban, if any. */
   bannedAt?: number;
   admittedAt: number[];
@@ -74,12 +79,23 @@ interface Tally {
 async function loop(key: string, obey: boolean, until: number, from = Date.now()): Promise<Tally> {
   await sleep(Math.max(0, from - Date.now()));
   const started = Date.now();
-  const tally: Tally = { admitted: 0, limited: 0, banned: 0, unavailable: 0, admittedAt: [] };
+  const tally: Tally = {
+    admitted: 0,
+    limited: 0,
+    banned: 0,
+    unavailable: 0,
+    refusedAfterWaiting: 0,
+    admittedAt: [],
+  };
+  /** Whether this request was sent after waiting out a 429's Retry-After. */
+  let waitedAsTold = false;
   while (Date.now() < until) {
     const response = await fetch(`${api.url}/store/orders`, {
       headers: { Authorization: `Bearer ${key}` },
     });
     const body = await response.text();
+    const afterWaiting = waitedAsTold;
+    waitedAsTold = false;
     if (response.status === 200) {
       tally.admitted++;
       tally.admittedAt.push(Date.now());
@@ -99,7 +115,11 @@ async function loop(key: string, obey: boolean, until: number, from = Date.now()
     }
     expect(code).toBe('RATE_LIMITED');
     tally.limited++;
-    if (obey) await sleep(Number(response.headers.get('retry-after')) * 1000);
+    if (afterWaiting) tally.refusedAfterWaiting++;
+    if (obey) {
+      await sleep(Number(response.headers.get('retry-after')) * 1000);
+      waitedAsTold = true;
+    }
   }
   return tally;
 }
@@ -153,7 +173,7 @@ async function clientRun(until: number) {
 }
 
 it(
-  'polite loop never banned at the plan rate, rude loop banned, the client sustains the plan',
+  'polite loop never banned nor refused after waiting, rude loop banned, the client sustains the plan',
   async () => {
     const run = schedule();
     const [polite, rude, client] = await Promise.all([
@@ -173,9 +193,10 @@ it(
         `(plan: ${PER_SECOND}/s): polite loop ${shown(polite)} ${rates.polite.toFixed(2)}/s; ` +
         `rude loop ${shown(rude)}; client ${shown(client)} ${rates.client.toFixed(2)}/s`,
     );
-    // The polite loop is never banned and gets ≥ 85% of the plan's rate.
+    // The polite loop is never banned, and admitted whenever it comes back when told to.
     expect(polite.banned).toBe(0);
-    expect(rates.polite).toBeGreaterThanOrEqual(0.85 * PER_SECOND);
+    expect(polite.limited).toBeGreaterThan(0);
+    expect(polite.refusedAfterWaiting).toBe(0);
     // The rude loop: 60 admitted, then 11 RATE_LIMITED, banned on the 12th refusal. (A 503 of a
     // busy machine leaves it unknown whether that request was counted: each 503 may stand for
     // one admission or one refusal.)
