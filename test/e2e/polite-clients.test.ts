@@ -134,11 +134,15 @@ async function clientRun(until: number) {
     // conditional-list.test.ts), and this measures the pacing of requests that do.
     conditional: false,
     fetch: async (input, init) => {
+      const sent = performance.now();
       const response = await fetch(input, init);
+      roundTrips.push(performance.now() - sent);
       statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
       return response;
     },
   });
+  /** Milliseconds from each request to its answer's headers. */
+  const roundTrips: number[] = [];
   const admittedAt: number[] = [];
   let notSent = 0;
   let unavailable = 0;
@@ -163,11 +167,13 @@ async function clientRun(until: number) {
     }
   };
   await Promise.all([caller(), caller(), caller()]);
+  const sorted = roundTrips.sort((a, b) => a - b);
   return {
     lists: admittedAt.length,
     notSent,
     unavailable,
     statuses: Object.fromEntries(statuses),
+    medianRoundTripMs: Math.round(sorted[Math.floor(sorted.length / 2)] ?? 0),
     admittedAt,
   };
 }
@@ -207,8 +213,12 @@ it(
     expect(rude.limited).toBeLessThanOrEqual(limited);
     expect(rude.limited).toBeGreaterThanOrEqual(limited - rude.unavailable);
     // The client: ≥ 90% of the plan's rate, never a 429 (so never banned); only a 503 of a busy
-    // machine besides its 200s.
-    expect(rates.client).toBeGreaterThanOrEqual(0.9 * PER_SECOND);
+    // machine besides its 200s. The rate headers say when more quota comes in whole seconds,
+    // counted from the answer, so a client that must never be refused loses up to one round
+    // trip per request: the plan's rate is 1 per (1 s + round trip) at a free key's 1/s (0.99/s
+    // on a quiet machine; 0.85/s seen under CI's load, with slower answers).
+    const secondsPerRequest = 1 / PER_SECOND + client.medianRoundTripMs / 1000;
+    expect(rates.client).toBeGreaterThanOrEqual(0.9 / secondsPerRequest);
     const { 200: ok, 503: busy, ...others } = client.statuses;
     expect(ok).toBe(client.lists);
     expect(others).toEqual({});
