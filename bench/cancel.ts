@@ -27,12 +27,9 @@ import { orderToJson, type Order } from '../lib/orders/order.ts';
 import { startDynamoDbLocal } from '../local/dynamodb-local.ts';
 import { installLambdaRuntimeGlobals, createContext } from '../local/lambda-runtime.ts';
 import { localTableNames, PROJECT_ROOT } from '../local/local-stack.ts';
+import { percentile } from './statistics.ts';
 
 const LIMITS = { perMinute: 1_000_000, perDay: 1_000_000_000 };
-
-function percentile(sorted: readonly number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number;
-}
 
 function pendingOrders(count: number, from = 1): Order[] {
   return Array.from({ length: count }, (_, i) => ({

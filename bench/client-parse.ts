@@ -6,6 +6,7 @@
  * which is no streaming parser (it holds the list) and rounds ids past 2^53: the floor.
  */
 import { OrderListParser } from '../client/src/order-list-parser.ts';
+import { median } from './statistics.ts';
 
 const ORDERS = Number(process.env.BENCH_ORDERS ?? 200_000);
 const RUNS = Number(process.env.BENCH_RUNS ?? 9);
@@ -20,10 +21,6 @@ function body(firstId: bigint): string {
       `"complete":${i % 3 === 0},"status":"${['pending', 'shipped', 'cancelled'][i % 3]}"}`,
   );
   return `[${orders.join(',')}]`;
-}
-
-function median(values: number[]): number {
-  return [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
 }
 
 function measure(label: string, text: string, parse: () => number): void {

@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { build } from 'esbuild';
 import { BUNDLE_FILE, esbuildOptions } from '../infra/constructs/service-function.ts';
 import { PROJECT_ROOT } from '../local/local-stack.ts';
+import { median } from './statistics.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 25);
 /** The goal: no function's cold init more than this many times the floor's. */
@@ -45,11 +46,6 @@ async function bundle(name: string, entry: string): Promise<string> {
   const outfile = join(outRoot, name, BUNDLE_FILE);
   await build(esbuildOptions(entry, outfile));
   return outfile;
-}
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] as number;
 }
 
 try {

@@ -9,12 +9,9 @@ import { ensureTables } from '../lib/dynamodb/create-table.ts';
 import { DynamoDbRateLimiter } from '../lib/dynamodb/rate-limit-table.ts';
 import { localTableNames } from '../local/local-stack.ts';
 import { PLAN_LIMITS } from '../lib/limits/plans.ts';
+import { percentile } from './statistics.ts';
 
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 3000);
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number;
-}
 
 const dynamo = await startDynamoDbLocal();
 const client = createDocumentClient({ endpoint: dynamo.endpoint });
