@@ -153,7 +153,7 @@ async function main(): Promise<void> {
       {
         env: {
           ...process.env,
-          POWERTOOLS_LOG_LEVEL: 'ERROR',
+          LOG_LEVEL: 'ERROR',
           STORE_ORDERS_LOCAL_STATE: join(dir, 's'),
         },
         stdio: ['ignore', 'pipe', 'inherit'],

@@ -62,7 +62,7 @@ try {
   // As the functions run: no NODE_OPTIONS (the stack sets none; see BUNDLING on source maps).
   const env: NodeJS.ProcessEnv = {
     ...process.env,
-    POWERTOOLS_METRICS_DISABLED: 'true',
+    METRICS_DISABLED: 'true',
     AWS_REGION: 'eu-west-1',
   };
   delete env.NODE_OPTIONS;

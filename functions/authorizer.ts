@@ -18,18 +18,16 @@ import type {
   APIGatewayTokenAuthorizerEvent,
   StatementEffect,
 } from 'aws-lambda';
-import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { signalAt, TIME_BUDGETS } from '../lib/config/budgets.ts';
 import { DependencyFailure, isTransient } from '../lib/failures.ts';
 import { authenticate, callerToContext } from '../lib/keys/authenticate.ts';
 import type { KeyStore } from '../lib/keys/key-store.ts';
 import { METRIC_NAMES } from '../lib/metrics.ts';
 import { keyStoreFromEnv } from './shared/dependencies.ts';
-import { logger } from './shared/logger.ts';
-import { metrics } from './shared/metrics.ts';
+import { logger, logInvocation } from './shared/logger.ts';
+import { metrics, MetricUnit } from './shared/metrics.ts';
 import { recordInvocation } from './shared/dynamodb-calls.ts';
 import middy from '@middy/core';
-import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 
 export interface AuthorizerDependencies {
   readonly keys: () => KeyStore;
@@ -99,7 +97,7 @@ export function createAuthorizerHandler(deps: AuthorizerDependencies) {
       return policy('Allow', caller.keyId, event.methodArn, callerToContext(caller));
     },
   )
-    .use(injectLambdaContext(logger))
+    .use(logInvocation())
     .use(recordInvocation());
 }
 

@@ -10,7 +10,6 @@
  * comparison is what If-None-Match uses anyway. A 304 that the key's free allowance covers does
  * not use the plan's quota (./shared/rate-limit.ts, lib/limits/conditional.ts).
  */
-import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import middy from '@middy/core';
 import { executionModeStreamifyResponse } from '@middy/core/StreamifyResponse';
 import type { APIGatewayProxyEvent, Context } from 'aws-lambda';
@@ -40,7 +39,7 @@ import { orderStoreFromEnv, rateLimiterFromEnv } from './shared/dependencies.ts'
 import { ApiError } from './shared/http-errors.ts';
 import { httpMiddlewares } from './shared/http-function.ts';
 import { logger } from './shared/logger.ts';
-import { metrics } from './shared/metrics.ts';
+import { metrics, MetricUnit } from './shared/metrics.ts';
 import type { RateLimitDependencies } from './shared/rate-limit.ts';
 
 /**

@@ -1,6 +1,6 @@
 /**
  * What an operator of a stage watches: its API, its functions, the tables they use, the service's
- * own metrics (Powertools, dimension `service`), and a Contributor Insights rule showing which API
+ * own metrics (embedded metric format, dimension `service`), and a Contributor Insights rule showing which API
  * keys hit their limits. Its alarms (./alarms.ts) and its dashboard (./dashboard.ts) are built on
  * it, as its children.
  */
@@ -16,7 +16,7 @@ import type { StageConfig } from './config.ts';
 import { LogContributorRule } from './constructs/contributor-insights.ts';
 import type { ServiceFunction } from './constructs/service-function.ts';
 
-/** The line the functions log on every 429 (Powertools JSON logger), and its caller field. */
+/** The line the functions log on every 429 (functions/shared/logger.ts), and its caller field. */
 export const RATE_LIMIT_REFUSAL_LOG = { message: 'Rate limit refusal', keyIdPath: '$.keyId' };
 
 export interface MonitoringProps {

@@ -111,10 +111,9 @@ export function functionEnvironment(
     ...tableEnv(stack.tables),
     DYNAMODB_ENDPOINT: stack.endpoint,
     AWS_REGION: LOCAL_REGION,
-    POWERTOOLS_SERVICE_NAME: 'store-orders',
-    POWERTOOLS_LOG_LEVEL: process.env.POWERTOOLS_LOG_LEVEL ?? 'WARN',
+    LOG_LEVEL: process.env.LOG_LEVEL ?? 'WARN',
     // CloudWatch embedded metrics would only clutter the terminal here.
-    POWERTOOLS_METRICS_DISABLED: process.env.POWERTOOLS_METRICS_DISABLED ?? 'true',
+    METRICS_DISABLED: process.env.METRICS_DISABLED ?? 'true',
   };
 }
 

@@ -15,10 +15,9 @@ import { TABLES } from '../../lib/dynamodb/tables.ts';
 import { DynamoDbRateLimiter } from '../../lib/dynamodb/rate-limit-table.ts';
 import { limiterSettingsFromEnv, type LimiterSettings } from '../../lib/limits/limiter.ts';
 import { METRIC_NAMES } from '../../lib/metrics.ts';
-import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { recordCalls } from './dynamodb-calls.ts';
 import { logger } from './logger.ts';
-import { metrics } from './metrics.ts';
+import { metrics, MetricUnit } from './metrics.ts';
 type DocumentClient = ReturnType<typeof createDocumentClient>;
 
 let client: DocumentClient | undefined;

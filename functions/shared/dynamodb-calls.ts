@@ -8,7 +8,6 @@
  * of the process through an async hook (a list: +55% CPU). A middleware on the SDK client costs a
  * clock read per call. Lambda's active tracing still records each invocation in X-Ray.
  */
-import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { MiddlewareObj, Request } from '@middy/core';
 import type {
   DynamoDBDocumentClient,
@@ -19,7 +18,7 @@ import type { InitializeMiddleware, MetadataBearer } from '@smithy/types';
 import { isConditionFailure } from '../../lib/dynamodb/errors.ts';
 import { METRIC_NAMES } from '../../lib/metrics.ts';
 import { logger } from './logger.ts';
-import { metrics, publishMetrics } from './metrics.ts';
+import { metrics, MetricUnit, publishMetrics } from './metrics.ts';
 
 /** The calls of one operation on one table within an invocation. */
 export interface CallSummary {

@@ -8,7 +8,6 @@
  *   3. headers: adds the error's headers (Retry-After, WWW-Authenticate), which
  *      http-error-handler 7.9 does not apply itself.
  */
-import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { MiddlewareObj, Request } from '@middy/core';
 import httpErrorHandler from '@middy/http-error-handler';
 import {
@@ -23,7 +22,7 @@ import { RateLimitRefusal } from '../../lib/limits/limiter.ts';
 import { METRIC_NAMES } from '../../lib/metrics.ts';
 import { InvalidOrderId, OrderAlreadyShipped, OrderNotFound } from '../../lib/orders/operations.ts';
 import { logger } from './logger.ts';
-import { metrics } from './metrics.ts';
+import { metrics, MetricUnit } from './metrics.ts';
 
 /** A failure the API reports to its client with a code of the catalogue. */
 export class ApiError extends Error {

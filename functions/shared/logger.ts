@@ -1,9 +1,21 @@
 /**
- * The functions' logger (Powertools, JSON). Events are never logged whole (they carry the
- * Authorization header), and as a second line of defence every log record passes a replacer that
- * blanks secret-looking fields and anything shaped like an API key or a bearer credential.
+ * The functions' logger: one JSON line per record, written whole with one write (DEBUG and INFO
+ * to stdout, WARN and ERROR to stderr; Lambda sends both to CloudWatch Logs as they are). Every
+ * line has the fields the runbook's queries use (docs/operations.md): level, message, timestamp,
+ * service, cold_start, function_name, function_arn, function_memory_size, function_request_id,
+ * correlation_id (the request id API Gateway gave the client), xray_trace_id; then the record's
+ * own fields. Errors are written with name, message, stack, cause and their own fields.
+ *
+ * Events are never logged whole (they carry the Authorization header), and as a second line of
+ * defence every record passes a replacer that blanks secret-looking fields and anything shaped
+ * like an API key or a bearer credential. A record that cannot be serialized still gives a line.
+ *
+ * The level is LOG_LEVEL (DEBUG, INFO, WARN, ERROR or SILENT; INFO when unset), read at load.
+ * Why not Powertools Logger: it cost every cold start about 4.6 ms, the most of the functions'
+ * distance to the floor (bench/README.md, "Cold init").
  */
-import { Logger } from '@aws-lambda-powertools/logger';
+import type { Context } from 'aws-lambda';
+import type { MiddlewareObj } from '@middy/core';
 import { KEY_TEXT } from '../../lib/keys/api-key.ts';
 import { SERVICE_NAME } from '../../lib/metrics.ts';
 
@@ -17,7 +29,113 @@ export function redactValue(key: string, value: unknown): unknown {
   return SECRET_VALUES.reduce((text, pattern) => text.replace(pattern, '[redacted]'), value);
 }
 
-export const logger = new Logger({
-  serviceName: SERVICE_NAME,
-  jsonReplacerFn: (key: string, value: unknown) => redactValue(key, value),
-});
+export const LOG_LEVELS = { DEBUG: 8, INFO: 12, WARN: 16, ERROR: 20, SILENT: 28 } as const;
+export type LogLevel = keyof typeof LOG_LEVELS;
+type Fields = Readonly<Record<string, unknown>>;
+
+/** An Error as a log field: what `JSON.stringify` alone would write as `{}`. */
+function errorFields(error: Error): Record<string, unknown> {
+  const { name, message, stack, cause } = error;
+  return { ...error, name, message, stack, ...(cause === undefined ? {} : { cause }) };
+}
+
+/** The record as one JSON line: errors spelled out, bigints as text, a repeated object once. */
+function serialize(record: Fields): string {
+  const seen = new WeakSet<object>();
+  return JSON.stringify(record, (key: string, value: unknown) => {
+    if (typeof value === 'bigint') return value.toString();
+    if (typeof value === 'object' && value !== null) {
+      if (seen.has(value)) return '[Circular]';
+      seen.add(value);
+      if (value instanceof Error) return errorFields(value);
+    }
+    return redactValue(key, value);
+  });
+}
+
+/** `Root=1-…;Parent=…;Sampled=1` → the trace id, as X-Ray shows it. */
+function xrayTraceId(): string | undefined {
+  return /Root=([^;]+)/.exec(process.env._X_AMZN_TRACE_ID ?? '')?.[1];
+}
+
+/** Where a line goes: DEBUG and INFO to stdout, WARN and ERROR to stderr. */
+function writeLine(line: string, level: LogLevel): void {
+  (LOG_LEVELS[level] >= LOG_LEVELS.WARN ? process.stderr : process.stdout).write(line);
+}
+
+export class Logger {
+  private readonly threshold: number;
+  private readonly write: typeof writeLine;
+  private invocation: Fields = {};
+  private coldStart = process.env.AWS_LAMBDA_INITIALIZATION_TYPE !== 'provisioned-concurrency';
+
+  constructor(level = process.env.LOG_LEVEL, write = writeLine) {
+    this.write = write;
+    const known = (level?.toUpperCase() ?? 'INFO') as LogLevel;
+    this.threshold = LOG_LEVELS[known] ?? LOG_LEVELS.INFO;
+    if (!(known in LOG_LEVELS)) this.warn(`LOG_LEVEL ${level} is not a level: logging at INFO`);
+  }
+
+  /**
+   * The fields of the invocation now starting, on each of its lines: the Lambda context, and
+   * the request id the client sees, when there is one.
+   */
+  startInvocation(context: Partial<Context>, correlationId?: string): void {
+    this.invocation = {
+      cold_start: this.coldStart,
+      function_name: context.functionName,
+      function_arn: context.invokedFunctionArn,
+      function_memory_size: context.memoryLimitInMB,
+      function_request_id: context.awsRequestId,
+      correlation_id: correlationId,
+    };
+    this.coldStart = false;
+  }
+
+  debug(message: string, fields?: Fields): void {
+    this.log('DEBUG', message, fields);
+  }
+  info(message: string, fields?: Fields): void {
+    this.log('INFO', message, fields);
+  }
+  warn(message: string, fields?: Fields): void {
+    this.log('WARN', message, fields);
+  }
+  error(message: string, fields?: Fields): void {
+    this.log('ERROR', message, fields);
+  }
+
+  private log(level: LogLevel, message: string, fields: Fields = {}): void {
+    if (LOG_LEVELS[level] < this.threshold) return;
+    const base = {
+      level,
+      message,
+      timestamp: new Date().toISOString(),
+      service: SERVICE_NAME,
+      ...this.invocation,
+      xray_trace_id: xrayTraceId(),
+    };
+    let line: string;
+    try {
+      line = serialize({ ...base, ...fields });
+    } catch (error) {
+      // A getter that throws, say: the line is written without the record's own fields.
+      line = serialize({ ...base, unserializable: String(error) });
+    }
+    this.write(`${line}\n`, level);
+  }
+}
+
+export const logger = new Logger();
+
+/**
+ * The invocation's fields on every line: its Lambda context and, for an API Gateway request, the
+ * request id the client got (x-amzn-RequestId) as `correlation_id`.
+ */
+export function logInvocation(): MiddlewareObj<{ requestContext?: { requestId?: string } }> {
+  return {
+    before: ({ context, event }) => {
+      logger.startInvocation(context, event?.requestContext?.requestId);
+    },
+  };
+}

@@ -1,7 +1,7 @@
 /**
  * The house Lambda function: NodejsFunction with the defaults every function here shares
  * (Node.js 24 on arm64, one CommonJS file minified but for its names, the AWS SDK bundled,
- * X-Ray, a log group with retention, Powertools settings) and one call that binds a table: it
+ * X-Ray, a log group with retention, the log level and metrics namespace) and one call that binds a table: it
  * sets the variable that carries the table's name and grants exactly the actions given, on that
  * table only.
  */
@@ -18,7 +18,6 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { TABLES, type TableName } from '../../lib/dynamodb/tables.ts';
 import type { FunctionDefinition } from '../../lib/functions.ts';
-import { SERVICE_NAME } from '../../lib/metrics.ts';
 
 const FUNCTIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'functions');
 
@@ -142,9 +141,8 @@ export class ServiceFunction extends NodejsFunction {
       logGroup,
       bundling: BUNDLING,
       environment: {
-        POWERTOOLS_SERVICE_NAME: SERVICE_NAME,
-        POWERTOOLS_LOG_LEVEL: props.logLevel,
-        POWERTOOLS_METRICS_NAMESPACE: props.metricsNamespace,
+        LOG_LEVEL: props.logLevel,
+        METRICS_NAMESPACE: props.metricsNamespace,
         ...props.environment,
       },
     });

@@ -59,7 +59,7 @@ function invoke(
       env: {
         ...process.env,
         STORE_ORDERS_LOCAL_STATE: tempStateFile(),
-        POWERTOOLS_LOG_LEVEL: 'ERROR',
+        LOG_LEVEL: 'ERROR',
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     },

@@ -33,7 +33,7 @@ async function npmStart(): Promise<Running> {
     : ['npm', ['start', '--']];
   const npm = spawn(command, [...args, '--port', '0', '--table-prefix', uniquePrefix('life')], {
     cwd: PROJECT_ROOT,
-    env: { ...process.env, STORE_ORDERS_LOCAL_STATE: stateFile, POWERTOOLS_LOG_LEVEL: 'ERROR' },
+    env: { ...process.env, STORE_ORDERS_LOCAL_STATE: stateFile, LOG_LEVEL: 'ERROR' },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   });

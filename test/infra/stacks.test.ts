@@ -335,7 +335,7 @@ describe('functions', () => {
         TracingConfig: { Mode: 'Active' },
         LoggingConfig: { LogGroup: { Ref: expect.any(String) } },
         Environment: {
-          Variables: expect.objectContaining({ POWERTOOLS_SERVICE_NAME: 'store-orders' }),
+          Variables: expect.objectContaining({ LOG_LEVEL: expect.stringMatching(/^(DEBUG|INFO|WARN|ERROR)$/) }),
         },
       });
       // --enable-source-maps would parse every module's map as it loads: ~25 ms per cold start.
@@ -365,18 +365,18 @@ describe('functions', () => {
         TABLES.orders.envVar,
         TABLES.rateLimits.envVar,
         'RATE_LIMIT_FAILURE_MODE',
-        'POWERTOOLS_METRICS_NAMESPACE',
+        'METRICS_NAMESPACE',
       ]),
     );
     expect(listEnv).not.toHaveProperty(TABLES.apiKeys.envVar);
-    expect(listEnv.POWERTOOLS_METRICS_NAMESPACE).toBe('StoreOrders/staging');
+    expect(listEnv.METRICS_NAMESPACE).toBe('StoreOrders/staging');
     const authorizerEnv = (
       byDescription(/authorizer/).Properties.Environment as { Variables: Record<string, unknown> }
     ).Variables;
     expect(Object.keys(authorizerEnv)).toContain(TABLES.apiKeys.envVar);
     expect(authorizerEnv).not.toHaveProperty(TABLES.orders.envVar);
     // The authorizer counts its own failures (InternalErrors): in the stage's namespace too.
-    expect(authorizerEnv.POWERTOOLS_METRICS_NAMESPACE).toBe('StoreOrders/staging');
+    expect(authorizerEnv.METRICS_NAMESPACE).toBe('StoreOrders/staging');
   });
 
   it('are bundled as one CommonJS file with the AWS SDK inside and no source map', () => {

@@ -45,7 +45,7 @@ beforeAll(async () => {
   ]);
   Object.assign(process.env, tableEnv(t.tables), {
     DYNAMODB_ENDPOINT: t.endpoint,
-    POWERTOOLS_METRICS_DISABLED: 'true',
+    METRICS_DISABLED: 'true',
   });
   installLambdaRuntimeGlobals();
   dir = mkdtempSync(join(tmpdir(), 'deployed-bundles-'));

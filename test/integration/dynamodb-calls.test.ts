@@ -14,7 +14,7 @@ import { createDocumentClient } from '../../lib/dynamodb/client.ts';
 import { captureObservations } from '../support/faults.ts';
 import { createTestTables, type TestTables } from '../support/tables.ts';
 
-process.env.POWERTOOLS_LOG_LEVEL = 'INFO';
+process.env.LOG_LEVEL = 'INFO';
 const { logDynamoDbCalls, recordCalls, recordInvocation, takeCalls } =
   await import('../../functions/shared/dynamodb-calls.ts');
 const { metrics } = await import('../../functions/shared/metrics.ts');

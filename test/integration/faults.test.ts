@@ -35,7 +35,7 @@ import {
 import { createTestTables, type TestTables } from '../support/tables.ts';
 
 // The functions log at INFO here: the log lines are part of what is checked.
-process.env.POWERTOOLS_LOG_LEVEL = 'INFO';
+process.env.LOG_LEVEL = 'INFO';
 const { createAuthorizerHandler } = await import('../../functions/authorizer.ts');
 const { createCancelOrderHandler } = await import('../../functions/cancel-order.ts');
 const { createListOrdersHandler } = await import('../../functions/list-orders.ts');

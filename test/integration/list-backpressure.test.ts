@@ -60,7 +60,7 @@ beforeAll(async () => {
   });
   const endpoint = await countingProxy(t.endpoint);
   pool = new ContainerPool({
-    env: { ...functionEnvironment({ endpoint, tables: t.tables }), POWERTOOLS_LOG_LEVEL: 'ERROR' },
+    env: { ...functionEnvironment({ endpoint, tables: t.tables }), LOG_LEVEL: 'ERROR' },
     maxContainers: 1,
     // A 16 KiB window (1 MiB by default, which holds a whole compressed list of this size):
     // the list is then far larger than everything between the function and its client.

@@ -103,9 +103,9 @@ export interface LogLine {
 }
 
 /**
- * Captures the JSON log lines the functions write (Powertools: INFO to stdout, WARN and ERROR
+ * Captures the JSON log lines the functions write (INFO to stdout, WARN and ERROR
  * to stderr) and the metrics they record. The logger must be loaded with a log level that
- * writes them (POWERTOOLS_LOG_LEVEL set before the functions are imported).
+ * writes them (LOG_LEVEL set before the functions are imported).
  */
 export function captureObservations() {
   const lines: LogLine[] = [];

@@ -27,7 +27,7 @@ const START = join(PROJECT_ROOT, 'local', 'start.ts');
 function spawnStart(args: readonly string[], stateFile: string): ChildProcess {
   return spawn(process.execPath, [START, ...args], {
     cwd: PROJECT_ROOT,
-    env: { ...process.env, STORE_ORDERS_LOCAL_STATE: stateFile, POWERTOOLS_LOG_LEVEL: 'ERROR' },
+    env: { ...process.env, STORE_ORDERS_LOCAL_STATE: stateFile, LOG_LEVEL: 'ERROR' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
 }

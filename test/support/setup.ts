@@ -2,6 +2,6 @@
 import { installLambdaRuntimeGlobals } from '../../local/lambda-runtime.ts';
 
 installLambdaRuntimeGlobals();
-process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
+process.env.LOG_LEVEL ??= 'SILENT';
 // Metrics are checked where they matter, not printed by every test.
-process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
+process.env.METRICS_DISABLED ??= 'true';

@@ -1,6 +1,22 @@
-import { describe, expect, it } from 'vitest';
-import { redactValue } from '../../functions/shared/logger.ts';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { Logger, type LogLevel, redactValue } from '../../functions/shared/logger.ts';
 import { generateApiKey } from '../../lib/keys/api-key.ts';
+
+/** A logger whose lines are kept, parsed, with the level each was written at. */
+function capturing(level?: string) {
+  const lines: { level: LogLevel; record: Record<string, unknown>; text: string }[] = [];
+  const logger = new Logger(level, (text, lineLevel) => {
+    lines.push({ level: lineLevel, record: JSON.parse(text) as Record<string, unknown>, text });
+  });
+  return { logger, lines, records: () => lines.map(({ record }) => record) };
+}
+
+const levelOf = (line: unknown): unknown => (JSON.parse(String(line)) as { level: unknown }).level;
+
+afterEach(() => {
+  vi.unstubAllEnvs();
+  vi.restoreAllMocks();
+});
 
 describe('log redaction', () => {
   it('blanks secret-looking fields whatever their value', () => {
@@ -24,5 +40,137 @@ describe('log redaction', () => {
     expect(JSON.stringify({ nested: { line: `token was ${key}` } }, redactValue)).not.toContain(
       key,
     );
+  });
+
+  it('keeps a key out of every written line: message, fields, nested errors', () => {
+    const key = generateApiKey();
+    const { logger, lines } = capturing('INFO');
+    logger.info(`refused ${key}`, {
+      headers: { authorization: `Bearer ${key}` },
+      error: new Error(`bad key ${key}`, { cause: new Error(`still ${key}`) }),
+    });
+    expect(lines).toHaveLength(1);
+    expect(lines[0]!.text).not.toContain(key);
+    expect(lines[0]!.record.message).toBe('refused [redacted]');
+  });
+});
+
+describe('the functions’ logger', () => {
+  it('writes one JSON line per record with the fields the runbook queries use', () => {
+    vi.stubEnv('_X_AMZN_TRACE_ID', 'Root=1-5759e988-bd862e3fe1be46a994272793;Sampled=1');
+    const { logger, lines } = capturing('INFO');
+    logger.startInvocation(
+      {
+        functionName: 'list',
+        invokedFunctionArn: 'arn:aws:lambda:eu-west-1:1:function:list',
+        memoryLimitInMB: '512',
+        awsRequestId: 'req-1',
+      },
+      'client-request-1',
+    );
+    logger.info('List sent', { orders: 3 });
+    expect(lines).toHaveLength(1);
+    expect(lines[0]!.text).toMatch(/^\{[^\n]*\}\n$/);
+    expect(lines[0]!.record).toEqual({
+      level: 'INFO',
+      message: 'List sent',
+      timestamp: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+      service: 'store-orders',
+      cold_start: true,
+      function_name: 'list',
+      function_arn: 'arn:aws:lambda:eu-west-1:1:function:list',
+      function_memory_size: '512',
+      function_request_id: 'req-1',
+      correlation_id: 'client-request-1',
+      xray_trace_id: '1-5759e988-bd862e3fe1be46a994272793',
+      orders: 3,
+    });
+  });
+
+  it('marks only the first invocation a cold start, and never leaks one invocation’s ids', () => {
+    const { logger, records } = capturing('INFO');
+    logger.startInvocation({ awsRequestId: 'a' }, 'client-a');
+    logger.info('one');
+    logger.startInvocation({ awsRequestId: 'b' });
+    logger.info('two');
+    expect(records()).toMatchObject([
+      { cold_start: true, function_request_id: 'a', correlation_id: 'client-a' },
+      { cold_start: false, function_request_id: 'b' },
+    ]);
+    expect(records()[1]).not.toHaveProperty('correlation_id');
+  });
+
+  it('writes no cold start for a provisioned environment', () => {
+    vi.stubEnv('AWS_LAMBDA_INITIALIZATION_TYPE', 'provisioned-concurrency');
+    const { logger, records } = capturing('INFO');
+    logger.startInvocation({ awsRequestId: 'a' });
+    logger.info('one');
+    expect(records()[0]).toMatchObject({ cold_start: false });
+  });
+
+  it('writes the records at or above its level, WARN and ERROR to stderr', () => {
+    const out = vi.spyOn(process.stdout, 'write').mockReturnValue(true);
+    const err = vi.spyOn(process.stderr, 'write').mockReturnValue(true);
+    const logger = new Logger('warn');
+    logger.debug('d');
+    logger.info('i');
+    logger.warn('w');
+    logger.error('e');
+    expect(out).not.toHaveBeenCalled();
+    expect(err.mock.calls.map(([line]) => levelOf(line))).toEqual(['WARN', 'ERROR']);
+    err.mockClear();
+    new Logger('SILENT').error('nothing');
+    expect(err).not.toHaveBeenCalled();
+    const debug = new Logger('DEBUG');
+    debug.debug('d');
+    debug.info('i');
+    expect(out.mock.calls.map(([line]) => levelOf(line))).toEqual(['DEBUG', 'INFO']);
+  });
+
+  it('says so when LOG_LEVEL is not a level, and logs at INFO', () => {
+    const { logger, records } = capturing('LOUD');
+    logger.debug('hidden');
+    logger.info('shown');
+    expect(records().map(({ level, message }) => `${String(level)} ${String(message)}`)).toEqual([
+      'WARN LOG_LEVEL LOUD is not a level: logging at INFO',
+      'INFO shown',
+    ]);
+  });
+
+  it('spells out errors: name, message, stack, their own fields and their cause', () => {
+    const { logger, records } = capturing('INFO');
+    const cause = Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
+    const error = Object.assign(new TypeError('read failed', { cause }), {
+      $metadata: { httpStatusCode: 500 },
+    });
+    logger.error('failed', { error });
+    expect(records()[0]!.error).toEqual({
+      name: 'TypeError',
+      message: 'read failed',
+      stack: expect.stringContaining('TypeError: read failed\n    at '),
+      $metadata: { httpStatusCode: 500 },
+      cause: {
+        name: 'Error',
+        message: 'socket hang up',
+        code: 'ECONNRESET',
+        stack: expect.stringContaining('socket hang up'),
+      },
+    });
+  });
+
+  it('never throws on what JSON cannot write: bigints, cycles, throwing getters', () => {
+    const { logger, records } = capturing('INFO');
+    const cyclic: Record<string, unknown> = { id: 1 };
+    cyclic.self = cyclic;
+    logger.info('odd values', { big: 2n ** 63n - 1n, cyclic });
+    logger.info('a getter that throws', {
+      get broken(): never {
+        throw new Error('no');
+      },
+    });
+    expect(records()).toMatchObject([
+      { big: '9223372036854775807', cyclic: { id: 1, self: '[Circular]' } },
+      { message: 'a getter that throws', unserializable: 'Error: no' },
+    ]);
   });
 });
