@@ -335,7 +335,9 @@ describe('functions', () => {
         TracingConfig: { Mode: 'Active' },
         LoggingConfig: { LogGroup: { Ref: expect.any(String) } },
         Environment: {
-          Variables: expect.objectContaining({ LOG_LEVEL: expect.stringMatching(/^(DEBUG|INFO|WARN|ERROR)$/) }),
+          Variables: expect.objectContaining({
+            LOG_LEVEL: expect.stringMatching(/^(DEBUG|INFO|WARN|ERROR)$/),
+          }),
         },
       });
       // --enable-source-maps would parse every module's map as it loads: ~25 ms per cold start.
