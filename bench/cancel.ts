@@ -11,8 +11,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { valueFlag } from '../lib/config/flags.ts';
-import { benchFlags } from './command-line.ts';
+import { benchFlags, countFlag, countOf } from './command-line.ts';
 import { createCancelOrderHandler } from '../functions/cancel-order.ts';
 import {
   attemptTimeouts,
@@ -115,11 +114,9 @@ async function callsPerCancel(endpoint: string, prefix: string): Promise<string[
 
 async function main(): Promise<void> {
   const values = benchFlags('bench:cancel', 'Cancel latency through the local API.', {
-    cancels: valueFlag('N', 'cancels to time (default 2000)'),
+    cancels: countFlag('cancels to time', 2000),
   });
-  const count = Number(values.cancels ?? 2000);
-  if (!Number.isInteger(count) || count < 1)
-    throw new Error('--cancels must be a positive integer');
+  const count = countOf('bench:cancel', 'cancels', values.cancels, 2000);
   const warmUp = Math.min(300, count);
 
   const dynamo = await startDynamoDbLocal();

@@ -6,10 +6,15 @@
  * which is no streaming parser (it holds the list) and rounds ids past 2^53: the floor.
  */
 import { OrderListParser } from '../client/src/order-list-parser.ts';
+import { benchFlags, countFlag, countOf } from './command-line.ts';
 import { median } from './statistics.ts';
 
-const ORDERS = Number(process.env.BENCH_ORDERS ?? 200_000);
-const RUNS = Number(process.env.BENCH_RUNS ?? 9);
+const values = benchFlags('bench:client-parse', 'How fast the client reads a streamed list.', {
+  orders: countFlag('orders in each list', 200_000),
+  runs: countFlag('runs of each parse (the median is printed)', 9),
+});
+const ORDERS = countOf('bench:client-parse', 'orders', values.orders, 200_000);
+const RUNS = countOf('bench:client-parse', 'runs', values.runs, 9);
 const CHUNK = 16 * 1024;
 
 function body(firstId: bigint): string {

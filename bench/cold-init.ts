@@ -8,7 +8,7 @@
  * slows down slows them all alike. As the functions run on Lambda: no NODE_OPTIONS.
  * Prints each bundle's size, the median init, and its ratio to the floor against the goal.
  *
- *   BENCH_RUNS=25 npm run bench:cold-init
+ *   npm run bench:cold-init -- --runs 25
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -16,9 +16,13 @@ import { join } from 'node:path';
 import { build } from 'esbuild';
 import { BUNDLE_FILE, esbuildOptions } from '../infra/constructs/service-function.ts';
 import { PROJECT_ROOT } from '../local/local-stack.ts';
+import { benchFlags, countFlag, countOf } from './command-line.ts';
 import { median } from './statistics.ts';
 
-const RUNS = Number(process.env.BENCH_RUNS ?? 25);
+const values = benchFlags('bench:cold-init', "Each function's cold init against the floor.", {
+  runs: countFlag('fresh processes per bundle', 25),
+});
+const RUNS = countOf('bench:cold-init', 'runs', values.runs, 25);
 /** The goal: no function's cold init more than this many times the floor's. */
 const GOAL = 1.1;
 const FUNCTIONS = ['list-orders', 'cancel-order', 'authorizer'] as const;

@@ -5,8 +5,7 @@
  * writes, through Node's stream compressors, on one thread), and prints the output's share of
  * the identity bytes and the CPU time spent. A list function has about one vCPU.
  */
-import { valueFlag } from '../lib/config/flags.ts';
-import { benchFlags } from './command-line.ts';
+import { benchFlags, countFlag, countOf } from './command-line.ts';
 import { CONTENT_CODINGS, type ContentCoding } from '../lib/api/content-coding.ts';
 import { orderToJson } from '../lib/orders/order.ts';
 import { COMPRESSION_LEVELS, createCompressor } from '../functions/shared/compression.ts';
@@ -37,9 +36,9 @@ async function compress(json: Buffer, coding: ContentCoding, level: number) {
 }
 
 const values = benchFlags('bench:compression', 'Bytes and CPU of each coding and level.', {
-  orders: valueFlag('N', 'orders in the JSON compressed (default 200000)'),
+  orders: countFlag('orders in the JSON compressed', 200_000),
 });
-const orders = benchOrders(Number(values.orders ?? 200_000));
+const orders = benchOrders(countOf('bench:compression', 'orders', values.orders, 200_000));
 const json = Buffer.from(`[${orders.map(orderToJson).join(',')}]`);
 console.log(
   `${orders.length} orders, ${json.length.toLocaleString('en')} bytes of JSON (CPU of every thread, zlib's included)\n`,

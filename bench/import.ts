@@ -1,6 +1,6 @@
 /**
  * `npm run bench:import`: throughput of `orders import` on DynamoDB Local. Generates N orders
- * (BENCH_ORDERS, default 50,000; int64 ids across the whole range), then runs the real CLI
+ * (`--orders N`, default 50,000; int64 ids across the whole range), then runs the real CLI
  * (`admin/cli.ts orders import`) twice against a fresh table — a first load (every order new:
  * checked, then written) and a re-run (every order unchanged: checked, nothing written) — and
  * prints orders/s end to end (process start-up, reading, validation, check, writing) and for
@@ -17,8 +17,12 @@ import { ensureTables } from '../lib/dynamodb/create-table.ts';
 import { orderToJson, ORDER_STATUSES, type Order } from '../lib/orders/order.ts';
 import { startDynamoDbLocal } from '../local/dynamodb-local.ts';
 import { localTableNames, PROJECT_ROOT } from '../local/local-stack.ts';
+import { benchFlags, countFlag, countOf } from './command-line.ts';
 
-const N = Number(process.env.BENCH_ORDERS ?? 50_000);
+const values = benchFlags('bench:import', 'Throughput of orders import, first load and re-run.', {
+  orders: countFlag('orders to import', 50_000),
+});
+const N = countOf('bench:import', 'orders', values.orders, 50_000);
 const CLI = join(PROJECT_ROOT, 'admin', 'cli.ts');
 const run = promisify(execFile);
 

@@ -36,7 +36,7 @@ import { ORDER_SHARDS } from '../lib/dynamodb/tables.ts';
 import { STREAMING_LIMITS } from '../lib/config/streaming.ts';
 import { generateApiKey } from '../lib/keys/api-key.ts';
 import { valueFlag } from '../lib/config/flags.ts';
-import { benchFlags } from './command-line.ts';
+import { benchFlags, countFlag, countOf } from './command-line.ts';
 import { registerKeys } from '../lib/keys/register.ts';
 import type { Order } from '../lib/orders/order.ts';
 import { startDynamoDbLocal } from '../local/dynamodb-local.ts';
@@ -123,14 +123,14 @@ async function main(): Promise<void> {
     'bench:list',
     'The list through the local API against raw DynamoDB floors, per coding, and conditional hits.',
     {
-      orders: valueFlag('N', 'orders to load (default 200000)'),
-      'link-mbps': valueFlag('N', "the modelled client's link, in Mbit/s (default 100)"),
+      orders: countFlag('orders to load', 200_000),
+      'link-mbps': countFlag("the modelled client's link, in whole Mbit/s", 100),
       'dynamodb-endpoint': valueFlag('URL', 'use a running DynamoDB instead of starting one'),
     },
   );
-  const count = Number(values.orders ?? 200_000);
-  const linkBytesPerSecond = (Number(values['link-mbps'] ?? 100) * 1_000_000) / 8;
-  if (!Number.isInteger(count) || count < 1) throw new Error('--orders must be a positive integer');
+  const count = countOf('bench:list', 'orders', values.orders, 200_000);
+  const linkMbps = countOf('bench:list', 'link-mbps', values['link-mbps'], 100);
+  const linkBytesPerSecond = (linkMbps * 1_000_000) / 8;
 
   const dynamo = values['dynamodb-endpoint']
     ? { endpoint: values['dynamodb-endpoint'], stop: () => Promise.resolve() }

@@ -9,9 +9,13 @@ import { ensureTables } from '../lib/dynamodb/create-table.ts';
 import { DynamoDbRateLimiter } from '../lib/dynamodb/rate-limit-table.ts';
 import { localTableNames } from '../local/local-stack.ts';
 import { PLAN_LIMITS } from '../lib/limits/plans.ts';
+import { benchFlags, countFlag, countOf } from './command-line.ts';
 import { percentile } from './statistics.ts';
 
-const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 3000);
+const values = benchFlags('bench:limiter', "The rate limiter's added latency per request.", {
+  requests: countFlag('requests to time', 3000),
+});
+const REQUESTS = countOf('bench:limiter', 'requests', values.requests, 3000);
 
 const dynamo = await startDynamoDbLocal();
 const client = createDocumentClient({ endpoint: dynamo.endpoint });

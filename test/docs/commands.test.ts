@@ -38,6 +38,10 @@ const PROGRAMS: Readonly<Record<string, string>> = {
   'bench:list': 'bench/list.ts',
   'bench:cancel': 'bench/cancel.ts',
   'bench:compression': 'bench/compression-levels.ts',
+  'bench:cold-init': 'bench/cold-init.ts',
+  'bench:limiter': 'bench/rate-limiter.ts',
+  'bench:import': 'bench/import.ts',
+  'bench:client-parse': 'bench/client-parse.ts',
 };
 
 interface Block {
