@@ -58,9 +58,7 @@ export function rateLimit(deps: RateLimitDependencies): MiddlewareObj<APIGateway
     const headers = headersOf.get(request);
     const response = request.response as { headers?: Record<string, string> } | undefined;
     if (!headers || !response) return;
-    // A Retry-After belongs to the 429 (set by http-errors.ts): a 304 or an error keeps its own.
-    const rateHeaders = Object.entries(headers).filter(([name]) => name !== 'Retry-After');
-    response.headers = { ...response.headers, ...Object.fromEntries(rateHeaders) };
+    response.headers = { ...response.headers, ...headers };
   };
 
   return {

@@ -147,14 +147,11 @@ export function rateLimitHeaders(
       Math.ceil((banned ? decision.retryAfterMs : decision.at - now + r.moreInMs) / 1000),
     );
   const item = (r: WindowReport) => `"${r.window}";r=${r.remaining};t=${moreIn(r)}`;
-  const headers: Record<string, string> = {
+  return {
     'X-RateLimit-Limit': String(binding.limit),
     'X-RateLimit-Remaining': String(binding.remaining),
     'X-RateLimit-Reset': String(binding.reset),
     ...policyHeader(limits),
     RateLimit: reports.map(item).join(', '),
   };
-  if (decision.outcome !== 'admitted')
-    headers['Retry-After'] = String(retryAfterSeconds(decision.retryAfterMs));
-  return headers;
 }

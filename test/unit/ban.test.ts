@@ -6,7 +6,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { afterRefusal, refusalStep, type BanSettings } from '../../lib/limits/ban.ts';
-import { rateLimitHeaders } from '../../lib/limits/limiter.ts';
+import { answerHeaders } from '../support/rate-limit-answer.ts';
 import type { Limits } from '../../lib/limits/plans.ts';
 import { decide, type CounterState } from '../../lib/limits/sliding-window.ts';
 
@@ -29,7 +29,7 @@ class Key {
       return { outcome: 'admitted' as const, retryAfter: undefined, counted: false };
     }
     if (decision.outcome === 'banned') {
-      const retryAfter = Number(rateLimitHeaders(decision, now, this.limits)['Retry-After']);
+      const retryAfter = Number(answerHeaders(decision, now, this.limits)['Retry-After']);
       return { outcome: 'banned' as const, retryAfter, counted: false };
     }
     const step = refusalStep(this.state, now, decision.at, decision.retryAfterMs, this.settings);
@@ -41,7 +41,7 @@ class Key {
         counted: true,
       };
     }
-    const retryAfter = Number(rateLimitHeaders(decision, now, this.limits)['Retry-After']);
+    const retryAfter = Number(answerHeaders(decision, now, this.limits)['Retry-After']);
     return { outcome: 'limited' as const, retryAfter, counted: step.kind === 'counted' };
   }
 }

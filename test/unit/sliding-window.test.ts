@@ -5,6 +5,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { rateLimitHeaders } from '../../lib/limits/limiter.ts';
+import { answerHeaders } from '../support/rate-limit-answer.ts';
 import type { Limits } from '../../lib/limits/plans.ts';
 import { decide, retryAfterSeconds, type CounterState } from '../../lib/limits/sliding-window.ts';
 
@@ -105,7 +106,7 @@ class ModelLimiter {
     const decision = decide(this.state, now, this.limits);
     if (decision.outcome === 'admitted')
       this.state = { minute: decision.minute, day: decision.day };
-    return { decision, headers: rateLimitHeaders(decision, now, this.limits) };
+    return { decision, headers: answerHeaders(decision, now, this.limits) };
   }
 }
 
@@ -308,10 +309,12 @@ describe('sliding-window counter (examples)', () => {
     const now = 1_800_000_000_000;
     const decision = decide({ bannedUntil: now + 900_000 }, now, free);
     expect(decision).toMatchObject({ outcome: 'banned', retryAfterMs: 900_000 });
-    expect(rateLimitHeaders(decision, now, free)).toMatchObject({
+    expect(answerHeaders(decision, now, free)).toMatchObject({
       'Retry-After': '900',
       'X-RateLimit-Remaining': '0',
     });
+    // Retry-After is the refusal's (RateLimitRefusal → http-errors.ts), not one of these headers.
+    expect(rateLimitHeaders(decision, now, free)).not.toHaveProperty('Retry-After');
     expect(decide({ bannedUntil: now }, now, free).outcome).toBe('admitted');
   });
 });
