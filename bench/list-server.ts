@@ -25,7 +25,7 @@ if (!collect) throw new Error('run with --expose-gc');
 const pool = new ContainerPool({
   env: {
     ...functionEnvironment({ endpoint, tables: localTableNames(prefix) }),
-    LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'ERROR',
+    LOG_LEVEL: process.env.LOG_LEVEL ?? 'ERROR',
   },
   maxContainers: containers ? Number(containers) : undefined,
 });

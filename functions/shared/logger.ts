@@ -12,7 +12,7 @@
  *
  * The level is LOG_LEVEL (DEBUG, INFO, WARN, ERROR or SILENT; INFO when unset), read at load.
  * Why not Powertools Logger: it cost every cold start about 4.6 ms, the most of the functions'
- * distance to the floor (bench/README.md, "Cold init").
+ * distance to the floor (bench/README.md, "Cold start").
  */
 import type { Context } from 'aws-lambda';
 import type { MiddlewareObj } from '@middy/core';
@@ -39,18 +39,28 @@ function errorFields(error: Error): Record<string, unknown> {
   return { ...error, name, message, stack, ...(cause === undefined ? {} : { cause }) };
 }
 
-/** The record as one JSON line: errors spelled out, bigints as text, a repeated object once. */
+/**
+ * The record as one JSON line: errors spelled out, bigints as text, a repeated object once, and
+ * everything redacted (a secret-named field whatever it holds, an Error included).
+ */
 function serialize(record: Fields): string {
   const seen = new WeakSet<object>();
   return JSON.stringify(record, (key: string, value: unknown) => {
-    if (typeof value === 'bigint') return value.toString();
-    if (typeof value === 'object' && value !== null) {
-      if (seen.has(value)) return '[Circular]';
-      seen.add(value);
-      if (value instanceof Error) return errorFields(value);
-    }
-    return redactValue(key, value);
+    if (typeof value === 'bigint') return redactValue(key, value.toString());
+    if (typeof value !== 'object' || value === null) return redactValue(key, value);
+    if (seen.has(value)) return '[Circular]';
+    seen.add(value);
+    return redactValue(key, value instanceof Error ? errorFields(value) : value);
   });
+}
+
+/** What went wrong, as text, whatever was thrown. */
+function describeThrown(error: unknown): string {
+  try {
+    return String(error);
+  } catch {
+    return 'an unprintable value';
+  }
 }
 
 /** `Root=1-…;Parent=…;Sampled=1` → the trace id, as X-Ray shows it. */
@@ -117,10 +127,11 @@ export class Logger {
     };
     let line: string;
     try {
-      line = serialize({ ...base, ...fields });
+      // The record's own fields come after the standard ones and never replace them.
+      line = serialize({ ...base, ...fields, ...base });
     } catch (error) {
       // A getter that throws, say: the line is written without the record's own fields.
-      line = serialize({ ...base, unserializable: String(error) });
+      line = serialize({ ...base, unserializable: describeThrown(error) });
     }
     this.write(`${line}\n`, level);
   }

@@ -53,6 +53,21 @@ describe('log redaction', () => {
     expect(lines[0]!.text).not.toContain(key);
     expect(lines[0]!.record.message).toBe('refused [redacted]');
   });
+
+  it('blanks a secret-named field whatever it holds, an Error or text of any shape', () => {
+    const { logger, lines } = capturing('INFO');
+    logger.info('sign-in', {
+      password: 'hunter2',
+      authorization: new Error('token xyzzy'),
+      user: { apiKey: { raw: 'plugh' } },
+    });
+    expect(lines[0]!.text).not.toMatch(/hunter2|xyzzy|plugh/);
+    expect(lines[0]!.record).toMatchObject({
+      password: '[redacted]',
+      authorization: '[redacted]',
+      user: { apiKey: '[redacted]' },
+    });
+  });
 });
 
 describe('the functions’ logger', () => {
@@ -127,6 +142,26 @@ describe('the functions’ logger', () => {
     expect(out.mock.calls.map(([line]) => levelOf(line))).toEqual(['DEBUG', 'INFO']);
   });
 
+  it('takes its level from LOG_LEVEL', () => {
+    vi.stubEnv('LOG_LEVEL', 'ERROR');
+    const levels: LogLevel[] = [];
+    const logger = new Logger(undefined, (_line, level) => void levels.push(level));
+    logger.warn('w');
+    logger.error('e');
+    expect(levels).toEqual(['ERROR']);
+  });
+
+  it('keeps its own fields when a record has fields of the same name', () => {
+    const { logger, records } = capturing('INFO');
+    logger.startInvocation({ awsRequestId: 'a' }, 'client-a');
+    logger.info('Rate limit refusal', { level: 'DEBUG', message: 'other', correlation_id: 'x' });
+    expect(records()[0]).toMatchObject({
+      level: 'INFO',
+      message: 'Rate limit refusal',
+      correlation_id: 'client-a',
+    });
+  });
+
   it('says so when LOG_LEVEL is not a level, and logs at INFO', () => {
     const { logger, records } = capturing('LOUD');
     logger.debug('hidden');
@@ -168,9 +203,15 @@ describe('the functions’ logger', () => {
         throw new Error('no');
       },
     });
+    logger.info('a getter that throws what cannot be printed', {
+      get broken(): never {
+        throw Object.create(null) as Error;
+      },
+    });
     expect(records()).toMatchObject([
       { big: '9223372036854775807', cyclic: { id: 1, self: '[Circular]' } },
       { message: 'a getter that throws', unserializable: 'Error: no' },
+      { unserializable: 'an unprintable value' },
     ]);
   });
 });

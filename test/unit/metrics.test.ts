@@ -60,14 +60,36 @@ describe('the functions’ metrics (CloudWatch embedded metric format)', () => {
   });
 
   it('writes a document when a metric reaches 100 values, so none is dropped by CloudWatch', () => {
+    expect(EMF_LIMITS).toEqual({ metrics: 100, values: 100 });
     const { metrics, documents } = capturing();
-    for (let i = 0; i < EMF_LIMITS.values + 1; i++) {
+    for (let i = 0; i < 101; i++) {
       metrics.addMetric('DynamoDbCallDuration', MetricUnit.Milliseconds, i);
     }
     expect(documents).toHaveLength(1);
-    expect(documents[0]!.DynamoDbCallDuration).toHaveLength(EMF_LIMITS.values);
+    expect(documents[0]!.DynamoDbCallDuration).toHaveLength(100);
     metrics.publishStoredMetrics();
-    expect(documents[1]!.DynamoDbCallDuration).toBe(EMF_LIMITS.values);
+    expect(documents[1]!.DynamoDbCallDuration).toBe(100);
+  });
+
+  it('writes a document when it holds 100 metrics', () => {
+    const { metrics, documents } = capturing();
+    for (let i = 0; i < 101; i++) metrics.addMetric(`Metric${i}`, MetricUnit.Count, i);
+    expect(documents).toHaveLength(1);
+    const [emf] = documents as [{ _aws: { CloudWatchMetrics: [{ Metrics: unknown[] }] } }];
+    expect(emf._aws.CloudWatchMetrics[0].Metrics).toHaveLength(100);
+    expect(metrics.hasStoredMetrics()).toBe(true);
+  });
+
+  it('refuses what EMF cannot carry: its own names, a value that is no number, a second unit', () => {
+    const { metrics } = capturing();
+    expect(() => metrics.addMetric('service', MetricUnit.Count, 1)).toThrow(RangeError);
+    expect(() => metrics.addMetric('_aws', MetricUnit.Count, 1)).toThrow(RangeError);
+    expect(() => metrics.addMetric('ListResponseBytes', MetricUnit.Bytes, NaN)).toThrow(RangeError);
+    expect(() => metrics.addMetric('ListResponseBytes', MetricUnit.Bytes, Infinity)).toThrow(
+      RangeError,
+    );
+    metrics.addMetric('ListResponseBytes', MetricUnit.Bytes, 10);
+    expect(() => metrics.addMetric('ListResponseBytes', MetricUnit.Count, 1)).toThrow(RangeError);
   });
 
   it('writes nothing when disabled, and forgets what was recorded', () => {
@@ -76,6 +98,15 @@ describe('the functions’ metrics (CloudWatch embedded metric format)', () => {
     metrics.publishStoredMetrics();
     expect(documents).toEqual([]);
     expect(metrics.hasStoredMetrics()).toBe(false);
+  });
+
+  it('writes nothing when METRICS_DISABLED is true', () => {
+    vi.stubEnv('METRICS_DISABLED', 'true');
+    const written: string[] = [];
+    const metrics = new Metrics({ write: (line) => void written.push(line) });
+    metrics.addMetric('RateLimited', MetricUnit.Count, 1);
+    metrics.publishStoredMetrics();
+    expect(written).toEqual([]);
   });
 
   it('reads its namespace and switch from the environment the stack sets', () => {
