@@ -28,17 +28,7 @@ const GOAL = 1.1;
 const FUNCTIONS = ['list-orders', 'cancel-order', 'authorizer'] as const;
 
 const outRoot = mkdtempSync(join(PROJECT_ROOT, 'node_modules', '.cold-init-'));
-const probe = join(outRoot, 'probe.mjs');
-// Loads a bundle as Lambda's runtime does: require() for CommonJS, import() for an ES module.
-writeFileSync(
-  probe,
-  `import { createRequire } from 'node:module';
-globalThis.awslambda ??= { streamifyResponse: (h) => h, HttpResponseStream: { from: (s) => s } };
-const file = process.argv[2];
-const started = performance.now();
-if (file.endsWith('.mjs')) await import(file); else createRequire(import.meta.url)(file);
-console.log(performance.now() - started);`,
-);
+const probe = join(PROJECT_ROOT, 'bench', 'load-bundle.ts');
 const floorEntry = join(outRoot, 'floor.ts');
 writeFileSync(
   floorEntry,
@@ -77,7 +67,8 @@ try {
       ...bundles.slice(0, run % bundles.length),
     ];
     for (const { name, file } of round) {
-      const ms = Number(execFileSync(process.execPath, [probe, file], { encoding: 'utf8', env }));
+      const loaded = execFileSync(process.execPath, [probe, file], { encoding: 'utf8', env });
+      const { ms } = JSON.parse(loaded) as { ms: number };
       if (run > 0) samples.get(name)?.push(ms); // the first round warms the file cache
     }
   }
