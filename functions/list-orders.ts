@@ -200,6 +200,7 @@ export function createListOrdersHandler(deps: ListOrdersDependencies) {
   const limits: RateLimitDependencies = {
     limiter: deps.limiter,
     ...(deps.now ? { now: deps.now } : {}),
+    ...(deps.requestBudgetMs ? { requestBudgetMs: deps.requestBudgetMs } : {}),
     ...(deps.freeAllowance ? { free: { allowance: deps.freeAllowance, willAnswerFree } } : {}),
   };
   return middy<APIGatewayProxyEvent>({ executionMode: executionModeStreamifyResponse })

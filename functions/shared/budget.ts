@@ -1,9 +1,10 @@
 /**
  * The deadline of a request's DynamoDB work (lib/config/budgets.ts `requestDeadline`): counted
  * from the moment the request reached API Gateway, with a floor from the function's own start
- * (its first use in an invocation: the rate limiter's, before anything else), fixed then and
- * shared by every call the invocation makes (the rate limiter, the cancel, the list's first
- * pages). Keyed by the invocation's Lambda context, which is new for every invocation.
+ * (its first use in an invocation: the first step of the HTTP chain, functions/shared/
+ * http-function.ts), fixed then and shared by every call the invocation makes (the list's version
+ * read, the rate limiter, the cancel, the list's first pages). Keyed by the invocation's Lambda
+ * context, which is new for every invocation.
  */
 import type { APIGatewayProxyEvent, Context } from 'aws-lambda';
 import { requestDeadline, signalAt } from '../../lib/config/budgets.ts';

@@ -6,11 +6,25 @@
  * rate-limit headers, then the line of the invocation's DynamoDB calls and the metrics flush.
  */
 import type { MiddlewareObj } from '@middy/core';
+import type { APIGatewayProxyEvent } from 'aws-lambda';
+import { requestSignal } from './budget.ts';
 import { recordInvocation } from './dynamodb-calls.ts';
 import { identifyCaller } from './caller.ts';
 import { httpErrors } from './http-errors.ts';
 import { logInvocation } from './logger.ts';
 import { rateLimit, type RateLimitDependencies } from './rate-limit.ts';
+
+/**
+ * The request's deadline, fixed before any step starts work (a list's version read starts before
+ * the limiter counts): every DynamoDB call of the invocation then shares it.
+ */
+function fixDeadline(deps: RateLimitDependencies): MiddlewareObj<APIGatewayProxyEvent> {
+  return {
+    before: ({ event, context }) => {
+      requestSignal(event, context, deps.now?.() ?? Date.now(), deps.requestBudgetMs);
+    },
+  };
+}
 
 /**
  * `beforeLimit`: middlewares whose work may start before the rate limiter counts (and run beside
@@ -22,6 +36,7 @@ export function httpMiddlewares(
 ): MiddlewareObj[] {
   return [
     logInvocation() as MiddlewareObj,
+    fixDeadline(deps) as MiddlewareObj,
     ...recordInvocation(),
     identifyCaller() as MiddlewareObj,
     ...beforeLimit,

@@ -65,6 +65,7 @@ export function rateLimit(deps: RateLimitDependencies): MiddlewareObj<APIGateway
     before: async (request) => {
       const caller = callerOf(request.event);
       const now = deps.now?.() ?? Date.now();
+      // Fixed at the chain's start (http-function.ts); the same arguments if this runs alone.
       const signal = requestSignal(request.event, request.context, now, deps.requestBudgetMs);
       const freeAnswer = deps.free?.willAnswerFree(request.event, request.context);
       if (freeAnswer && deps.free) {
