@@ -2,13 +2,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defineConfig } from 'vitest/config';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
+import { LONG_FILES } from './test/support/long-files.ts';
 
-/**
- * Test files that take minutes of wall time, mostly sleeping (clients pacing by the clock): run
- * first, so that the other worker goes through the rest meanwhile.
- */
-const LONG_FILES = ['test/e2e/polite-clients.test.ts'];
-
+/** The long, sleeping files first, so that the other worker goes through the rest meanwhile. */
 class LongFilesFirst extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
     const sorted = await super.sort(files);
