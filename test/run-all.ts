@@ -7,9 +7,10 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import { PROJECT_ROOT } from '../local/local-stack.ts';
 import { LONG_FILES } from './support/long-files.ts';
 
+// The project's root, named here rather than imported from local/ (which loads the AWS SDK).
+const PROJECT_ROOT = join(import.meta.dirname, '..');
 const VITEST = join(PROJECT_ROOT, 'node_modules', 'vitest', 'vitest.mjs');
 const running = new Set<ChildProcess>();
 
