@@ -19,17 +19,33 @@ class LongFilesFirst extends BaseSequencer {
 // (admin/cli.ts: 0.5 s → 0.26 s). The test processes inherit it from here.
 process.env.NODE_COMPILE_CACHE ??= join(tmpdir(), 'store-orders-node-compile-cache');
 
+/** Settings every project shares. */
+const shared = {
+  setupFiles: ['test/support/setup.ts'],
+  // A hang guard, not a measure: tests that promise a time assert it themselves. Tests that
+  // spawn processes (the CLI, npm start) took up to 30 s each with a CPU hog beside a run on a
+  // shared 2-core machine, so the guard leaves room for that.
+  testTimeout: 120_000,
+  hookTimeout: 120_000,
+};
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
-    // One DynamoDB Local for the whole run; each test file makes its own tables.
-    globalSetup: ['test/support/global-setup.ts'],
-    setupFiles: ['test/support/setup.ts'],
-    // A hang guard, not a measure: tests that promise a time assert it themselves. Tests that
-    // spawn processes (the CLI, npm start, cfn-lint) took up to 30 s each with a CPU hog beside
-    // a run on a shared 2-core machine, so the guard leaves room for that.
-    testTimeout: 120_000,
-    hookTimeout: 120_000,
+    projects: [
+      // Pure functions: no database, no Java (`npm run test:unit`).
+      { extends: true, test: { ...shared, name: 'unit', include: ['test/unit/**/*.test.ts'] } },
+      {
+        extends: true,
+        test: {
+          ...shared,
+          name: 'db',
+          include: ['test/**/*.test.ts'],
+          exclude: ['test/unit/**'],
+          // One DynamoDB Local for the whole run; each test file makes its own tables.
+          globalSetup: ['test/support/global-setup.ts'],
+        },
+      },
+    ],
     pool: 'forks',
     // At most two test files at once (CI machines have 2 cores): many files run a local API and
     // DynamoDB Local, and their time budgets (answers within 3 s) must not measure contention.
