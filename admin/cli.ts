@@ -9,64 +9,8 @@
  * command line.
  * Errors are one line on stderr, `error: …`, never a stack trace.
  */
-import { quotableInput } from '../lib/keys/api-key.ts';
-import { commandSynopsis, groupHelp, PROGRAM, type Command } from './command.ts';
-import { EXIT, errorOutcome, print, processIo, UsageError, type Io } from './common.ts';
-import { KEY_COMMANDS } from './keys.ts';
-import { ORDER_COMMANDS } from './orders.ts';
-import { TARGET_USAGE } from './target.ts';
-
-const GROUPS: Readonly<Record<string, { title: string; commands: readonly Command[] }>> = {
-  keys: { title: 'API keys', commands: KEY_COMMANDS },
-  orders: { title: 'Orders', commands: ORDER_COMMANDS },
-};
-
-const USAGE = `Usage: ${PROGRAM} <keys|orders> <command> [options] <target>
-       npm run admin -- <keys|orders> <command> [options] <target>
-
-${Object.values(GROUPS)
-  .map(({ title, commands }) =>
-    [`${title}:`, ...commands.map(({ spec }) => `  ${commandSynopsis(spec)}`)].join('\n'),
-  )
-  .join('\n\n')}
-
-Every command takes --help. Production changes ask for confirmation (or --yes).
-Exit codes: 0 done, 1 refused or failed (a refusal changes nothing; an import cut short
-by a storage failure says how many orders it wrote: run it again to finish), 2 wrong
-command line.
-
-${TARGET_USAGE}`;
-
-const isHelp = (arg: string | undefined) => arg === '--help' || arg === '-h';
-
-export async function main(argv: readonly string[], io: Io): Promise<void> {
-  const [groupName, commandName, ...rest] = argv;
-  if (isHelp(groupName)) {
-    print(io.stdout, USAGE);
-    return;
-  }
-  if (groupName === undefined) throw new UsageError('missing command (see --help)');
-  const group = GROUPS[groupName];
-  if (!group)
-    throw new UsageError(
-      `unknown command "${quotableInput(groupName)}": keys or orders (see --help)`,
-    );
-  if (isHelp(commandName)) {
-    print(io.stdout, groupHelp(groupName, group.commands));
-    return;
-  }
-  if (commandName === undefined) {
-    throw new UsageError(`missing ${groupName} command (see ${groupName} --help)`);
-  }
-  const names = group.commands.map(({ spec }) => spec.name.slice(groupName.length + 1));
-  const command = group.commands[names.indexOf(commandName)];
-  if (!command) {
-    throw new UsageError(
-      `unknown ${groupName} command "${quotableInput(commandName)}": ${names.join(', ')}`,
-    );
-  }
-  await command.run(rest, io);
-}
+import { EXIT, errorOutcome, processIo } from './common.ts';
+import { runAdmin } from './program.ts';
 
 function fail(error: unknown): void {
   const { code, line } = errorOutcome(error);
@@ -89,4 +33,6 @@ process.stdout.on('error', (error: NodeJS.ErrnoException) => {
   fail(error);
 });
 
-main(process.argv.slice(2), processIo).catch(fail);
+const code = await runAdmin(process.argv.slice(2), processIo);
+// A failure reported while the command ran (a broken stdout) keeps its code.
+process.exitCode = process.exitCode || code;

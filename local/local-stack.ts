@@ -71,7 +71,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         exited: new Promise<string>(() => undefined),
         stop: () => Promise.resolve(),
       }
-    : await startDynamoDbLocal({ stateFile: options.stateFile });
+    : await startDynamoDbLocal({ stateFile: options.stateFile, quickStart: true });
   // Set-up work (tables, seed orders, keys) is the operator's, with the operator's budget: a
   // request's 1 s attempts fail a large seed on a busy machine.
   const client = createOperatorClient({ endpoint: dynamo.endpoint });

@@ -9,7 +9,7 @@ import { progressBar } from '../../admin/progress.ts';
 import type { Target } from '../../admin/target.ts';
 import { formatProblem, parseOrders, recordLines } from '../../lib/orders/order-input.ts';
 import { generateApiKey, keyHint } from '../../lib/keys/api-key.ts';
-import { expectOneLineError, runCli, tempFile } from './support.ts';
+import { expectOneLineError, runCli, runCliProcess, tempFile } from './support.ts';
 
 describe('help', () => {
   it.each([
@@ -51,6 +51,34 @@ describe('help', () => {
     ]) {
       expect(stdout).toContain(text);
     }
+  });
+});
+
+describe('as a process (admin/cli.ts; the other tests run its program in-process)', () => {
+  it('exits 0 with the usage on stdout', async () => {
+    const result = await runCliProcess(['--help']);
+    expect(result.code).toBe(0);
+    expect(result.stderr).toBe('');
+    expect(result.stdout).toMatch(/^Usage: store-orders-admin <keys\|orders> <command>/);
+  });
+
+  it('exits 2 on a wrong command line and 1 on a failure, each with one line and no stack trace', async () => {
+    expectOneLineError(await runCliProcess(['pets']), 2, /^error: unknown command "pets"/);
+    const unreachable = [
+      '--endpoint',
+      'http://127.0.0.1:9',
+      '--table-keys',
+      'k',
+      '--table-orders',
+      'o',
+    ];
+    expectOneLineError(
+      await runCliProcess(['keys', 'list', ...unreachable], {
+        env: { STORE_ORDERS_ADMIN_TIMEOUT_SECONDS: '1' },
+      }),
+      1,
+      /^error: /,
+    );
   });
 });
 

@@ -1,12 +1,14 @@
-/** Running the operator CLI (admin/cli.ts) as a child process, as an operator would. */
+/** Running the operator CLI: in this process (runCli), or as a child process (runCliProcess). */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { PassThrough } from 'node:stream';
 import { join } from 'node:path';
 import type { AttributeValue, KeysAndAttributes, WriteRequest } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { ScanCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { expect } from 'vitest';
+import { runAdmin } from '../../admin/program.ts';
 import { isOrderItem } from '../../lib/dynamodb/orders-table.ts';
 import { PROJECT_ROOT } from '../../local/local-stack.ts';
 import type { TestTables } from '../support/tables.ts';
@@ -19,11 +21,66 @@ export interface CliResult {
   readonly stderr: string;
 }
 
+/** A stream that collects what is written to it, as a pipe (not a terminal) would. */
+function collector(): { stream: PassThrough; text: () => string } {
+  const stream = new PassThrough();
+  let text = '';
+  stream.on('data', (chunk: Buffer) => (text += chunk.toString()));
+  return { stream, text: () => text };
+}
+
+let inProcessRuns = Promise.resolve();
+
 /**
- * Runs the CLI with stdin not a terminal (a pipe, closed after `input`). STORE_ORDERS_LOCAL_STATE
- * points nowhere unless given, so a developer's running `npm start` is never touched.
+ * Runs a command line of the CLI in this process (admin/program.ts's runAdmin, what admin/cli.ts
+ * runs), with stdin a pipe (closed after `input`, not a terminal) and the environment given for the
+ * run. STORE_ORDERS_LOCAL_STATE points nowhere unless given, so a developer's running `npm start`
+ * is never touched. Runs one at a time: the environment is the process's. `runCliProcess` runs the
+ * same as a child process, for what is about the process itself.
  */
-export async function runCli(
+export function runCli(
+  args: readonly string[],
+  options: { env?: Record<string, string>; input?: string; cwd?: string } = {},
+): Promise<CliResult> {
+  if (options.cwd !== undefined) return runCliProcess(args, options);
+  const run = inProcessRuns.then(async () => {
+    const env = {
+      STORE_ORDERS_LOCAL_STATE: join(tempDir(), 'no-local-api.json'),
+      ...options.env,
+    };
+    const saved = Object.fromEntries(Object.keys(env).map((name) => [name, process.env[name]]));
+    Object.assign(process.env, env);
+    const stdin = Object.assign(new PassThrough(), { isTTY: false });
+    stdin.end(options.input ?? '');
+    const stdout = collector();
+    const stderr = collector();
+    try {
+      const code = await runAdmin(args, {
+        stdin: stdin as unknown as NodeJS.ReadStream,
+        stdout: stdout.stream,
+        stderr: stderr.stream as unknown as NodeJS.WriteStream,
+        now: () => new Date(),
+      });
+      return { code, stdout: stdout.text(), stderr: stderr.text() };
+    } finally {
+      for (const [name, value] of Object.entries(saved)) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+    }
+  });
+  inProcessRuns = run.then(
+    () => undefined,
+    () => undefined,
+  );
+  return run;
+}
+
+/**
+ * Runs the CLI as a child process, as an operator's shell does, with stdin not a terminal (a pipe,
+ * closed after `input`). STORE_ORDERS_LOCAL_STATE points nowhere unless given.
+ */
+export async function runCliProcess(
   args: readonly string[],
   options: { env?: Record<string, string>; input?: string; cwd?: string } = {},
 ): Promise<CliResult> {
