@@ -32,15 +32,19 @@ const shared = {
 export default defineConfig({
   test: {
     projects: [
-      // Pure functions: no database, no Java (`npm run test:unit`).
-      { extends: true, test: { ...shared, name: 'unit', include: ['test/unit/**/*.test.ts'] } },
+      // Pure functions: no database, no Java (`npm run test:unit`). Their files share workers
+      // (no process per file): they keep no state outside their own tests.
+      {
+        extends: true,
+        test: { ...shared, name: 'unit', include: ['test/unit/**/*.test.ts'], isolate: false },
+      },
       {
         extends: true,
         test: {
           ...shared,
           name: 'db',
           include: ['test/**/*.test.ts'],
-          exclude: ['test/unit/**'],
+          exclude: ['test/unit/**', 'test/ci/**'],
           // One DynamoDB Local for the whole run; each test file makes its own tables.
           globalSetup: ['test/support/global-setup.ts'],
         },
