@@ -3,7 +3,7 @@
  * error and failure, and what is logged and counted. The chain, in the order middy runs it on
  * an error:
  *   1. shape: the error becomes an ApiError of the catalogue (below); 5xx are logged with the
- *      request id and counted;
+ *      request id and counted; every error answer writes one line with its code;
  *   2. @middy/http-error-handler turns it into the response, with the Error object as body;
  *   3. headers: adds the error's headers (Retry-After, WWW-Authenticate), which
  *      http-error-handler 7.9 does not apply itself.
@@ -12,6 +12,7 @@ import type { MiddlewareObj, Request } from '@middy/core';
 import httpErrorHandler from '@middy/http-error-handler';
 import {
   DEFAULT_RETRY_AFTER_SECONDS,
+  ERROR_ANSWER_LOG,
   ERROR_CATALOGUE,
   type ErrorBody,
   type ErrorCode,
@@ -115,6 +116,9 @@ const shape: MiddlewareObj = {
   onError: (request: Request) => {
     if (request.response !== undefined) return;
     const apiError = toApiError(request.error);
+    // One line per error answer, with its code: what the saved query "errors by code" counts
+    // (infra/log-queries.ts; docs/operations.md).
+    logger.info(ERROR_ANSWER_LOG, { code: apiError.code, status: apiError.status });
     const exposed: ExposedHttpError = {
       statusCode: apiError.status,
       message: JSON.stringify(apiError.body),

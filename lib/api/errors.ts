@@ -51,3 +51,9 @@ export function errorBody(code: ErrorCode, message?: string): ErrorBody {
   const entry = ERROR_CATALOGUE[code];
   return { code, message: message ?? entry.message, status: entry.status };
 }
+
+/**
+ * The message of the line a function writes for each error it answers, with the answer's `code`
+ * and `status` (functions/shared/http-errors.ts): what the saved query `errors-by-code` counts.
+ */
+export const ERROR_ANSWER_LOG = 'Answered with an error';
