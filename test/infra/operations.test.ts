@@ -4,11 +4,14 @@
  * every function invoked through its `live` alias and deployed by CodeDeploy with rollback on
  * alarms, and what `cdk destroy` deletes and keeps in each stage (as docs/operations.md says).
  */
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { execFile } from 'node:child_process';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { delimiter, join } from 'node:path';
+import { promisify } from 'node:util';
 import middy from '@middy/core';
 import type { Template } from 'aws-cdk-lib/assertions';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 
 // The functions' logger reads its level at load (the test setup silences it): these tests read
 // the lines it writes.
@@ -427,5 +430,137 @@ describe('what cdk destroy deletes and keeps', () => {
     for (const type of Object.keys(production)) {
       expect(rows[type], type).toEqual({ staging: staging[type], production: production[type] });
     }
+  });
+});
+
+/** The shell blocks of a document under a heading (up to the next heading of any level). */
+function shellBlocks(file: string, heading: string): string {
+  const text = docs(file);
+  const start = text.indexOf(`\n${heading}\n`);
+  if (start < 0) throw new Error(`${file}: no heading ${heading}`);
+  const rest = text.slice(start + heading.length + 2);
+  const end = rest.search(/^#{1,6} /m);
+  const section = end < 0 ? rest : rest.slice(0, end);
+  return [...section.matchAll(/^ *```sh\n([\s\S]*?)^ *```$/gm)]
+    .map((m) => m[1]!.replace(/^ {3}/gm, ''))
+    .join('\n');
+}
+
+/**
+ * A stand-in for the AWS CLI: it logs each call's arguments and answers the calls the runbooks
+ * make from the synthesized production stage (query definitions, CodeDeploy names); any other
+ * call, or a name the stage does not have, fails as the CLI would.
+ */
+const AWS_STAND_IN = `
+const fs = require('node:fs');
+const fixture = JSON.parse(fs.readFileSync(process.env.AWS_STAND_IN_FIXTURE, 'utf8'));
+const args = process.argv.slice(2);
+fs.appendFileSync(process.env.AWS_STAND_IN_LOG, JSON.stringify(args) + '\\n');
+const option = (name) => { const i = args.indexOf(name); return i < 0 ? undefined : args[i + 1]; };
+const fail = (why) => { process.stderr.write(why + '\\n'); process.exit(254); };
+const [service, command] = args;
+const call = service + ' ' + command;
+if (call === 'logs describe-query-definitions') {
+  const query = fixture.queries.find((q) => q.name === option('--query-definition-name-prefix'));
+  if (!query) fail('no query definition ' + option('--query-definition-name-prefix'));
+  const expression = option('--query');
+  if (expression === 'queryDefinitions[0].logGroupNames') console.log(query.logGroups.join('\\t'));
+  else if (expression === 'queryDefinitions[0].queryString') console.log(query.queryString);
+  else fail('stand-in: unknown --query ' + expression);
+} else if (call === 'logs start-query') {
+  console.log('q-1');
+} else if (call === 'logs get-query-results') {
+  console.log('{"status":"Complete","results":[]}');
+} else if (call === 'deploy list-deployments') {
+  if (option('--application-name') !== fixture.application) fail('no application');
+  if (!fixture.groups.includes(option('--deployment-group-name'))) fail('no deployment group');
+  console.log('["d-EXAMPLE111"]');
+} else if (call === 'deploy get-deployment' || call === 'deploy stop-deployment') {
+  if (!/^d-[A-Z0-9]+$/.test(option('--deployment-id'))) fail('bad deployment id');
+  console.log('{}');
+} else if (call === 'cloudformation describe-stack-resources') {
+  if (option('--stack-name') !== fixture.stack) fail('no stack ' + option('--stack-name'));
+  console.log('Production-Api-CancelOrder87F627D3-AbCdEf');
+} else if (call === 'lambda get-alias') {
+  if (option('--name') !== fixture.alias) fail('no alias ' + option('--name'));
+  console.log('{}');
+} else fail('stand-in: unknown call ' + call);
+`;
+
+describe('the runbooks, run with a stand-in AWS CLI against the synthesized production stage', () => {
+  const { api } = stageTemplates.production;
+  const dir = mkdtempSync(join(tmpdir(), 'runbook-aws-'));
+  const groupNames = Object.fromEntries(
+    resources(api, 'AWS::Logs::LogGroup').map(([id, g]) => [id, g.Properties.LogGroupName]),
+  );
+  writeFileSync(
+    join(dir, 'fixture.json'),
+    JSON.stringify({
+      queries: resources(api, 'AWS::Logs::QueryDefinition').map(([, q]) => ({
+        name: q.Properties.Name,
+        queryString: q.Properties.QueryString,
+        logGroups: (q.Properties.LogGroupNames as { Ref: string }[]).map((g) => groupNames[g.Ref]),
+      })),
+      application: deploymentApplicationName('production'),
+      groups: resources(api, 'AWS::CodeDeploy::DeploymentGroup').map(
+        ([, g]) => g.Properties.DeploymentGroupName,
+      ),
+      stack: stages.production.api.stackName,
+      alias: LIVE_ALIAS,
+    }),
+  );
+  writeFileSync(join(dir, 'aws'), `#!${process.execPath}\n${AWS_STAND_IN}`);
+  chmodSync(join(dir, 'aws'), 0o755);
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  async function runbook(script: string): Promise<string[][]> {
+    const log = join(dir, `calls-${Math.random()}.log`);
+    writeFileSync(log, '');
+    await promisify(execFile)('bash', ['-e', '-u', '-o', 'pipefail', '-c', script], {
+      env: {
+        ...process.env,
+        PATH: `${dir}${delimiter}${process.env.PATH ?? ''}`,
+        AWS_STAND_IN_FIXTURE: join(dir, 'fixture.json'),
+        AWS_STAND_IN_LOG: log,
+      },
+    });
+    return readFileSync(log, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as string[]);
+  }
+  const after = (call: string[], flag: string) => call[call.indexOf(flag) + 1];
+
+  it("runs a saved query: the request query, on its log groups, with the client's request id in it", async () => {
+    const calls = await runbook(shellBlocks('operations.md', '## Log groups and saved queries'));
+    const start = calls.find((c) => c[0] === 'logs' && c[1] === 'start-query')!;
+    expect(start).toBeDefined();
+    const groups = start.slice(
+      start.indexOf('--log-group-names') + 1,
+      start.indexOf('--start-time'),
+    );
+    expect(groups).toEqual([
+      logGroupName('production', 'access'),
+      logGroupName('production', 'listOrders'),
+      logGroupName('production', 'cancelOrder'),
+    ]);
+    const [from, to] = [Number(after(start, '--start-time')), Number(after(start, '--end-time'))];
+    expect(to - from).toBe(3600);
+    const query = after(start, '--query-string')!;
+    expect(query).toContain('requestId = "85963121-7f65-4547-be99-ff66c140533b"');
+    expect(query).not.toContain(REQUEST_ID_PLACEHOLDER);
+    expect(calls.at(-1)).toEqual(['logs', 'get-query-results', '--query-id', 'q-1']);
+  });
+
+  it('watches a deploy and stops it with rollback, on the groups the stage has', async () => {
+    const calls = await runbook(shellBlocks('deploy.md', '### Watch a deploy and stop it'));
+    expect(calls.map((c) => `${c[0]} ${c[1]}`)).toEqual([
+      'deploy list-deployments',
+      'deploy get-deployment',
+      'deploy stop-deployment',
+      'cloudformation describe-stack-resources',
+      'lambda get-alias',
+    ]);
+    expect(calls[2]).toContain('--auto-rollback-enabled');
   });
 });
