@@ -340,7 +340,7 @@ describe.each(STAGES)('safe deployments (%s)', (stage) => {
       expect(group.AlarmConfiguration.Enabled).toBe(true);
       const watched = group.AlarmConfiguration.Alarms.map((a) => alarms[a.Name.Ref]!.Properties);
       const metrics = watched.map(
-        (a) => `${a.MetricName as string}:${a.Statistic ?? a.ExtendedStatistic}`,
+        (a) => `${a.MetricName as string}:${(a.Statistic ?? a.ExtendedStatistic) as string}`,
       );
       expect(metrics.sort()).toEqual(
         name === 'listOrders' ? ['Errors:Sum'] : ['Duration:p99', 'Errors:Sum'],
