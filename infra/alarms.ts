@@ -21,7 +21,7 @@ import { METRIC_NAMES } from '../lib/metrics.ts';
 import type { ServiceFunction } from './constructs/service-function.ts';
 import { tableOperationsSum, type Monitoring } from './monitoring.ts';
 
-/** Every alarm evaluates one period of this length. */
+/** Every alarm evaluates one period of this length, but the deployment alarms (below). */
 export const ALARM_PERIOD = Duration.minutes(5);
 
 interface AlarmSpec {

@@ -37,7 +37,7 @@ export interface StageConfig {
     /** The account's Lambda concurrency limit in the stage's region (checked against the reservation). */
     readonly accountLimit: number;
   };
-  /** Alarm thresholds; every alarm evaluates one 5-minute period. */
+  /** Alarm thresholds; each of these alarms evaluates one 5-minute period (deployment's: one minute). */
   readonly alarms: {
     /** API 5XX responses as a fraction of requests. */
     readonly serverErrorRate: number;
