@@ -183,6 +183,9 @@ export class ApiStack extends Stack {
       for (const route of routes.filter((r) => r.path === path)) {
         resource.addMethod(
           route.method,
+          // The alias's ARN (`…:function:<name>:live`) in the invocation path: Lambda's Invoke and
+          // InvokeWithResponseStream (listOrders streams) both take a name with a qualifier
+          // (their FunctionName shape, NamespacedFunctionName, allows `:<alias>`).
           new LambdaIntegration(functions[route.operationId].live, {
             proxy: true,
             responseTransferMode: route.streaming
