@@ -40,7 +40,10 @@ import {
   type StageName,
 } from '../../lib/deployment.ts';
 import { FUNCTION_NAMES, type FunctionName } from '../../lib/functions.ts';
+import { DependencyFailure } from '../../lib/failures.ts';
 import { RateLimitRefusal } from '../../lib/limits/limiter.ts';
+import { InvalidOrderId } from '../../lib/orders/operations.ts';
+import { RATE_LIMIT_REFUSAL_LOG } from '../../infra/monitoring.ts';
 import { PROJECT_ROOT } from '../../local/local-stack.ts';
 import { templates, testApp } from './support.ts';
 
@@ -198,22 +201,43 @@ describe('the saved queries', () => {
     expect(byId.sources).toEqual(['access', 'listOrders', 'cancelOrder']);
   });
 
-  it('count every error answer of a function by its code: one line each', async () => {
+  it('count every error answer of a function by its code: one line each, whatever the error', async () => {
     const lines: Record<string, unknown>[] = [];
-    vi.spyOn(process.stdout, 'write').mockImplementation((text) => {
+    const capture = (text: unknown) => {
       lines.push(JSON.parse(String(text)) as never);
       return true;
-    });
-    const handler = middy((event: { fail: ApiError }) => {
+    };
+    vi.spyOn(process.stdout, 'write').mockImplementation(capture);
+    vi.spyOn(process.stderr, 'write').mockImplementation(capture);
+    const handler = middy((event: { fail: unknown }) => {
       throw event.fail;
     }).use(httpErrors());
-    await handler({ fail: new ApiError('ORDER_NOT_FOUND') }, {} as never);
-    await handler({ fail: new ApiError('INVALID_ORDER_ID') }, {} as never);
-    expect(
-      lines.filter((l) => l.message === ERROR_ANSWER_LOG).map((l) => [l.code, l.status]),
-    ).toEqual([
-      ['ORDER_NOT_FOUND', 404],
+    const failures = [
+      new ApiError('NOT_ACCEPTABLE'),
+      new InvalidOrderId('x'),
+      new RateLimitRefusal('banned', 'key_x', 30),
+      new DependencyFailure('transient', 'orders table', 'timeout'),
+      new Error('a bug'),
+    ];
+    const statuses = [];
+    for (const fail of failures) {
+      statuses.push(((await handler({ fail }, {} as never)) as { statusCode: number }).statusCode);
+    }
+    const counted = lines.filter((l) => l.code !== undefined);
+    expect(counted.map((l) => [l.code, l.status])).toEqual([
+      ['NOT_ACCEPTABLE', 406],
       ['INVALID_ORDER_ID', 400],
+      ['API_KEY_TEMPORARILY_BANNED', 429],
+      ['SERVICE_UNAVAILABLE', 503],
+      ['INTERNAL_ERROR', 500],
+    ]);
+    expect(counted.map((l) => l.status)).toEqual(statuses);
+    expect(counted.map((l) => l.message)).toEqual([
+      ERROR_ANSWER_LOG,
+      ERROR_ANSWER_LOG,
+      RATE_LIMIT_REFUSAL_LOG.message,
+      'Dependency unavailable: answering 503',
+      'Request failed: answering 500',
     ]);
   });
 
