@@ -8,18 +8,20 @@ import {
   Alarm,
   ComparisonOperator,
   MathExpression,
+  Metric,
   TreatMissingData,
   type IMetric,
 } from 'aws-cdk-lib/aws-cloudwatch';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
+import { LIVE_ALIAS } from '../lib/deployment.ts';
 import { TABLES } from '../lib/dynamodb/tables.ts';
 import { FUNCTIONS, type FunctionName } from '../lib/functions.ts';
 import { METRIC_NAMES } from '../lib/metrics.ts';
 import type { ServiceFunction } from './constructs/service-function.ts';
 import { tableOperationsSum, type Monitoring } from './monitoring.ts';
 
-/** Every alarm evaluates one period of this length. */
+/** Every alarm evaluates one period of this length, but the deployment alarms (below). */
 export const ALARM_PERIOD = Duration.minutes(5);
 
 interface AlarmSpec {
@@ -33,6 +35,23 @@ interface AlarmSpec {
 
 const pascal = (name: string) => name.charAt(0).toUpperCase() + name.slice(1);
 
+/** One alarm of the stage, notifying its topic when it fires and when it clears. */
+function stageAlarm(monitoring: Monitoring, topic: ITopic, id: string, spec: AlarmSpec): Alarm {
+  const action = new SnsAction(topic);
+  const alarm = new Alarm(monitoring, id, {
+    alarmName: `store-orders-${monitoring.props.config.stage}-${id}`,
+    alarmDescription: `${spec.means} First look: ${spec.look}`,
+    metric: spec.metric,
+    threshold: spec.threshold,
+    evaluationPeriods: 1,
+    comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+    treatMissingData: TreatMissingData.NOT_BREACHING,
+  });
+  alarm.addAlarmAction(action);
+  alarm.addOkAction(action);
+  return alarm;
+}
+
 /** The stage's alarms, children of its monitoring. */
 export function addAlarms(monitoring: Monitoring, topic: ITopic): Alarm[] {
   const { config, api, functions } = monitoring.props;
@@ -43,19 +62,7 @@ export function addAlarms(monitoring: Monitoring, topic: ITopic): Alarm[] {
     monitoring.serviceMetric(name, statistic, period);
   const created: Alarm[] = [];
   const alarm = (id: string, spec: AlarmSpec): void => {
-    const action = new SnsAction(topic);
-    const added = new Alarm(monitoring, id, {
-      alarmName: `store-orders-${config.stage}-${id}`,
-      alarmDescription: `${spec.means} First look: ${spec.look}`,
-      metric: spec.metric,
-      threshold: spec.threshold,
-      evaluationPeriods: 1,
-      comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-      treatMissingData: TreatMissingData.NOT_BREACHING,
-    });
-    added.addAlarmAction(action);
-    added.addOkAction(action);
-    created.push(added);
+    created.push(stageAlarm(monitoring, topic, id, spec));
   };
 
   alarm('ServerErrorRate', {
@@ -160,4 +167,66 @@ export function addAlarms(monitoring: Monitoring, topic: ITopic): Alarm[] {
     look: 'ListOrdersSent and ListResponseBytes trends: plan pagination (v2) before the ceiling.',
   });
   return created;
+}
+
+/** Deployment alarms evaluate one minute: a canary's first minutes decide. */
+export const DEPLOYMENT_ALARM_PERIOD = Duration.minutes(1);
+
+/** Functions whose duration is their latency (listOrders streams: its duration is the list's). */
+const BUFFERED: ReadonlySet<FunctionName> = new Set(['cancelOrder', 'authorizer']);
+
+/**
+ * A metric of the function's current version as invoked through its `live` alias (dimensions
+ * FunctionName, Resource `<function>:live`, ExecutedVersion): during a deploy, the new version's
+ * share of the traffic only, not the old version's.
+ */
+function newVersionMetric(fn: ServiceFunction, metricName: string, statistic: string): Metric {
+  return new Metric({
+    namespace: 'AWS/Lambda',
+    metricName,
+    dimensionsMap: {
+      FunctionName: fn.functionName,
+      Resource: `${fn.functionName}:${LIVE_ALIAS}`,
+      ExecutedVersion: fn.currentVersion.version,
+    },
+    statistic,
+    period: DEPLOYMENT_ALARM_PERIOD,
+  });
+}
+
+/**
+ * The alarms that stop a deploy and roll it back (infra/deployments.ts), per function: the new
+ * version's errors, and for a buffered function its p99 duration. They watch the version each
+ * deploy publishes; after a deploy they keep watching it, the version in service.
+ */
+export function addDeploymentAlarms(
+  monitoring: Monitoring,
+  topic: ITopic,
+): Record<FunctionName, Alarm[]> {
+  const { config, functions } = monitoring.props;
+  const { deployment } = config;
+  const byFunction = {} as Record<FunctionName, Alarm[]>;
+  for (const [name, fn] of Object.entries(functions) as [FunctionName, ServiceFunction][]) {
+    const id = pascal(name);
+    const rollsBack = 'During a deploy, CodeDeploy stops it and moves the alias back.';
+    byFunction[name] = [
+      stageAlarm(monitoring, topic, `${id}NewVersionErrors`, {
+        metric: newVersionMetric(fn, 'Errors', 'Sum'),
+        threshold: deployment.newVersionErrors,
+        means: `The version of ${name} behind its live alias failed ${deployment.newVersionErrors}+ times in a minute. ${rollsBack}`,
+        look: `aws deploy list-deployments for the ${name} group, then the ${name} log group (level ERROR) for that version.`,
+      }),
+      ...(BUFFERED.has(name)
+        ? [
+            stageAlarm(monitoring, topic, `${id}NewVersionLatencyP99`, {
+              metric: newVersionMetric(fn, 'Duration', 'p99'),
+              threshold: deployment.newVersionP99DurationMs,
+              means: `The p99 duration of the version of ${name} behind its live alias reached ${deployment.newVersionP99DurationMs} ms in a minute. ${rollsBack}`,
+              look: `aws deploy list-deployments for the ${name} group, then the slowest-invocations saved query.`,
+            }),
+          ]
+        : []),
+    ];
+  }
+  return byFunction;
 }

@@ -1,6 +1,7 @@
 /**
  * The stateless part of a stage: the three functions and the REST API in front of them, its
- * gateway responses, its monitoring (alarms, dashboard). Functions, resources, methods, gateway
+ * gateway responses, its monitoring (alarms, dashboard), its deployments (CodeDeploy through each
+ * function's `live` alias) and its logs (named per stage, with saved queries). Functions, resources, methods, gateway
  * responses and the authorizer's identity validation are generated from the same definitions the
  * local emulator applies (lib/functions.ts, lib/api/routes.ts, lib/api/gateway-responses.ts,
  * lib/keys/api-key.ts).
@@ -23,7 +24,7 @@ import {
   TokenAuthorizer,
 } from 'aws-cdk-lib/aws-apigateway';
 import { Certificate } from 'aws-cdk-lib/aws-certificatemanager';
-import { LogGroup } from 'aws-cdk-lib/aws-logs';
+import { LogGroup, type ILogGroup } from 'aws-cdk-lib/aws-logs';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import type { Construct } from 'constructs';
 import {
@@ -39,16 +40,23 @@ import {
   type OperationId,
   type RouteDefinition,
 } from '../lib/api/routes.ts';
-import { STACK_OUTPUTS } from '../lib/deployment.ts';
+import {
+  LOG_GROUP_OUTPUTS,
+  logGroupName,
+  STACK_OUTPUTS,
+  type LogSource,
+} from '../lib/deployment.ts';
 import { FUNCTIONS } from '../lib/functions.ts';
 import { BEARER_KEY_PATTERN } from '../lib/keys/api-key.ts';
 import { stageMetricsNamespace } from '../lib/metrics.ts';
 import { accessLogFormat } from './access-log.ts';
-import { addAlarms } from './alarms.ts';
+import { addAlarms, addDeploymentAlarms } from './alarms.ts';
 import type { StageConfig } from './config.ts';
 import { ServiceFunction } from './constructs/service-function.ts';
 import { addDashboard } from './dashboard.ts';
 import type { StageTables } from './data-stack.ts';
+import { SafeDeployments } from './deployments.ts';
+import { LogQueries } from './log-queries.ts';
 import { Monitoring } from './monitoring.ts';
 
 export interface ApiStackProps extends StackProps {
@@ -80,6 +88,8 @@ export class ApiStack extends Stack {
   /** Where every alarm of the stage notifies (alarm and OK). */
   readonly alarmTopic: Topic;
   readonly monitoring: Monitoring;
+  readonly deployments: SafeDeployments;
+  readonly logQueries: LogQueries;
 
   constructor(scope: Construct, id: string, props: ApiStackProps) {
     super(scope, id, props);
@@ -102,6 +112,7 @@ export class ApiStack extends Stack {
     // so that long lists cannot take every execution from cancelOrder and the authorizer.
     const listOrders = new ServiceFunction(this, 'ListOrders', {
       ...common,
+      logGroupName: logGroupName(config.stage, 'listOrders'),
       definition: FUNCTIONS.listOrders,
       environment: limiterEnvironment,
       reservedConcurrentExecutions: config.concurrency.listOrdersReserved,
@@ -111,6 +122,7 @@ export class ApiStack extends Stack {
       .useTable('rateLimits', tables.rateLimits, ['dynamodb:UpdateItem']);
     const cancelOrder = new ServiceFunction(this, 'CancelOrder', {
       ...common,
+      logGroupName: logGroupName(config.stage, 'cancelOrder'),
       definition: FUNCTIONS.cancelOrder,
       environment: limiterEnvironment,
     })
@@ -118,6 +130,7 @@ export class ApiStack extends Stack {
       .useTable('rateLimits', tables.rateLimits, ['dynamodb:UpdateItem']);
     const authorizerFunction = new ServiceFunction(this, 'Authorizer', {
       ...common,
+      logGroupName: logGroupName(config.stage, 'authorizer'),
       definition: FUNCTIONS.authorizer,
     }).useTable('apiKeys', tables.apiKeys, ['dynamodb:GetItem']);
     const functions = { listOrders, cancelOrder, authorizer: authorizerFunction };
@@ -125,6 +138,7 @@ export class ApiStack extends Stack {
 
     // ── API ──────────────────────────────────────────────────────────────────────────────────
     const accessLogs = new LogGroup(this, 'AccessLogs', {
+      logGroupName: logGroupName(config.stage, 'access'),
       retention: config.logRetention,
       removalPolicy: config.removalPolicy,
     });
@@ -155,8 +169,9 @@ export class ApiStack extends Stack {
 
     // A header that cannot hold a key is refused with 401 before the authorizer runs: junk
     // costs no invocation and no key-store read.
+    // Every function is invoked through its `live` alias, which deploys move (./deployments.ts).
     const authorizer = new TokenAuthorizer(this, 'ApiKeyAuthorizer', {
-      handler: authorizerFunction,
+      handler: authorizerFunction.live,
       identitySource: IdentitySource.header('Authorization'),
       validationRegex: BEARER_KEY_PATTERN,
       resultsCacheTtl: config.authorizerCacheTtl,
@@ -168,7 +183,10 @@ export class ApiStack extends Stack {
       for (const route of routes.filter((r) => r.path === path)) {
         resource.addMethod(
           route.method,
-          new LambdaIntegration(functions[route.operationId], {
+          // The alias's ARN (`…:function:<name>:live`) in the invocation path: Lambda's Invoke and
+          // InvokeWithResponseStream (listOrders streams) both take a name with a qualifier
+          // (their FunctionName shape, NamespacedFunctionName, allows `:<alias>`).
+          new LambdaIntegration(functions[route.operationId].live, {
             proxy: true,
             responseTransferMode: route.streaming
               ? ResponseTransferMode.STREAM
@@ -270,6 +288,27 @@ export class ApiStack extends Stack {
     });
     this.monitoring = new Monitoring(this, 'Monitoring', { config, api, functions });
     const alarms = addAlarms(this.monitoring, this.alarmTopic);
-    addDashboard(this.monitoring, alarms);
+    const deploymentAlarms = addDeploymentAlarms(this.monitoring, this.alarmTopic);
+    addDashboard(this.monitoring, [...alarms, ...Object.values(deploymentAlarms).flat()]);
+    this.deployments = new SafeDeployments(this, 'Deployments', {
+      config,
+      functions,
+      alarms: deploymentAlarms,
+    });
+
+    // ── Logs: named per stage, listed in the outputs, with saved queries ────────────────────
+    const logGroups: Record<LogSource, ILogGroup> = {
+      access: accessLogs,
+      listOrders: listOrders.logs,
+      cancelOrder: cancelOrder.logs,
+      authorizer: authorizerFunction.logs,
+    };
+    for (const [source, group] of Object.entries(logGroups) as [LogSource, ILogGroup][]) {
+      new CfnOutput(this, LOG_GROUP_OUTPUTS[source], {
+        value: group.logGroupName,
+        description: `Log group: ${source === 'access' ? 'the API access log' : source}`,
+      });
+    }
+    this.logQueries = new LogQueries(this, 'LogQueries', { stage: config.stage, logGroups });
   }
 }

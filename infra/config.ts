@@ -37,7 +37,7 @@ export interface StageConfig {
     /** The account's Lambda concurrency limit in the stage's region (checked against the reservation). */
     readonly accountLimit: number;
   };
-  /** Alarm thresholds; every alarm evaluates one 5-minute period. */
+  /** Alarm thresholds; each of these alarms evaluates one 5-minute period (deployment's: one minute). */
   readonly alarms: {
     /** API 5XX responses as a fraction of requests. */
     readonly serverErrorRate: number;
@@ -74,7 +74,28 @@ export interface StageConfig {
    * README, "Deploying"); buildApp refuses two stages of one account that both claim it.
    */
   readonly apiGatewayAccountRole: boolean;
+  /**
+   * How a deploy moves traffic to a function's new version (CodeDeploy, through its `live`
+   * alias): gradually in production, all at once in staging. During the shift, the new
+   * version's errors and p99 duration are watched; either alarm rolls the deploy back.
+   */
+  readonly deployment: {
+    readonly trafficShift: TrafficShift;
+    /** Errors of the new version (any invocation through the alias), per minute. */
+    readonly newVersionErrors: number;
+    /** p99 duration of the new version, ms, per minute (buffered functions: cancelOrder, authorizer). */
+    readonly newVersionP99DurationMs: number;
+  };
 }
+
+/** CodeDeploy's predefined Lambda deployment configurations this service uses. */
+export const TRAFFIC_SHIFTS = [
+  'ALL_AT_ONCE',
+  'CANARY_10PERCENT_5MINUTES',
+  'CANARY_10PERCENT_10MINUTES',
+  'LINEAR_10PERCENT_EVERY_1MINUTE',
+] as const;
+export type TrafficShift = (typeof TRAFFIC_SHIFTS)[number];
 
 /** Reads CDK context values (`-c key=value` or cdk.json). */
 export type ContextReader = (key: string) => unknown;
@@ -114,6 +135,11 @@ const DEFAULTS: Record<StageName, Omit<StageConfig, 'stage' | 'env' | 'apiGatewa
       listResponseBytes: STREAMING_LIMITS.ceilingBytes / 2,
     },
     logLevel: 'DEBUG',
+    deployment: {
+      trafficShift: 'ALL_AT_ONCE',
+      newVersionErrors: 5,
+      newVersionP99DurationMs: 3_000,
+    },
   },
   production: {
     authorizerCacheTtl: Duration.seconds(60),
@@ -139,6 +165,11 @@ const DEFAULTS: Record<StageName, Omit<StageConfig, 'stage' | 'env' | 'apiGatewa
       listResponseBytes: STREAMING_LIMITS.ceilingBytes / 2,
     },
     logLevel: 'INFO',
+    deployment: {
+      trafficShift: 'CANARY_10PERCENT_5MINUTES',
+      newVersionErrors: 1,
+      newVersionP99DurationMs: 1_500,
+    },
   },
 };
 

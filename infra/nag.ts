@@ -41,12 +41,20 @@ export const NAG_ACKNOWLEDGEMENTS = {
     reason:
       'The ANY methods only answer 405 METHOD_NOT_ALLOWED from a mock integration, before authentication (CONTRACT 2); they reach no function and no data.',
   },
+  codeDeployRole: {
+    id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSCodeDeployRoleForLambdaLimited]',
+    reason:
+      'The service role CodeDeploy uses to move a function alias and read the deployment alarms; AWS maintains this narrow policy for exactly that (aliases, alarms, its own hooks).',
+  },
 } as const satisfies Record<string, NagAcknowledgement>;
 
 export function acknowledgeNagFindings(stage: StoreOrdersStage): void {
-  const { api, functions } = stage.api;
+  const { api, functions, deployments } = stage.api;
   for (const fn of Object.values(functions)) {
     Validations.of(fn.role!).acknowledge(NAG_ACKNOWLEDGEMENTS.xrayWildcard);
+  }
+  for (const group of Object.values(deployments.groups)) {
+    Validations.of(group.role).acknowledge(NAG_ACKNOWLEDGEMENTS.codeDeployRole);
   }
   const cloudWatchRole = api.node.tryFindChild('CloudWatchRole');
   if (cloudWatchRole)

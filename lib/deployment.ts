@@ -43,7 +43,45 @@ export const STACK_OUTPUTS = {
   apiKeysTable: 'ApiKeysTableName',
   rateLimitsTable: 'RateLimitsTableName',
   apiUrl: 'ApiUrl',
+  accessLogGroup: 'AccessLogGroupName',
+  listOrdersLogGroup: 'ListOrdersLogGroupName',
+  cancelOrderLogGroup: 'CancelOrderLogGroupName',
+  authorizerLogGroup: 'AuthorizerLogGroupName',
+  deploymentApplication: 'DeploymentApplicationName',
 } as const;
+
+/** What writes a log group of a stage: the API's access log, or one of the functions. */
+export type LogSource = 'access' | 'listOrders' | 'cancelOrder' | 'authorizer';
+
+/** The stack output that names each log group (`Staging-Api`, `Production-Api`). */
+export const LOG_GROUP_OUTPUTS: Readonly<Record<LogSource, string>> = {
+  access: STACK_OUTPUTS.accessLogGroup,
+  listOrders: STACK_OUTPUTS.listOrdersLogGroup,
+  cancelOrder: STACK_OUTPUTS.cancelOrderLogGroup,
+  authorizer: STACK_OUTPUTS.authorizerLogGroup,
+};
+
+/** A stage's log group: `/store-orders/<stage>/<source>` (e.g. `/store-orders/production/access`). */
+export function logGroupName(stage: StageName, source: LogSource): string {
+  return `/store-orders/${stage}/${source}`;
+}
+
+/** The prefix of a stage's saved Logs Insights queries (`store-orders/<stage>/…`). */
+export function queryPrefix(stage: StageName): string {
+  return `store-orders/${stage}/`;
+}
+
+/**
+ * The CodeDeploy application of a stage (`store-orders-<stage>`); its deployment groups are
+ * named after the functions (`listOrders`, `cancelOrder`, `authorizer`), each shifting traffic
+ * to the function's `live` alias.
+ */
+export function deploymentApplicationName(stage: StageName): string {
+  return `store-orders-${stage}`;
+}
+
+/** The alias API Gateway invokes and CodeDeploy moves from version to version. */
+export const LIVE_ALIAS = 'live';
 
 /**
  * Where the README's deploy commands write a stage's outputs (`--outputs-file`): one file per

@@ -3,7 +3,7 @@
  * error and failure, and what is logged and counted. The chain, in the order middy runs it on
  * an error:
  *   1. shape: the error becomes an ApiError of the catalogue (below); 5xx are logged with the
- *      request id and counted;
+ *      request id and counted; every error answer writes one line with its code and status;
  *   2. @middy/http-error-handler turns it into the response, with the Error object as body;
  *   3. headers: adds the error's headers (Retry-After, WWW-Authenticate), which
  *      http-error-handler 7.9 does not apply itself.
@@ -12,6 +12,7 @@ import type { MiddlewareObj, Request } from '@middy/core';
 import httpErrorHandler from '@middy/http-error-handler';
 import {
   DEFAULT_RETRY_AFTER_SECONDS,
+  ERROR_ANSWER_LOG,
   ERROR_CATALOGUE,
   type ErrorBody,
   type ErrorCode,
@@ -66,26 +67,45 @@ function describe(error: unknown): Record<string, unknown> {
   return { error: error instanceof Error ? error : new Error(String(error)) };
 }
 
-/**
- * The answer to an error, logged and counted here: transient failures → 503 with Retry-After
- * (a warning and ServiceUnavailable); bugs and permanent failures → 500 without detail (an
- * error and InternalErrors, which an alarm watches); rate-limit refusals → 429 with Retry-After
- * (a line by key id, and RateLimited or BannedRequests); domain refusals as the catalogue says.
- */
-export function toApiError(error: unknown): ApiError {
+/** The fields every error answer's one line carries: what the saved query errors-by-code counts. */
+const answered = (code: ErrorCode) => ({ code, status: ERROR_CATALOGUE[code].status });
+
+/** A refusal the catalogue names as it is: an ApiError, or a domain refusal of the orders. */
+function catalogueRefusal(error: unknown): ApiError | undefined {
   if (error instanceof ApiError) return error;
   for (const [domainError, code] of DOMAIN_REFUSALS) {
     if (error instanceof domainError)
       return new ApiError(code, { message: error.message, cause: error });
   }
+  return undefined;
+}
+
+/**
+ * The answer to an error, logged and counted here, one line each with the answer's `code` and
+ * `status`: transient failures → 503 with Retry-After (a warning and ServiceUnavailable); bugs
+ * and permanent failures → 500 without detail (an error and InternalErrors, which an alarm
+ * watches); rate-limit refusals → 429 with Retry-After (a line by key id, and RateLimited or
+ * BannedRequests); domain refusals as the catalogue says (an INFO line).
+ */
+export function toApiError(error: unknown): ApiError {
+  const refusal = catalogueRefusal(error);
+  if (refusal) {
+    logger.info(ERROR_ANSWER_LOG, answered(refusal.code));
+    return refusal;
+  }
   if (error instanceof RateLimitRefusal) {
     const retryAfter = String(error.retryAfterSeconds);
     const limited = error.outcome === 'limited';
+    const code = limited ? 'RATE_LIMITED' : 'API_KEY_TEMPORARILY_BANNED';
     // One line per refusal, by key id: what an operator reads to see who hits the limits.
-    logger.info('Rate limit refusal', { keyId: error.keyId, outcome: error.outcome });
+    logger.info('Rate limit refusal', {
+      keyId: error.keyId,
+      outcome: error.outcome,
+      ...answered(code),
+    });
     const metric = limited ? METRIC_NAMES.rateLimited : METRIC_NAMES.bannedRequests;
     metrics.addMetric(metric, MetricUnit.Count, 1);
-    return new ApiError(limited ? 'RATE_LIMITED' : 'API_KEY_TEMPORARILY_BANNED', {
+    return new ApiError(code, {
       message: limited
         ? `Rate limit exceeded: retry after ${retryAfter} seconds.`
         : `The API key is temporarily banned for repeated requests over its rate limit: retry after ${retryAfter} seconds.`,
@@ -94,11 +114,17 @@ export function toApiError(error: unknown): ApiError {
     });
   }
   if (error instanceof DependencyFailure && error.kind === 'transient') {
-    logger.warn('Dependency unavailable: answering 503', describe(error));
+    logger.warn('Dependency unavailable: answering 503', {
+      ...describe(error),
+      ...answered('SERVICE_UNAVAILABLE'),
+    });
     metrics.addMetric(METRIC_NAMES.serviceUnavailable, MetricUnit.Count, 1);
     return new ApiError('SERVICE_UNAVAILABLE', { headers: RETRY_LATER, cause: error });
   }
-  logger.error('Request failed: answering 500', describe(error));
+  logger.error('Request failed: answering 500', {
+    ...describe(error),
+    ...answered('INTERNAL_ERROR'),
+  });
   metrics.addMetric(METRIC_NAMES.internalErrors, MetricUnit.Count, 1);
   // The catalogue's message only: no stack or internal detail reaches the client.
   return new ApiError('INTERNAL_ERROR', { cause: error });

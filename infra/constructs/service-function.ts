@@ -1,14 +1,15 @@
 /**
  * The house Lambda function: NodejsFunction with the defaults every function here shares
  * (Node.js 24 on arm64, one CommonJS file minified but for its names, the AWS SDK bundled,
- * X-Ray, a log group with retention, the log level and metrics namespace) and one call that binds a table: it
+ * X-Ray, a named log group with retention, the log level and metrics namespace, a `live` alias on
+ * the current version) and one call that binds a table: it
  * sets the variable that carries the table's name and grants exactly the actions given, on that
  * table only.
  */
 import { Duration } from 'aws-cdk-lib';
 import type { ITableV2 } from 'aws-cdk-lib/aws-dynamodb';
 import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
-import { Architecture, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
+import { Alias, Architecture, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat, type BundlingOptions } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, type ILogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { RemovalPolicy } from 'aws-cdk-lib';
@@ -17,6 +18,7 @@ import type { BuildOptions } from 'esbuild';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { TABLES, type TableName } from '../../lib/dynamodb/tables.ts';
+import { LIVE_ALIAS } from '../../lib/deployment.ts';
 import type { FunctionDefinition } from '../../lib/functions.ts';
 
 const FUNCTIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'functions');
@@ -90,6 +92,8 @@ export function esbuildOptions(entry: string, outfile: string): BuildOptions {
 export interface ServiceFunctionProps {
   /** Entry file (under functions/), description, memory and timeout. */
   readonly definition: FunctionDefinition;
+  /** The name of the function's log group (the stage's: `/store-orders/<stage>/<function>`). */
+  readonly logGroupName: string;
   readonly logRetention: RetentionDays;
   readonly logRemovalPolicy: RemovalPolicy;
   readonly logLevel: string;
@@ -110,11 +114,17 @@ export interface TableUse {
 export class ServiceFunction extends NodejsFunction {
   /** The function's own log group (its only one). */
   readonly logs: ILogGroup;
+  /**
+   * The alias callers invoke (`live`): it points at the version of the function's current code
+   * and configuration, and a CodeDeploy deployment moves it from one version to the next.
+   */
+  readonly live: Alias;
   readonly tableUses: TableUse[] = [];
 
   constructor(scope: Construct, id: string, props: ServiceFunctionProps) {
     const { definition } = props;
     const logGroup = new LogGroup(scope, `${id}Logs`, {
+      logGroupName: props.logGroupName,
       retention: props.logRetention,
       removalPolicy: props.logRemovalPolicy,
     });
@@ -147,6 +157,9 @@ export class ServiceFunction extends NodejsFunction {
       },
     });
     this.logs = logGroup;
+    // `currentVersion` is a new version whenever the code or the configuration changes (its
+    // logical id is a hash of both, computed at synth, so later `useTable` calls count).
+    this.live = new Alias(this, 'Live', { aliasName: LIVE_ALIAS, version: this.currentVersion });
   }
 
   /**

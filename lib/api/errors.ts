@@ -51,3 +51,11 @@ export function errorBody(code: ErrorCode, message?: string): ErrorBody {
   const entry = ERROR_CATALOGUE[code];
   return { code, message: message ?? entry.message, status: entry.status };
 }
+
+/**
+ * The message of the line a function writes when it answers a refusal of the catalogue (400, 404,
+ * 409…), with the answer's `code` and `status`. Its 429s, 503s and 500s write their own lines,
+ * which carry `code` and `status` too (functions/shared/http-errors.ts): the saved query
+ * `errors-by-code` counts every line with a `code`.
+ */
+export const ERROR_ANSWER_LOG = 'Answered with an error';

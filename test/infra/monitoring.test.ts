@@ -58,6 +58,12 @@ function expectedThresholds(c: StageConfig): Record<string, number> {
     InternalErrors: a.internalErrors,
     ListStreamFailures: a.listStreamFailures,
     ListResponseBytes: a.listResponseBytes,
+    // What rolls a deploy back (infra/deployments.ts): the new version's errors and p99 duration.
+    ListOrdersNewVersionErrors: c.deployment.newVersionErrors,
+    CancelOrderNewVersionErrors: c.deployment.newVersionErrors,
+    AuthorizerNewVersionErrors: c.deployment.newVersionErrors,
+    CancelOrderNewVersionLatencyP99: c.deployment.newVersionP99DurationMs,
+    AuthorizerNewVersionLatencyP99: c.deployment.newVersionP99DurationMs,
   };
 }
 

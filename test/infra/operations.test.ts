@@ -1,0 +1,592 @@
+/**
+ * What the on-call engineer relies on in the synthesized stages: log groups named per stage and
+ * listed in the outputs, saved Logs Insights queries on the fields the service really writes,
+ * every function invoked through its `live` alias and deployed by CodeDeploy with rollback on
+ * alarms, and what `cdk destroy` deletes and keeps in each stage (as docs/operations.md says).
+ */
+import { execFile } from 'node:child_process';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { delimiter, join } from 'node:path';
+import { promisify } from 'node:util';
+import middy from '@middy/core';
+import type { Template } from 'aws-cdk-lib/assertions';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
+
+// The functions' logger reads its level at load (the test setup silences it): these tests read
+// the lines it writes.
+vi.hoisted(() => {
+  process.env.LOG_LEVEL = 'INFO';
+});
+import { stageConfig } from '../../infra/config.ts';
+import {
+  FUNCTION_LOG_FIELDS,
+  LOG_QUERIES,
+  REQUEST_ID_PLACEHOLDER,
+} from '../../infra/log-queries.ts';
+import { ApiError, httpErrors, toApiError } from '../../functions/shared/http-errors.ts';
+import { Logger } from '../../functions/shared/logger.ts';
+import { accessLogTemplate, renderAccessLog } from '../../lib/api/access-log.ts';
+import { ERROR_ANSWER_LOG } from '../../lib/api/errors.ts';
+import {
+  deploymentApplicationName,
+  LIVE_ALIAS,
+  LOG_GROUP_OUTPUTS,
+  logGroupName,
+  queryPrefix,
+  STACK_OUTPUTS,
+  STAGES,
+  type LogSource,
+  type StageName,
+} from '../../lib/deployment.ts';
+import { FUNCTION_NAMES, type FunctionName } from '../../lib/functions.ts';
+import { DependencyFailure } from '../../lib/failures.ts';
+import { RateLimitRefusal } from '../../lib/limits/limiter.ts';
+import { InvalidOrderId } from '../../lib/orders/operations.ts';
+import { RATE_LIMIT_REFUSAL_LOG } from '../../infra/monitoring.ts';
+import { PROJECT_ROOT } from '../../local/local-stack.ts';
+import { templates, testApp } from './support.ts';
+
+const { stages } = testApp();
+const stageTemplates = Object.fromEntries(
+  STAGES.map((stage) => [stage, templates(stages[stage])]),
+) as Record<StageName, { data: Template; api: Template }>;
+
+type Resource = {
+  Type: string;
+  Properties: Record<string, unknown>;
+  DeletionPolicy?: string;
+  UpdateReplacePolicy?: string;
+  UpdatePolicy?: Record<string, unknown>;
+};
+const resources = (template: Template, type: string) =>
+  Object.entries(template.findResources(type) as Record<string, Resource>);
+const ref = (id: string) => ({ Ref: id });
+
+/** The logical id of a stage's resource, by the construct it was made by. */
+function idOf(stage: StageName, construct: { node: { defaultChild?: unknown } }): string {
+  return stages[stage].api.getLogicalId(construct.node.defaultChild as never);
+}
+
+/** The logical id of the version a function's alias points at (its current version). */
+function versionId(stage: StageName, fn: { node: { defaultChild?: unknown } }): string {
+  const fnId = idOf(stage, fn);
+  const [found] = resources(stageTemplates[stage].api, 'AWS::Lambda::Version').filter(
+    ([, v]) => JSON.stringify(v.Properties.FunctionName) === JSON.stringify(ref(fnId)),
+  );
+  if (!found) throw new Error(`no version of ${fnId}`);
+  return found[0];
+}
+
+const SOURCES: readonly LogSource[] = ['access', 'listOrders', 'cancelOrder', 'authorizer'];
+const docs = (file: string) => readFileSync(join(PROJECT_ROOT, 'docs', file), 'utf8');
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+describe.each(STAGES)('logs you can query (%s)', (stage) => {
+  const { api } = stageTemplates[stage];
+  const stack = stages[stage].api;
+  const groupId = (source: LogSource) =>
+    idOf(stage, source === 'access' ? accessLogGroup(stage) : stack.functions[source].logs);
+
+  it('names each log group for the stage, keeps it as long as the stage keeps logs, and lists it in the outputs', () => {
+    const retention = stage === 'production' ? 365 : 14;
+    for (const source of SOURCES) {
+      const [, group] = resources(api, 'AWS::Logs::LogGroup').find(
+        ([id]) => id === groupId(source),
+      )!;
+      expect(group.Properties).toMatchObject({
+        LogGroupName: logGroupName(stage, source),
+        RetentionInDays: retention,
+      });
+      const outputs = api.findOutputs(LOG_GROUP_OUTPUTS[source]);
+      expect(Object.values(outputs).map((o) => (o as { Value: unknown }).Value)).toEqual([
+        ref(groupId(source)),
+      ]);
+    }
+    expect(new Set(SOURCES.map((s) => logGroupName(stage, s))).size).toBe(SOURCES.length);
+  });
+
+  it("writes each function's logs to its named group", () => {
+    for (const name of FUNCTION_NAMES) {
+      const fnId = idOf(stage, stack.functions[name]);
+      const fn = api.toJSON().Resources[fnId] as Resource;
+      expect(fn.Properties.LoggingConfig).toEqual({ LogGroup: ref(groupId(name)) });
+    }
+  });
+
+  it('saves each query under store-orders/<stage>/, on the log groups it reads', () => {
+    const saved = resources(api, 'AWS::Logs::QueryDefinition').map(([, q]) => q.Properties);
+    expect(saved.map((q) => q.Name).sort()).toEqual(
+      LOG_QUERIES.map((q) => `${queryPrefix(stage)}${q.name}`).sort(),
+    );
+    for (const query of LOG_QUERIES) {
+      const definition = saved.find((q) => q.Name === `${queryPrefix(stage)}${query.name}`)!;
+      expect(definition.LogGroupNames).toEqual(query.sources.map((s) => ref(groupId(s))));
+      expect(definition.QueryString).toBe(query.query.toString());
+    }
+  });
+});
+
+function accessLogGroup(stage: StageName) {
+  const group = stages[stage].api.node.findChild('AccessLogs');
+  return group as unknown as { node: { defaultChild?: unknown } };
+}
+
+describe('the saved queries', () => {
+  /** Every field of the lines the service writes: access log, function lines, Lambda's own. */
+  function writtenFields(): Set<string> {
+    const access = JSON.parse(renderAccessLog(accessLogTemplate(), {})) as object;
+    const lines: Record<string, unknown>[] = [];
+    const capture = new Logger('DEBUG', (text) => lines.push(JSON.parse(text) as never));
+    capture.startInvocation({ functionName: 'f', awsRequestId: 'r' }, 'c');
+    capture.info('line');
+    // The refusal and the error-answer lines, as the functions' error handling writes them.
+    const out = vi.spyOn(process.stdout, 'write').mockImplementation((text) => {
+      lines.push(JSON.parse(String(text)) as never);
+      return true;
+    });
+    toApiError(new RateLimitRefusal('limited', 'key_x', 5));
+    out.mockRestore();
+    return new Set([...Object.keys(access), ...lines.flatMap((line) => Object.keys(line))]);
+  }
+
+  /** The field names a query uses: every identifier outside quotes, functions and keywords. */
+  function fieldsUsed(query: string): string[] {
+    const keywords = new Set(
+      'fields filter stats sort limit by as and or not asc desc count bin'.split(' '),
+    );
+    return [
+      ...query
+        .replace(/"[^"]*"/g, '')
+        .replace(/\b\d+[a-z]?\b/g, '')
+        .matchAll(/(?<![@\w])[a-z_][A-Za-z_]*\b(?!\()/g),
+    ]
+      .map((m) => m[0])
+      .filter((word) => !keywords.has(word));
+  }
+
+  it('use only fields the access log and the functions write (or Lambda and Logs Insights give)', async () => {
+    const written = writtenFields();
+    // The error-answer line of a function answering an error.
+    const out = vi.spyOn(process.stdout, 'write').mockImplementation((text) => {
+      for (const key of Object.keys(JSON.parse(String(text)) as object)) written.add(key);
+      return true;
+    });
+    await middy(() => {
+      throw new ApiError('ORDER_NOT_FOUND');
+    })
+      .use(httpErrors())({}, {} as never)
+      .catch(() => undefined);
+    out.mockRestore();
+    for (const field of ['code', 'status', 'keyId', 'outcome', FUNCTION_LOG_FIELDS.correlationId])
+      expect(written).toContain(field);
+    // What Logs Insights derives itself: the query's own names for its results.
+    const derived = new Set(['answers', 'refusals']);
+    for (const { name, query } of LOG_QUERIES) {
+      for (const field of fieldsUsed(query.toString())) {
+        if (!derived.has(field)) expect(written, `${name}: ${field}`).toContain(field);
+      }
+    }
+  });
+
+  it('find a request by the id its client got, in the access log and the function lines', () => {
+    const byId = LOG_QUERIES.find((q) => q.name === 'request-by-id')!;
+    expect(byId.query.toString()).toContain(`requestId = "${REQUEST_ID_PLACEHOLDER}"`);
+    expect(byId.query.toString()).toContain(
+      `${FUNCTION_LOG_FIELDS.correlationId} = "${REQUEST_ID_PLACEHOLDER}"`,
+    );
+    expect(byId.sources).toEqual(['access', 'listOrders', 'cancelOrder']);
+  });
+
+  it('count every error answer of a function by its code: one line each, whatever the error', async () => {
+    const lines: Record<string, unknown>[] = [];
+    const capture = (text: unknown) => {
+      lines.push(JSON.parse(String(text)) as never);
+      return true;
+    };
+    vi.spyOn(process.stdout, 'write').mockImplementation(capture);
+    vi.spyOn(process.stderr, 'write').mockImplementation(capture);
+    const handler = middy((event: { fail: unknown }) => {
+      throw event.fail;
+    }).use(httpErrors());
+    const failures = [
+      new ApiError('NOT_ACCEPTABLE'),
+      new InvalidOrderId('x'),
+      new RateLimitRefusal('banned', 'key_x', 30),
+      new DependencyFailure('transient', 'orders table', 'timeout'),
+      new Error('a bug'),
+    ];
+    const statuses = [];
+    for (const fail of failures) {
+      statuses.push(((await handler({ fail }, {} as never)) as { statusCode: number }).statusCode);
+    }
+    const counted = lines.filter((l) => l.code !== undefined);
+    expect(counted.map((l) => [l.code, l.status])).toEqual([
+      ['NOT_ACCEPTABLE', 406],
+      ['INVALID_ORDER_ID', 400],
+      ['API_KEY_TEMPORARILY_BANNED', 429],
+      ['SERVICE_UNAVAILABLE', 503],
+      ['INTERNAL_ERROR', 500],
+    ]);
+    expect(counted.map((l) => l.status)).toEqual(statuses);
+    expect(counted.map((l) => l.message)).toEqual([
+      ERROR_ANSWER_LOG,
+      ERROR_ANSWER_LOG,
+      RATE_LIMIT_REFUSAL_LOG.message,
+      'Dependency unavailable: answering 503',
+      'Request failed: answering 500',
+    ]);
+  });
+
+  it('are each shown in docs/operations.md with the command that runs it', () => {
+    const text = docs('operations.md');
+    for (const { name } of LOG_QUERIES) expect(text, name).toContain(`${name}`);
+    const prefixes = [...text.matchAll(/--query-definition-name-prefix\s+([\w/.-]+)/g)].map(
+      (m) => m[1]!,
+    );
+    expect(prefixes.length).toBeGreaterThan(0);
+    const names = STAGES.flatMap((stage) =>
+      LOG_QUERIES.map((q) => `${queryPrefix(stage)}${q.name}`),
+    );
+    for (const prefix of prefixes) {
+      const plain = prefix.replace(/["']/g, '').replace(/\$\{?\w+\}?/g, 'production');
+      expect(
+        names.some((n) => n.startsWith(plain)),
+        prefix,
+      ).toBe(true);
+    }
+  });
+});
+
+describe.each(STAGES)('safe deployments (%s)', (stage) => {
+  const { api } = stageTemplates[stage];
+  const stack = stages[stage].api;
+  const config = stageConfig(stage, () => undefined, {});
+  const aliasId = (name: FunctionName) => idOf(stage, stack.functions[name].live);
+
+  it("give each function one alias, live, on the function's current version", () => {
+    const aliases = resources(api, 'AWS::Lambda::Alias');
+    expect(aliases).toHaveLength(FUNCTION_NAMES.length);
+    for (const name of FUNCTION_NAMES) {
+      const fn = stack.functions[name];
+      const alias = api.toJSON().Resources[aliasId(name)] as Resource;
+      expect(alias.Properties).toEqual({
+        FunctionName: ref(idOf(stage, fn)),
+        FunctionVersion: { 'Fn::GetAtt': [versionId(stage, fn), 'Version'] },
+        Name: LIVE_ALIAS,
+      });
+    }
+  });
+
+  it('point every API method integration and the authorizer at an alias, never at a function', () => {
+    const aliasIds = new Set(FUNCTION_NAMES.map(aliasId));
+    const functionIds = new Set(FUNCTION_NAMES.map((n) => idOf(stage, stack.functions[n])));
+    const targets = (value: unknown) =>
+      [...JSON.stringify(value).matchAll(/"(?:Ref|Fn::GetAtt)":\[?"([^"]+)"/g)].map((m) => m[1]!);
+    const methods = resources(api, 'AWS::ApiGateway::Method').filter(
+      ([, m]) => (m.Properties.Integration as { Type: string }).Type === 'AWS_PROXY',
+    );
+    expect(methods.length).toBe(2);
+    for (const [id, method] of methods) {
+      const uri = (method.Properties.Integration as { Uri: unknown }).Uri;
+      const fnTargets = targets(uri).filter((t) => aliasIds.has(t) || functionIds.has(t));
+      expect(fnTargets, id).toHaveLength(1);
+      expect(aliasIds.has(fnTargets[0]!), id).toBe(true);
+    }
+    // listOrders streams through its alias: the streaming invocation path, the alias's ARN.
+    const [, list] = methods.find(([, m]) => m.Properties.HttpMethod === 'GET')!;
+    const listUri = JSON.stringify((list.Properties.Integration as { Uri: unknown }).Uri);
+    expect(listUri).toContain('/response-streaming-invocations');
+    expect(listUri).toContain(`{"Ref":"${aliasId('listOrders')}"}`);
+    const [[, authorizer]] = resources(api, 'AWS::ApiGateway::Authorizer') as [[string, Resource]];
+    expect(targets(authorizer.Properties.AuthorizerUri)).toContain(aliasId('authorizer'));
+    expect(targets(authorizer.Properties.AuthorizerUri).some((t) => functionIds.has(t))).toBe(
+      false,
+    );
+    // API Gateway may invoke the aliases, and nothing else.
+    for (const [, permission] of resources(api, 'AWS::Lambda::Permission')) {
+      expect(aliasIds.has(targets(permission.Properties.FunctionName)[0]!)).toBe(true);
+    }
+  });
+
+  it(`deploy each function with CodeDeploy, ${stage === 'production' ? 'a canary first' : 'all at once'}, rolling back on failure, on a stop and on alarm`, () => {
+    const configName = {
+      production: 'CodeDeployDefault.LambdaCanary10Percent5Minutes',
+      staging: 'CodeDeployDefault.LambdaAllAtOnce',
+    }[stage];
+    expect(config.deployment.trafficShift).toBe(
+      stage === 'production' ? 'CANARY_10PERCENT_5MINUTES' : 'ALL_AT_ONCE',
+    );
+    const [[applicationId, application]] = resources(api, 'AWS::CodeDeploy::Application') as [
+      [string, Resource],
+    ];
+    expect(application.Properties).toMatchObject({
+      ApplicationName: deploymentApplicationName(stage),
+      ComputePlatform: 'Lambda',
+    });
+    expect(resources(api, 'AWS::CodeDeploy::DeploymentGroup')).toHaveLength(FUNCTION_NAMES.length);
+    for (const name of FUNCTION_NAMES) {
+      const group = stack.deployments.groups[name];
+      const groupId = idOf(stage, group);
+      const props = (api.toJSON().Resources[groupId] as Resource).Properties;
+      expect(props).toMatchObject({
+        ApplicationName: ref(applicationId),
+        DeploymentGroupName: name,
+        DeploymentConfigName: configName,
+        DeploymentStyle: { DeploymentOption: 'WITH_TRAFFIC_CONTROL', DeploymentType: 'BLUE_GREEN' },
+        AutoRollbackConfiguration: {
+          Enabled: true,
+          Events: ['DEPLOYMENT_FAILURE', 'DEPLOYMENT_STOP_ON_REQUEST', 'DEPLOYMENT_STOP_ON_ALARM'],
+        },
+      });
+      // The alias moves only through its deployment group.
+      const alias = api.toJSON().Resources[aliasId(name)] as Resource;
+      expect(alias.UpdatePolicy).toEqual({
+        CodeDeployLambdaAliasUpdate: {
+          ApplicationName: ref(applicationId),
+          DeploymentGroupName: ref(groupId),
+        },
+      });
+    }
+  });
+
+  it("watch, during each deploy, the new version's errors (and a buffered function's p99 duration), and roll back when one fires", () => {
+    const alarms = Object.fromEntries(resources(api, 'AWS::CloudWatch::Alarm'));
+    for (const name of FUNCTION_NAMES) {
+      const fn = stack.functions[name];
+      const groupId = idOf(stage, stack.deployments.groups[name]);
+      const group = (api.toJSON().Resources[groupId] as Resource).Properties as {
+        AlarmConfiguration: { Enabled: boolean; Alarms: { Name: { Ref: string } }[] };
+      };
+      expect(group.AlarmConfiguration.Enabled).toBe(true);
+      const watched = group.AlarmConfiguration.Alarms.map((a) => alarms[a.Name.Ref]!.Properties);
+      const metrics = watched.map(
+        (a) => `${a.MetricName as string}:${(a.Statistic ?? a.ExtendedStatistic) as string}`,
+      );
+      expect(metrics.sort()).toEqual(
+        name === 'listOrders' ? ['Errors:Sum'] : ['Duration:p99', 'Errors:Sum'],
+      );
+      for (const alarm of watched) {
+        // The version this deploy publishes, as invoked through the alias: not the old one.
+        expect(alarm.Dimensions).toEqual([
+          {
+            Name: 'ExecutedVersion',
+            Value: { 'Fn::GetAtt': [versionId(stage, fn), 'Version'] },
+          },
+          { Name: 'FunctionName', Value: ref(idOf(stage, fn)) },
+          {
+            Name: 'Resource',
+            Value: { 'Fn::Join': ['', [ref(idOf(stage, fn)), `:${LIVE_ALIAS}`]] },
+          },
+        ]);
+        expect(alarm).toMatchObject({ Namespace: 'AWS/Lambda', Period: 60, EvaluationPeriods: 1 });
+        expect(alarm.Threshold).toBe(
+          alarm.MetricName === 'Errors'
+            ? config.deployment.newVersionErrors
+            : config.deployment.newVersionP99DurationMs,
+        );
+      }
+    }
+  });
+
+  it('output the CodeDeploy application that docs/deploy.md watches', () => {
+    const [output] = Object.values(api.findOutputs(STACK_OUTPUTS.deploymentApplication));
+    expect(output).toBeDefined();
+    const text = readFileSync(join(PROJECT_ROOT, 'docs', 'deploy.md'), 'utf8');
+    for (const [, value] of text.matchAll(/--application-name\s+(\S+)/g)) {
+      expect(STAGES.map(deploymentApplicationName)).toContain(value);
+    }
+    for (const [, value] of text.matchAll(/--deployment-group-name\s+(\S+)/g)) {
+      expect(FUNCTION_NAMES as readonly string[]).toContain(value);
+    }
+    expect(text).toMatch(/aws deploy stop-deployment .*--auto-rollback-enabled/);
+  });
+});
+
+describe('what cdk destroy deletes and keeps', () => {
+  /** `kept` or `deleted` for each resource type of a stage (one answer per type). */
+  function fates(stage: StageName): Record<string, 'kept' | 'deleted'> {
+    const fate: Record<string, 'kept' | 'deleted'> = {};
+    for (const template of Object.values(stageTemplates[stage])) {
+      for (const resource of Object.values(
+        template.toJSON().Resources as Record<string, Resource>,
+      )) {
+        const kept = resource.DeletionPolicy === 'Retain';
+        // A replacement keeps the old resource exactly when a deletion does.
+        expect(resource.UpdateReplacePolicy ?? 'Delete', resource.Type).toBe(
+          resource.DeletionPolicy ?? 'Delete',
+        );
+        const now = kept ? 'kept' : 'deleted';
+        expect(fate[resource.Type] ?? now, `${stage} ${resource.Type}`).toBe(now);
+        fate[resource.Type] = now;
+      }
+    }
+    return fate;
+  }
+
+  it('keeps the tables and the logs of production, deletes everything of staging', () => {
+    const production = fates('production');
+    expect(production['AWS::DynamoDB::GlobalTable']).toBe('kept');
+    expect(production['AWS::Logs::LogGroup']).toBe('kept');
+    expect(
+      Object.entries(production)
+        .filter(([, f]) => f === 'kept')
+        .map(([t]) => t)
+        .sort(),
+    ).toEqual(['AWS::DynamoDB::GlobalTable', 'AWS::Logs::LogGroup']);
+    expect(Object.values(fates('staging')).every((f) => f === 'deleted')).toBe(true);
+  });
+
+  it('is the table docs/operations.md gives, type by type and stage by stage', () => {
+    const rows = Object.fromEntries(
+      [
+        ...docs('operations.md').matchAll(
+          /^\| `(AWS::[\w:]+)`[^|]*\| (\w+)[^|]*\| (\w+)[^|]*\|$/gm,
+        ),
+      ].map((m) => [m[1]!, { staging: m[2]!, production: m[3]! }]),
+    );
+    const staging = fates('staging');
+    const production = fates('production');
+    expect(Object.keys(rows).sort()).toEqual(Object.keys(production).sort());
+    for (const type of Object.keys(production)) {
+      expect(rows[type], type).toEqual({ staging: staging[type], production: production[type] });
+    }
+  });
+});
+
+/** The shell blocks of a document under a heading (up to the next heading of any level). */
+function shellBlocks(file: string, heading: string): string {
+  const text = docs(file);
+  const start = text.indexOf(`\n${heading}\n`);
+  if (start < 0) throw new Error(`${file}: no heading ${heading}`);
+  const rest = text.slice(start + heading.length + 2);
+  const end = rest.search(/^#{1,6} /m);
+  const section = end < 0 ? rest : rest.slice(0, end);
+  return [...section.matchAll(/^ *```sh\n([\s\S]*?)^ *```$/gm)]
+    .map((m) => m[1]!.replace(/^ {3}/gm, ''))
+    .join('\n');
+}
+
+/**
+ * A stand-in for the AWS CLI: it logs each call's arguments and answers the calls the runbooks
+ * make from the synthesized production stage (query definitions, CodeDeploy names); any other
+ * call, or a name the stage does not have, fails as the CLI would.
+ */
+const AWS_STAND_IN = `
+const fs = require('node:fs');
+const fixture = JSON.parse(fs.readFileSync(process.env.AWS_STAND_IN_FIXTURE, 'utf8'));
+const args = process.argv.slice(2);
+fs.appendFileSync(process.env.AWS_STAND_IN_LOG, JSON.stringify(args) + '\\n');
+const option = (name) => { const i = args.indexOf(name); return i < 0 ? undefined : args[i + 1]; };
+const fail = (why) => { process.stderr.write(why + '\\n'); process.exit(254); };
+const [service, command] = args;
+const call = service + ' ' + command;
+if (call === 'logs describe-query-definitions') {
+  const query = fixture.queries.find((q) => q.name === option('--query-definition-name-prefix'));
+  if (!query) fail('no query definition ' + option('--query-definition-name-prefix'));
+  const expression = option('--query');
+  if (expression === 'queryDefinitions[0].logGroupNames') console.log(query.logGroups.join('\\t'));
+  else if (expression === 'queryDefinitions[0].queryString') console.log(query.queryString);
+  else fail('stand-in: unknown --query ' + expression);
+} else if (call === 'logs start-query') {
+  console.log('q-1');
+} else if (call === 'logs get-query-results') {
+  console.log('{"status":"Complete","results":[]}');
+} else if (call === 'deploy list-deployments') {
+  if (option('--application-name') !== fixture.application) fail('no application');
+  if (!fixture.groups.includes(option('--deployment-group-name'))) fail('no deployment group');
+  console.log('["d-EXAMPLE111"]');
+} else if (call === 'deploy get-deployment' || call === 'deploy stop-deployment') {
+  if (!/^d-[A-Z0-9]+$/.test(option('--deployment-id'))) fail('bad deployment id');
+  console.log('{}');
+} else if (call === 'cloudformation describe-stack-resources') {
+  if (option('--stack-name') !== fixture.stack) fail('no stack ' + option('--stack-name'));
+  console.log('Production-Api-CancelOrder87F627D3-AbCdEf');
+} else if (call === 'lambda get-alias') {
+  if (option('--name') !== fixture.alias) fail('no alias ' + option('--name'));
+  console.log('{}');
+} else fail('stand-in: unknown call ' + call);
+`;
+
+describe('the runbooks, run with a stand-in AWS CLI against the synthesized production stage', () => {
+  const { api } = stageTemplates.production;
+  const dir = mkdtempSync(join(tmpdir(), 'runbook-aws-'));
+  const groupNames = Object.fromEntries(
+    resources(api, 'AWS::Logs::LogGroup').map(([id, g]) => [id, g.Properties.LogGroupName]),
+  );
+  writeFileSync(
+    join(dir, 'fixture.json'),
+    JSON.stringify({
+      queries: resources(api, 'AWS::Logs::QueryDefinition').map(([, q]) => ({
+        name: q.Properties.Name,
+        queryString: q.Properties.QueryString,
+        logGroups: (q.Properties.LogGroupNames as { Ref: string }[]).map((g) => groupNames[g.Ref]),
+      })),
+      application: deploymentApplicationName('production'),
+      groups: resources(api, 'AWS::CodeDeploy::DeploymentGroup').map(
+        ([, g]) => g.Properties.DeploymentGroupName,
+      ),
+      stack: stages.production.api.stackName,
+      alias: LIVE_ALIAS,
+    }),
+  );
+  writeFileSync(join(dir, 'aws'), `#!${process.execPath}\n${AWS_STAND_IN}`);
+  chmodSync(join(dir, 'aws'), 0o755);
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  async function runbook(script: string): Promise<string[][]> {
+    const log = join(dir, `calls-${Math.random()}.log`);
+    writeFileSync(log, '');
+    await promisify(execFile)('bash', ['-e', '-u', '-o', 'pipefail', '-c', script], {
+      env: {
+        ...process.env,
+        PATH: `${dir}${delimiter}${process.env.PATH ?? ''}`,
+        AWS_STAND_IN_FIXTURE: join(dir, 'fixture.json'),
+        AWS_STAND_IN_LOG: log,
+      },
+    });
+    return readFileSync(log, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as string[]);
+  }
+  const after = (call: string[], flag: string) => call[call.indexOf(flag) + 1];
+
+  it("runs a saved query: the request query, on its log groups, with the client's request id in it", async () => {
+    const calls = await runbook(shellBlocks('operations.md', '## Log groups and saved queries'));
+    const start = calls.find((c) => c[0] === 'logs' && c[1] === 'start-query')!;
+    expect(start).toBeDefined();
+    const groups = start.slice(
+      start.indexOf('--log-group-names') + 1,
+      start.indexOf('--start-time'),
+    );
+    expect(groups).toEqual([
+      logGroupName('production', 'access'),
+      logGroupName('production', 'listOrders'),
+      logGroupName('production', 'cancelOrder'),
+    ]);
+    const [from, to] = [Number(after(start, '--start-time')), Number(after(start, '--end-time'))];
+    // An hour back from now: the two `date` calls may fall in different seconds.
+    expect(to - from).toBeGreaterThanOrEqual(3600);
+    expect(to - from).toBeLessThan(3600 + 60);
+    const query = after(start, '--query-string')!;
+    expect(query).toContain('requestId = "85963121-7f65-4547-be99-ff66c140533b"');
+    expect(query).not.toContain(REQUEST_ID_PLACEHOLDER);
+    expect(calls.at(-1)).toEqual(['logs', 'get-query-results', '--query-id', 'q-1']);
+  });
+
+  it('watches a deploy and stops it with rollback, on the groups the stage has', async () => {
+    const calls = await runbook(shellBlocks('deploy.md', '### Watch a deploy and stop it'));
+    expect(calls.map((c) => `${c[0]} ${c[1]}`)).toEqual([
+      'deploy list-deployments',
+      'deploy get-deployment',
+      'deploy stop-deployment',
+      'cloudformation describe-stack-resources',
+      'lambda get-alias',
+    ]);
+    expect(calls[2]).toContain('--auto-rollback-enabled');
+  });
+});
