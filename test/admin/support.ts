@@ -25,15 +25,24 @@ export interface CliResult {
  */
 export async function runCli(
   args: readonly string[],
-  options: { env?: Record<string, string>; input?: string; cwd?: string } = {},
+  options: {
+    /** Added to the environment; an undefined value removes the variable. */
+    env?: Record<string, string | undefined>;
+    input?: string;
+    cwd?: string;
+    /** Node options before the CLI's path, e.g. `--import` of a test stub. */
+    nodeArgs?: readonly string[];
+  } = {},
 ): Promise<CliResult> {
-  const child = spawn(process.execPath, [CLI, ...args], {
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), CLI, ...args], {
     cwd: options.cwd ?? PROJECT_ROOT,
-    env: {
-      ...process.env,
-      STORE_ORDERS_LOCAL_STATE: join(tempDir(), 'no-local-api.json'),
-      ...options.env,
-    },
+    env: Object.fromEntries(
+      Object.entries({
+        ...process.env,
+        STORE_ORDERS_LOCAL_STATE: join(tempDir(), 'no-local-api.json'),
+        ...options.env,
+      }).filter((entry): entry is [string, string] => entry[1] !== undefined),
+    ),
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   let stdout = '';
