@@ -56,16 +56,20 @@ async function readOutputsFile(path: string): Promise<Record<string, unknown>> {
 function fileOutputs(path: string, file: Record<string, unknown>): StackOutputs {
   return {
     source: path,
-    read: async (stack) => {
+    read: (stack) => {
       const outputs = file[stack];
       if (typeof outputs !== 'object' || outputs === null) {
-        throw new OutputsUnavailable(
-          `the outputs file ${path} has no outputs of stack ${stack}: deploy that stage with --outputs-file (each deploy rewrites the file with only the stacks it deployed), pass --outputs FILE, or move the file away to read CloudFormation`,
+        return Promise.reject(
+          new OutputsUnavailable(
+            `the outputs file ${path} has no outputs of stack ${stack}: deploy that stage with --outputs-file (each deploy rewrites the file with only the stacks it deployed), pass --outputs FILE, or move the file away to read CloudFormation`,
+          ),
         );
       }
-      return Object.fromEntries(
-        Object.entries(outputs).filter(
-          (entry): entry is [string, string] => typeof entry[1] === 'string' && entry[1] !== '',
+      return Promise.resolve(
+        Object.fromEntries(
+          Object.entries(outputs).filter(
+            (entry): entry is [string, string] => typeof entry[1] === 'string' && entry[1] !== '',
+          ),
         ),
       );
     },

@@ -49,7 +49,8 @@ describe('stageOutputs', () => {
     });
     const calls = cloudFormation.commandCalls(DescribeStacksCommand);
     expect(calls).toHaveLength(1);
-    expect(await calls[0]!.thisValue.config.region()).toBe('eu-west-1');
+    const client = calls[0]!.thisValue as CloudFormationClient;
+    expect(await client.config.region()).toBe('eu-west-1');
   });
 
   it('reads cdk-outputs.<stage>.json when it is there, and never asks CloudFormation', async () => {
