@@ -72,6 +72,8 @@ export interface Target {
   readonly stage?: StageName;
   readonly connection: DynamoDbConnection;
   readonly tables: Partial<Record<TargetTable, string>>;
+  /** The ban the functions apply, when the target says (the local API does). */
+  readonly ban?: { readonly afterRefusals: number; readonly seconds: number };
 }
 
 const TABLE_FLAGS: Record<TargetTable, string> = {
@@ -138,6 +140,7 @@ async function localTarget(): Promise<Target> {
   return {
     description: `the local API (${state.endpoint})`,
     connection: { endpoint: state.endpoint, region: state.region },
+    ...(state.ban ? { ban: state.ban } : {}),
     tables: {
       orders: state.tables.orders,
       apiKeys: state.tables.apiKeys,
@@ -223,13 +226,30 @@ export async function withTable<T>(
   table: TargetTable,
   action: (client: DynamoDBDocumentClient, tableName: string, target: Target) => Promise<T>,
 ): Promise<T> {
+  return withTables(values, [table], (client, names, target) =>
+    action(client, names[table], target),
+  );
+}
+
+/** As withTable, with several tables of one target. */
+export async function withTables<T, const K extends TargetTable>(
+  values: TargetValues,
+  tables: readonly K[],
+  action: (
+    client: DynamoDBDocumentClient,
+    tableNames: Record<K, string>,
+    target: Target,
+  ) => Promise<T>,
+): Promise<T> {
   const target = await resolveTarget(values);
-  const tableName = requireTable(target, table);
+  const names = Object.fromEntries(
+    tables.map((table) => [table, requireTable(target, table)]),
+  ) as Record<K, string>;
   const client = targetClient(target);
   try {
-    return await action(client, tableName, target);
+    return await action(client, names, target);
   } catch (error) {
-    throw inContext(error, `table ${tableName} on ${target.description}`);
+    throw inContext(error, `table ${Object.values(names).join(', ')} on ${target.description}`);
   } finally {
     client.destroy();
   }

@@ -6,7 +6,7 @@ import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { wholeNumberSetting } from '../lib/config/integers.ts';
 import { STREAMING_LIMITS } from '../lib/config/streaming.ts';
-import type { StageName } from '../lib/deployment.ts';
+import { STAGE_THROTTLES, type StageName } from '../lib/deployment.ts';
 import {
   DEFAULT_LIMITER_SETTINGS,
   MAX_BAN_SECONDS,
@@ -101,7 +101,7 @@ const DEFAULTS: Record<StageName, Omit<StageConfig, 'stage' | 'env' | 'apiGatewa
     removalPolicy: RemovalPolicy.DESTROY,
     deletionProtection: false,
     terminationProtection: false,
-    throttling: { rateLimit: 200, burstLimit: 400 },
+    throttling: STAGE_THROTTLES.staging,
     rateLimiter: RATE_LIMITER,
     concurrency: { listOrdersReserved: 10, accountLimit: 1_000 },
     alarms: {
@@ -126,7 +126,7 @@ const DEFAULTS: Record<StageName, Omit<StageConfig, 'stage' | 'env' | 'apiGatewa
     removalPolicy: RemovalPolicy.RETAIN,
     deletionProtection: true,
     terminationProtection: true,
-    throttling: { rateLimit: 2_000, burstLimit: 4_000 },
+    throttling: STAGE_THROTTLES.production,
     rateLimiter: RATE_LIMITER,
     concurrency: { listOrdersReserved: 100, accountLimit: 1_000 },
     alarms: {
