@@ -456,7 +456,7 @@ describe('target flags', () => {
   it.each([
     [
       [],
-      /^error: no target: give --stage staging\|production, --local, or --table-orders\/--table-keys NAME/,
+      /^error: no target: give --stage staging\|production, --local, or --table-orders\/--table-keys\/--table-rate-limits NAME/,
     ],
     [['--stage', 'prod'], /^error: --stage must be one of staging, production, got "prod"$/],
     [['--stage', 'staging', '--local'], /^error: --stage and --local exclude each other$/],
