@@ -4,11 +4,24 @@
  * nothing prints a stored hash.
  */
 import { DynamoDbKeyStore } from '../lib/dynamodb/keys-table.ts';
+import { BAN_RECHECK_MS, RateLimitAdmin } from '../lib/dynamodb/rate-limit-table.ts';
+import { STAGE_THROTTLES } from '../lib/deployment.ts';
+import { perKeyCeiling, unhonourable } from '../lib/limits/capacity.ts';
+import { standing } from '../lib/limits/conditional.ts';
+import { refusalsIn } from '../lib/limits/ban.ts';
+import {
+  DAY_MS,
+  estimate,
+  MINUTE_MS,
+  retryAfterSeconds,
+  type CounterState,
+} from '../lib/limits/sliding-window.ts';
 import { isExpired, limitsOf, type ApiKeyRecord } from '../lib/keys/key-record.ts';
 import {
   changePlan,
   choosePlan,
   DEFAULT_GRACE,
+  findKey,
   issueKey,
   listKeys,
   parseGrace,
@@ -19,10 +32,10 @@ import {
 } from '../lib/keys/lifecycle.ts';
 import { PLAN_NAMES, type Limits } from '../lib/limits/plans.ts';
 import { switchFlag, valueFlag } from '../lib/config/flags.ts';
-import { integerFlag, print, UsageError, type Io } from './common.ts';
+import { Failure, integerFlag, print, UsageError, type Io } from './common.ts';
 import { defineCommand, type Command } from './command.ts';
 import { confirmChange } from './confirm.ts';
-import { withTable, type Target, type TargetValues } from './target.ts';
+import { withTable, withTables, type Target, type TargetValues } from './target.ts';
 
 const CACHE_NOTE =
   'within the authorizer cache TTL (60 s as deployed; npm start -- --authorizer-ttl locally)';
@@ -44,6 +57,21 @@ function planChoice(values: { plan?: string; 'per-minute'?: string; 'per-day'?: 
     perMinute: integerFlag(values['per-minute'], 'per-minute'),
     perDay: integerFlag(values['per-day'], 'per-day'),
   });
+}
+
+/**
+ * Refuses limits the target cannot honour: above what one counter item sustains, or above the
+ * stage's throttle (lib/limits/capacity.ts). Fixed plans are within both.
+ */
+function refuseUnhonourable(choice: { limits?: Limits }, target: Target): void {
+  if (!choice.limits) return;
+  const ceiling = perKeyCeiling(
+    target.stage
+      ? { name: target.stage, throttleRps: STAGE_THROTTLES[target.stage].rateLimit }
+      : undefined,
+  );
+  const reason = unhonourable(choice.limits, ceiling);
+  if (reason) throw new Failure(`refused, nothing changed: ${reason}`);
 }
 
 function formatLimits(limits: Limits | undefined): string {
@@ -89,6 +117,7 @@ hash is stored: the key cannot be shown again. It works at once.`,
     const choice = planChoice(values);
     const label = parseLabel(values.label);
     await withKeyStore(values, async (store, target) => {
+      refuseUnhonourable(choice, target);
       await confirmChange(target, `create a ${choice.plan} key`, values.yes, io);
       const { key, record } = await issueKey(
         store,
@@ -277,6 +306,7 @@ const setPlan = defineCommand(
     const keyId = keyIdArgument(parsed.positionals);
     const choice = planChoice(values);
     await withKeyStore(values, async (store, target) => {
+      refuseUnhonourable(choice, target);
       await confirmChange(target, `move key ${keyId} to plan ${choice.plan}`, values.yes, io);
       const { before, after } = await changePlan(store, keyId, choice, io.now());
       print(
@@ -287,4 +317,174 @@ const setPlan = defineCommand(
   },
 );
 
-export const KEY_COMMANDS: readonly Command[] = [create, list, revoke, rotate, setPlan];
+/** What `keys show` reports of a key's counter, as the limiter sees it at `now`. */
+export interface CounterView {
+  readonly minute: { readonly used: number; readonly limit: number; readonly windowStart: string };
+  readonly day: { readonly used: number; readonly limit: number; readonly windowStart: string };
+  /** Refusals counted toward a ban in the current minute window. */
+  readonly refusals: number;
+  /** The ban threshold, when the target says (the local API does). */
+  readonly banAfterRefusals?: number;
+  readonly bannedUntil?: string;
+  /** What a request now would get: admitted, or refused (429) for so many seconds. */
+  readonly next: {
+    readonly outcome: 'admitted' | 'limited' | 'banned';
+    readonly retryAfterSeconds?: number;
+  };
+}
+
+function counterView(
+  state: CounterState,
+  now: number,
+  limits: Limits,
+  target: Target,
+): CounterView {
+  const decision = standing(state, now, limits);
+  const iso = (ms: number) => new Date(ms).toISOString();
+  const banned = state.bannedUntil !== undefined && state.bannedUntil > decision.at;
+  return {
+    minute: {
+      used: estimate(decision.minute, decision.at, MINUTE_MS),
+      limit: limits.perMinute,
+      windowStart: iso(decision.minute.start),
+    },
+    day: {
+      used: estimate(decision.day, decision.at, DAY_MS),
+      limit: limits.perDay,
+      windowStart: iso(decision.day.start),
+    },
+    refusals: refusalsIn(state, decision.at),
+    ...(target.ban ? { banAfterRefusals: target.ban.afterRefusals } : {}),
+    ...(banned ? { bannedUntil: iso(state.bannedUntil) } : {}),
+    next:
+      decision.outcome === 'admitted'
+        ? { outcome: 'admitted' }
+        : {
+            outcome: decision.outcome,
+            retryAfterSeconds: retryAfterSeconds(decision.retryAfterMs),
+          },
+  };
+}
+
+const show = defineCommand(
+  {
+    name: 'keys show',
+    summary: "a key's plan, limits, state, current minute and day counts, refusals and ban",
+    description: `Shows a key: plan, limits and state (active, revoked, expired), and its counter as the rate
+limiter sees it now: the minute and day counts (the sliding-window estimate its limits are
+checked against), the refusals counted toward a ban in this minute window, the ban's end, and
+what a request now would get. Changes nothing.`,
+    flags: { json: switchFlag('print {"key": …, "counter": …} as JSON instead') },
+    positionals: ['key-id'],
+  },
+  async (parsed, io) => {
+    const keyId = keyIdArgument(parsed.positionals);
+    await withTables(parsed.values, ['apiKeys', 'rateLimits'], async (client, tables, target) => {
+      const record = await findKey(new DynamoDbKeyStore(client, tables.apiKeys), keyId);
+      const state = await new RateLimitAdmin(client, tables.rateLimits).read(keyId);
+      const now = io.now();
+      const key = keyView(record, now);
+      const limits = limitsOf(record);
+      const counter = limits ? counterView(state, now.getTime(), limits, target) : undefined;
+      if (parsed.values.json) {
+        print(io.stdout, JSON.stringify({ key, counter }, null, 2));
+        return;
+      }
+      const label = key.label === undefined ? '' : ` (${JSON.stringify(key.label)})`;
+      const lines: (string | readonly [string, string])[] = [
+        `Key ${keyId}${label} on ${target.description}`,
+        ['plan', `${key.plan}: ${formatLimits(limits)}`],
+        ['state', `${key.status}${counter?.bannedUntil ? ', BANNED' : ''}`],
+      ];
+      if (counter) {
+        const threshold =
+          counter.banAfterRefusals === undefined
+            ? ''
+            : ` (banned at more than ${counter.banAfterRefusals})`;
+        lines.push(
+          [
+            'minute',
+            `${counter.minute.used} of ${counter.minute.limit} (window from ${shortTime(counter.minute.windowStart)}, sliding)`,
+          ],
+          [
+            'day',
+            `${counter.day.used} of ${counter.day.limit} (window from ${shortTime(counter.day.windowStart)}, sliding)`,
+          ],
+          [
+            'refusals',
+            `${counter.refusals} counted toward a ban in this minute window${threshold}`,
+          ],
+          [
+            'ban',
+            counter.bannedUntil
+              ? `until ${shortTime(counter.bannedUntil)} (${Math.ceil((Date.parse(counter.bannedUntil) - now.getTime()) / 1000)} s left): keys unban ${keyId} lifts it`
+              : 'none',
+          ],
+          [
+            'next request',
+            counter.next.outcome === 'admitted'
+              ? 'admitted'
+              : `refused (429 ${counter.next.outcome === 'banned' ? 'API_KEY_TEMPORARILY_BANNED' : 'RATE_LIMITED'}), Retry-After ${counter.next.retryAfterSeconds} s`,
+          ],
+        );
+      }
+      for (const line of lines) {
+        print(io.stdout, typeof line === 'string' ? line : `  ${line[0].padEnd(13)}${line[1]}`);
+      }
+    });
+  },
+);
+
+const unban = defineCommand(
+  {
+    name: 'keys unban',
+    summary: "lift a key's ban now (one conditional write)",
+    description: `Lifts a key's ban in one conditional write: the ban ends, its refusal count restarts, and its
+next refusal is not counted as early. A request racing the unban cannot ban the key again from
+the state before it. Containers that remember the ban see it lifted within ${BAN_RECHECK_MS / 1000} s. The key's
+limits still apply: a request beyond them gets 429 RATE_LIMITED, as keys show says. A key that
+is not banned is left as it is.`,
+    flags: {},
+    positionals: ['key-id'],
+  },
+  async (parsed, io) => {
+    const keyId = keyIdArgument(parsed.positionals);
+    await withTables(parsed.values, ['apiKeys', 'rateLimits'], async (client, tables, target) => {
+      const record = await findKey(new DynamoDbKeyStore(client, tables.apiKeys), keyId);
+      await confirmChange(target, `unban key ${keyId}`, parsed.values.yes, io);
+      const now = io.now();
+      const { lifted, before } = await new RateLimitAdmin(client, tables.rateLimits).unban(
+        keyId,
+        now.getTime(),
+      );
+      if (!lifted) {
+        print(io.stdout, `Key ${keyId} is not banned on ${target.description}; nothing changed.`);
+        return;
+      }
+      const until = new Date(before.bannedUntil as number).toISOString();
+      const limits = limitsOf(record);
+      const after = limits
+        ? counterView(
+            { ...before, bannedUntil: undefined, retryAt: undefined, refusals: undefined },
+            now.getTime(),
+            limits,
+            target,
+          ).next
+        : undefined;
+      print(
+        io.stdout,
+        `Unbanned key ${keyId} on ${target.description}: ban until ${shortTime(until)} lifted, refusals counted ${refusalsIn(before, now.getTime())} → 0; a request now is ${after?.outcome === 'admitted' ? 'admitted' : `refused 429 RATE_LIMITED for ${after?.retryAfterSeconds ?? '?'} s (its limits)`} (within ${BAN_RECHECK_MS / 1000} s everywhere).`,
+      );
+    });
+  },
+);
+
+export const KEY_COMMANDS: readonly Command[] = [
+  create,
+  list,
+  show,
+  revoke,
+  rotate,
+  setPlan,
+  unban,
+];

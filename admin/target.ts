@@ -1,15 +1,12 @@
 /**
- * Which DynamoDB tables a command works on: a deployed stage (table names and region from the
- * outputs file of `cdk deploy --outputs-file`), the running `npm start` (from the state file it
- * writes), or names given on the command line.
+ * Which DynamoDB tables a command works on: a deployed stage (table names and region from its
+ * stack outputs: the outputs file of `cdk deploy --outputs-file`, else CloudFormation), the
+ * running `npm start` (from the state file it writes), or names given on the command line.
  */
-import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { createOperatorClient, type DynamoDbConnection } from '../lib/dynamodb/client.ts';
 import {
   DEFAULT_OUTPUTS_FILE,
-  outputsFile,
   isStageName,
   STACK_OUTPUTS,
   stackNames,
@@ -17,6 +14,7 @@ import {
   type StageName,
 } from '../lib/deployment.ts';
 import { describeFlags, switchFlag, valueFlag } from '../lib/config/flags.ts';
+import { OutputsUnavailable, stageOutputs } from '../lib/stack-outputs.ts';
 import { quotableInput } from '../lib/keys/api-key.ts';
 import { adminAttemptMs, Failure, inContext, UsageError } from './common.ts';
 
@@ -24,11 +22,11 @@ import { adminAttemptMs, Failure, inContext, UsageError } from './common.ts';
 export const TARGET_FLAGS = {
   stage: valueFlag(
     STAGES.join('|'),
-    'a deployed stage: table names and region from the outputs file',
+    'a deployed stage: table names and region from its stack outputs (an outputs file, else CloudFormation with your AWS credentials)',
   ),
   outputs: valueFlag(
     'FILE',
-    `that file (default cdk-outputs.<stage>.json if present, else ${DEFAULT_OUTPUTS_FILE}: what cdk deploy --outputs-file wrote)`,
+    `the outputs file cdk deploy --outputs-file wrote (default cdk-outputs.<stage>.json, else ${DEFAULT_OUTPUTS_FILE}, if present and holding the stage; else CloudFormation)`,
   ),
   local: switchFlag('the DynamoDB of the running `npm start`'),
   'table-orders': valueFlag(
@@ -39,8 +37,15 @@ export const TARGET_FLAGS = {
     'NAME',
     'the API keys table by name, with --endpoint URL and/or --region REGION',
   ),
+  'table-rate-limits': valueFlag(
+    'NAME',
+    'the rate limits table by name (keys show, keys unban), as --table-keys',
+  ),
   endpoint: valueFlag('URL', "a DynamoDB endpoint (e.g. DynamoDB Local); also overrides --stage's"),
-  region: valueFlag('REGION', "AWS region (with --stage: overrides the outputs file's)"),
+  region: valueFlag(
+    'REGION',
+    "AWS region (with --stage: where CloudFormation is asked, and overrides the outputs' region)",
+  ),
   yes: switchFlag('do not ask before changing production data', 'y'),
   help: switchFlag('show this help', 'h'),
 };
@@ -55,10 +60,11 @@ export interface TargetValues {
   readonly region?: string;
   readonly 'table-orders'?: string;
   readonly 'table-keys'?: string;
+  readonly 'table-rate-limits'?: string;
   readonly yes?: boolean;
 }
 
-export type TargetTable = 'orders' | 'apiKeys';
+export type TargetTable = 'orders' | 'apiKeys' | 'rateLimits';
 
 export interface Target {
   /** For messages: `production (eu-west-1)`, `the local API`, `http://127.0.0.1:8000`. */
@@ -66,15 +72,19 @@ export interface Target {
   readonly stage?: StageName;
   readonly connection: DynamoDbConnection;
   readonly tables: Partial<Record<TargetTable, string>>;
+  /** The ban the functions apply, when the target says (the local API does). */
+  readonly ban?: { readonly afterRefusals: number; readonly seconds: number };
 }
 
 const TABLE_FLAGS: Record<TargetTable, string> = {
   orders: '--table-orders',
   apiKeys: '--table-keys',
+  rateLimits: '--table-rate-limits',
 };
 const TABLE_OUTPUTS: Record<TargetTable, string> = {
   orders: STACK_OUTPUTS.ordersTable,
   apiKeys: STACK_OUTPUTS.apiKeysTable,
+  rateLimits: STACK_OUTPUTS.rateLimitsTable,
 };
 
 function checkEndpoint(endpoint: string | undefined): void {
@@ -86,46 +96,28 @@ function checkEndpoint(endpoint: string | undefined): void {
   }
 }
 
-async function readOutputs(path: string): Promise<unknown> {
-  let text: string;
-  try {
-    text = await readFile(path, 'utf8');
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code ?? 'error';
-    throw new Failure(
-      `cannot read the outputs file ${path} (${code}): deploy with \`cdk deploy --outputs-file ${path}\` or pass --outputs FILE`,
-    );
-  }
-  try {
-    return JSON.parse(text);
-  } catch (error) {
-    throw new Failure(`the outputs file ${path} is not valid JSON: ${(error as Error).message}`);
-  }
-}
-
 async function stageTarget(stage: StageName, values: TargetValues): Promise<Target> {
-  // The stage's own file (cdk-outputs.<stage>.json) if there is one, else the shared one.
-  const path =
-    values.outputs ?? (existsSync(outputsFile(stage)) ? outputsFile(stage) : DEFAULT_OUTPUTS_FILE);
-  const outputs = await readOutputs(path);
   const stack = stackNames(stage).data;
-  const stackOutputs = (outputs as Record<string, unknown> | null)?.[stack];
-  if (typeof stackOutputs !== 'object' || stackOutputs === null) {
-    throw new Failure(
-      `the outputs file ${path} has no outputs of stack ${stack}: deploy the ${stage} stage with --outputs-file (each deploy rewrites the file with only the stacks it deployed), or pass --outputs FILE`,
-    );
+  let outputs: Readonly<Record<string, string>>;
+  let source: string;
+  try {
+    const found = await stageOutputs(stage, stack, {
+      ...(values.outputs !== undefined ? { outputs: values.outputs } : {}),
+      ...(values.region !== undefined ? { region: values.region } : {}),
+    });
+    source = found.source;
+    outputs = await found.read(stack);
+  } catch (error) {
+    if (error instanceof OutputsUnavailable) throw new Failure(error.message);
+    throw error;
   }
-  const read = (key: string): string | undefined => {
-    const value = (stackOutputs as Record<string, unknown>)[key];
-    return typeof value === 'string' && value !== '' ? value : undefined;
-  };
-  const region = values.region ?? read(STACK_OUTPUTS.region);
+  const region = values.region ?? outputs[STACK_OUTPUTS.region];
   if (region === undefined) {
-    throw new Failure(`the outputs file ${path} has no ${STACK_OUTPUTS.region} for stack ${stack}`);
+    throw new Failure(`the outputs of stack ${stack} (${source}) have no ${STACK_OUTPUTS.region}`);
   }
   const tables: Partial<Record<TargetTable, string>> = {};
   for (const table of Object.keys(TABLE_OUTPUTS) as TargetTable[]) {
-    const name = read(TABLE_OUTPUTS[table]);
+    const name = outputs[TABLE_OUTPUTS[table]];
     if (name !== undefined) tables[table] = name;
   }
   return {
@@ -148,7 +140,12 @@ async function localTarget(): Promise<Target> {
   return {
     description: `the local API (${state.endpoint})`,
     connection: { endpoint: state.endpoint, region: state.region },
-    tables: { orders: state.tables.orders, apiKeys: state.tables.apiKeys },
+    ...(state.ban ? { ban: state.ban } : {}),
+    tables: {
+      orders: state.tables.orders,
+      apiKeys: state.tables.apiKeys,
+      rateLimits: state.tables.rateLimits,
+    },
   };
 }
 
@@ -157,6 +154,7 @@ export async function resolveTarget(values: TargetValues): Promise<Target> {
   const tables: Partial<Record<TargetTable, string>> = {};
   if (values['table-orders'] !== undefined) tables.orders = values['table-orders'];
   if (values['table-keys'] !== undefined) tables.apiKeys = values['table-keys'];
+  if (values['table-rate-limits'] !== undefined) tables.rateLimits = values['table-rate-limits'];
   const named = (Object.keys(tables) as TargetTable[]).map((table) => TABLE_FLAGS[table]);
   checkEndpoint(values.endpoint);
   if (values.outputs !== undefined && values.stage === undefined) {
@@ -171,7 +169,7 @@ export async function resolveTarget(values: TargetValues): Promise<Target> {
     if (values.local) throw new UsageError('--stage and --local exclude each other');
     if (named.length > 0) {
       throw new UsageError(
-        `${named[0]} cannot be combined with --stage (the outputs file names the tables)`,
+        `${named[0]} cannot be combined with --stage (the stack outputs name the tables)`,
       );
     }
     return stageTarget(values.stage, values);
@@ -186,7 +184,7 @@ export async function resolveTarget(values: TargetValues): Promise<Target> {
   }
   if (named.length === 0) {
     throw new UsageError(
-      'no target: give --stage staging|production, --local, or --table-orders/--table-keys NAME with --endpoint URL or --region REGION',
+      'no target: give --stage staging|production, --local, or --table-orders/--table-keys/--table-rate-limits NAME with --endpoint URL or --region REGION',
     );
   }
   return {
@@ -228,13 +226,30 @@ export async function withTable<T>(
   table: TargetTable,
   action: (client: DynamoDBDocumentClient, tableName: string, target: Target) => Promise<T>,
 ): Promise<T> {
+  return withTables(values, [table], (client, names, target) =>
+    action(client, names[table], target),
+  );
+}
+
+/** As withTable, with several tables of one target. */
+export async function withTables<T, const K extends TargetTable>(
+  values: TargetValues,
+  tables: readonly K[],
+  action: (
+    client: DynamoDBDocumentClient,
+    tableNames: Record<K, string>,
+    target: Target,
+  ) => Promise<T>,
+): Promise<T> {
   const target = await resolveTarget(values);
-  const tableName = requireTable(target, table);
+  const names = Object.fromEntries(
+    tables.map((table) => [table, requireTable(target, table)]),
+  ) as Record<K, string>;
   const client = targetClient(target);
   try {
-    return await action(client, tableName, target);
+    return await action(client, names, target);
   } catch (error) {
-    throw inContext(error, `table ${tableName} on ${target.description}`);
+    throw inContext(error, `table ${Object.values(names).join(', ')} on ${target.description}`);
   } finally {
     client.destroy();
   }

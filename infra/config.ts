@@ -6,8 +6,13 @@ import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { wholeNumberSetting } from '../lib/config/integers.ts';
 import { STREAMING_LIMITS } from '../lib/config/streaming.ts';
-import type { StageName } from '../lib/deployment.ts';
-import { DEFAULT_LIMITER_SETTINGS, type FailureMode } from '../lib/limits/limiter.ts';
+import { STAGE_THROTTLES, type StageName } from '../lib/deployment.ts';
+import {
+  DEFAULT_LIMITER_SETTINGS,
+  MAX_BAN_SECONDS,
+  MIN_STAGE_BAN_SECONDS,
+  type FailureMode,
+} from '../lib/limits/limiter.ts';
 
 export interface StageConfig {
   readonly stage: StageName;
@@ -117,7 +122,7 @@ const DEFAULTS: Record<StageName, Omit<StageConfig, 'stage' | 'env' | 'apiGatewa
     removalPolicy: RemovalPolicy.DESTROY,
     deletionProtection: false,
     terminationProtection: false,
-    throttling: { rateLimit: 200, burstLimit: 400 },
+    throttling: STAGE_THROTTLES.staging,
     rateLimiter: RATE_LIMITER,
     concurrency: { listOrdersReserved: 10, accountLimit: 1_000 },
     alarms: {
@@ -147,7 +152,7 @@ const DEFAULTS: Record<StageName, Omit<StageConfig, 'stage' | 'env' | 'apiGatewa
     removalPolicy: RemovalPolicy.RETAIN,
     deletionProtection: true,
     terminationProtection: true,
-    throttling: { rateLimit: 2_000, burstLimit: 4_000 },
+    throttling: STAGE_THROTTLES.production,
     rateLimiter: RATE_LIMITER,
     concurrency: { listOrdersReserved: 100, accountLimit: 1_000 },
     alarms: {
@@ -202,7 +207,8 @@ export function certificateRegion(certificateArn: string): string {
 
 /**
  * The configuration of a stage. Context keys (per stage, e.g. `staging:account`):
- * `account`, `region`, `authorizerCacheTtlSeconds`, `rateLimitFailureMode`, `domainName`,
+ * `account`, `region`, `authorizerCacheTtlSeconds`, `rateLimitFailureMode`,
+ * `rateLimitBanAfterRefusals` (1 to 1000), `rateLimitBanSeconds` (60 to 86400), `domainName`,
  * `apiGatewayAccountRole` (true or false),
  * `certificateArn`, `listOrdersReservedConcurrency` (a number, or `none`),
  * `accountConcurrencyLimit`. Account and region fall back to CDK_DEFAULT_ACCOUNT /
@@ -290,7 +296,24 @@ export function stageConfig(
     ...(domainName && certificateArn ? { customDomain: { domainName, certificateArn } } : {}),
     env: { ...(account ? { account } : {}), ...(region ? { region } : {}) },
     authorizerCacheTtl: Duration.seconds(ttl),
-    rateLimiter: { ...defaults.rateLimiter, failureMode },
+    rateLimiter: {
+      failureMode,
+      banAfterRefusals: integer(
+        context(key('rateLimitBanAfterRefusals')),
+        key('rateLimitBanAfterRefusals'),
+        1,
+        1000,
+        defaults.rateLimiter.banAfterRefusals,
+      ),
+      // A ban shorter than the minute window would end before the refusals that caused it age out.
+      banSeconds: integer(
+        context(key('rateLimitBanSeconds')),
+        `${key('rateLimitBanSeconds')} (a ban at least as long as the minute window, at most a day)`,
+        MIN_STAGE_BAN_SECONDS,
+        MAX_BAN_SECONDS,
+        defaults.rateLimiter.banSeconds,
+      ),
+    },
   };
 }
 

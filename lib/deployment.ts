@@ -9,6 +9,17 @@ export function isStageName(value: unknown): value is StageName {
   return typeof value === 'string' && (STAGES as readonly string[]).includes(value);
 }
 
+/**
+ * Each stage's API Gateway throttle (steady requests a second, burst), for all keys together:
+ * the stack sets it (infra/config.ts), and the CLI refuses a key limit above it.
+ */
+export const STAGE_THROTTLES: Readonly<
+  Record<StageName, { readonly rateLimit: number; readonly burstLimit: number }>
+> = {
+  staging: { rateLimit: 200, burstLimit: 400 },
+  production: { rateLimit: 2_000, burstLimit: 4_000 },
+};
+
 /** The construct id of a stage's cdk.Stage: `Staging`, `Production` (deploy with `'Staging/*'`). */
 export function stageId(stage: StageName): string {
   return stage.charAt(0).toUpperCase() + stage.slice(1);

@@ -145,6 +145,8 @@ export interface LocalState {
   readonly pid: number;
   /** The DynamoDB Local process started by `npm start`, if it started one. */
   readonly dynamoDbPid?: number;
+  /** The ban the functions apply (--ban-after, --ban-seconds), for `keys show`. */
+  readonly ban?: { readonly afterRefusals: number; readonly seconds: number };
 }
 
 export async function writeLocalState(state: LocalState): Promise<void> {

@@ -18,6 +18,11 @@ import { LOCAL_REGION } from '../lib/dynamodb/client.ts';
 import { keyHint, quotableInput } from '../lib/keys/api-key.ts';
 import { parseKeyEntries, type KeyEntry } from '../lib/keys/key-input.ts';
 import { resolveLimits } from '../lib/limits/plans.ts';
+import {
+  limiterSettingsFromEnv,
+  MAX_BAN_SECONDS,
+  type LimiterSettings,
+} from '../lib/limits/limiter.ts';
 import { formatProblem, parseOrders } from '../lib/orders/order-input.ts';
 import { orderToJson, type Order } from '../lib/orders/order.ts';
 import { ContainerPool, DEFAULT_MAX_CONTAINERS } from './container-pool.ts';
@@ -49,6 +54,14 @@ const FLAGS = {
     'SECONDS',
     'authorizer cache TTL, 0 to 3600 (default 60, as deployed)',
   ),
+  'ban-after': valueFlag(
+    'N',
+    'ban a key at its N+1th early refusal in a minute window, 1 to 1000 (default 10, or RATE_LIMIT_BAN_AFTER_REFUSALS)',
+  ),
+  'ban-seconds': valueFlag(
+    'SECONDS',
+    `how long a ban lasts, 1 to ${MAX_BAN_SECONDS} (default 900, or RATE_LIMIT_BAN_SECONDS; deployed stages take 60 or more)`,
+  ),
   containers: valueFlag(
     'N',
     `containers per function at most, 1 to 64 (default ${DEFAULT_MAX_CONTAINERS})`,
@@ -71,6 +84,9 @@ interface StartOptions {
   tablePrefix: string;
   authorizerTtlSeconds: number;
   maxContainers: number;
+  /** The functions' RATE_LIMIT_BAN_* variables the flags set (over this process's environment). */
+  banEnv: Record<string, string>;
+  ban: LimiterSettings;
 }
 
 function integerOption(
@@ -132,6 +148,29 @@ function readFlags(argv: string[]) {
   }
 }
 
+/** The ban the functions will apply: the flags', else the environment's, else the defaults. */
+function banOptions(
+  banAfter: string | undefined,
+  banSeconds: string | undefined,
+): Pick<StartOptions, 'banEnv' | 'ban'> {
+  const banEnv: Record<string, string> = {};
+  if (banAfter !== undefined) {
+    banEnv.RATE_LIMIT_BAN_AFTER_REFUSALS = String(integerOption(banAfter, 'ban-after', 1, 1000, 0));
+  }
+  if (banSeconds !== undefined) {
+    banEnv.RATE_LIMIT_BAN_SECONDS = String(
+      integerOption(banSeconds, 'ban-seconds', 1, MAX_BAN_SECONDS, 0),
+    );
+  }
+  let ban: LimiterSettings;
+  try {
+    ban = limiterSettingsFromEnv({ ...process.env, ...banEnv });
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  return { banEnv, ban };
+}
+
 async function parseOptions(argv: string[]): Promise<StartOptions | 'help'> {
   const { values } = readFlags(argv);
   if (values.help) return 'help';
@@ -140,6 +179,7 @@ async function parseOptions(argv: string[]): Promise<StartOptions | 'help'> {
     tablePrefix: values['table-prefix'] ?? DEFAULT_TABLE_PREFIX,
     authorizerTtlSeconds: integerOption(values['authorizer-ttl'], 'authorizer-ttl', 0, 3600, 60),
     maxContainers: integerOption(values.containers, 'containers', 1, 64, DEFAULT_MAX_CONTAINERS),
+    ...banOptions(values['ban-after'], values['ban-seconds']),
   };
   if (!/^[A-Za-z0-9_.-]{3,200}$/.test(options.tablePrefix)) {
     throw new UsageError('--table-prefix must be 3 to 200 letters, digits, "_", "-" or "."');
@@ -198,6 +238,12 @@ function describeOrders(stack: LocalStack, seeded: readonly Order[] | undefined)
   if (stack.ordersLoaded === 0)
     return ['Orders: the orders table already existed; its contents were kept'];
   return [`Demo orders:`, ...DEMO_ORDERS.map((order) => `  ${orderToJson(order)}`)];
+}
+
+function ordinal(n: number): string {
+  const tens = n % 100;
+  const suffix = tens >= 11 && tens <= 13 ? 'th' : ({ 1: 'st', 2: 'nd', 3: 'rd' }[n % 10] ?? 'th');
+  return `${n}${suffix}`;
 }
 
 /** Ends when the process that started this one is gone (its parent changes). */
@@ -271,7 +317,7 @@ async function main(argv: string[]): Promise<void> {
 
   const log = (line: string): void => console.log(line);
   const pool = new ContainerPool({
-    env: functionEnvironment(stack),
+    env: { ...functionEnvironment(stack), ...options.banEnv },
     maxContainers: options.maxContainers,
     log,
   });
@@ -290,6 +336,10 @@ async function main(argv: string[]): Promise<void> {
     tables: stack.tables,
     pid: process.pid,
     dynamoDbPid: stack.dynamoDbPid,
+    ban: {
+      afterRefusals: options.ban.maxRefusalsPerMinute,
+      seconds: options.ban.banMs / 1000,
+    },
   });
 
   const lines = [
@@ -299,6 +349,7 @@ async function main(argv: string[]): Promise<void> {
     `API keys${stack.keys === DEMO_KEYS ? ' (demo keys, local only)' : ''}:`,
     ...describeKeys(stack.keys),
     `Authorizer cache TTL: ${options.authorizerTtlSeconds} s`,
+    `Ban: at the ${ordinal(options.ban.maxRefusalsPerMinute + 1)} early refusal in a minute window, for ${options.ban.banMs / 1000} s`,
     `Functions: up to ${options.maxContainers} containers each (worker threads), one invocation at a time per container`,
     stack.keys === DEMO_KEYS
       ? `Try: curl -H "Authorization: Bearer ${DEMO_KEYS[0]?.key}" ${apiUrl}/store/orders`

@@ -1,17 +1,31 @@
 /**
- * `npm run smoke -- --base-url URL --api-key KEY [--pending-order ID] [--timeout SECONDS]`:
- * the smoke suite (smoke/checks.ts) against any base address: a deployed stage
- * (`https://…/v1`, the ApiUrl output) or the local API (`http://127.0.0.1:3000/v1`).
+ * `npm run smoke -- (--base-url URL | --stage STAGE) --api-key KEY [--pending-order ID]
+ * [--timeout SECONDS]`: the smoke suite (smoke/checks.ts) against any base address: a deployed
+ * stage (`https://…/v1`, the ApiUrl output, given or read from the stage's stack outputs) or the
+ * local API (`http://127.0.0.1:3000/v1`).
  * One line per check; exit 0 when all pass, 1 on a failure, 2 on a bad command line.
  * The key is sent only in the Authorization header and never printed.
  */
 import { parseArgs } from 'node:util';
+import {
+  isStageName,
+  STACK_OUTPUTS,
+  stackNames,
+  STAGES,
+  type StageName,
+} from '../lib/deployment.ts';
+import { OutputsUnavailable, stageOutputs } from '../lib/stack-outputs.ts';
 import { runSmoke, type CheckResult } from './checks.ts';
 
-export const USAGE = `usage: npm run smoke -- --base-url URL --api-key KEY [--pending-order ID] [--timeout SECONDS]
+export const USAGE = `usage: npm run smoke -- (--base-url URL | --stage STAGE) --api-key KEY [--pending-order ID] [--timeout SECONDS]
 
   --base-url URL       the API's base address, ending in /v1 (a deployed stage's ApiUrl output,
                        or http://127.0.0.1:3000/v1 for npm start)
+  --stage STAGE        ${STAGES.join('|')}: the ApiUrl output of its API stack, from
+                       cdk-outputs.<stage>.json (or --outputs FILE) if present, else from
+                       CloudFormation (your AWS credentials; --region REGION or AWS_REGION)
+  --region REGION      with --stage: the region CloudFormation is asked in
+  --outputs FILE       with --stage: the outputs file cdk deploy --outputs-file wrote
   --api-key KEY        an API key of that stage (sent as Authorization: Bearer KEY, never printed)
   --pending-order ID   also cancel this pending order, twice (204 both times); without it the
                        suite changes nothing
@@ -21,6 +35,12 @@ const INT64 = /^-?(0|[1-9]\d*)$/;
 
 interface Command {
   readonly baseUrl: string;
+  /** Set when the base URL is to be read from this stage's outputs (baseUrl is then ''). */
+  readonly stage?: {
+    readonly name: StageName;
+    readonly region?: string;
+    readonly outputs?: string;
+  };
   readonly apiKey: string;
   readonly pendingOrder?: bigint;
   readonly timeoutMs: number;
@@ -34,6 +54,9 @@ export function parseCommandLine(args: readonly string[]): Command | 'help' | { 
       args: [...args],
       options: {
         'base-url': { type: 'string' },
+        stage: { type: 'string' },
+        region: { type: 'string' },
+        outputs: { type: 'string' },
         'api-key': { type: 'string' },
         'pending-order': { type: 'string' },
         timeout: { type: 'string' },
@@ -47,7 +70,36 @@ export function parseCommandLine(args: readonly string[]): Command | 'help' | { 
   }
   if (values.help) return 'help';
   const baseUrl = values['base-url'];
-  if (!baseUrl) return { error: '--base-url is required' };
+  const stage = values.stage;
+  if (stage !== undefined && !isStageName(stage)) {
+    return { error: `--stage must be one of ${STAGES.join(', ')}, got ${JSON.stringify(stage)}` };
+  }
+  if (stage === undefined && (values.region !== undefined || values.outputs !== undefined)) {
+    return { error: '--region and --outputs go with --stage' };
+  }
+  if (stage !== undefined && baseUrl !== undefined) {
+    return { error: '--base-url and --stage exclude each other' };
+  }
+  if (!baseUrl && stage === undefined) return { error: '--base-url or --stage is required' };
+  const common = checkKeyAndOptions(values);
+  if ('error' in common) return common;
+  if (stage !== undefined) {
+    return {
+      ...common,
+      baseUrl: '',
+      stage: {
+        name: stage,
+        ...(values.region !== undefined ? { region: values.region } : {}),
+        ...(values.outputs !== undefined ? { outputs: values.outputs } : {}),
+      },
+    };
+  }
+  return checkBaseUrl(baseUrl as string, common);
+}
+
+type Options = Omit<Command, 'baseUrl' | 'stage'>;
+
+function checkBaseUrl(baseUrl: string, options: Options): Command | { error: string } {
   let url: URL;
   try {
     url = new URL(baseUrl);
@@ -58,6 +110,14 @@ export function parseCommandLine(args: readonly string[]): Command | 'help' | { 
     return { error: `--base-url must be an http(s) URL, got ${JSON.stringify(baseUrl)}` };
   }
   if (url.search || url.hash) return { error: '--base-url must not carry a query or fragment' };
+  return { ...options, baseUrl: baseUrl.replace(/\/+$/, '') };
+}
+
+function checkKeyAndOptions(values: {
+  'api-key'?: string;
+  'pending-order'?: string;
+  timeout?: string;
+}): Options | { error: string } {
   const apiKey = values['api-key'];
   if (!apiKey) return { error: '--api-key is required' };
   const pending = values['pending-order'];
@@ -73,7 +133,6 @@ export function parseCommandLine(args: readonly string[]): Command | 'help' | { 
     };
   }
   return {
-    baseUrl: baseUrl.replace(/\/+$/, ''),
     apiKey,
     ...(pending === undefined ? {} : { pendingOrder: BigInt(pending) }),
     timeoutMs: Number(timeout) * 1000,
@@ -86,15 +145,40 @@ export function formatResult(result: CheckResult): string {
   return `${result.outcome === 'fail' ? 'FAIL' : 'skip'} ${result.name}: ${result.reason ?? ''}`;
 }
 
+/**
+ * The base URL of a command: given, or the ApiUrl output of its stage's API stack. Throws
+ * OutputsUnavailable (one line) when the outputs cannot be read or lack it.
+ */
+export async function resolveBaseUrl(command: Command): Promise<string> {
+  if (!command.stage) return command.baseUrl;
+  const stack = stackNames(command.stage.name).api;
+  const found = await stageOutputs(command.stage.name, stack, command.stage);
+  const url = (await found.read(stack))[STACK_OUTPUTS.apiUrl];
+  if (!url) {
+    throw new OutputsUnavailable(
+      `the outputs of ${stack} (${found.source}) have no ${STACK_OUTPUTS.apiUrl}`,
+    );
+  }
+  return url.replace(/\/+$/, '');
+}
+
 async function main(): Promise<number> {
-  const command = parseCommandLine(process.argv.slice(2));
-  if (command === 'help') {
+  const parsed = parseCommandLine(process.argv.slice(2));
+  if (parsed === 'help') {
     console.log(USAGE);
     return 0;
   }
-  if ('error' in command) {
-    console.error(`error: ${command.error}\n${USAGE}`);
+  if ('error' in parsed) {
+    console.error(`error: ${parsed.error}\n${USAGE}`);
     return 2;
+  }
+  let command: Command;
+  try {
+    command = { ...parsed, baseUrl: await resolveBaseUrl(parsed) };
+  } catch (error) {
+    if (!(error instanceof OutputsUnavailable)) throw error;
+    console.error(`error: ${error.message}`);
+    return 1;
   }
   console.log(
     `smoke: ${command.baseUrl}${command.pendingOrder === undefined ? ' (read-only)' : ` (cancels order ${command.pendingOrder})`}`,

@@ -9,7 +9,7 @@
  * one round trip. A stale cache only costs a failed condition, whose ALL_OLD item is the fresh
  * state for the retry.
  */
-import { UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { Caller } from '../keys/key-record.ts';
 import {
@@ -50,6 +50,13 @@ const DEPENDENCY = 'rate limits table';
 const MAX_ATTEMPTS = 8;
 /** Keys whose state a container remembers. */
 const CACHE_SIZE = 10_000;
+
+/**
+ * How long a container answers a key's ban from its cache alone: after this, the next request
+ * of the banned key looks at the stored item again, so a ban lifted by an operator
+ * (`keys unban`) takes effect within it.
+ */
+export const BAN_RECHECK_MS = 1_000;
 
 /**
  * Attempts of a write that provably did not happen: DynamoDB throttled it, or it never reached
@@ -172,6 +179,63 @@ function admitWindow(
   }
 }
 
+/**
+ * What an operator does to one key's counter item (`keys show`, `keys unban`), outside the
+ * request path.
+ */
+export class RateLimitAdmin {
+  private readonly client: DynamoDBDocumentClient;
+  private readonly tableName: string;
+
+  constructor(client: DynamoDBDocumentClient, tableName: string) {
+    this.client = client;
+    this.tableName = tableName;
+  }
+
+  /** The stored state of a key (a strongly consistent read); `{}` when it has none. */
+  async read(keyId: string): Promise<CounterState> {
+    const { Item } = await this.client.send(
+      new GetCommand({
+        TableName: this.tableName,
+        Key: { pk: counterKey(keyId) },
+        ConsistentRead: true,
+      }),
+    );
+    return itemToState(Item);
+  }
+
+  /**
+   * Lifts a key's ban in one conditional write, provided it is banned at `now`: removes the ban
+   * and the moment its last refusal named (so the next refusal is not early), and restarts its
+   * refusal count. Every write of the limiter pins what it decided on (the refusal count and
+   * that moment), so a request decided on the state before the unban fails its condition and
+   * decides again from the state after it: it cannot ban the key again from stale state.
+   * `lifted: false` when the key was not banned (nothing changed); `before` is the state the
+   * write found.
+   */
+  async unban(keyId: string, now: number): Promise<{ lifted: boolean; before: CounterState }> {
+    try {
+      const { Attributes } = await this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { pk: counterKey(keyId) },
+          ConditionExpression: '#bu > :now',
+          UpdateExpression: 'REMOVE #bu, #ra SET #rc = :zero',
+          ExpressionAttributeNames: { '#bu': 'bu', '#ra': 'ra', '#rc': 'rc' },
+          ExpressionAttributeValues: { ':now': now, ':zero': 0 },
+          ReturnValues: 'ALL_OLD',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return { lifted: true, before: itemToState(Attributes) };
+    } catch (error) {
+      if (!isConditionFailure(error)) throw error;
+      const item = (error as { Item?: Parameters<typeof unmarshall>[0] }).Item;
+      return { lifted: false, before: itemToState(item ? unmarshall(item) : undefined) };
+    }
+  }
+}
+
 /** The free allowance's window of a key as stored (`cw`: its minute's start, `cc`: its count). */
 interface AllowanceWindow {
   readonly start: number;
@@ -193,6 +257,8 @@ export class DynamoDbRateLimiter implements RateLimiter, FreeAllowance {
   private readonly tableName: string;
   private readonly settings: LimiterSettings;
   private readonly cache = new Map<string, CounterState>();
+  /** When each cached ban was last read from the store (request time). */
+  private readonly banSeenAt = new Map<string, number>();
   /** The free allowance's window last seen per key (lib/limits/conditional.ts). */
   private readonly allowances = new Map<string, AllowanceWindow>();
   private readonly onStoreFailure: (error: unknown) => void;
@@ -208,10 +274,31 @@ export class DynamoDbRateLimiter implements RateLimiter, FreeAllowance {
     this.onStoreFailure = options.onStoreFailure ?? (() => undefined);
   }
 
-  private remember(keyId: string, state: CounterState): void {
+  private remember(keyId: string, state: CounterState, now: number): void {
     this.cache.delete(keyId);
-    if (this.cache.size >= CACHE_SIZE) this.cache.delete(this.cache.keys().next().value as string);
+    if (this.cache.size >= CACHE_SIZE) {
+      const oldest = this.cache.keys().next().value as string;
+      this.cache.delete(oldest);
+      this.banSeenAt.delete(oldest);
+    }
     this.cache.set(keyId, state);
+    if (state.bannedUntil !== undefined && state.bannedUntil > now) this.banSeenAt.set(keyId, now);
+    else this.banSeenAt.delete(keyId);
+  }
+
+  /**
+   * The stored state of a key, read with the limiter's own permission (UpdateItem): a write
+   * whose condition never holds on an item that exists, so it changes nothing and returns the
+   * item (ALL_OLD); on a missing item it writes only the expiry an item of this table has.
+   */
+  private async reread(keyId: string, now: number, signal: AbortSignal | undefined) {
+    const b = new UpdateBuilder();
+    const ttl = b.name(TTL);
+    b.condition(`attribute_not_exists(${b.name('pk')})`);
+    b.set(
+      `${ttl} = if_not_exists(${ttl}, ${b.value(Math.ceil((windowStart(now, DAY_MS) + 2 * DAY_MS) / 1000))})`,
+    );
+    return (await this.write(b, keyId, signal)).state;
   }
 
   /**
@@ -290,7 +377,7 @@ export class DynamoDbRateLimiter implements RateLimiter, FreeAllowance {
         [item, written] = [old ? unmarshall(old) : undefined, false];
       }
       const state = itemToState(item);
-      this.remember(caller.keyId, state);
+      this.remember(caller.keyId, state, now);
       const result = standing(state, now, caller.limits);
       known = allowanceOf(item);
       if (known) this.allowances.set(caller.keyId, known);
@@ -320,6 +407,16 @@ export class DynamoDbRateLimiter implements RateLimiter, FreeAllowance {
     signal: AbortSignal | undefined,
   ): Promise<Decision> {
     let state = initial;
+    const seen = this.banSeenAt.get(caller.keyId);
+    if (
+      seen !== undefined &&
+      now - seen >= BAN_RECHECK_MS &&
+      decide(state, now, caller.limits).outcome === 'banned'
+    ) {
+      // A ban from the cache, not read for a while: it may have been lifted (keys unban).
+      state = await this.reread(caller.keyId, now, signal);
+      this.remember(caller.keyId, state, now);
+    }
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       // Decided (and written) at the request's counter time: never behind the stored windows.
       const decision = decide(state, now, caller.limits);
@@ -327,14 +424,14 @@ export class DynamoDbRateLimiter implements RateLimiter, FreeAllowance {
       if (decision.outcome === 'admitted') {
         const admitted = await this.admit(caller, decision.at, state, signal);
         state = admitted.state;
-        this.remember(caller.keyId, state);
+        this.remember(caller.keyId, state, now);
         if (admitted.written) return { ...decision, ...this.windowsAt(state, decision.at) };
         continue;
       }
       const step = refusalStep(state, now, decision.at, decision.retryAfterMs, this.settings);
       const refused = await this.refuse(caller, now, decision.at, state, step, signal);
       state = refused.state;
-      this.remember(caller.keyId, state);
+      this.remember(caller.keyId, state, now);
       if (!refused.written) continue;
       const windows = this.windowsAt(state, decision.at);
       // The refusal that starts a ban is answered as banned: the ban holds from this request on.

@@ -173,7 +173,8 @@ export async function issueKey(
   return issued;
 }
 
-async function findKey(store: KeyAdminStore, keyId: string): Promise<ApiKeyRecord> {
+/** The key with this id, or KeyRefused (not-found). */
+export async function findKey(store: KeyAdminStore, keyId: string): Promise<ApiKeyRecord> {
   const record = await store.findById(keyId);
   if (!record) throw new KeyRefused('not-found', `key ${keyId} was not found`);
   return record;

@@ -5,6 +5,7 @@ import type { Caller } from '../keys/key-record.ts';
 import type { Limits } from './plans.ts';
 import {
   bindingFirst,
+  MINUTE_MS,
   retryAfterSeconds,
   windowReportsOf,
   type Decision,
@@ -32,6 +33,13 @@ export const DEFAULT_LIMITER_SETTINGS: LimiterSettings = {
  * (the day window, or a ban).
  */
 export const MAX_BAN_SECONDS = 86_400;
+
+/**
+ * The shortest ban a deployed stage takes (infra/config.ts): one minute window. A shorter one
+ * would end while the refusals that caused it still count in their window. (The local API and
+ * tests may set shorter ones through the environment.)
+ */
+export const MIN_STAGE_BAN_SECONDS = MINUTE_MS / 1000;
 
 /** The settings from the environment, failing fast on a bad value. */
 export function limiterSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): LimiterSettings {

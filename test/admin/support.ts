@@ -38,18 +38,30 @@ let inProcessRuns = Promise.resolve();
  * is never touched. Runs one at a time: the environment is the process's. `runCliProcess` runs the
  * same as a child process, for what is about the process itself.
  */
-export function runCli(
-  args: readonly string[],
-  options: { env?: Record<string, string>; input?: string; cwd?: string } = {},
-): Promise<CliResult> {
-  if (options.cwd !== undefined) return runCliProcess(args, options);
+export interface CliOptions {
+  /** Added to the environment; an undefined value removes the variable. */
+  readonly env?: Record<string, string | undefined>;
+  readonly input?: string;
+  /** A working directory of its own: the CLI runs as a process. */
+  readonly cwd?: string;
+  /** Node options before the CLI's path, e.g. `--import` of a test stub: the CLI runs as a process. */
+  readonly nodeArgs?: readonly string[];
+}
+
+export function runCli(args: readonly string[], options: CliOptions = {}): Promise<CliResult> {
+  if (options.cwd !== undefined || options.nodeArgs !== undefined) {
+    return runCliProcess(args, options);
+  }
   const run = inProcessRuns.then(async () => {
     const env = {
       STORE_ORDERS_LOCAL_STATE: join(tempDir(), 'no-local-api.json'),
       ...options.env,
     };
     const saved = Object.fromEntries(Object.keys(env).map((name) => [name, process.env[name]]));
-    Object.assign(process.env, env);
+    for (const [name, value] of Object.entries(env)) {
+      if (value === undefined) delete process.env[name];
+      else process.env[name] = value;
+    }
     const stdin = Object.assign(new PassThrough(), { isTTY: false });
     stdin.end(options.input ?? '');
     const stdout = collector();
@@ -82,15 +94,17 @@ export function runCli(
  */
 export async function runCliProcess(
   args: readonly string[],
-  options: { env?: Record<string, string>; input?: string; cwd?: string } = {},
+  options: CliOptions = {},
 ): Promise<CliResult> {
-  const child = spawn(process.execPath, [CLI, ...args], {
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), CLI, ...args], {
     cwd: options.cwd ?? PROJECT_ROOT,
-    env: {
-      ...process.env,
-      STORE_ORDERS_LOCAL_STATE: join(tempDir(), 'no-local-api.json'),
-      ...options.env,
-    },
+    env: Object.fromEntries(
+      Object.entries({
+        ...process.env,
+        STORE_ORDERS_LOCAL_STATE: join(tempDir(), 'no-local-api.json'),
+        ...options.env,
+      }).filter((entry): entry is [string, string] => entry[1] !== undefined),
+    ),
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   let stdout = '';

@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer as createTcpServer } from 'node:net';
-import { writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureTables } from '../../lib/dynamodb/create-table.ts';
 import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
 import { stackNames, STACK_OUTPUTS } from '../../lib/deployment.ts';
+import type { CloudFormationStub } from '../support/cloudformation-stub.ts';
 import { startLocalApi, type LocalApi } from '../support/local-api.ts';
 import { createTestTables, type TestTables } from '../support/tables.ts';
 import {
@@ -26,6 +27,8 @@ import {
   tempDir,
   tempFile,
 } from './support.ts';
+
+const CLOUDFORMATION_STUB = join(import.meta.dirname, '..', 'support', 'cloudformation-stub.ts');
 
 /** The local API's authorizer cache TTL in these tests, in seconds. */
 const TTL_SECONDS = 1;
@@ -233,9 +236,11 @@ describe('--stage: a deployed stage, from the outputs file', () => {
   it('refuses a missing, unreadable or incomplete outputs file with one line', async () => {
     const dir = tempDir();
     expectOneLineError(
-      await runCli(['keys', 'list', '--stage', 'production'], { cwd: dir }),
+      await runCli(['keys', 'list', '--stage', 'production', '--outputs', 'missing.json'], {
+        cwd: dir,
+      }),
       1,
-      /^error: cannot read the outputs file cdk-outputs\.json \(ENOENT\): deploy with `cdk deploy --outputs-file cdk-outputs\.json` or pass --outputs FILE$/,
+      /^error: cannot read the outputs file missing\.json \(ENOENT\): drop --outputs to read the stage from CloudFormation, or deploy with --outputs-file missing\.json$/,
     );
     const broken = join(dir, 'broken.json');
     writeFileSync(broken, '{"Production-Data": ');
@@ -251,13 +256,145 @@ describe('--stage: a deployed stage, from the outputs file', () => {
     expectOneLineError(
       await runCli(['keys', 'list', '--stage', 'production', '--outputs', stagingOnly]),
       1,
-      /^error: the outputs file \S+ has no outputs of stack Production-Data: deploy the production stage with --outputs-file/,
+      /^error: the outputs file \S+ has no outputs of stack Production-Data: deploy that stage with --outputs-file/,
     );
     expectOneLineError(
       await runCli(['keys', 'list', '--stage', 'staging', '--outputs', stagingOnly]),
       1,
       /^error: the outputs of Staging-Data have no ApiKeysTableName$/,
     );
+  });
+});
+
+describe('--stage with no outputs file: the stack outputs from CloudFormation (stubbed)', () => {
+  let t: TestTables;
+  let stacks: Record<string, Record<string, string>>;
+  beforeAll(async () => {
+    t = await createTestTables('admin-cfn');
+    stacks = {
+      [stackNames('staging').data]: {
+        [STACK_OUTPUTS.region]: 'eu-central-1',
+        [STACK_OUTPUTS.ordersTable]: t.tables.orders,
+        [STACK_OUTPUTS.apiKeysTable]: t.tables.apiKeys,
+        [STACK_OUTPUTS.rateLimitsTable]: t.tables.rateLimits,
+      },
+    };
+  });
+  afterAll(() => t.drop());
+
+  /** The CLI in a directory with no outputs file, CloudFormation stubbed; its calls logged. */
+  async function withStub(
+    args: readonly string[],
+    options: {
+      stub?: CloudFormationStub;
+      env?: Record<string, string | undefined>;
+      cwd?: string;
+    } = {},
+  ) {
+    const dir = tempDir();
+    const log = join(dir, 'calls.jsonl');
+    const result = await runCli(args, {
+      cwd: options.cwd ?? dir,
+      nodeArgs: ['--import', CLOUDFORMATION_STUB],
+      env: {
+        // No region or profile of the machine's: each test says what it has.
+        AWS_REGION: undefined,
+        AWS_DEFAULT_REGION: undefined,
+        AWS_PROFILE: undefined,
+        AWS_CONFIG_FILE: join(dir, 'no-aws-config'),
+        AWS_SHARED_CREDENTIALS_FILE: join(dir, 'no-aws-credentials'),
+        STORE_ORDERS_TEST_CLOUDFORMATION: JSON.stringify(options.stub ?? { stacks }),
+        STORE_ORDERS_TEST_CLOUDFORMATION_LOG: log,
+        ...options.env,
+      },
+    });
+    const calls = existsSync(log)
+      ? readFileSync(log, 'utf8')
+          .trim()
+          .split('\n')
+          .map((line) => JSON.parse(line) as { stack: string; region: string })
+      : [];
+    return { result, calls };
+  }
+
+  it('reads the tables and region from DescribeStacks in --region, then works on them', async () => {
+    const { result, calls } = await withStub([
+      'keys',
+      'create',
+      '--plan',
+      'free',
+      '--stage',
+      'staging',
+      '--region',
+      'eu-central-1',
+      '--endpoint',
+      t.endpoint,
+    ]);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toMatch(/on staging \(Staging-Data, eu-central-1, http/);
+    expect(calls).toEqual([{ stack: 'Staging-Data', region: 'eu-central-1' }]);
+    expect(await scanAll(t.client, t.tables.apiKeys)).toHaveLength(1);
+  });
+
+  it('asks in the region of the usual AWS settings (AWS_REGION) when --region is not given', async () => {
+    const { result, calls } = await withStub(
+      ['keys', 'list', '--json', '--stage', 'staging', '--endpoint', t.endpoint],
+      { env: { AWS_REGION: 'eu-central-1' } },
+    );
+    expect(result.code, result.stderr).toBe(0);
+    expect(JSON.parse(result.stdout)).toHaveLength(1);
+    expect(calls).toEqual([{ stack: 'Staging-Data', region: 'eu-central-1' }]);
+  });
+
+  it('prefers an outputs file in the working directory: CloudFormation is not asked', async () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'cdk-outputs.staging.json'), JSON.stringify(stacks));
+    const { result, calls } = await withStub(
+      ['keys', 'list', '--stage', 'staging', '--endpoint', t.endpoint],
+      { cwd: dir },
+    );
+    expect(result.code, result.stderr).toBe(0);
+    expect(calls).toEqual([]);
+  });
+
+  it('a stack missing in that region is one line, exit 1', async () => {
+    const { result } = await withStub(['keys', 'list', '--stage', 'production'], {
+      env: { AWS_REGION: 'us-east-1' },
+    });
+    expectOneLineError(
+      result,
+      1,
+      /^error: stack Production-Data not found in us-east-1 \(wrong region\? pass --region REGION or set AWS_REGION; not deployed\?\)$/,
+    );
+  });
+
+  it('no credentials is one line, exit 1', async () => {
+    const { result } = await withStub(
+      ['keys', 'list', '--stage', 'staging', '--region', 'eu-west-1'],
+      {
+        stub: {
+          error: {
+            name: 'CredentialsProviderError',
+            message: 'Could not load credentials from any providers',
+          },
+        },
+      },
+    );
+    expectOneLineError(
+      result,
+      1,
+      /^error: no AWS credentials to read stack Staging-Data from CloudFormation \(Could not load credentials from any providers\): set AWS_PROFILE/,
+    );
+  });
+
+  it('no region at all is one line, exit 1', async () => {
+    const { result, calls } = await withStub(['keys', 'list', '--stage', 'staging']);
+    expectOneLineError(
+      result,
+      1,
+      /^error: no AWS region to look for stack Staging-Data in: pass --region REGION or set AWS_REGION$/,
+    );
+    expect(calls).toEqual([]);
   });
 });
 
@@ -319,7 +456,7 @@ describe('target flags', () => {
   it.each([
     [
       [],
-      /^error: no target: give --stage staging\|production, --local, or --table-orders\/--table-keys NAME/,
+      /^error: no target: give --stage staging\|production, --local, or --table-orders\/--table-keys\/--table-rate-limits NAME/,
     ],
     [['--stage', 'prod'], /^error: --stage must be one of staging, production, got "prod"$/],
     [['--stage', 'staging', '--local'], /^error: --stage and --local exclude each other$/],

@@ -494,6 +494,12 @@ describe('configuration', () => {
     [{ 'staging:region': 'Mars' }, /AWS region/],
     [{ 'staging:authorizerCacheTtlSeconds': '7200' }, /from 0 to 3600/],
     [{ 'staging:rateLimitFailureMode': 'maybe' }, /open or closed/],
+    [
+      { 'staging:rateLimitBanSeconds': '30' },
+      /rateLimitBanSeconds \(a ban at least as long as the minute window, at most a day\) must be an integer from 60 to 86400, got "30"/,
+    ],
+    [{ 'staging:rateLimitBanSeconds': '90000' }, /from 60 to 86400, got "90000"/],
+    [{ 'staging:rateLimitBanAfterRefusals': '0' }, /from 1 to 1000, got "0"/],
     [{ 'staging:domainName': 'api.example.com' }, /go together/],
     [{ 'staging:listOrdersReservedConcurrency': '0' }, /from 1 to 1000000, got "0"/],
     [{ 'staging:listOrdersReservedConcurrency': 'lots' }, /\(or none\) must be an integer/],
@@ -507,6 +513,37 @@ describe('configuration', () => {
     ],
   ])('refuses %j with a clear message', (values, message) => {
     expect(() => stageConfig('staging', context(values), {})).toThrow(message);
+  });
+
+  it('gives each stage its ban threshold and length from context, and the functions get them', () => {
+    const { stages: custom } = testApp({
+      'staging:rateLimitBanAfterRefusals': 3,
+      'staging:rateLimitBanSeconds': '120',
+    });
+    const limiterEnv = templates(custom.staging)
+      .api.findResources('AWS::Lambda::Function')
+      .valueOf() as Record<string, Resource>;
+    const counted = Object.values(limiterEnv)
+      .map(
+        (r) =>
+          (r.Properties.Environment as { Variables?: Record<string, unknown> } | undefined)
+            ?.Variables,
+      )
+      .filter((vars) => vars?.[TABLES.rateLimits.envVar] !== undefined);
+    expect(counted).toHaveLength(2);
+    for (const vars of counted) {
+      expect(vars).toMatchObject({
+        RATE_LIMIT_BAN_AFTER_REFUSALS: '3',
+        RATE_LIMIT_BAN_SECONDS: '120',
+      });
+    }
+    // Production keeps its own (the defaults).
+    expect(
+      stageConfig('production', context({ 'staging:rateLimitBanSeconds': '120' }), {}).rateLimiter,
+    ).toMatchObject({
+      banAfterRefusals: 10,
+      banSeconds: 900,
+    });
   });
 
   it('reserves listOrders concurrency per stage: a number within the account limit, or none', () => {
