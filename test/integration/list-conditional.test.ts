@@ -226,7 +226,7 @@ describe('If-None-Match', () => {
       { step: 'finalizeRequest', name, priority: 'high' },
     );
     try {
-      for (const headers of [{}, { 'If-None-Match': tag }]) {
+      for (const headers of [{}, { 'If-None-Match': tag }] as Record<string, string>[]) {
         const response = await get(headers);
         expect(response.statusCode).toBe(503);
         expect(response.headers['RateLimit-Policy']).toBe(
