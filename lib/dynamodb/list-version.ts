@@ -225,18 +225,31 @@ export class DynamoDbListVersion {
   }
 
   /**
-   * Runs one write of orders between a mark and a release of a version item (see above); the
-   * mark may have been started before (`marked`, beside the rate limiter). `changed` says from
-   * the write's result whether it changed the list; a write that failed counts as changed (it
-   * may have landed). A failed mark fails the write before it is sent; a failed release is
-   * reported, not thrown: the write stands.
+   * Runs one write of orders between a mark and a release of a version item (see above).
+   * `changed` says from the write's result whether it changed the list; a write that failed
+   * counts as changed (it may have landed). `admitted`: the write waits for it, while the mark
+   * is already on its way (beside the rate limiter's count); when it rejects, the mark is
+   * released unchanged and nothing is written. A failed mark fails the write before it is sent;
+   * a failed release is reported, not thrown: the write stands.
    */
   async around<T>(
     write: () => Promise<T>,
     changed: (result: T) => boolean,
-    options: ListVersionWriteOptions & { readonly marked?: Promise<VersionMark> } = {},
+    options: ListVersionWriteOptions & { readonly admitted?: Promise<unknown> } = {},
   ): Promise<T> {
-    const mark = await (options.marked ?? this.mark(options));
+    const marked = this.mark(options);
+    if (options.admitted) {
+      // Observed below, or here when the write is refused.
+      marked.catch(() => undefined);
+      try {
+        await options.admitted;
+      } catch (refusal) {
+        const unused = await marked.catch(() => undefined);
+        await unused?.release(false, options);
+        throw refusal;
+      }
+    }
+    const mark = await marked;
     let outcome: { ok: true; result: T } | { ok: false; error: unknown };
     try {
       outcome = { ok: true, result: await write() };
