@@ -46,7 +46,7 @@ export const STACK_OUTPUTS = {
 } as const;
 
 /**
- * Where the README's deploy commands write a stage's outputs (`--outputs-file`): one file per
+ * Where the deploy commands (docs/deploy.md, "4. Deploy") write a stage's outputs (`--outputs-file`): one file per
  * stage, because each `cdk deploy` rewrites its outputs file with only the stacks it deployed.
  */
 export function outputsFile(stage: StageName): string {
