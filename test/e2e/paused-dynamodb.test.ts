@@ -106,7 +106,7 @@ describe('DynamoDB Local paused for longer than the budget', () => {
 
     process.kill(javaPid, 'SIGSTOP');
     try {
-      const tag = { 'If-None-Match': warm[0]!.headers.get('etag')! };
+      const tag = { 'If-None-Match': warm[0].headers.get('etag')! };
       const [cancel, list, conditional, unknownToCache] = await Promise.all([
         timed('DELETE', '/store/orders/1', keys.cached),
         timed('GET', '/store/orders', keys.cached),
