@@ -4,7 +4,8 @@
  * nothing prints a stored hash.
  */
 import { DynamoDbKeyStore } from '../lib/dynamodb/keys-table.ts';
-import { BAN_RECHECK_MS, RateLimitAdmin } from '../lib/dynamodb/rate-limit-table.ts';
+import { RateLimitAdmin } from '../lib/dynamodb/rate-limit-admin.ts';
+import { BAN_RECHECK_MS } from '../lib/dynamodb/rate-limit-table.ts';
 import { STAGE_THROTTLES } from '../lib/deployment.ts';
 import { perKeyCeiling, unhonourable } from '../lib/limits/capacity.ts';
 import { standing } from '../lib/limits/conditional.ts';

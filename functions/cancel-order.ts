@@ -1,15 +1,15 @@
 /**
- * DELETE /store/orders/{orderId} — pending → cancelled in one conditional write. The write's mark
- * of the list's version (lib/dynamodb/list-version.ts) is sent as the request arrives, beside the
- * rate limiter's count, so that it costs no time of its own; when the request goes no further
- * (refused, or failed before the write), the mark is released unchanged.
+ * DELETE /store/orders/{orderId} — pending → cancelled in one conditional write. The cancel of a
+ * well-formed id starts as the request arrives, beside the rate limiter's count, and is made only
+ * once the limiter admits the request: what the store prepares meanwhile (the list version's
+ * mark) costs no time of its own, and a refused request writes nothing.
  */
 import middy, { type MiddlewareObj } from '@middy/core';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
 import { noContent } from '../lib/api/http.ts';
 import type { RateLimiter } from '../lib/limits/limiter.ts';
 import { cancelOrder, parseOrderId, readOrderId } from '../lib/orders/operations.ts';
-import type { OrderStore, PreparedWrite } from '../lib/orders/order-store.ts';
+import type { OrderStore } from '../lib/orders/order-store.ts';
 import { requestSignal } from './shared/budget.ts';
 import { orderStoreFromEnv, rateLimiterFromEnv } from './shared/dependencies.ts';
 import { httpMiddlewares } from './shared/http-function.ts';
@@ -19,26 +19,44 @@ export interface CancelOrderDependencies extends RateLimitDependencies {
   readonly orders: () => OrderStore;
 }
 
+/** A cancel started before its request was admitted: `admit` lets it write, `refuse` not. */
+interface StartedCancel {
+  readonly admit: () => void;
+  readonly refuse: (reason: unknown) => void;
+  readonly done: Promise<void>;
+}
+
 export function createCancelOrderHandler(deps: CancelOrderDependencies) {
-  const prepared = new WeakMap<object, PreparedWrite>();
-  /** Prepares the write of a well-formed id (a malformed one is answered 400 and writes nothing). */
-  const prepare: MiddlewareObj<APIGatewayProxyEvent> = {
-    before: (request) => {
-      if (readOrderId(request.event.pathParameters?.orderId).id === undefined) return;
-      const signal = requestSignal(request.event, request.context);
-      prepared.set(request.event, deps.orders().prepareWrite({ signal }));
+  const started = new WeakMap<object, StartedCancel>();
+  /** Starts the cancel of a well-formed id (a malformed one is answered 400 and writes nothing). */
+  const start: MiddlewareObj<APIGatewayProxyEvent> = {
+    before: ({ event, context }) => {
+      const { id } = readOrderId(event.pathParameters?.orderId);
+      if (id === undefined) return;
+      const admission = Promise.withResolvers<void>();
+      const signal = requestSignal(event, context);
+      const done = cancelOrder(deps.orders(), id, { signal, admitted: admission.promise });
+      // Awaited by the handler, or below when the request goes no further.
+      done.catch(() => undefined);
+      started.set(event, { admit: admission.resolve, refuse: admission.reject, done });
     },
-    after: (request) => prepared.get(request.event)?.abandon(),
-    onError: (request) => prepared.get(request.event)?.abandon(),
+    onError: async ({ event, error }) => {
+      const cancel = started.get(event);
+      cancel?.refuse(error);
+      await cancel?.done.catch(() => undefined);
+    },
   };
   return middy<APIGatewayProxyEvent>()
-    .use(httpMiddlewares(deps, [prepare as MiddlewareObj]))
-    .handler(async (event, context) => {
-      const id = parseOrderId(event.pathParameters?.orderId);
-      await cancelOrder(deps.orders(), id, {
-        signal: requestSignal(event, context),
-        prepared: prepared.get(event),
-      });
+    .use(httpMiddlewares(deps, [start as MiddlewareObj]))
+    .handler(async (event) => {
+      const cancel = started.get(event);
+      if (!cancel) {
+        // Nothing was started for a malformed id: answered 400 (InvalidOrderId).
+        parseOrderId(event.pathParameters?.orderId);
+        throw new Error('a cancel of a well-formed id was not started');
+      }
+      cancel.admit();
+      await cancel.done;
       return noContent();
     });
 }

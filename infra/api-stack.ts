@@ -148,7 +148,7 @@ export class ApiStack extends Stack {
       endpointTypes: [EndpointType.REGIONAL],
       // The CloudWatch role is an account-wide setting (one AWS::ApiGateway::Account per account
       // and region): only the stage configured to own it creates it, and deleting that stack
-      // keeps it (config.ts apiGatewayAccountRole; README, "Deploying").
+      // keeps it (config.ts apiGatewayAccountRole; docs/deploy.md).
       ...(config.apiGatewayAccountRole
         ? { cloudWatchRole: true, cloudWatchRoleRemovalPolicy: RemovalPolicy.RETAIN }
         : { cloudWatchRole: false }),

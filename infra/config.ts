@@ -76,7 +76,8 @@ export interface StageConfig {
    * Whether this stage owns the account's API Gateway CloudWatch Logs role (the one
    * `AWS::ApiGateway::Account` of the account and region, which API Gateway's logging needs).
    * Off by default: an account has one such setting, so at most one stack may own it (see
-   * README, "Deploying"); buildApp refuses two stages of one account that both claim it.
+   * docs/deploy.md, "The account's API Gateway logging role"); buildApp refuses two stages that
+   * both claim it for what may be one account and region (one not given counts as the same).
    */
   readonly apiGatewayAccountRole: boolean;
   /**

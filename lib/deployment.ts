@@ -95,7 +95,7 @@ export function deploymentApplicationName(stage: StageName): string {
 export const LIVE_ALIAS = 'live';
 
 /**
- * Where the README's deploy commands write a stage's outputs (`--outputs-file`): one file per
+ * Where the deploy commands (docs/deploy.md, "4. Deploy") write a stage's outputs (`--outputs-file`): one file per
  * stage, because each `cdk deploy` rewrites its outputs file with only the stacks it deployed.
  */
 export function outputsFile(stage: StageName): string {

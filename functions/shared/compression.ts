@@ -9,13 +9,9 @@ import zlib from 'node:zlib';
 import type { ContentCoding } from '../../lib/api/content-coding.ts';
 
 /**
- * Levels, picked with `npm run bench:compression` (bytes against CPU time on one core, as a
- * 1,769 MB function has one vCPU; figures for order JSON in README, "Large lists"):
- * gzip 6, zlib's default: levels 1–5 send 5–30% more bytes, 7–9 cost up to 2.4× the CPU for
- *   ≤ 6% fewer;
- * br 5 and zstd 5: the cheapest levels that send fewer bytes than gzip 6 (br 4 and zstd 3–4 send
- *   as many), at half to three quarters of its CPU; higher levels cost twice as much again for a
- *   few percent.
+ * Levels, picked with `npm run bench:compression` for bytes against CPU time on one core (a
+ * 1,769 MB function has one vCPU): gzip 6, zlib's default; br 5 and zstd 5, the cheapest levels
+ * that send fewer bytes than gzip 6. The figures: docs/architecture.md, "Large lists".
  */
 export const COMPRESSION_LEVELS: Readonly<Record<ContentCoding, number>> = {
   gzip: 6,

@@ -3,10 +3,10 @@
  * per invocation (`DynamoDB calls`, with the request id like every line) listing the calls by
  * operation and table, and the `DynamoDbCallDuration` metric (one value per call).
  *
- * Why not X-Ray subsegments: the X-Ray SDK (Powertools tracer) costs every cold start about 20–35
- * ms of module loading (1.16–1.66× the floor, `npm run bench:cold-init`) and tracks every promise
- * of the process through an async hook (a list: +55% CPU). A middleware on the SDK client costs a
- * clock read per call. Lambda's active tracing still records each invocation in X-Ray.
+ * Why not X-Ray subsegments: the X-Ray SDK (Powertools tracer) lengthens every cold start and
+ * tracks every promise of the process through an async hook (figures: bench/README.md, "Cold
+ * start" and "The list"); a middleware on the SDK client costs a clock read per call. Lambda's
+ * active tracing still records each invocation in X-Ray.
  */
 import type { MiddlewareObj, Request } from '@middy/core';
 import type {

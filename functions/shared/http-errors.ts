@@ -4,9 +4,8 @@
  * an error:
  *   1. shape: the error becomes an ApiError of the catalogue (below); 5xx are logged with the
  *      request id and counted; every error answer writes one line with its code and status;
- *   2. @middy/http-error-handler turns it into the response, with the Error object as body;
- *   3. headers: adds the error's headers (Retry-After, WWW-Authenticate), which
- *      http-error-handler 7.9 does not apply itself.
+ *   2. @middy/http-error-handler turns it into the response: the body (JSON), the status and
+ *      the error's headers (Retry-After, WWW-Authenticate, Vary).
  */
 import type { MiddlewareObj, Request } from '@middy/core';
 import httpErrorHandler from '@middy/http-error-handler';
@@ -17,7 +16,6 @@ import {
   type ErrorBody,
   type ErrorCode,
 } from '../../lib/api/errors.ts';
-import { JSON_CONTENT_TYPE } from '../../lib/api/http.ts';
 import { DependencyFailure } from '../../lib/failures.ts';
 import { RateLimitRefusal } from '../../lib/limits/limiter.ts';
 import { METRIC_NAMES } from '../../lib/metrics.ts';
@@ -151,16 +149,7 @@ const shape: MiddlewareObj = {
   },
 };
 
-const applyHeaders: MiddlewareObj = {
-  onError: (request: Request) => {
-    const response = request.response as { headers?: Record<string, string> } | undefined;
-    const headers = (request.error as Partial<ExposedHttpError> | undefined)?.headers;
-    if (!response || !headers) return;
-    response.headers = { ...response.headers, ...headers, 'Content-Type': JSON_CONTENT_TYPE };
-  },
-};
-
 /** The error middlewares, to `.use()` first so that their onError runs last. */
 export function httpErrors(): MiddlewareObj[] {
-  return [applyHeaders, httpErrorHandler({ logger: false }), shape];
+  return [httpErrorHandler({ logger: false }), shape];
 }

@@ -78,7 +78,9 @@ export function rateLimit(deps: RateLimitDependencies): MiddlewareObj<APIGateway
               if (isTransient(error)) return undefined;
               throw error;
             }),
-          freeAnswer,
+          // A failed read is the function's to answer (it awaits the same read): until then the
+          // request is counted like any other, and its answer carries the headers of the count.
+          freeAnswer.catch(() => false),
         ]);
         if (taken?.outcome === 'banned' || (taken?.outcome === 'free' && free)) {
           // The key's standing, nothing counted: a banned key's refusal, or a free 304.

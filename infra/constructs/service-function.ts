@@ -24,21 +24,14 @@ import type { FunctionDefinition } from '../../lib/functions.ts';
 const FUNCTIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'functions');
 
 /**
- * Bundling shared by every function (and by `npm run bench:cold-init`, which measures it).
- * The SDK is bundled (`externalModules: []`): a pinned, tree-shaken SDK instead of whatever
- * version the runtime carries, and a faster cold start (see README, "Deploy").
- *
- * What each choice saves of every cold start, measured with bench/cold-init.ts (the floor's and
- * every function's alike):
- *  - CommonJS output, about 35 ms: an ES module's `import` of a Node built-in makes Node build
- *    an ES facade of the whole built-in, reading every export (node:http's lazy `WebSocket`
- *    loads undici, Node's fetch); `require` does not. The sources stay ES modules (middy is
- *    ESM-only): esbuild bundles them into one CommonJS file.
- *  - No source maps, about 25 ms: `--enable-source-maps` makes Node parse the map of every
- *    module as it loads. The bundle is minified for whitespace and syntax only, so a stack trace
- *    still names its functions (`at cancelOrder`, `at DynamoDbOrderStore.cancel`); renaming
- *    identifiers too saves nothing measurable, keeping names after renaming (keepNames) costs
- *    about 10 ms.
+ * Bundling shared by every function (and by `npm run bench:cold-init`, which measures it):
+ * - the AWS SDK bundled (`externalModules: []`): a pinned, tree-shaken SDK, not the runtime's;
+ * - one CommonJS file: an ES module's `import` of a Node built-in makes Node build a facade of
+ *   the whole built-in as it loads; `require` does not (the sources stay ES modules: esbuild
+ *   bundles them, and middy is ESM-only);
+ * - no source maps: `--enable-source-maps` makes Node parse the map of every module as it loads;
+ * - minified for whitespace and syntax only, so that a stack trace still names its functions.
+ * What each choice saves of a cold start: bench/README.md, "Cold start".
  */
 export const BUNDLING: BundlingOptions = {
   format: OutputFormat.CJS,

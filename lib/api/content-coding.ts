@@ -9,6 +9,9 @@ export const CONTENT_CODINGS = ['zstd', 'br', 'gzip'] as const;
 export type ContentCoding = (typeof CONTENT_CODINGS)[number];
 export type Coding = ContentCoding | 'identity';
 
+/** The codings `*` stands for, in order: gzip, which every client decodes, first. */
+const WILDCARD_PREFERENCE: readonly ContentCoding[] = ['gzip', 'br', 'zstd'];
+
 /** q-values of an Accept-Encoding field: coding (lower case) → q in [0, 1]. */
 export function parseAcceptEncoding(field: string): Map<string, number> {
   const weights = new Map<string, number>();
@@ -38,7 +41,10 @@ export function parseAcceptEncoding(field: string): Map<string, number> {
  *   own q, else `*`'s, else always — unless excluded (`identity;q=0`, or `*;q=0` without it) —
  *   but when not listed, at the lowest weight the field gives (a client that lists codings
  *   prefers them to none, as common practice reads it);
- * - the highest q wins; on a tie, a compressed coding before identity, in CONTENT_CODINGS order.
+ * - the highest q wins; on a tie, compressed codings before identity: those the field names, in
+ *   CONTENT_CODINGS order, then those it accepts only through `*`, gzip first
+ *   (WILDCARD_PREFERENCE): a client, or a proxy speaking for its clients (Prism sends `*`), that
+ *   names no coding gets the one every client decodes.
  * Codings the service does not know are ignored.
  */
 export function negotiateCoding(
@@ -51,8 +57,10 @@ export function negotiateCoding(
   const lowest = Math.min(1, ...[...weights.values()].filter((q) => q > 0));
   const weightOf = (coding: Coding): number =>
     weights.get(coding) ?? star ?? (coding === 'identity' ? lowest : 0);
+  const named = offered.filter((coding) => weights.has(coding));
+  const wildcard = WILDCARD_PREFERENCE.filter((c) => offered.includes(c) && !weights.has(c));
   let best: { coding: Coding; q: number } | undefined;
-  for (const coding of [...offered, 'identity' as const]) {
+  for (const coding of [...named, ...wildcard, 'identity' as const]) {
     const q = weightOf(coding);
     if (q > 0 && (best === undefined || q > best.q)) best = { coding, q };
   }

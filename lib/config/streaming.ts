@@ -1,6 +1,6 @@
 /**
  * What AWS allows a streamed response (Lambda response streaming behind API Gateway REST with
- * `responseTransferMode: STREAM`), from its documentation (README, "Large lists"). One place for
+ * `responseTransferMode: STREAM`), from its documentation (docs/architecture.md, "Large lists"). One place for
  * the figures the list function, the stack's alarm, the benchmark's model and the documents use.
  * "MB" in AWS's text is read as 10^6 bytes: the smaller reading, so a cut made by these figures is
  * never late.

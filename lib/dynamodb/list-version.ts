@@ -3,42 +3,16 @@
  * write of orders changes it, without a hot item and without a transaction.
  *
  * The version is LIST_VERSION_ITEMS small items in the orders table (tables.ts). A write of
- * orders (a cancel, a ship, one BatchWriteItem request of an import) goes in three steps:
+ * orders (a cancel, a ship, one BatchWriteItem request of an import) goes mark → write → release:
+ * the mark puts an in-flight entry `w_<random>` on one version item chosen at random, valued at
+ * its lease (a time by which the write has surely landed or never will); the release removes it
+ * and, when the write changed something (or its outcome is unknown), gives the item's nonce `n`
+ * a new random value. A reader reads every item in one strongly consistent BatchGetItem: no tag
+ * while a lease runs, else a hash of everything the items hold.
  *
- *   1. mark: one version item, chosen at random, gets an in-flight entry `w_<random>` whose
- *      value is a lease: a time by which the write has surely landed or never will;
- *   2. the write itself, as before (single-item conditional update, or BatchWriteItem);
- *   3. release: the entry is removed and, when the write changed something (or its outcome is
- *      unknown), the item's nonce `n` gets a new random value. A write that changed nothing
- *      (a cancel of a cancelled order) leaves the version as it was.
- *
- * A reader (the list, before its first page; a conditional request) reads every version item
- * with one strongly consistent BatchGetItem. While an entry's lease runs, the list has no tag:
- * a write is in flight, the list is changing. Otherwise the tag is a hash of everything the
- * items hold, entries whose lease ended included.
- *
- * Why a tag never covers a write that its list lacks — the guarantee a 304 rests on — using only
- * what DynamoDB promises for single items (a strongly consistent read returns every write
- * acknowledged before it) and one assumption: a write that is going to land lands before its
- * lease ends (the lease is the write's own deadline plus TIME_BUDGETS.lateWriteMarginMs, and the
- * clocks of writers and readers agree within that margin). For a write W (mark at m, write at w,
- * release at r, each acknowledged before the next is sent) and a list whose version read of W's
- * item comes at t, before every page it reads:
- *   - r < t: W's write was acknowledged before t, so every page (read after t) shows it;
- *   - m < t < r: the entry is there: within its lease the list gets no tag; past its lease W has
- *     landed (the assumption), so the pages show it, and the tag includes the entry;
- *   - t < m: the tag lacks W's entry. Any later read of the item sees the entry (no 304 while
- *     its lease runs; past it the hash differs) or, after r, the new nonce — unless W changed
- *     nothing, and then the list is as the tag says.
- * So a conditional request answers 304 only when no write is in flight and none changed the
- * list since the tag was read: the list then is what the tag was issued with. A transaction
- * (TransactWriteItems with the order and a version item) would not give this: Query and
- * BatchGetItem are only read-committed towards transactions, so a list could read a version
- * item already committed and an order not yet, and keep a tag that covers a change it lacks.
- *
- * Writes made outside the service (by hand, in the console) do not touch the version items: a
- * client may then keep a 304 for its old list until the next write through the service, or
- * until an operator runs `orders retag` (which changes every nonce).
+ * The invariant: a tag read before a list's first page covers no write that the list lacks, so
+ * no 304 follows a change. The proof, its one assumption, what a tag does not promise, and why
+ * not a transaction: docs/architecture.md, "The list's version".
  */
 import { randomBytes, randomInt, createHash } from 'node:crypto';
 import {
@@ -225,18 +199,31 @@ export class DynamoDbListVersion {
   }
 
   /**
-   * Runs one write of orders between a mark and a release of a version item (see above); the
-   * mark may have been started before (`marked`, beside the rate limiter). `changed` says from
-   * the write's result whether it changed the list; a write that failed counts as changed (it
-   * may have landed). A failed mark fails the write before it is sent; a failed release is
-   * reported, not thrown: the write stands.
+   * Runs one write of orders between a mark and a release of a version item (see above).
+   * `changed` says from the write's result whether it changed the list; a write that failed
+   * counts as changed (it may have landed). `admitted`: the write waits for it, while the mark
+   * is already on its way (beside the rate limiter's count); when it rejects, the mark is
+   * released unchanged and nothing is written. A failed mark fails the write before it is sent;
+   * a failed release is reported, not thrown: the write stands.
    */
   async around<T>(
     write: () => Promise<T>,
     changed: (result: T) => boolean,
-    options: ListVersionWriteOptions & { readonly marked?: Promise<VersionMark> } = {},
+    options: ListVersionWriteOptions & { readonly admitted?: Promise<unknown> } = {},
   ): Promise<T> {
-    const mark = await (options.marked ?? this.mark(options));
+    const marked = this.mark(options);
+    if (options.admitted) {
+      // Observed below, or here when the write is refused.
+      marked.catch(() => undefined);
+      try {
+        await options.admitted;
+      } catch (refusal) {
+        const unused = await marked.catch(() => undefined);
+        await unused?.release(false, options);
+        throw refusal;
+      }
+    }
+    const mark = await marked;
     let outcome: { ok: true; result: T } | { ok: false; error: unknown };
     try {
       outcome = { ok: true, result: await write() };

@@ -14,7 +14,6 @@ import {
   OrdersPartlyWritten,
   type CancelOutcome,
   type ListVersion,
-  type PreparedWrite,
   type WriteOptions,
   type FindOrdersOptions,
   type OrderImportStore,
@@ -24,11 +23,7 @@ import {
   type UnreadableOrder,
 } from '../orders/order-store.ts';
 import { malformedItem, numberText } from './attributes.ts';
-import {
-  DynamoDbListVersion,
-  type DynamoDbListVersionOptions,
-  type VersionMark,
-} from './list-version.ts';
+import { DynamoDbListVersion, type DynamoDbListVersionOptions } from './list-version.ts';
 import { isConditionFailure, send } from './errors.ts';
 import {
   BatchWriteFailed,
@@ -111,36 +106,6 @@ export function shardPageQuery(
     Limit: limit,
     ConsistentRead: true,
   };
-}
-
-/** A write prepared on DynamoDB: its version mark, sent at once. */
-class DynamoDbPreparedWrite implements PreparedWrite {
-  readonly #marked: Promise<VersionMark>;
-  readonly #options: CallOptions;
-  #taken = false;
-
-  constructor(marked: Promise<VersionMark>, options: CallOptions) {
-    this.#marked = marked;
-    this.#options = options;
-    // Observed by the write that takes it, or by abandon().
-    marked.catch(() => undefined);
-  }
-
-  /** The mark, for the write that uses it (once). */
-  static take(prepared: PreparedWrite): Promise<VersionMark> {
-    if (!(prepared instanceof DynamoDbPreparedWrite) || prepared.#taken) {
-      throw new Error('a prepared write is used once, by the store that prepared it');
-    }
-    prepared.#taken = true;
-    return prepared.#marked;
-  }
-
-  async abandon(): Promise<void> {
-    if (this.#taken) return;
-    this.#taken = true;
-    const mark = await this.#marked.catch(() => undefined);
-    await mark?.release(false, this.#options);
-  }
 }
 
 export class DynamoDbOrderStore implements OrderImportStore {
@@ -250,10 +215,6 @@ export class DynamoDbOrderStore implements OrderImportStore {
     );
   }
 
-  prepareWrite(options: CallOptions = {}): PreparedWrite {
-    return new DynamoDbPreparedWrite(this.version.mark(options), options);
-  }
-
   async cancel(id: bigint, options: WriteOptions = {}): Promise<CancelOutcome> {
     const result = await this.leavePending(id, { status: 'cancelled' }, options);
     if (result === 'moved') return 'cancelled';
@@ -316,11 +277,7 @@ export class DynamoDbOrderStore implements OrderImportStore {
         },
       );
     // Changed only when the write went through; a failed condition leaves the version alone.
-    const marked = options.prepared ? DynamoDbPreparedWrite.take(options.prepared) : undefined;
-    const result = await this.version.around(write, (moved) => moved === true, {
-      ...options,
-      ...(marked ? { marked } : {}),
-    });
+    const result = await this.version.around(write, (moved) => moved === true, options);
     if (result === true) return 'moved';
     // lib-dynamodb leaves the failed item marshalled. Only its status is read: the rest of the
     // item (numbers no JS number holds, say) has nothing to say about the answer.

@@ -8,37 +8,49 @@
  * The last state seen per key is cached in the container: in the steady state a request costs
  * one round trip. A stale cache only costs a failed condition, whose ALL_OLD item is the fresh
  * state for the retry.
+ *
+ * The item's attributes: ./rate-limit-item.ts; the free allowance of conditional requests, in
+ * the same item: ./free-allowance.ts.
  */
-import { GetCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { unmarshall } from '@aws-sdk/util-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { DependencyFailure, isTransient, type CallOptions } from '../failures.ts';
 import type { Caller } from '../keys/key-record.ts';
+import { refusalsIn, refusalStep, type RefusalStep } from '../limits/ban.ts';
+import type { FreeAllowance, FreeAllowanceResult } from '../limits/conditional.ts';
 import {
   DEFAULT_LIMITER_SETTINGS,
   type LimiterSettings,
   type LimitResult,
   type RateLimiter,
 } from '../limits/limiter.ts';
-import { refusalsIn, refusalStep, type RefusalStep } from '../limits/ban.ts';
 import {
   DAY_MS,
   decide,
   MINUTE_MS,
   previousShare,
   rollWindow,
-  windowStart,
   type CounterState,
   type Decision,
   type WindowCount,
+  windowStart,
 } from '../limits/sliding-window.ts';
-import { DependencyFailure, isTransient, type CallOptions } from '../failures.ts';
-import { readOptionalNumber } from './attributes.ts';
 import { dynamoDbFailure, isConditionFailure, send, wasNotDelivered } from './errors.ts';
-import { TABLES } from './tables.ts';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { standing, type FreeAllowance, type FreeAllowanceResult } from '../limits/conditional.ts';
+import { DynamoDbFreeAllowance } from './free-allowance.ts';
+import {
+  counterKey,
+  DEPENDENCY,
+  expiry,
+  itemOfConditionFailure,
+  itemToState,
+  notBanned,
+  TTL,
+  type RateLimitUpdate,
+} from './rate-limit-item.ts';
+import { UpdateBuilder } from './update-builder.ts';
 
-/** How failures of this table are named in logs. */
-const DEPENDENCY = 'rate limits table';
+// Kept here for callers that read a key's counters (tests, the operator CLI).
+export { counterKey, itemToState } from './rate-limit-item.ts';
 
 /**
  * Writes per request before the store counts as failing. Each kind of conflict can hit a request
@@ -48,9 +60,6 @@ const DEPENDENCY = 'rate limits table';
  * seven; one more for margin.
  */
 const MAX_ATTEMPTS = 8;
-/** Keys whose state a container remembers. */
-const CACHE_SIZE = 10_000;
-
 /**
  * How long a container answers a key's ban from its cache alone: after this, the next request
  * of the banned key looks at the stored item again, so a ban lifted by an operator
@@ -58,105 +67,21 @@ const CACHE_SIZE = 10_000;
  */
 export const BAN_RECHECK_MS = 1_000;
 
+/** Keys whose state a container remembers. */
+const CACHE_SIZE = 10_000;
+
 /**
  * Attempts of a write that provably did not happen: DynamoDB throttled it, or it never reached
  * DynamoDB (a refused connection, a keep-alive socket reset before the write went out).
  */
 const THROTTLING_ATTEMPTS = 3;
 
-const TTL = TABLES.rateLimits.timeToLiveAttribute;
-
-type Item = Record<string, unknown>;
-
-export function counterKey(keyId: string): string {
-  return `key#${keyId}`;
-}
-
-export function itemToState(item: Item | undefined): CounterState {
-  if (!item) return {};
-  const n = (name: string) => readOptionalNumber(item[name], name, DEPENDENCY);
-  const window = (prefix: 'm' | 'd'): WindowCount | undefined => {
-    const start = n(`${prefix}w`);
-    return start === undefined
-      ? undefined
-      : { start, current: n(`${prefix}c`) ?? 0, previous: n(`${prefix}p`) ?? 0 };
-  };
-  const rw = n('rw');
-  const bu = n('bu');
-  const ra = n('ra');
-  return {
-    ...(window('m') ? { minute: window('m') } : {}),
-    ...(window('d') ? { day: window('d') } : {}),
-    ...(rw !== undefined ? { refusals: { start: rw, count: n('rc') ?? 0 } } : {}),
-    ...(bu !== undefined ? { bannedUntil: bu } : {}),
-    ...(ra !== undefined ? { retryAt: ra } : {}),
-  };
-}
-
-/** Builds one UpdateItem: conditions, SET clauses and values, with generated placeholders. */
-class UpdateBuilder {
-  private readonly conditions: string[] = [];
-  private readonly sets: string[] = [];
-  private readonly values: Record<string, unknown> = {};
-  private readonly names: Record<string, string> = {};
-
-  value(v: unknown): string {
-    const placeholder = `:v${Object.keys(this.values).length}`;
-    this.values[placeholder] = v;
-    return placeholder;
-  }
-
-  name(attribute: string): string {
-    this.names[`#${attribute}`] = attribute;
-    return `#${attribute}`;
-  }
-
-  condition(text: string): void {
-    this.conditions.push(text);
-  }
-
-  set(text: string): void {
-    this.sets.push(text);
-  }
-
-  equalsOrAbsent(attribute: string, expected: number | undefined): void {
-    this.condition(
-      expected === undefined
-        ? `attribute_not_exists(${this.name(attribute)})`
-        : `${this.name(attribute)} = ${this.value(expected)}`,
-    );
-  }
-
-  notBanned(now: number): void {
-    const bu = this.name('bu');
-    this.condition(`(attribute_not_exists(${bu}) OR ${bu} <= ${this.value(now)})`);
-  }
-
-  command(tableName: string, pk: string) {
-    return new UpdateCommand({
-      TableName: tableName,
-      Key: { pk },
-      UpdateExpression: `SET ${this.sets.join(', ')}`,
-      ConditionExpression: this.conditions.join(' AND '),
-      ExpressionAttributeNames: this.names,
-      ExpressionAttributeValues: this.values,
-      ReturnValues: 'ALL_NEW',
-      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-    });
-  }
-}
-
-/** The item expires two days after its day window starts, and not before its ban ends. */
-function expiry(day: WindowCount, bannedUntil: number | undefined): number {
-  return Math.ceil(Math.max(day.start + 2 * DAY_MS, bannedUntil ?? 0) / 1000);
-}
-
 /**
  * Admission write for one window: in the same window, pin the previous count and bound the
  * current; in a new window, pin the old count exactly (it becomes `previous`) and start at 1.
  */
 function admitWindow(
-  b: UpdateBuilder,
+  b: RateLimitUpdate,
   prefix: 'm' | 'd',
   known: WindowCount | undefined,
   now: number,
@@ -179,79 +104,6 @@ function admitWindow(
   }
 }
 
-/**
- * What an operator does to one key's counter item (`keys show`, `keys unban`), outside the
- * request path.
- */
-export class RateLimitAdmin {
-  private readonly client: DynamoDBDocumentClient;
-  private readonly tableName: string;
-
-  constructor(client: DynamoDBDocumentClient, tableName: string) {
-    this.client = client;
-    this.tableName = tableName;
-  }
-
-  /** The stored state of a key (a strongly consistent read); `{}` when it has none. */
-  async read(keyId: string): Promise<CounterState> {
-    const { Item } = await this.client.send(
-      new GetCommand({
-        TableName: this.tableName,
-        Key: { pk: counterKey(keyId) },
-        ConsistentRead: true,
-      }),
-    );
-    return itemToState(Item);
-  }
-
-  /**
-   * Lifts a key's ban in one conditional write, provided it is banned at `now`: removes the ban
-   * and the moment its last refusal named (so the next refusal is not early), and restarts its
-   * refusal count. Every write of the limiter pins what it decided on (the refusal count and
-   * that moment), so a request decided on the state before the unban fails its condition and
-   * decides again from the state after it: it cannot ban the key again from stale state.
-   * `lifted: false` when the key was not banned (nothing changed); `before` is the state the
-   * write found.
-   */
-  async unban(keyId: string, now: number): Promise<{ lifted: boolean; before: CounterState }> {
-    try {
-      const { Attributes } = await this.client.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: { pk: counterKey(keyId) },
-          ConditionExpression: '#bu > :now',
-          UpdateExpression: 'REMOVE #bu, #ra SET #rc = :zero',
-          ExpressionAttributeNames: { '#bu': 'bu', '#ra': 'ra', '#rc': 'rc' },
-          ExpressionAttributeValues: { ':now': now, ':zero': 0 },
-          ReturnValues: 'ALL_OLD',
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-        }),
-      );
-      return { lifted: true, before: itemToState(Attributes) };
-    } catch (error) {
-      if (!isConditionFailure(error)) throw error;
-      const item = (error as { Item?: Parameters<typeof unmarshall>[0] }).Item;
-      return { lifted: false, before: itemToState(item ? unmarshall(item) : undefined) };
-    }
-  }
-}
-
-/** The free allowance's window of a key as stored (`cw`: its minute's start, `cc`: its count). */
-interface AllowanceWindow {
-  readonly start: number;
-  readonly count: number;
-}
-
-function allowanceOf(item: Item | undefined): AllowanceWindow | undefined {
-  const start = readOptionalNumber(item?.cw, 'cw', DEPENDENCY);
-  return start === undefined
-    ? undefined
-    : { start, count: readOptionalNumber(item?.cc, 'cc', DEPENDENCY) ?? 0 };
-}
-
-/** Writes per free conditional request before the store counts as failing (stale cache, rollover). */
-const FREE_ATTEMPTS = 4;
-
 export class DynamoDbRateLimiter implements RateLimiter, FreeAllowance {
   private readonly client: DynamoDBDocumentClient;
   private readonly tableName: string;
@@ -259,8 +111,7 @@ export class DynamoDbRateLimiter implements RateLimiter, FreeAllowance {
   private readonly cache = new Map<string, CounterState>();
   /** When each cached ban was last read from the store (request time). */
   private readonly banSeenAt = new Map<string, number>();
-  /** The free allowance's window last seen per key (lib/limits/conditional.ts). */
-  private readonly allowances = new Map<string, AllowanceWindow>();
+  private readonly free: DynamoDbFreeAllowance;
   private readonly onStoreFailure: (error: unknown) => void;
 
   constructor(
@@ -272,6 +123,9 @@ export class DynamoDbRateLimiter implements RateLimiter, FreeAllowance {
     this.tableName = tableName;
     this.settings = options.settings ?? DEFAULT_LIMITER_SETTINGS;
     this.onStoreFailure = options.onStoreFailure ?? (() => undefined);
+    this.free = new DynamoDbFreeAllowance(client, tableName, (keyId, state, now) =>
+      this.remember(keyId, state, now),
+    );
   }
 
   private remember(keyId: string, state: CounterState, now: number): void {
@@ -292,11 +146,11 @@ export class DynamoDbRateLimiter implements RateLimiter, FreeAllowance {
    * item (ALL_OLD); on a missing item it writes only the expiry an item of this table has.
    */
   private async reread(keyId: string, now: number, signal: AbortSignal | undefined) {
-    const b = new UpdateBuilder();
+    const b: RateLimitUpdate = new UpdateBuilder();
     const ttl = b.name(TTL);
     b.condition(`attribute_not_exists(${b.name('pk')})`);
     b.set(
-      `${ttl} = if_not_exists(${ttl}, ${b.value(Math.ceil((windowStart(now, DAY_MS) + 2 * DAY_MS) / 1000))})`,
+      `${ttl} = if_not_exists(${ttl}, ${b.value(expiry({ start: windowStart(now, DAY_MS), count: 0 }, undefined))})`,
     );
     return (await this.write(b, keyId, signal)).state;
   }
@@ -328,69 +182,9 @@ export class DynamoDbRateLimiter implements RateLimiter, FreeAllowance {
     }
   }
 
-  /**
-   * Takes one free conditional request from the key's allowance (its plan's per-minute limit,
-   * per fixed minute window), in one conditional write that also requires the key not to be
-   * banned: nothing is taken from a banned key, nor once the allowance is used up. Reads and
-   * returns the key's standing (ALL_NEW, or ALL_OLD when the condition failed), with nothing
-   * counted against the plan. A store failure is thrown (a DependencyFailure).
-   */
-  async takeFree(
-    caller: Caller,
-    now: number,
-    options: CallOptions = {},
-  ): Promise<FreeAllowanceResult> {
-    const start = windowStart(now, MINUTE_MS);
-    let known = this.allowances.get(caller.keyId);
-    for (let attempt = 0; attempt < FREE_ATTEMPTS; attempt++) {
-      const b = new UpdateBuilder();
-      const [cw, cc] = [b.name('cw'), b.name('cc')];
-      b.notBanned(now);
-      if (known?.start === start) {
-        b.condition(`${cw} = ${b.value(start)}`);
-        b.condition(`${cc} < ${b.value(caller.limits.perMinute)}`);
-        b.set(`${cc} = ${cc} + ${b.value(1)}`);
-      } else {
-        b.equalsOrAbsent('cw', known?.start);
-        b.set(`${cw} = ${b.value(start)}`);
-        b.set(`${cc} = ${b.value(1)}`);
-      }
-      // An item this creates expires like the limiter's; an existing expiry is left alone.
-      const ttl = b.name(TTL);
-      const expires = Math.ceil((windowStart(now, DAY_MS) + 2 * DAY_MS) / 1000);
-      b.set(`${ttl} = if_not_exists(${ttl}, ${b.value(expires)})`);
-      let item: Item | undefined;
-      let written: boolean;
-      try {
-        const { Attributes } = await send(
-          DEPENDENCY,
-          (abortSignal) =>
-            this.client.send(b.command(this.tableName, counterKey(caller.keyId)), {
-              abortSignal,
-            }),
-          options.signal,
-        );
-        [item, written] = [Attributes, true];
-      } catch (error) {
-        if (!isConditionFailure(error)) throw error;
-        const old = (error as { Item?: Parameters<typeof unmarshall>[0] }).Item;
-        [item, written] = [old ? unmarshall(old) : undefined, false];
-      }
-      const state = itemToState(item);
-      this.remember(caller.keyId, state, now);
-      const result = standing(state, now, caller.limits);
-      known = allowanceOf(item);
-      if (known) this.allowances.set(caller.keyId, known);
-      if (written) return { outcome: 'free', standing: result };
-      if (result.outcome === 'banned') return { outcome: 'banned', standing: result };
-      if (known?.start === start && known.count >= caller.limits.perMinute) {
-        return { outcome: 'exhausted', standing: result };
-      }
-      // A stale window: try again with the stored one.
-    }
-    throw new DependencyFailure('transient', DEPENDENCY, 'contention', {
-      message: `${DEPENDENCY}: no consistent write of the free allowance after ${FREE_ATTEMPTS} attempts (transient)`,
-    });
+  /** See ./free-allowance.ts. */
+  takeFree(caller: Caller, now: number, options: CallOptions = {}): Promise<FreeAllowanceResult> {
+    return this.free.takeFree(caller, now, options);
   }
 
   private windowsAt(state: CounterState, at: number): { minute: WindowCount; day: WindowCount } {
@@ -463,10 +257,10 @@ export class DynamoDbRateLimiter implements RateLimiter, FreeAllowance {
     known: CounterState,
     signal: AbortSignal | undefined,
   ) {
-    const b = new UpdateBuilder();
+    const b: RateLimitUpdate = new UpdateBuilder();
     admitWindow(b, 'm', known.minute, at, MINUTE_MS, caller.limits.perMinute);
     admitWindow(b, 'd', known.day, at, DAY_MS, caller.limits.perDay);
-    b.notBanned(at);
+    notBanned(b, at);
     const day = rollWindow(known.day, at, DAY_MS);
     b.set(`${b.name(TTL)} = ${b.value(expiry(day, known.bannedUntil))}`);
     return this.write(b, caller.keyId, signal);
@@ -488,9 +282,9 @@ export class DynamoDbRateLimiter implements RateLimiter, FreeAllowance {
     step: RefusalStep,
     signal: AbortSignal | undefined,
   ) {
-    const b = new UpdateBuilder();
+    const b: RateLimitUpdate = new UpdateBuilder();
     const ra = b.name('ra');
-    b.notBanned(at);
+    notBanned(b, at);
     if (step.kind === 'waited') {
       b.condition(`(attribute_not_exists(${ra}) OR ${ra} <= ${b.value(now)})`);
       b.set(`${ra} = ${b.value(step.retryAt)}`);
@@ -530,7 +324,7 @@ export class DynamoDbRateLimiter implements RateLimiter, FreeAllowance {
    * store's.
    */
   private async write(
-    b: UpdateBuilder,
+    b: RateLimitUpdate,
     keyId: string,
     signal: AbortSignal | undefined,
   ): Promise<{ written: boolean; state: CounterState }> {
@@ -539,14 +333,13 @@ export class DynamoDbRateLimiter implements RateLimiter, FreeAllowance {
         const { Attributes } = await send(
           DEPENDENCY,
           (abortSignal) =>
-            this.client.send(b.command(this.tableName, counterKey(keyId)), { abortSignal }),
+            this.client.send(b.command(this.tableName, { pk: counterKey(keyId) }), { abortSignal }),
           signal,
         );
         return { written: true, state: itemToState(Attributes) };
       } catch (error) {
         if (isConditionFailure(error)) {
-          const item = (error as { Item?: Parameters<typeof unmarshall>[0] }).Item;
-          return { written: false, state: itemToState(item ? unmarshall(item) : undefined) };
+          return { written: false, state: itemToState(itemOfConditionFailure(error)) };
         }
         const failure = dynamoDbFailure(error, DEPENDENCY);
         const notWritten = failure.reason === 'throttled' || wasNotDelivered(error);

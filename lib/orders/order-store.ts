@@ -51,18 +51,13 @@ export interface ListVersion {
   readonly tag: string | undefined;
 }
 
-/**
- * A write of orders made ready before it is known to be allowed (its mark of the list's version
- * sent at once, beside the rate limiter, so that it costs no time of its own): handed to the
- * write (`cancel`), or abandoned when the request goes no further.
- */
-export interface PreparedWrite {
-  /** Undoes the preparation if no write took it (a no-op after one did). */
-  abandon(): Promise<void>;
-}
-
 export interface WriteOptions extends CallOptions {
-  readonly prepared?: PreparedWrite;
+  /**
+   * The write waits for it (the rate limiter's admission, say) and is not made when it rejects
+   * (the rejection is thrown). Meanwhile the store may already prepare the write: on DynamoDB
+   * the list version's mark goes out at once, so that it costs the request no time of its own.
+   */
+  readonly admitted?: Promise<unknown>;
 }
 
 /** The port the order operations need from storage. */
@@ -73,8 +68,6 @@ export interface OrderStore {
    * was read, and the pages are read strongly consistent after it.
    */
   readListVersion(options?: CallOptions): Promise<ListVersion>;
-  /** Prepares a write (see PreparedWrite), by `signal`'s deadline. */
-  prepareWrite(options?: CallOptions): PreparedWrite;
   /**
    * Every order, sorted by id ascending, in batches (a batch is at most a page's worth; the
    * orders of a batch are handed over at once). The promise settles once the first page of every

@@ -100,7 +100,8 @@ describe('content codings of the list', () => {
   it.each([
     ['absent', undefined, undefined],
     ['"gzip;q=0, br"', 'gzip;q=0, br', 'br'],
-    ['"*"', '*', 'zstd'],
+    ['"*"', '*', 'gzip'],
+    ['"zstd"', 'zstd', 'zstd'],
     ['garbage', 'x;;,;q=oops', undefined],
     ['"identity"', 'identity', undefined],
     ['"gzip, deflate"', 'gzip, deflate', 'gzip'],

@@ -36,11 +36,16 @@ function seedFile(): string {
   return dir;
 }
 
-async function timed(method: string, path: string, key: string) {
+async function timed(
+  method: string,
+  path: string,
+  key: string,
+  headers: Record<string, string> = {},
+) {
   const started = performance.now();
   const response = await fetch(`${api.url}${path}`, {
     method,
-    headers: { Authorization: `Bearer ${key}` },
+    headers: { Authorization: `Bearer ${key}`, ...headers },
   });
   const ms = performance.now() - started;
   return { status: response.status, headers: response.headers, ms, body: await response.text() };
@@ -101,18 +106,26 @@ describe('DynamoDB Local paused for longer than the budget', () => {
 
     process.kill(javaPid, 'SIGSTOP');
     try {
-      const [cancel, list, unknownToCache] = await Promise.all([
+      const tag = { 'If-None-Match': warm[0].headers.get('etag')! };
+      const [cancel, list, conditional, unknownToCache] = await Promise.all([
         timed('DELETE', '/store/orders/1', keys.cached),
         timed('GET', '/store/orders', keys.cached),
+        timed('GET', '/store/orders', keys.cached, tag),
         timed('GET', '/store/orders', keys.fresh),
       ]);
-      for (const answer of [cancel, list, unknownToCache]) {
+      for (const answer of [cancel, list, conditional, unknownToCache]) {
         expect(answer.status).toBe(503);
         expect(answer.headers.get('retry-after')).toBe('1');
         expect(answer.ms).toBeLessThan(TIME_BUDGETS.answerMs);
         expect(JSON.parse(answer.body)).toMatchObject({ code: 'SERVICE_UNAVAILABLE' });
       }
-      // The limiter could not count: the answer claims no counts.
+      // The limiter could not count: the answers claim no counts, only the key's limits, which
+      // its plan says (docs/rate-limits.md), with If-None-Match or without.
+      for (const answer of [cancel, list, conditional]) {
+        expect(answer.headers.get('ratelimit-policy')).toBe(
+          '"minute";q=1000;w=60, "day";q=10000;w=86400',
+        );
+      }
       expect(cancel.headers.get('x-ratelimit-remaining')).toBeNull();
 
       // The list already streaming: once its reader reads on, the stalled page ends the stream.

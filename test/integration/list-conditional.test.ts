@@ -201,10 +201,39 @@ describe('If-None-Match', () => {
       { step: 'finalizeRequest', name, priority: 'high' },
     );
     try {
-      expect((await get()).statusCode).toBe(503);
+      const unconditional = await get();
+      expect(unconditional.statusCode).toBe(503);
       const conditional = await get({ 'If-None-Match': tag });
       expect(conditional.statusCode).toBe(503);
       expect(conditional.headers['Retry-After']).toBe('1');
+      // The counter store works: both carry the counts.
+      expect(conditional.headers.RateLimit).toMatch(/^"minute";r=\d+;t=\d+/);
+      expect(Object.keys(conditional.headers).sort()).toEqual(
+        Object.keys(unconditional.headers).sort(),
+      );
+    } finally {
+      t.client.middlewareStack.remove(name);
+    }
+  });
+
+  it('answers 503 with RateLimit-Policy when DynamoDB fails, with If-None-Match or without', async () => {
+    const tag = await currentTag();
+    // Every call is throttled: the version items and the counters alike.
+    const name = `throttleAll${Math.random()}`;
+    t.client.middlewareStack.add(
+      () => () =>
+        Promise.reject(Object.assign(new Error('throttled'), { name: 'ThrottlingException' })),
+      { step: 'finalizeRequest', name, priority: 'high' },
+    );
+    try {
+      for (const headers of [{}, { 'If-None-Match': tag }] as Record<string, string>[]) {
+        const response = await get(headers);
+        expect(response.statusCode).toBe(503);
+        expect(response.headers['RateLimit-Policy']).toBe(
+          '"minute";q=1000;w=60, "day";q=1000000;w=86400',
+        );
+        expect(response.headers.RateLimit).toBeUndefined();
+      }
     } finally {
       t.client.middlewareStack.remove(name);
     }

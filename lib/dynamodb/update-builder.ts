@@ -1,0 +1,55 @@
+/** One conditional UpdateItem built clause by clause, with generated placeholders. */
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+
+/**
+ * Conditions (joined by AND), SET clauses and their values; `Attribute` is the names the item
+ * may have, so that a name outside the item's legend does not type-check.
+ */
+export class UpdateBuilder<Attribute extends string = string> {
+  private readonly conditions: string[] = [];
+  private readonly sets: string[] = [];
+  private readonly values: Record<string, unknown> = {};
+  private readonly names: Record<string, string> = {};
+
+  value(v: unknown): string {
+    const placeholder = `:v${Object.keys(this.values).length}`;
+    this.values[placeholder] = v;
+    return placeholder;
+  }
+
+  name(attribute: Attribute): string {
+    this.names[`#${attribute}`] = attribute;
+    return `#${attribute}`;
+  }
+
+  condition(text: string): void {
+    this.conditions.push(text);
+  }
+
+  set(text: string): void {
+    this.sets.push(text);
+  }
+
+  /** The attribute holds `expected`, or is absent when `expected` is undefined. */
+  equalsOrAbsent(attribute: Attribute, expected: number | undefined): void {
+    this.condition(
+      expected === undefined
+        ? `attribute_not_exists(${this.name(attribute)})`
+        : `${this.name(attribute)} = ${this.value(expected)}`,
+    );
+  }
+
+  /** The write: the item after it (ALL_NEW), or before it when the condition failed (ALL_OLD). */
+  command(tableName: string, key: Record<string, unknown>): UpdateCommand {
+    return new UpdateCommand({
+      TableName: tableName,
+      Key: key,
+      UpdateExpression: `SET ${this.sets.join(', ')}`,
+      ConditionExpression: this.conditions.join(' AND '),
+      ExpressionAttributeNames: this.names,
+      ExpressionAttributeValues: this.values,
+      ReturnValues: 'ALL_NEW',
+      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+    });
+  }
+}
