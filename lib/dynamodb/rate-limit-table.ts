@@ -150,7 +150,7 @@ export class DynamoDbRateLimiter implements RateLimiter, FreeAllowance {
     const ttl = b.name(TTL);
     b.condition(`attribute_not_exists(${b.name('pk')})`);
     b.set(
-      `${ttl} = if_not_exists(${ttl}, ${b.value(expiry({ start: windowStart(now, DAY_MS), count: 0 }, undefined))})`,
+      `${ttl} = if_not_exists(${ttl}, ${b.value(expiry({ start: windowStart(now, DAY_MS), current: 0, previous: 0 }, undefined))})`,
     );
     return (await this.write(b, keyId, signal)).state;
   }

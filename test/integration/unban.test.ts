@@ -5,11 +5,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Caller } from '../../lib/keys/key-record.ts';
-import {
-  BAN_RECHECK_MS,
-  DynamoDbRateLimiter,
-  RateLimitAdmin,
-} from '../../lib/dynamodb/rate-limit-table.ts';
+import { RateLimitAdmin } from '../../lib/dynamodb/rate-limit-admin.ts';
+import { BAN_RECHECK_MS, DynamoDbRateLimiter } from '../../lib/dynamodb/rate-limit-table.ts';
 import type { LimiterSettings } from '../../lib/limits/limiter.ts';
 import { PLAN_LIMITS } from '../../lib/limits/plans.ts';
 import { createTestTables, type TestTables } from '../support/tables.ts';
