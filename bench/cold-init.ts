@@ -16,10 +16,10 @@
  */
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
-import { build } from 'esbuild';
+import { build, type Plugin } from 'esbuild';
 import { BUNDLE_FILE, esbuildOptions } from '../infra/constructs/service-function.ts';
 import { generateApiKey } from '../lib/keys/api-key.ts';
 import type { Order } from '../lib/orders/order.ts';
@@ -28,7 +28,7 @@ import { benchFlags, countFlag, countOf } from './command-line.ts';
 import { describeWaves, inWaves, type RecordedCall } from './connections.ts';
 import type { Invocations, Loaded } from './load-bundle.ts';
 import { median } from './statistics.ts';
-import { valueFlag } from '../lib/config/flags.ts';
+import { switchFlag, valueFlag } from '../lib/config/flags.ts';
 
 const SCRIPT = 'bench:cold-init';
 const values = benchFlags(
@@ -37,11 +37,16 @@ const values = benchFlags(
   {
     runs: countFlag('fresh processes per bundle', 15),
     'dynamodb-endpoint': valueFlag('URL', 'use this DynamoDB (default: start DynamoDB Local)'),
+    powertools: switchFlag(
+      'also each function with Powertools Logger and Metrics in place of its own (functions/shared)',
+    ),
   },
 );
 const RUNS = countOf(SCRIPT, 'runs', values.runs, 15);
 /** The goal: no function's cold penalty more than this many times its floor's. */
 const GOAL = 1.1;
+/** Our own logger and metrics stay only if Powertools costs more than this of a first answer. */
+const POWERTOOLS_LIMIT = 0.05;
 /**
  * What a new connection adds on AWS that DynamoDB Local does not: a TLS handshake (see
  * docs/architecture.md, "Cold starts", for the figure and its source).
@@ -105,6 +110,8 @@ interface Subject {
   floor?: string;
   /** What a floor of calls sends, for the report. */
   calls?: string;
+  /** For a variant (`--powertools`): the function it is a variant of. */
+  readonly variantOf?: string;
 }
 
 const outRoot = mkdtempSync(join(PROJECT_ROOT, 'node_modules', '.cold-init-'));
@@ -156,9 +163,26 @@ export const handler = async () => {
   );
 }
 
-async function bundle(name: string, entry: string): Promise<string> {
+const SHARED = join(PROJECT_ROOT, 'functions', 'shared');
+const POWERTOOLS: Readonly<Record<string, string>> = {
+  [join(SHARED, 'logger.ts')]: join(PROJECT_ROOT, 'bench', 'powertools', 'logger.ts'),
+  [join(SHARED, 'metrics.ts')]: join(PROJECT_ROOT, 'bench', 'powertools', 'metrics.ts'),
+};
+
+/** Bundles as the stack does; a Powertools variant with its logger and metrics in their place. */
+async function bundle(name: string, entry: string, powertools = false): Promise<string> {
   const outfile = join(outRoot, name.replace(/\W+/g, '-'), BUNDLE_FILE);
-  await build(esbuildOptions(entry, outfile));
+  const options = esbuildOptions(entry, outfile);
+  const swap: Plugin = {
+    name: 'powertools',
+    setup(esbuild) {
+      esbuild.onResolve({ filter: /^\.\.?\/.*\.ts$/ }, ({ path, resolveDir }) => {
+        const instead = POWERTOOLS[resolve(resolveDir, path)];
+        return instead ? { path: instead } : undefined;
+      });
+    },
+  };
+  await build(powertools ? { ...options, plugins: [...(options.plugins ?? []), swap] } : options);
   return outfile;
 }
 
@@ -210,7 +234,7 @@ const stack = await startLocalStack({
   ...(values['dynamodb-endpoint'] ? { dynamodbEndpoint: values['dynamodb-endpoint'] } : {}),
   tablePrefix: `bench-cold-init-${process.pid}`,
   // Enough pending orders for every cancel of the run (two a sample, and the recording).
-  seedOrders: pendingOrders(2 * (RUNS + 2) + 2),
+  seedOrders: pendingOrders((values.powertools ? 4 : 2) * (RUNS + 2) + 2),
   keys: [{ key: KEY, plan: 'enterprise', limits: LIMITS, label: 'bench:cold-init' }],
 });
 try {
@@ -271,6 +295,13 @@ try {
   subjects.push(...functions);
   for (const s of subjects)
     if (!files.has(s.name)) files.set(s.name, await bundle(s.name, s.entry));
+  if (values.powertools) {
+    for (const f of functions) {
+      const name = `${f.name} + Powertools`;
+      subjects.push({ ...f, name, variantOf: f.name });
+      files.set(name, await bundle(name, f.entry, true));
+    }
+  }
 
   const results = new Map<string, Loaded[]>(subjects.map((s) => [s.name, []]));
   for (let run = 0; run < RUNS + 1; run++) {
@@ -340,7 +371,7 @@ function report(
     const ratio = f.penalty / floor.penalty;
     const callsFloor = s.floor ? figures.get(s.floor) : undefined;
     const callsRatio = callsFloor ? f.penalty / callsFloor.penalty : undefined;
-    const isFloor = s.name.startsWith('floor');
+    const isFloor = s.name.startsWith('floor') || s.variantOf !== undefined;
     const judged = callsRatio ?? ratio;
     const verdict = isFloor ? '' : judged <= GOAL ? '  within the goal' : '  OVER the goal';
     console.log(
@@ -356,6 +387,21 @@ function report(
         String(f.connections).padStart(6),
         fixed(f.first + f.connections * TLS_HANDSHAKE_MS, 10),
       ].join(' ') + verdict,
+    );
+  }
+  const variants = subjects.filter((s) => s.variantOf !== undefined);
+  if (variants.length > 0) {
+    console.log(
+      `Powertools Logger and Metrics in place of functions/shared (kept only if Powertools costs over ${POWERTOOLS_LIMIT * 100}% of a first answer):`,
+    );
+  }
+  for (const s of variants) {
+    const own = figures.get(s.variantOf ?? '');
+    const with_ = figures.get(s.name);
+    if (!own || !with_) continue;
+    const cost = with_.first - own.first;
+    console.log(
+      `  ${(s.variantOf ?? '').padEnd(12)} first answer ${fixed(own.first)} → ${fixed(with_.first)} ms: ${cost >= 0 ? '+' : ''}${cost.toFixed(1)} ms (${((100 * cost) / own.first).toFixed(1)}%)`,
     );
   }
 }

@@ -35,7 +35,11 @@ import { ordersJsonArray } from '../lib/orders/order-json.ts';
 import type { ListVersion, OrderStore, UnreadableOrder } from '../lib/orders/order-store.ts';
 import { requestSignal } from './shared/budget.ts';
 import { compressed } from './shared/compression.ts';
-import { orderStoreFromEnv, rateLimiterFromEnv } from './shared/dependencies.ts';
+import {
+  limiterClientFromEnv,
+  orderStoreFromEnv,
+  rateLimiterFromEnv,
+} from './shared/dependencies.ts';
 import { ApiError } from './shared/http-errors.ts';
 import { httpMiddlewares } from './shared/http-function.ts';
 import { logger } from './shared/logger.ts';
@@ -242,10 +246,12 @@ export function createListOrdersHandler(deps: ListOrdersDependencies) {
     });
 }
 
+// Created at load (Lambda's init, outside the handler); the stores at the first call.
+const limiterClient = limiterClientFromEnv();
 let store: OrderStore | undefined;
 let limiter: (RateLimiter & FreeAllowance) | undefined;
 export const handler = createListOrdersHandler({
   orders: () => (store ??= orderStoreFromEnv()),
-  limiter: () => (limiter ??= rateLimiterFromEnv()),
-  freeAllowance: () => (limiter ??= rateLimiterFromEnv()),
+  limiter: () => (limiter ??= rateLimiterFromEnv(limiterClient)),
+  freeAllowance: () => (limiter ??= rateLimiterFromEnv(limiterClient)),
 });

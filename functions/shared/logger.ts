@@ -16,18 +16,10 @@
  */
 import type { Context } from 'aws-lambda';
 import type { MiddlewareObj } from '@middy/core';
-import { KEY_TEXT } from '../../lib/keys/api-key.ts';
 import { SERVICE_NAME } from '../../lib/metrics.ts';
+import { redactValue } from './redact.ts';
 
-const SECRET_FIELDS = /authorization|api[-_]?key$|token|secret|keyhash|password/i;
-const SECRET_VALUES = [KEY_TEXT, /\b(bearer|basic)\s+[A-Za-z0-9\-._~+/]+=*/gi];
-
-/** A value with every secret-looking part replaced by `[redacted]`. */
-export function redactValue(key: string, value: unknown): unknown {
-  if (key !== '' && SECRET_FIELDS.test(key)) return '[redacted]';
-  if (typeof value !== 'string') return value;
-  return SECRET_VALUES.reduce((text, pattern) => text.replace(pattern, '[redacted]'), value);
-}
+export { redactValue };
 
 export const LOG_LEVELS = { DEBUG: 8, INFO: 12, WARN: 16, ERROR: 20, SILENT: 28 } as const;
 export type LogLevel = keyof typeof LOG_LEVELS;
