@@ -31,6 +31,11 @@ export interface Invocations {
 export interface Answer {
   /** Milliseconds from the start of the load until this answer was complete. */
   readonly at: number;
+  /**
+   * CPU milliseconds the process spent from the start of the load until then (user + system):
+   * what the code costs, without the time it waited for a core on a busy machine.
+   */
+  readonly cpu: number;
   /** The HTTP status, the authorizer's policy effect, or `ok`. */
   readonly status: string;
   /** Connections the process had opened when this answer was complete (since the load). */
@@ -69,6 +74,11 @@ const invocations: Invocations = invocationsFile
   : { events: [] };
 const connections = countConnections();
 const calls = invocations.record ? recordDynamoDbCalls().calls : undefined;
+const cpuMs = (): number => {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1000;
+};
+const cpuStarted = cpuMs();
 const started = performance.now();
 const loaded = createRequire(import.meta.url)(file) as { handler?: unknown };
 const ms = performance.now() - started;
@@ -76,7 +86,12 @@ const answers: Answer[] = [];
 const callsOf: RecordedCall[][] = [];
 for (const event of invocations.events) {
   const status = await invoke(loaded.handler, event);
-  answers.push({ at: performance.now() - started, status, connections: connections.opened() });
+  answers.push({
+    at: performance.now() - started,
+    cpu: cpuMs() - cpuStarted,
+    status,
+    connections: connections.opened(),
+  });
   if (calls) callsOf.push(calls.splice(0));
 }
 const result: Loaded = {
