@@ -1,90 +1,443 @@
 /**
- * `npm run bench:cold-init`: each function's cold init against the floor. Every function is
- * bundled as the stack bundles it (infra/constructs BUNDLING: SDK inside the bundle), and so is
- * a floor: a module that only creates the DynamoDB document client, as every function must.
- * Each sample is a fresh Node 24 process importing one bundle (the time from before the import
- * until it resolves: module evaluation, the part of Lambda's init a function's code decides);
- * samples go round the bundles in turn (each round starting with the next one), so a machine that
- * slows down slows them all alike. As the functions run on Lambda: no NODE_OPTIONS.
- * Prints each bundle's size, the median init, and its ratio to the floor against the goal.
+ * `npm run bench:cold-init`: each function's cold start as its first caller feels it, against
+ * floors. Every function is bundled as the stack bundles it (infra/constructs BUNDLING: SDK
+ * inside), and so are the floors:
+ *  - `floor`: the DynamoDB document client, created at load, and one GetItem per invocation;
+ *  - `floor: list calls`, `floor: cancel calls`: the same client, and a bare handler that makes
+ *    exactly the DynamoDB calls the function makes (recorded from one of its invocations, sent
+ *    again with the same parallelism: each group of calls that were in flight together at once).
+ * Each sample is a fresh Node 24 process (bench/load-bundle.ts) that loads one bundle as Lambda
+ * does and invokes it twice with a realistic event against seeded tables: the first answer (load
+ * + first invocation, what the first caller waits for) and the warm one; the cold penalty is
+ * their difference, and the connections are those the process opened until its first answer.
+ * Samples go round the bundles in turn, each round starting with the next one.
  *
- *   npm run bench:cold-init -- --runs 25
+ *   npm run bench:cold-init -- --runs 15
  */
-import { execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { build } from 'esbuild';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
+import { build, type Plugin } from 'esbuild';
 import { BUNDLE_FILE, esbuildOptions } from '../infra/constructs/service-function.ts';
-import { PROJECT_ROOT } from '../local/local-stack.ts';
+import { generateApiKey } from '../lib/keys/api-key.ts';
+import type { Order } from '../lib/orders/order.ts';
+import { PROJECT_ROOT, startLocalStack, type LocalStack } from '../local/local-stack.ts';
 import { benchFlags, countFlag, countOf } from './command-line.ts';
+import { describeWaves, inWaves, type RecordedCall } from './connections.ts';
+import type { Invocations, Loaded } from './load-bundle.ts';
 import { median } from './statistics.ts';
+import { switchFlag, valueFlag } from '../lib/config/flags.ts';
 
-const values = benchFlags('bench:cold-init', "Each function's cold init against the floor.", {
-  runs: countFlag('fresh processes per bundle', 25),
-});
-const RUNS = countOf('bench:cold-init', 'runs', values.runs, 25);
-/** The goal: no function's cold init more than this many times the floor's. */
+const SCRIPT = 'bench:cold-init';
+const values = benchFlags(
+  SCRIPT,
+  "Each function's first answer in a fresh process (load + first invocation), its warm answer and cold penalty, against floors.",
+  {
+    runs: countFlag('fresh processes per bundle', 15),
+    'dynamodb-endpoint': valueFlag('URL', 'use this DynamoDB (default: start DynamoDB Local)'),
+    primed: switchFlag(
+      'also the floor primed at load (its GetItem sent once as it loads, unawaited)',
+    ),
+    powertools: switchFlag(
+      'also each function with Powertools Logger and Metrics in place of its own (functions/shared)',
+    ),
+  },
+);
+const RUNS = countOf(SCRIPT, 'runs', values.runs, 15);
+/** The goal: no function's cold penalty more than this many times its floor's. */
 const GOAL = 1.1;
-const FUNCTIONS = ['list-orders', 'cancel-order', 'authorizer'] as const;
+/** Our own logger and metrics stay only if Powertools costs more than this of a first answer. */
+const POWERTOOLS_LIMIT = 0.05;
+/**
+ * What a new connection adds on AWS that DynamoDB Local does not: TCP and TLS handshakes to
+ * DynamoDB's endpoint. Measured from Lambda by Yan Cui (theburningmonk.com, 2019-02, "Lambda
+ * optimization tip – enable HTTP keep-alive"): a PutItem averaged 33 ms on a new connection and
+ * 10 ms on a kept-alive one. Connections opened together overlap on the wire, so adding one per
+ * connection is the upper bound (docs/architecture.md, "Cold starts").
+ */
+const TLS_HANDSHAKE_MS = 23;
+
+const exec = promisify(execFile);
+const LIMITS = { perMinute: 1_000_000, perDay: 1_000_000_000 };
+const KEY = generateApiKey();
+const CALLER = { principalId: 'key_bench', keyId: 'key_bench', plan: 'enterprise' };
+const FIRST_ORDER = 1_000_001;
+
+function pendingOrders(count: number): Order[] {
+  return Array.from({ length: count }, (_, i) => ({
+    id: BigInt(FIRST_ORDER + i),
+    petId: BigInt(1000 + i),
+    quantity: 1 + (i % 5),
+    shipDate: '2026-11-21T10:30:00Z',
+    complete: false,
+    status: 'pending' as const,
+  }));
+}
+
+/** A REST (v1) proxy event as API Gateway sends it after the authorizer. */
+function proxyEvent(method: string, resource: string, path: string, orderId?: string) {
+  return {
+    resource,
+    path,
+    httpMethod: method,
+    headers: { Accept: 'application/json', 'Accept-Encoding': 'gzip, br' },
+    multiValueHeaders: { Accept: ['application/json'], 'Accept-Encoding': ['gzip, br'] },
+    queryStringParameters: null,
+    multiValueQueryStringParameters: null,
+    pathParameters: orderId === undefined ? null : { orderId },
+    stageVariables: null,
+    requestContext: {
+      authorizer: {
+        ...CALLER,
+        perMinute: String(LIMITS.perMinute),
+        perDay: String(LIMITS.perDay),
+      },
+      httpMethod: method,
+      path: `/v1${path}`,
+      requestId: 'bench-request',
+      resourcePath: resource,
+      stage: 'v1',
+    },
+    body: null,
+    isBase64Encoded: false,
+  };
+}
+
+interface Subject {
+  readonly name: string;
+  readonly entry: string;
+  /** The event of the sample's nth invocation (n = 0, 1, …, counted over the whole run). */
+  readonly event: (n: number) => unknown;
+  /** The status each answer must have (anything else: the benchmark measured a failure). */
+  readonly status: string;
+  /** The floor its penalty is compared with; `floor` when absent. */
+  floor?: string;
+  /** What a floor of calls sends, for the report. */
+  calls?: string;
+  /** For a variant (`--powertools`): the function it is a variant of. */
+  readonly variantOf?: string;
+}
 
 const outRoot = mkdtempSync(join(PROJECT_ROOT, 'node_modules', '.cold-init-'));
-const probe = join(PROJECT_ROOT, 'bench', 'load-bundle.ts');
-const floorEntry = join(outRoot, 'floor.ts');
-writeFileSync(
-  floorEntry,
-  `import { createDocumentClient } from ${JSON.stringify(join(PROJECT_ROOT, 'lib', 'dynamodb', 'client.ts'))};
-export const client = createDocumentClient();`,
-);
+const lib = (path: string) => JSON.stringify(join(PROJECT_ROOT, 'lib', path));
 
-async function bundle(name: string, entry: string): Promise<string> {
-  const outfile = join(outRoot, name, BUNDLE_FILE);
-  await build(esbuildOptions(entry, outfile));
+function writeEntry(name: string, source: string): string {
+  const file = join(outRoot, `${name.replace(/\W+/g, '-')}.ts`);
+  writeFileSync(file, source);
+  return file;
+}
+
+/**
+ * The floor: the document client at load, one GetItem per invocation. Primed: the same GetItem
+ * also sent once as it loads, not awaited (a CommonJS module cannot wait at init), so that the
+ * SDK resolves its credentials and endpoint and opens its connection before the first request.
+ */
+function floorEntry(keysTable: string, primed = false): string {
+  return writeEntry(
+    primed ? 'floor-primed' : 'floor',
+    `import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { connectionFromEnv, createDocumentClient } from ${lib('dynamodb/client.ts')};
+const client = createDocumentClient(connectionFromEnv());
+const get = () => client.send(new GetCommand({ TableName: ${JSON.stringify(keysTable)}, Key: { keyHash: 'floor' } }));
+${primed ? 'get().catch(() => undefined);' : ''}
+export const handler = async () => {
+  await get();
+  return { statusCode: 200 };
+};`,
+  );
+}
+
+/** A bare handler that sends these calls again, wave after wave, on the floor's client. */
+function callsFloorEntry(name: string, calls: readonly RecordedCall[]): string {
+  const waves = inWaves(calls).map((wave) =>
+    wave.map(({ operation, input }) => [operation, input]),
+  );
+  const operations = [...new Set(calls.map((c) => c.operation))];
+  return writeEntry(
+    name,
+    `import { ${operations.map((o) => `${o}Command`).join(', ')} } from '@aws-sdk/client-dynamodb';
+import { connectionFromEnv, createDocumentClient } from ${lib('dynamodb/client.ts')};
+const client = createDocumentClient(connectionFromEnv());
+const commands = { ${operations.map((o) => `${o}: ${o}Command`).join(', ')} };
+const waves = ${JSON.stringify(waves)};
+// Sent again, a write's condition may fail: the database answered all the same.
+const answered = (error) => {
+  if (!/ConditionalCheckFailed|TransactionCanceled/.test(error?.name ?? '')) throw error;
+};
+export const handler = async () => {
+  for (const wave of waves) {
+    await Promise.all(wave.map(([op, input]) => client.send(new commands[op](input)).catch(answered)));
+  }
+  return { statusCode: 200 };
+};`,
+  );
+}
+
+const SHARED = join(PROJECT_ROOT, 'functions', 'shared');
+const POWERTOOLS: Readonly<Record<string, string>> = {
+  [join(SHARED, 'logger.ts')]: join(PROJECT_ROOT, 'bench', 'powertools', 'logger.ts'),
+  [join(SHARED, 'metrics.ts')]: join(PROJECT_ROOT, 'bench', 'powertools', 'metrics.ts'),
+};
+
+/** Bundles as the stack does; a Powertools variant with its logger and metrics in their place. */
+async function bundle(name: string, entry: string, powertools = false): Promise<string> {
+  const outfile = join(outRoot, name.replace(/\W+/g, '-'), BUNDLE_FILE);
+  const options = esbuildOptions(entry, outfile);
+  const swap: Plugin = {
+    name: 'powertools',
+    setup(esbuild) {
+      esbuild.onResolve({ filter: /^\.\.?\/.*\.ts$/ }, ({ path, resolveDir }) => {
+        const instead = POWERTOOLS[resolve(resolveDir, path)];
+        return instead ? { path: instead } : undefined;
+      });
+    },
+  };
+  await build(powertools ? { ...options, plugins: [...(options.plugins ?? []), swap] } : options);
   return outfile;
 }
 
-try {
-  const bundles = [
-    { name: 'floor', file: await bundle('floor', floorEntry) },
-    ...(await Promise.all(
-      FUNCTIONS.map(async (fn) => ({
-        name: fn,
-        file: await bundle(fn, join(PROJECT_ROOT, 'functions', `${fn}.ts`)),
-      })),
-    )),
-  ];
-  const samples = new Map<string, number[]>(bundles.map((b) => [b.name, []]));
-  // As the functions run: no NODE_OPTIONS (the stack sets none; see BUNDLING on source maps).
+/** The environment of a function on Lambda, with DynamoDB Local as the service's endpoint. */
+function lambdaEnvironment(stack: LocalStack): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {
     ...process.env,
-    METRICS_DISABLED: 'true',
+    ORDERS_TABLE: stack.tables.orders,
+    API_KEYS_TABLE: stack.tables.apiKeys,
+    RATE_LIMITS_TABLE: stack.tables.rateLimits,
+    // As on Lambda: region and credentials in the environment, the SDK's default chain reads
+    // them; the endpoint is the one override (the SDK's own AWS_ENDPOINT_URL_DYNAMODB).
     AWS_REGION: 'eu-west-1',
+    AWS_ACCESS_KEY_ID: 'bench',
+    AWS_SECRET_ACCESS_KEY: 'bench',
+    AWS_SESSION_TOKEN: 'bench',
+    AWS_ENDPOINT_URL_DYNAMODB: stack.endpoint,
+    // As production runs: INFO lines and embedded metrics, written to stdout.
+    LOG_LEVEL: 'INFO',
+    METRICS_DISABLED: 'false',
   };
   delete env.NODE_OPTIONS;
-  for (let run = 0; run < RUNS + 1; run++) {
-    // Each round starts with the next bundle: no bundle always follows the same one.
-    const round = [
-      ...bundles.slice(run % bundles.length),
-      ...bundles.slice(0, run % bundles.length),
-    ];
-    for (const { name, file } of round) {
-      const loaded = execFileSync(process.execPath, [probe, file], { encoding: 'utf8', env });
-      const { ms } = JSON.parse(loaded) as { ms: number };
-      if (run > 0) samples.get(name)?.push(ms); // the first round warms the file cache
+  delete env.DYNAMODB_ENDPOINT;
+  return env;
+}
+
+let sampleFile = 0;
+/** One fresh process: the bundle loaded, then invoked with each event. */
+async function sample(
+  file: string,
+  invocations: Invocations,
+  env: NodeJS.ProcessEnv,
+): Promise<Loaded> {
+  const events = join(outRoot, `events-${sampleFile++}.json`);
+  writeFileSync(events, JSON.stringify(invocations));
+  const probe = join(PROJECT_ROOT, 'bench', 'load-bundle.ts');
+  const { stdout } = await exec(process.execPath, [probe, file, events], {
+    env,
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  return JSON.parse(stdout.trimEnd().split('\n').at(-1) ?? '') as Loaded;
+}
+
+function fixed(ms: number, width = 6): string {
+  return ms.toFixed(1).padStart(width);
+}
+
+const stack = await startLocalStack({
+  ...(values['dynamodb-endpoint'] ? { dynamodbEndpoint: values['dynamodb-endpoint'] } : {}),
+  tablePrefix: `bench-cold-init-${process.pid}`,
+  // Enough pending orders for every cancel of the run (two a sample, and the recording).
+  seedOrders: pendingOrders((values.powertools ? 4 : 2) * (RUNS + 2) + 2),
+  keys: [{ key: KEY, plan: 'enterprise', limits: LIMITS, label: 'bench:cold-init' }],
+});
+try {
+  const env = lambdaEnvironment(stack);
+  let nextOrder = FIRST_ORDER;
+  const functions: Subject[] = [
+    {
+      name: 'authorizer',
+      entry: join(PROJECT_ROOT, 'functions', 'authorizer.ts'),
+      event: () => ({
+        type: 'TOKEN',
+        authorizationToken: `Bearer ${KEY}`,
+        methodArn: 'arn:aws:execute-api:eu-west-1:123456789012:abcdef1234/v1/GET/store/orders',
+      }),
+      status: 'Allow',
+    },
+    {
+      name: 'listOrders',
+      entry: join(PROJECT_ROOT, 'functions', 'list-orders.ts'),
+      event: () => proxyEvent('GET', '/store/orders', '/store/orders'),
+      status: '200',
+    },
+    {
+      name: 'cancelOrder',
+      entry: join(PROJECT_ROOT, 'functions', 'cancel-order.ts'),
+      event: () => {
+        const id = String(nextOrder++);
+        return proxyEvent('DELETE', '/store/orders/{orderId}', `/store/orders/${id}`, id);
+      },
+      status: '204',
+    },
+  ];
+  const files = new Map<string, string>();
+  await Promise.all(functions.map(async (f) => files.set(f.name, await bundle(f.name, f.entry))));
+  // The calls of each function that makes more than one, recorded from one warm invocation.
+  const subjects: Subject[] = [
+    { name: 'floor', entry: floorEntry(stack.tables.apiKeys), event: () => ({}), status: '200' },
+    ...(values.primed
+      ? [
+          {
+            name: 'floor, primed',
+            entry: floorEntry(stack.tables.apiKeys, true),
+            event: () => ({}),
+            status: '200',
+          },
+        ]
+      : []),
+  ];
+  for (const f of functions) {
+    const recorded = await sample(
+      files.get(f.name) ?? '',
+      { events: [f.event(0), f.event(1)], record: true },
+      env,
+    );
+    const warm = recorded.calls?.[1] ?? [];
+    if (warm.length > 1) {
+      const name = `floor: ${f.name.replace(/Orders?$|Order$/, '')} calls`;
+      subjects.push({
+        name,
+        entry: callsFloorEntry(name, warm),
+        event: () => ({}),
+        status: '200',
+        calls: describeWaves(inWaves(warm)),
+      });
+      f.floor = name;
     }
   }
-  const floor = median(samples.get('floor') ?? []);
-  console.log(
-    `cold init, median of ${RUNS} fresh processes each, in turn (goal: ≤ ${GOAL}× floor)`,
+  subjects.push(...functions);
+  for (const s of subjects)
+    if (!files.has(s.name)) files.set(s.name, await bundle(s.name, s.entry));
+  if (values.powertools) {
+    for (const f of functions) {
+      const name = `${f.name} + Powertools`;
+      subjects.push({ ...f, name, variantOf: f.name });
+      files.set(name, await bundle(name, f.entry, true));
+    }
+  }
+
+  const results = new Map<string, Loaded[]>(subjects.map((s) => [s.name, []]));
+  for (let run = 0; run < RUNS + 1; run++) {
+    const round = [
+      ...subjects.slice(run % subjects.length),
+      ...subjects.slice(0, run % subjects.length),
+    ];
+    for (const s of round) {
+      const loaded = await sample(
+        files.get(s.name) ?? '',
+        { events: [s.event(0), s.event(1)] },
+        env,
+      );
+      const statuses = (loaded.answers ?? []).map((a) => a.status);
+      if (statuses.some((status) => status !== s.status)) {
+        throw new Error(
+          `${s.name} answered ${statuses.join(', ')}, not ${s.status}: check its set-up`,
+        );
+      }
+      if (run > 0) results.get(s.name)?.push(loaded); // the first round warms the file cache
+    }
+  }
+  report(subjects, files, results);
+} finally {
+  await Promise.all(
+    Object.values(stack.tables).map((TableName) =>
+      stack.client.send(new DeleteTableCommand({ TableName })).catch(() => undefined),
+    ),
   );
-  console.log('bundle            size   init       × floor');
-  for (const { name, file } of bundles) {
-    const init = median(samples.get(name) ?? []);
-    const ratio = init / floor;
-    const verdict = name === 'floor' ? '' : ratio <= GOAL ? '  within the goal' : '  OVER the goal';
+  await stack.stop();
+  rmSync(outRoot, { recursive: true, force: true });
+}
+
+function report(
+  subjects: readonly Subject[],
+  files: Map<string, string>,
+  results: Map<string, Loaded[]>,
+): void {
+  const figures = new Map(
+    subjects.map((s) => {
+      const samples = results.get(s.name) ?? [];
+      const first = samples.map((l) => l.answers?.[0]?.at ?? NaN);
+      const warm = samples.map((l) => (l.answers?.[1]?.at ?? NaN) - (l.answers?.[0]?.at ?? NaN));
+      const cpuFirst = samples.map((l) => l.answers?.[0]?.cpu ?? NaN);
+      const cpuWarm = samples.map(
+        (l) => (l.answers?.[1]?.cpu ?? NaN) - (l.answers?.[0]?.cpu ?? NaN),
+      );
+      return [
+        s.name,
+        {
+          load: median(samples.map((l) => l.ms)),
+          first: median(first),
+          warm: median(warm),
+          penalty: median(first.map((f, i) => f - (warm[i] ?? NaN))),
+          connections: median(samples.map((l) => l.answers?.[0]?.connections ?? NaN)),
+          cpuFirst: median(cpuFirst),
+          cpuPenalty: median(cpuFirst.map((f, i) => f - (cpuWarm[i] ?? NaN))),
+        },
+      ];
+    }),
+  );
+  console.log(
+    `first answers, median of ${RUNS} fresh processes each, in turn (goal: cold penalty ≤ ${GOAL}× the floor's)`,
+  );
+  console.log(
+    `AWS first: the first answer + ${TLS_HANDSHAKE_MS} ms for each connection opened (TCP and TLS handshakes); CPU: the process's own CPU time`,
+  );
+  console.log(
+    `bundle                  size    load   first    warm  penalty  × floor  × calls floor  conns  AWS first  | CPU: first  penalty  × floor  × calls floor`,
+  );
+  for (const s of subjects) if (s.calls) console.log(`${s.name}: ${s.calls}`);
+  const floor = figures.get('floor');
+  for (const s of subjects) {
+    const f = figures.get(s.name);
+    if (!f || !floor) continue;
+    const ratio = f.penalty / floor.penalty;
+    const callsFloor = s.floor ? figures.get(s.floor) : undefined;
+    const callsRatio = callsFloor ? f.penalty / callsFloor.penalty : undefined;
+    const isFloor = s.name.startsWith('floor') || s.variantOf !== undefined;
+    const judged = callsRatio ?? ratio;
+    const verdict = isFloor ? '' : judged <= GOAL ? '  within the goal' : '  OVER the goal';
     console.log(
-      `${name.padEnd(14)} ${(statSync(file).size / 1024).toFixed(0).padStart(5)} KiB ${init.toFixed(1).padStart(6)} ms  ${ratio.toFixed(2)}×${verdict}`,
+      [
+        s.name.padEnd(20),
+        `${(statSync(files.get(s.name) ?? '').size / 1024).toFixed(0).padStart(5)} KiB`,
+        fixed(f.load),
+        fixed(f.first, 7),
+        fixed(f.warm, 7),
+        fixed(f.penalty, 8),
+        `${ratio.toFixed(2)}×`.padStart(8),
+        (callsRatio === undefined ? '' : `${callsRatio.toFixed(2)}×`).padStart(14),
+        String(f.connections).padStart(6),
+        fixed(f.first + f.connections * TLS_HANDSHAKE_MS, 10),
+        ` |${fixed(f.cpuFirst, 11)}`,
+        fixed(f.cpuPenalty, 8),
+        `${(f.cpuPenalty / floor.cpuPenalty).toFixed(2)}×`.padStart(8),
+        (callsFloor ? `${(f.cpuPenalty / callsFloor.cpuPenalty).toFixed(2)}×` : '').padStart(14),
+      ].join(' ') + verdict,
     );
   }
-} finally {
-  rmSync(outRoot, { recursive: true, force: true });
+  const variants = subjects.filter((s) => s.variantOf !== undefined);
+  if (variants.length > 0) {
+    console.log(
+      `Powertools Logger and Metrics in place of functions/shared (kept only if Powertools costs over ${POWERTOOLS_LIMIT * 100}% of a first answer):`,
+    );
+  }
+  for (const s of variants) {
+    const own = figures.get(s.variantOf ?? '');
+    const with_ = figures.get(s.name);
+    if (!own || !with_) continue;
+    const change = (from: number, to: number) =>
+      `${fixed(from)} → ${fixed(to)} ms: ${to >= from ? '+' : ''}${(to - from).toFixed(1)} ms (${((100 * (to - from)) / from).toFixed(1)}%)`;
+    console.log(
+      `  ${(s.variantOf ?? '').padEnd(12)} first answer ${change(own.first, with_.first)}; its CPU ${change(own.cpuFirst, with_.cpuFirst)}`,
+    );
+  }
 }

@@ -11,7 +11,11 @@ import type { RateLimiter } from '../lib/limits/limiter.ts';
 import { cancelOrder, parseOrderId, readOrderId } from '../lib/orders/operations.ts';
 import type { OrderStore } from '../lib/orders/order-store.ts';
 import { requestSignal } from './shared/budget.ts';
-import { orderStoreFromEnv, rateLimiterFromEnv } from './shared/dependencies.ts';
+import {
+  limiterClientFromEnv,
+  orderStoreFromEnv,
+  rateLimiterFromEnv,
+} from './shared/dependencies.ts';
 import { httpMiddlewares } from './shared/http-function.ts';
 import type { RateLimitDependencies } from './shared/rate-limit.ts';
 
@@ -61,9 +65,11 @@ export function createCancelOrderHandler(deps: CancelOrderDependencies) {
     });
 }
 
+// Created at load (Lambda's init, outside the handler); the stores at the first call.
+const limiterClient = limiterClientFromEnv();
 let store: OrderStore | undefined;
 let limiter: RateLimiter | undefined;
 export const handler = createCancelOrderHandler({
   orders: () => (store ??= orderStoreFromEnv()),
-  limiter: () => (limiter ??= rateLimiterFromEnv()),
+  limiter: () => (limiter ??= rateLimiterFromEnv(limiterClient)),
 });

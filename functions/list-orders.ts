@@ -29,7 +29,11 @@ import { METRIC_NAMES } from '../lib/metrics.ts';
 import { listOrders, listVersion } from '../lib/orders/operations.ts';
 import type { ListVersion, OrderStore } from '../lib/orders/order-store.ts';
 import { requestSignal } from './shared/budget.ts';
-import { orderStoreFromEnv, rateLimiterFromEnv } from './shared/dependencies.ts';
+import {
+  limiterClientFromEnv,
+  orderStoreFromEnv,
+  rateLimiterFromEnv,
+} from './shared/dependencies.ts';
 import { ApiError } from './shared/http-errors.ts';
 import { httpMiddlewares } from './shared/http-function.ts';
 import { listBody, ListReport } from './shared/list-body.ts';
@@ -149,10 +153,12 @@ export function createListOrdersHandler(deps: ListOrdersDependencies) {
     });
 }
 
+// Created at load (Lambda's init, outside the handler); the stores at the first call.
+const limiterClient = limiterClientFromEnv();
 let store: OrderStore | undefined;
 let limiter: (RateLimiter & FreeAllowance) | undefined;
 export const handler = createListOrdersHandler({
   orders: () => (store ??= orderStoreFromEnv()),
-  limiter: () => (limiter ??= rateLimiterFromEnv()),
-  freeAllowance: () => (limiter ??= rateLimiterFromEnv()),
+  limiter: () => (limiter ??= rateLimiterFromEnv(limiterClient)),
+  freeAllowance: () => (limiter ??= rateLimiterFromEnv(limiterClient)),
 });

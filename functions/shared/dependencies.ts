@@ -1,14 +1,17 @@
 /**
- * The stores a function uses, built once per cold start from the environment. Each function
- * asks only for what it uses, so it only needs the variables (and permissions) of its tables.
- * Every DynamoDB call is recorded (./dynamodb-calls.ts).
+ * The stores a function uses. The DynamoDB clients are created as the function loads (Lambda's
+ * init, outside the handler, as AWS recommends); the stores at the first call, from the
+ * environment: each function asks only for what it uses, so it only needs the variables (and
+ * permissions) of its tables. Every DynamoDB call is recorded (./dynamodb-calls.ts).
  */
 import { requireEnv } from '../../lib/config/env.ts';
 import {
+  attemptTimeouts,
   connectionFromEnv,
   createDocumentClient,
   createSingleAttemptClient,
 } from '../../lib/dynamodb/client.ts';
+import { deliveryWatchingAgents } from '../../lib/dynamodb/delivery.ts';
 import { DynamoDbKeyStore } from '../../lib/dynamodb/keys-table.ts';
 import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
 import { TABLES } from '../../lib/dynamodb/tables.ts';
@@ -20,12 +23,23 @@ import { logger } from './logger.ts';
 import { metrics, MetricUnit } from './metrics.ts';
 type DocumentClient = ReturnType<typeof createDocumentClient>;
 
-let client: DocumentClient | undefined;
+/**
+ * The container's one pool of connections, shared by its clients: a connection one client opened
+ * and finished with serves the other's next call (a list's first request: 8 connections, not 9).
+ * The agents watch every request: the rate limiter's proof of non-delivery (delivery.ts).
+ */
+const agents = deliveryWatchingAgents();
 
-/** The container's one client. */
-function documentClient(): DocumentClient {
-  client ??= recordCalls(createDocumentClient(connectionFromEnv()));
-  return client;
+/** The container's client, created at load. */
+const client = recordCalls(
+  createDocumentClient(connectionFromEnv(), {
+    requestHandler: { ...attemptTimeouts(), ...agents },
+  }),
+);
+
+/** The rate limiter's client (one attempt a call), for the functions that count requests. */
+export function limiterClientFromEnv(): DocumentClient {
+  return recordCalls(createSingleAttemptClient(connectionFromEnv(), agents));
 }
 
 /**
@@ -40,13 +54,13 @@ export function onListVersionReleaseFailure(error: unknown): void {
 }
 
 export function orderStoreFromEnv(): DynamoDbOrderStore {
-  return new DynamoDbOrderStore(documentClient(), requireEnv(TABLES.orders.envVar), {
+  return new DynamoDbOrderStore(client, requireEnv(TABLES.orders.envVar), {
     listVersion: { onReleaseFailure: onListVersionReleaseFailure },
   });
 }
 
 export function keyStoreFromEnv(): DynamoDbKeyStore {
-  return new DynamoDbKeyStore(documentClient(), requireEnv(TABLES.apiKeys.envVar));
+  return new DynamoDbKeyStore(client, requireEnv(TABLES.apiKeys.envVar));
 }
 
 /** What a function does when the limiter's store fails transiently: a warning and a metric. */
@@ -59,10 +73,9 @@ export function onLimiterStoreFailure(settings: LimiterSettings): (error: unknow
   };
 }
 
-export function rateLimiterFromEnv(): DynamoDbRateLimiter {
+export function rateLimiterFromEnv(limiterClient: DocumentClient): DynamoDbRateLimiter {
   const settings = limiterSettingsFromEnv();
-  const client = recordCalls(createSingleAttemptClient(connectionFromEnv()));
-  return new DynamoDbRateLimiter(client, requireEnv(TABLES.rateLimits.envVar), {
+  return new DynamoDbRateLimiter(limiterClient, requireEnv(TABLES.rateLimits.envVar), {
     settings,
     onStoreFailure: onLimiterStoreFailure(settings),
   });

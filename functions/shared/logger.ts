@@ -11,23 +11,16 @@
  * like an API key or a bearer credential. A record that cannot be serialized still gives a line.
  *
  * The level is LOG_LEVEL (DEBUG, INFO, WARN, ERROR or SILENT; INFO when unset), read at load.
- * Why not Powertools Logger: it cost every cold start about 4.6 ms, the most of the functions'
- * distance to the floor (bench/README.md, "Cold start").
+ * Why not Powertools: with its Logger and Metrics in place of these, the list's first answer in a
+ * cold process took 10–19% more CPU time (`npm run bench:cold-init -- --powertools`; the rule is
+ * our own only above 5%: bench/README.md, "Cold start").
  */
 import type { Context } from 'aws-lambda';
 import type { MiddlewareObj } from '@middy/core';
-import { KEY_TEXT } from '../../lib/keys/api-key.ts';
 import { SERVICE_NAME } from '../../lib/metrics.ts';
+import { redactValue } from './redact.ts';
 
-const SECRET_FIELDS = /authorization|api[-_]?key$|token|secret|keyhash|password/i;
-const SECRET_VALUES = [KEY_TEXT, /\b(bearer|basic)\s+[A-Za-z0-9\-._~+/]+=*/gi];
-
-/** A value with every secret-looking part replaced by `[redacted]`. */
-export function redactValue(key: string, value: unknown): unknown {
-  if (key !== '' && SECRET_FIELDS.test(key)) return '[redacted]';
-  if (typeof value !== 'string') return value;
-  return SECRET_VALUES.reduce((text, pattern) => text.replace(pattern, '[redacted]'), value);
-}
+export { redactValue };
 
 export const LOG_LEVELS = { DEBUG: 8, INFO: 12, WARN: 16, ERROR: 20, SILENT: 28 } as const;
 export type LogLevel = keyof typeof LOG_LEVELS;

@@ -4,8 +4,9 @@
  * (METRICS_NAMESPACE, set by the stack), with the dimension `service`. A call records its
  * metrics, and they are written at its end, together. METRICS_DISABLED=true drops them (local
  * runs and tests).
- * Why not Powertools Metrics: it cost every cold start about 3.5 ms, a third of the functions'
- * distance to the floor (bench/README.md, "Cold start").
+ * Why not Powertools: with its Logger and Metrics in place of these, the list's first answer in a
+ * cold process took 10–19% more CPU time (`npm run bench:cold-init -- --powertools`; the rule is
+ * our own only above 5%: bench/README.md, "Cold start").
  */
 import type { MiddlewareObj } from '@middy/core';
 import { METRICS_NAMESPACE, SERVICE_NAME } from '../../lib/metrics.ts';

@@ -66,12 +66,13 @@ export function createDocumentClient(
  */
 export function createSingleAttemptClient(
   connection: DynamoDbConnection = {},
+  agents: ReturnType<typeof deliveryWatchingAgents> = deliveryWatchingAgents(),
 ): DynamoDBDocumentClient {
   return createDocumentClient(connection, {
     maxAttempts: 1,
     // Its agents record which failed requests provably never reached DynamoDB (./delivery.ts):
     // those, and only those, its caller may send again.
-    requestHandler: { ...attemptTimeouts(TIME_BUDGETS.requestMs), ...deliveryWatchingAgents() },
+    requestHandler: { ...attemptTimeouts(TIME_BUDGETS.requestMs), ...agents },
   });
 }
 

@@ -5,12 +5,15 @@
  * TypeScript sources; this one catches what bundling alone could break (a module that needs ES
  * module semantics, a dynamic import, a dependency esbuild resolved differently).
  */
+import { execFile } from 'node:child_process';
 import { createRequire } from 'node:module';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Loaded } from '../../bench/load-bundle.ts';
 import { BUNDLE_FILE, esbuildOptions } from '../../infra/constructs/service-function.ts';
 import { tableEnv } from '../../lib/dynamodb/client.ts';
 import { DynamoDbKeyStore } from '../../lib/dynamodb/keys-table.ts';
@@ -41,6 +44,8 @@ beforeAll(async () => {
   await registerKeys(keys, [{ key, plan: 'free' }], new Date());
   await new DynamoDbOrderStore(t.client, t.tables.orders).putOrders([
     { id: 1n, petId: 10n, quantity: 1, status: 'pending' },
+    { id: 2n, petId: 20n, quantity: 1, status: 'pending' },
+    { id: 3n, petId: 30n, quantity: 1, status: 'pending' },
     { id: 9223372036854775807n, petId: 9223372036854775806n, status: 'shipped' },
   ]);
   Object.assign(process.env, tableEnv(t.tables), {
@@ -104,4 +109,67 @@ describe('the deployed bundles, on DynamoDB Local', () => {
     const stranger = await authorize(`Bearer ${generateApiKey()}`);
     expect(stranger.policyDocument.Statement[0]?.Effect).toBe('Deny');
   });
+});
+
+/**
+ * A fresh process, as a cold Lambda container: the bundle loaded and invoked twice by
+ * bench/load-bundle.ts (what `npm run bench:cold-init` measures), with the connections it opened.
+ */
+async function firstAnswers(fn: string, events: unknown[]): Promise<Loaded> {
+  const file = join(dir, `${fn}-events.json`);
+  writeFileSync(file, JSON.stringify({ events }));
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    [join(PROJECT_ROOT, 'bench', 'load-bundle.ts'), join(dir, fn, BUNDLE_FILE), file],
+    { env: { ...process.env, NODE_OPTIONS: '', LOG_LEVEL: 'INFO', METRICS_DISABLED: 'false' } },
+  );
+  return JSON.parse(stdout.trimEnd().split('\n').at(-1) ?? '') as Loaded;
+}
+
+describe('a cold process of each bundle', () => {
+  const caller = {
+    principalId: 'key_cold',
+    keyId: 'key_cold',
+    plan: 'free',
+    perMinute: '1000',
+    perDay: '100000',
+  };
+  const cancel = (id: string) =>
+    proxyEvent({
+      method: 'DELETE',
+      resource: '/store/orders/{orderId}',
+      path: `/store/orders/${id}`,
+      pathParameters: { orderId: id },
+      authorizer: caller,
+    });
+  const list = proxyEvent({
+    method: 'GET',
+    resource: '/store/orders',
+    path: '/store/orders',
+    authorizer: caller,
+  });
+
+  it.each([
+    // One call: one connection.
+    [
+      'authorizer',
+      [{ type: 'TOKEN', authorizationToken: `Bearer ${key}`, methodArn }],
+      ['Allow'],
+      1,
+    ],
+    // The limiter's count beside the version's mark, then the write and the release on those two.
+    ['cancel-order', [cancel('2'), cancel('3')], ['204', '204'], 2],
+    // The limiter's count beside the version read, then 8 partition queries: the two connections
+    // the first calls opened serve two of them (one pool for both clients), six more are opened.
+    ['list-orders', [list, list], ['200', '200'], 8],
+  ] as const)(
+    '%s: its first answer opens one connection per call in flight, the warm one none',
+    async (fn, events, statuses, connections) => {
+      const loaded = await firstAnswers(fn, [...events]);
+      expect(loaded.answers?.map((a) => a.status)).toEqual(statuses);
+      expect(loaded.answers?.[0]?.connections).toBe(connections);
+      expect(loaded.answers?.at(-1)?.connections).toBe(connections);
+      expect(loaded.answers?.[0]?.at).toBeGreaterThan(loaded.ms);
+    },
+  );
 });

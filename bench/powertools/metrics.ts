@@ -1,0 +1,22 @@
+/**
+ * functions/shared/metrics.ts as it was with Powertools Metrics, for `npm run bench:cold-init --
+ * --powertools`: the same exports the functions use.
+ */
+import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+import type { MiddlewareObj } from '@middy/core';
+import { METRICS_NAMESPACE, SERVICE_NAME } from '../../lib/metrics.ts';
+
+export { MetricUnit };
+
+export const metrics = new Metrics({
+  namespace: process.env.METRICS_NAMESPACE ?? METRICS_NAMESPACE,
+  serviceName: SERVICE_NAME,
+});
+
+/** Publishes what a call recorded, if anything. */
+export function publishMetrics(): MiddlewareObj {
+  const publish = (): void => {
+    if (metrics.hasStoredMetrics()) metrics.publishStoredMetrics();
+  };
+  return { after: publish, onError: publish };
+}
