@@ -75,7 +75,9 @@ const tests =
     ? [vitest(args)]
     : [vitest(LONG_FILES), vitest(LONG_FILES.flatMap((file) => ['--exclude', file]))];
 const checked = await check.ok;
-process.stdout.write(`\n── npm run check (${checked ? 'passed' : 'FAILED'}) ──\n${check.output()}\n`);
+process.stdout.write(
+  `\n── npm run check (${checked ? 'passed' : 'FAILED'}) ──\n${check.output()}\n`,
+);
 if (!checked) {
   console.error('npm test: the checks failed (above); stopping the tests');
   stopAll();
