@@ -138,7 +138,7 @@ async function localTarget(): Promise<Target> {
     );
   }
   return {
-    description: `the local API (${state.endpoint})`,
+    description: `the local API (${state.apiUrl})`,
     connection: { endpoint: state.endpoint, region: state.region },
     ...(state.ban ? { ban: state.ban } : {}),
     tables: {
