@@ -748,9 +748,12 @@ describe('openApiResponseErrors: what the project checks beyond openapi-backend'
           `{"id":${9007199254740993n + BigInt(i)},"petId":${i},"quantity":1,` +
           `"shipDate":"2026-11-20T09:00:00Z","complete":false,"status":"shipped"}`,
       );
-      const started = performance.now();
+      // What the check costs, in this process's CPU time: wall time on a shared 2-core machine
+      // also measures the other test files (1.8 s alone, 8.7 s beside them in CI).
+      const started = process.cpuUsage();
       expect(await openApiResponseErrors({ ...list, body: `[${orders.join(',')}]` })).toEqual([]);
-      expect(performance.now() - started).toBeLessThan(5_000);
+      const { user, system } = process.cpuUsage(started);
+      expect((user + system) / 1000).toBeLessThan(5_000);
     });
   });
 
