@@ -3,6 +3,7 @@
  * --local` against `npm start -- --ban-after 2 --ban-seconds 120`): `keys show` sees the
  * counts, refusals and ban the limiter sees; `keys unban` lifts the ban through the real API;
  * and the limits the service cannot honour are refused by `keys create` and `keys set-plan`.
+ * The CLI runs as a process here (runCliProcess), as the operator's shell runs it.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -11,7 +12,13 @@ import { ITEM_PER_MINUTE_CEILING } from '../../lib/limits/capacity.ts';
 import { STAGE_THROTTLES, STACK_OUTPUTS, stackNames } from '../../lib/deployment.ts';
 import { startLocalApi, type LocalApi } from '../support/local-api.ts';
 import { createTestTables, type TestTables } from '../support/tables.ts';
-import { expectOneLineError, printedKey, printedKeyId, runCli, tempFile } from './support.ts';
+import {
+  expectOneLineError,
+  printedKey,
+  printedKeyId,
+  runCliProcess,
+  tempFile,
+} from './support.ts';
 
 let api: LocalApi;
 beforeAll(async () => {
@@ -20,7 +27,7 @@ beforeAll(async () => {
 afterAll(() => api.stop());
 
 const local = (...args: string[]) =>
-  runCli([...args, '--local'], { env: { STORE_ORDERS_LOCAL_STATE: api.stateFile } });
+  runCliProcess([...args, '--local'], { env: { STORE_ORDERS_LOCAL_STATE: api.stateFile } });
 const get = (key: string) =>
   fetch(`${api.url}/store/orders`, { headers: { Authorization: `Bearer ${key}` } });
 
@@ -192,7 +199,15 @@ describe('limits the service cannot honour', () => {
 
     it("keys set-plan refuses a limit above staging's throttle and leaves the key as it was", async () => {
       const onStaging = (...args: string[]) =>
-        runCli([...args, '--stage', 'staging', '--outputs', outputs, '--endpoint', t.endpoint]);
+        runCliProcess([
+          ...args,
+          '--stage',
+          'staging',
+          '--outputs',
+          outputs,
+          '--endpoint',
+          t.endpoint,
+        ]);
       const created = await onStaging('keys', 'create', '--plan', 'pro');
       const keyId = printedKeyId(created.stdout);
       const throttle = STAGE_THROTTLES.staging.rateLimit;
