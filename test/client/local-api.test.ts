@@ -158,8 +158,11 @@ describe('the kept list (If-None-Match)', () => {
     expect(second.etag).toBe(first.etag);
     expect(sent).toEqual([null, first.etag]);
     expect(statuses).toEqual([200, 304]);
-    // The 304 took nothing from the plan.
-    expect(c.rateLimit).toMatchObject({ status: 304, remaining });
+    // The 304 took nothing from the plan: the remaining count did not go down (it may go up by
+    // one as the sliding window moves on between the two calls: the file's earlier requests on
+    // this key weigh a little less each second, and a clean-clone CI run saw 293 → 294).
+    expect(c.rateLimit?.status).toBe(304);
+    expect(c.rateLimit?.remaining).toBeGreaterThanOrEqual(remaining ?? Infinity);
     // listAllOrders is conditional too, and hands out a copy of the kept list.
     const all = await c.listAllOrders();
     expect(all).toEqual(EXPECTED);
