@@ -159,9 +159,11 @@ describe(`a list of ${ORDERS.toLocaleString('en')} orders`, () => {
       () => (done = true),
       () => (done = true),
     );
-    // Until the function has filled what lies between it and the client, and stopped.
+    // Until the function has filled what lies between it and the client, and stopped: no page
+    // read for 2 s (on a loaded machine a working function can go 500 ms without one).
     let stalledAt = -1;
-    for (let waited = 0; queries !== stalledAt && waited < 10_000; waited += 500) {
+    for (let still = 0, waited = 0; still < 4 && waited < 30_000; waited += 500) {
+      still = queries === stalledAt ? still + 1 : 0;
       stalledAt = queries;
       await sleep(500);
     }
