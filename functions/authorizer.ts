@@ -13,9 +13,11 @@
  * No Allow is ever returned for a key that was not verified. The lookup has a time budget
  * (TIME_BUDGETS.authorizerMs).
  */
+import middy from '@middy/core';
 import type {
   APIGatewayAuthorizerResult,
   APIGatewayTokenAuthorizerEvent,
+  Context,
   StatementEffect,
 } from 'aws-lambda';
 import { signalAt, TIME_BUDGETS } from '../lib/config/budgets.ts';
@@ -24,10 +26,10 @@ import { authenticate, callerToContext } from '../lib/keys/authenticate.ts';
 import type { KeyStore } from '../lib/keys/key-store.ts';
 import { METRIC_NAMES } from '../lib/metrics.ts';
 import { keyStoreFromEnv } from './shared/dependencies.ts';
-import { logger, logInvocation } from './shared/logger.ts';
+import { CallRecord, recordInvocation } from './shared/dynamodb-calls.ts';
+import { inInvocation } from './shared/invocation.ts';
+import { logger } from './shared/logger.ts';
 import { metrics, MetricUnit } from './shared/metrics.ts';
-import { recordInvocation } from './shared/dynamodb-calls.ts';
-import middy from '@middy/core';
 
 export interface AuthorizerDependencies {
   readonly keys: () => KeyStore;
@@ -64,8 +66,14 @@ function policy(
   };
 }
 
+/** An invocation's scope: its logger (no request id: API Gateway gives a TOKEN authorizer none). */
+const startInvocation = (_event: APIGatewayTokenAuthorizerEvent, context: Context) => ({
+  log: logger.startInvocation(context),
+  calls: new CallRecord(),
+});
+
 export function createAuthorizerHandler(deps: AuthorizerDependencies) {
-  return middy(
+  const authorize = middy(
     async (event: APIGatewayTokenAuthorizerEvent): Promise<APIGatewayAuthorizerResult> => {
       const now = deps.now?.() ?? new Date();
       let caller;
@@ -96,9 +104,8 @@ export function createAuthorizerHandler(deps: AuthorizerDependencies) {
       }
       return policy('Allow', caller.keyId, event.methodArn, callerToContext(caller));
     },
-  )
-    .use(logInvocation())
-    .use(recordInvocation());
+  ).use(recordInvocation());
+  return inInvocation(startInvocation, authorize);
 }
 
 let store: KeyStore | undefined;

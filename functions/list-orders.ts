@@ -12,7 +12,7 @@
  */
 import middy from '@middy/core';
 import { executionModeStreamifyResponse } from '@middy/core/StreamifyResponse';
-import type { APIGatewayProxyEvent, Context } from 'aws-lambda';
+import type { APIGatewayProxyEvent } from 'aws-lambda';
 import { negotiateCoding, type Coding } from '../lib/api/content-coding.ts';
 import {
   formatEntityTag,
@@ -28,14 +28,14 @@ import type { RateLimiter } from '../lib/limits/limiter.ts';
 import { METRIC_NAMES } from '../lib/metrics.ts';
 import { listOrders, listVersion } from '../lib/orders/operations.ts';
 import type { ListVersion, OrderStore } from '../lib/orders/order-store.ts';
-import { requestSignal } from './shared/budget.ts';
 import {
   limiterClientFromEnv,
   orderStoreFromEnv,
   rateLimiterFromEnv,
 } from './shared/dependencies.ts';
 import { ApiError } from './shared/http-errors.ts';
-import { httpMiddlewares } from './shared/http-function.ts';
+import { httpFunction } from './shared/http-function.ts';
+import { httpInvocation, type HttpInvocation } from './shared/invocation.ts';
 import { listBody, ListReport } from './shared/list-body.ts';
 import { logger } from './shared/logger.ts';
 import { metrics, MetricUnit } from './shared/metrics.ts';
@@ -103,24 +103,24 @@ function header(event: APIGatewayProxyEvent, name: string): string | undefined {
 }
 
 export function createListOrdersHandler(deps: ListOrdersDependencies) {
-  const requests = new WeakMap<object, ListRequest>();
-  const listRequest = (event: APIGatewayProxyEvent, context: Context): ListRequest => {
-    let request = requests.get(event);
-    if (!request) {
-      const version = listVersion(deps.orders(), { signal: requestSignal(event, context) });
+  const listRequest = (
+    event: APIGatewayProxyEvent,
+    invocation: HttpInvocation<ListRequest> = httpInvocation(),
+  ): ListRequest => {
+    if (!invocation.own) {
+      const version = listVersion(deps.orders(), { signal: invocation.signal });
       // Awaited by the handler; a request refused before it must not leave it unobserved.
       version.catch(() => undefined);
-      request = {
+      invocation.own = {
         condition: parseIfNoneMatch(header(event, 'if-none-match')),
         coding: negotiateCoding(header(event, 'accept-encoding')),
         version,
       };
-      requests.set(event, request);
     }
-    return request;
+    return invocation.own;
   };
-  const willAnswerFree = (event: APIGatewayProxyEvent, context: Context) => {
-    const request = listRequest(event, context);
+  const willAnswerFree = (event: APIGatewayProxyEvent) => {
+    const request = listRequest(event);
     if (!isConditional(request.condition)) return undefined;
     // A 406 comes before any precondition (RFC 9110 §13.2.1).
     if (request.coding === undefined) return Promise.resolve(false);
@@ -132,25 +132,28 @@ export function createListOrdersHandler(deps: ListOrdersDependencies) {
     ...(deps.requestBudgetMs ? { requestBudgetMs: deps.requestBudgetMs } : {}),
     ...(deps.freeAllowance ? { free: { allowance: deps.freeAllowance, willAnswerFree } } : {}),
   };
-  return middy<APIGatewayProxyEvent>({ executionMode: executionModeStreamifyResponse })
-    .use(httpMiddlewares(limits))
-    .handler(async (event, context) => {
-      const { coding, validators, unchanged } = await checkConditions(listRequest(event, context));
-      if (unchanged) {
-        logger.info('List not modified', { etag: validators.ETag });
-        metrics.addMetric(METRIC_NAMES.listNotModified, MetricUnit.Count, 1);
-        return notModifiedResponse(validators);
-      }
-      const report = new ListReport();
-      const orders = await listOrders(deps.orders(), {
-        signal: requestSignal(event, context),
-        onUnreadable: report.addUnreadable,
-      });
-      return jsonStream(200, listBody(orders, coding, report, deps.ceilingBytes), {
-        ...(coding === 'identity' ? {} : { 'Content-Encoding': coding }),
-        ...validators,
-      });
+  const list = httpFunction(limits, async (event, invocation: HttpInvocation<ListRequest>) => {
+    const { coding, validators, unchanged } = await checkConditions(listRequest(event, invocation));
+    if (unchanged) {
+      logger.info('List not modified', { etag: validators.ETag });
+      metrics.addMetric(METRIC_NAMES.listNotModified, MetricUnit.Count, 1);
+      return notModifiedResponse(validators);
+    }
+    const report = new ListReport();
+    const orders = await listOrders(deps.orders(), {
+      signal: invocation.signal,
+      onUnreadable: report.addUnreadable,
     });
+    return jsonStream(200, listBody(orders, coding, report, deps.ceilingBytes), {
+      ...(coding === 'identity' ? {} : { 'Content-Encoding': coding }),
+      ...validators,
+    });
+  });
+  // Streamed by middy around the chain, whose own early timeout stands.
+  return middy<APIGatewayProxyEvent>({
+    executionMode: executionModeStreamifyResponse,
+    timeoutEarlyInMillis: 0,
+  }).handler(list);
 }
 
 // Created at load (Lambda's init, outside the handler); the stores at the first call.

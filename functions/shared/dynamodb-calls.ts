@@ -17,7 +17,7 @@ import type {
 import type { InitializeMiddleware, MetadataBearer } from '@smithy/types';
 import { isConditionFailure } from '../../lib/dynamodb/errors.ts';
 import { METRIC_NAMES } from '../../lib/metrics.ts';
-import { logger } from './logger.ts';
+import { currentInvocation } from './invocation.ts';
 import { metrics, MetricUnit, publishMetrics } from './metrics.ts';
 
 /** The calls of one operation on one table within an invocation. */
@@ -43,8 +43,6 @@ interface Call {
   readonly operation: string;
   readonly table: string;
   readonly started: number;
-  /** Invocations are numbered so that a call ending after its own was reported is not misfiled. */
-  readonly invocation: number;
 }
 /** How a call that did not simply answer is counted. */
 type Counted = 'failed' | 'conditionsFailed' | 'abandoned';
@@ -59,53 +57,56 @@ const NOTHING = {
   maxMs: 0,
 };
 
-let invocation = 0;
-let summaries = new Map<string, CallSummary>();
-const unanswered = new Set<Call>();
+/** The DynamoDB calls of one invocation (./invocation.ts), until its answer takes them. */
+export class CallRecord {
+  private summaries = new Map<string, CallSummary>();
+  private readonly unanswered = new Set<Call>();
 
-/** Adds a call's time and outcome to its operation's summary, and its metric value. */
-function add(call: Call, now: number, counted?: Counted, attempts = 0, error?: string): void {
-  const { operation, table } = call;
-  const key = `${operation} ${table}`;
-  const summary = summaries.get(key) ?? { operation, table, ...NOTHING };
-  summaries.set(key, summary);
-  const ms = now - call.started;
-  summary.calls += 1;
-  summary.totalMs += ms;
-  summary.maxMs = Math.max(summary.maxMs, ms);
-  summary.attempts += attempts;
-  if (counted) summary[counted] += 1;
-  if (error) summary.lastError = error;
-  metrics.addMetric(METRIC_NAMES.dynamoDbCallDuration, MetricUnit.Milliseconds, round(ms));
-}
+  start(operation: string, table: string): Call {
+    const call = { operation, table, started: performance.now() };
+    this.unanswered.add(call);
+    return call;
+  }
 
-function ended(
-  call: Call,
-  { $metadata }: Partial<MetadataBearer>,
-  error?: { name?: string },
-): void {
-  unanswered.delete(call);
-  // Reported (as abandoned) with its own invocation already.
-  if (call.invocation !== invocation) return;
-  const attempts = $metadata?.attempts ?? 1;
-  const now = performance.now();
-  if (error === undefined) return add(call, now, undefined, attempts);
-  if (isConditionFailure(error)) return add(call, now, 'conditionsFailed', attempts);
-  add(call, now, 'failed', attempts, error.name ?? 'Error');
-}
+  ended(call: Call, { $metadata }: Partial<MetadataBearer>, error?: { name?: string }): void {
+    // Reported (as abandoned) with the invocation's answer already.
+    if (!this.unanswered.delete(call)) return;
+    const attempts = $metadata?.attempts ?? 1;
+    const now = performance.now();
+    if (error === undefined) return this.add(call, now, undefined, attempts);
+    if (isConditionFailure(error)) return this.add(call, now, 'conditionsFailed', attempts);
+    this.add(call, now, 'failed', attempts, error.name ?? 'Error');
+  }
 
-/** What the invocation's DynamoDB calls took (calls still unanswered: abandoned), and clears it. */
-export function takeCalls(): CallSummary[] {
-  const now = performance.now();
-  for (const call of unanswered) if (call.invocation === invocation) add(call, now, 'abandoned');
-  const taken = [...summaries.values()].map((s) => ({
-    ...s,
-    totalMs: round(s.totalMs),
-    maxMs: round(s.maxMs),
-  }));
-  summaries = new Map();
-  invocation += 1;
-  return taken;
+  /** What the calls took (calls still unanswered: abandoned); calls ending later are not counted. */
+  take(): CallSummary[] {
+    const now = performance.now();
+    for (const call of this.unanswered) this.add(call, now, 'abandoned');
+    this.unanswered.clear();
+    const taken = [...this.summaries.values()].map((s) => ({
+      ...s,
+      totalMs: round(s.totalMs),
+      maxMs: round(s.maxMs),
+    }));
+    this.summaries = new Map();
+    return taken;
+  }
+
+  /** Adds a call's time and outcome to its operation's summary, and its metric value. */
+  private add(call: Call, now: number, counted?: Counted, attempts = 0, error?: string): void {
+    const { operation, table } = call;
+    const key = `${operation} ${table}`;
+    const summary = this.summaries.get(key) ?? { operation, table, ...NOTHING };
+    this.summaries.set(key, summary);
+    const ms = now - call.started;
+    summary.calls += 1;
+    summary.totalMs += ms;
+    summary.maxMs = Math.max(summary.maxMs, ms);
+    summary.attempts += attempts;
+    if (counted) summary[counted] += 1;
+    if (error) summary.lastError = error;
+    metrics.addMetric(METRIC_NAMES.dynamoDbCallDuration, MetricUnit.Milliseconds, round(ms));
+  }
 }
 
 function round(ms: number): number {
@@ -120,31 +121,27 @@ function tableOf(input: ServiceInputTypes): string {
 
 const recordCall: InitializeMiddleware<ServiceInputTypes, ServiceOutputTypes> = (next, context) => {
   return async (args) => {
+    const record = currentInvocation()?.calls;
+    if (!record) return next(args);
     const operation = (context.commandName ?? 'Unknown').replace(/Command$/, '');
-    const call = { operation, table: tableOf(args.input), started: performance.now(), invocation };
-    unanswered.add(call);
+    const call = record.start(operation, tableOf(args.input));
     let result: Awaited<ReturnType<typeof next>>;
     try {
       result = await next(args);
     } catch (error) {
       const failure = (error ?? {}) as Partial<MetadataBearer> & { name?: string };
-      ended(call, failure, failure);
+      record.ended(call, failure, failure);
       throw error;
     }
-    ended(call, result.output);
+    record.ended(call, result.output);
     return result;
   };
 };
 
-/** Records every call the client makes (retries included in one call's time). */
+/** Records every call the client makes within an invocation (retries included in one call's time). */
 export function recordCalls(client: DynamoDBDocumentClient): DynamoDBDocumentClient {
   client.middlewareStack.add(recordCall, { step: 'initialize', name: 'recordDynamoDbCalls' });
   return client;
-}
-
-function logCalls(): void {
-  const taken = takeCalls();
-  if (taken.length > 0) logger.info('DynamoDB calls', { dynamodb: taken });
 }
 
 /**
@@ -153,6 +150,12 @@ function logCalls(): void {
  */
 export function logDynamoDbCalls(): MiddlewareObj {
   const whenAnswered = (request: Request): void => {
+    const invocation = currentInvocation();
+    if (!invocation) return;
+    const logCalls = (): void => {
+      const taken = invocation.calls.take();
+      if (taken.length > 0) invocation.log.info('DynamoDB calls', { dynamodb: taken });
+    };
     const body = (request.response as { body?: unknown } | undefined)?.body;
     if (body && typeof (body as NodeJS.ReadableStream).once === 'function') {
       (body as NodeJS.ReadableStream).once('close', logCalls);
@@ -160,11 +163,7 @@ export function logDynamoDbCalls(): MiddlewareObj {
       logCalls();
     }
   };
-  return {
-    before: () => void takeCalls(),
-    after: whenAnswered,
-    onError: whenAnswered,
-  };
+  return { after: whenAnswered, onError: whenAnswered };
 }
 
 /**

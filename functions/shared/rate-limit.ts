@@ -13,7 +13,7 @@
  * answer will be the free one — and the headers show the key's standing with nothing counted.
  */
 import type { MiddlewareObj, Request } from '@middy/core';
-import type { APIGatewayProxyEvent, Context } from 'aws-lambda';
+import type { APIGatewayProxyEvent } from 'aws-lambda';
 import { isTransient } from '../../lib/failures.ts';
 import type { FreeAllowance } from '../../lib/limits/conditional.ts';
 import {
@@ -24,8 +24,7 @@ import {
   refuseUnlessAdmitted,
   type RateLimiter,
 } from '../../lib/limits/limiter.ts';
-import { requestSignal } from './budget.ts';
-import { callerOf } from './caller.ts';
+import { callerOf, httpInvocation } from './invocation.ts';
 
 export interface FreeAnswers {
   readonly allowance: () => FreeAllowance;
@@ -34,40 +33,31 @@ export interface FreeAnswers {
    * request the function may answer without using the quota, whether it will (resolved once
    * known); undefined for any other request, which is counted.
    */
-  readonly willAnswerFree: (
-    event: APIGatewayProxyEvent,
-    context: Context,
-  ) => Promise<boolean> | undefined;
+  readonly willAnswerFree: (event: APIGatewayProxyEvent) => Promise<boolean> | undefined;
 }
 
 export interface RateLimitDependencies {
   readonly limiter: () => RateLimiter;
   readonly now?: () => number;
-  /**
-   * The request's budget from its arrival (default TIME_BUDGETS.requestMs). The limiter is the
-   * first to ask for the request's deadline, which every later call of the invocation shares.
-   */
+  /** The request's budget from its arrival (default TIME_BUDGETS.requestMs): ./http-function.ts. */
   readonly requestBudgetMs?: number;
   readonly free?: FreeAnswers;
 }
 
 export function rateLimit(deps: RateLimitDependencies): MiddlewareObj<APIGatewayProxyEvent> {
-  const headersOf = new WeakMap<object, Record<string, string>>();
-
-  const addHeaders = (request: Request<APIGatewayProxyEvent>): void => {
-    const headers = headersOf.get(request);
+  const addHeaders = (request: Request): void => {
+    const headers = httpInvocation().rateLimitHeaders;
     const response = request.response as { headers?: Record<string, string> } | undefined;
-    if (!headers || !response) return;
-    response.headers = { ...response.headers, ...headers };
+    if (headers && response) response.headers = { ...response.headers, ...headers };
   };
 
   return {
     before: async (request) => {
-      const caller = callerOf(request.event);
+      const invocation = httpInvocation();
+      const { signal } = invocation;
+      const caller = callerOf(invocation);
       const now = deps.now?.() ?? Date.now();
-      // Fixed at the chain's start (http-function.ts); the same arguments if this runs alone.
-      const signal = requestSignal(request.event, request.context, now, deps.requestBudgetMs);
-      const freeAnswer = deps.free?.willAnswerFree(request.event, request.context);
+      const freeAnswer = deps.free?.willAnswerFree(request.event);
       if (freeAnswer && deps.free) {
         const [taken, free] = await Promise.all([
           deps.free
@@ -84,18 +74,15 @@ export function rateLimit(deps: RateLimitDependencies): MiddlewareObj<APIGateway
         ]);
         if (taken?.outcome === 'banned' || (taken?.outcome === 'free' && free)) {
           // The key's standing, nothing counted: a banned key's refusal, or a free 304.
-          headersOf.set(request, rateLimitHeaders(taken.standing, now, caller.limits));
+          invocation.rateLimitHeaders = rateLimitHeaders(taken.standing, now, caller.limits);
           if (taken.outcome === 'banned') refuseUnlessAdmitted(taken.standing, caller.keyId);
           return;
         }
       }
       const result = await deps.limiter().consume(caller, now, { signal });
-      headersOf.set(
-        request,
-        countsKnown(result)
-          ? rateLimitHeaders(result.decision, now, caller.limits)
-          : policyHeader(caller.limits),
-      );
+      invocation.rateLimitHeaders = countsKnown(result)
+        ? rateLimitHeaders(result.decision, now, caller.limits)
+        : policyHeader(caller.limits);
       // A refusal, or the store's failure when failing closed, is thrown for http-errors.ts.
       enforce(result, caller.keyId);
     },
