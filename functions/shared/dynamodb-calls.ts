@@ -1,12 +1,8 @@
 /**
  * What each DynamoDB call of an invocation took and how it ended, for the operator: one log line
  * per invocation (`DynamoDB calls`, with the request id like every line) listing the calls by
- * operation and table, and the `DynamoDbCallDuration` metric (one value per call).
- *
- * Why not X-Ray subsegments: the X-Ray SDK (Powertools tracer) lengthens every cold start and
- * tracks every promise of the process through an async hook (figures: bench/README.md, "Cold
- * start" and "The list"); a middleware on the SDK client costs a clock read per call. Lambda's
- * active tracing still records each invocation in X-Ray.
+ * operation and table, and the `DynamoDbCallDuration` metric (one value per call). Why not X-Ray
+ * subsegments: docs/architecture.md, "Functions".
  */
 import type { MiddlewareObj, Request } from '@middy/core';
 import type {
@@ -18,7 +14,7 @@ import type { InitializeMiddleware, MetadataBearer } from '@smithy/types';
 import { isConditionFailure } from '../../lib/dynamodb/errors.ts';
 import { METRIC_NAMES } from '../../lib/metrics.ts';
 import { currentInvocation } from './invocation.ts';
-import { metrics, MetricUnit, publishMetrics } from './metrics.ts';
+import { metrics, MetricUnit } from './metrics.ts';
 
 /** The calls of one operation on one table within an invocation. */
 export interface CallSummary {
@@ -145,32 +141,25 @@ export function recordCalls(client: DynamoDBDocumentClient): DynamoDBDocumentCli
 }
 
 /**
- * Logs the invocation's calls when its answer is complete: at once for a buffered answer, when
- * the body ends for a streamed one (the list's pages are read while it streams).
+ * The records of an invocation, once its answer is complete (at once for a buffered answer, when
+ * the body ends for a streamed one: the list's pages are read while it streams): the line of its
+ * DynamoDB calls, then the metrics flush, which so carries every call's duration, those abandoned
+ * at the answer included.
  */
-export function logDynamoDbCalls(): MiddlewareObj {
+export function recordInvocation(): MiddlewareObj {
   const whenAnswered = (request: Request): void => {
     const invocation = currentInvocation();
-    if (!invocation) return;
-    const logCalls = (): void => {
-      const taken = invocation.calls.take();
-      if (taken.length > 0) invocation.log.info('DynamoDB calls', { dynamodb: taken });
+    const record = (): void => {
+      const calls = invocation?.calls.take() ?? [];
+      if (calls.length > 0) invocation?.log.info('DynamoDB calls', { dynamodb: calls });
+      if (metrics.hasStoredMetrics()) metrics.publishStoredMetrics();
     };
     const body = (request.response as { body?: unknown } | undefined)?.body;
     if (body && typeof (body as NodeJS.ReadableStream).once === 'function') {
-      (body as NodeJS.ReadableStream).once('close', logCalls);
+      (body as NodeJS.ReadableStream).once('close', record);
     } else {
-      logCalls();
+      record();
     }
   };
   return { after: whenAnswered, onError: whenAnswered };
-}
-
-/**
- * The records of an invocation, to `.use()` in this order: the line of its DynamoDB calls, then
- * the metrics flush (middy runs `after` in reverse), so that the flush carries every call's
- * duration, those abandoned at the answer included.
- */
-export function recordInvocation(): MiddlewareObj[] {
-  return [publishMetrics(), logDynamoDbCalls()];
 }

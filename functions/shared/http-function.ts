@@ -50,7 +50,7 @@ export function httpFunction<Own, Result>(
   beforeLimit: readonly MiddlewareObj[] = [],
 ): (event: APIGatewayProxyEvent, context: Context) => Promise<Result> {
   const chain = middy<APIGatewayProxyEvent>()
-    .use([...recordInvocation(), identifyCaller, ...beforeLimit, rateLimit(deps), ...httpErrors()])
+    .use([recordInvocation(), identifyCaller, ...beforeLimit, rateLimit(deps), ...httpErrors()])
     .handler((event) => handler(event, httpInvocation<Own>()));
   return inInvocation((event, context) => startRequest(event, context, deps), chain);
 }

@@ -23,7 +23,7 @@ import { metrics, MetricUnit } from './metrics.ts';
  */
 const STREAM_BUFFER_BYTES = 16 * 1024;
 
-/** What one list sent, and what it could not read: logged and published when it ends. */
+/** What one list sent, and what it could not read: logged and counted when it ends. */
 export class ListReport {
   /** The list's invocation's: the report is written when the stream ends, outside its await. */
   readonly log = currentInvocation()?.log ?? logger;
@@ -49,7 +49,6 @@ export class ListReport {
     this.log.info('List sent', { orders: this.orders, bytes: this.bytes, coding, outcome });
     metrics.addMetric(METRIC_NAMES.listOrdersSent, MetricUnit.Count, this.orders);
     metrics.addMetric(METRIC_NAMES.listResponseBytes, MetricUnit.Bytes, this.bytes);
-    metrics.publishStoredMetrics();
   }
 }
 

@@ -15,7 +15,7 @@ import { captureObservations } from '../support/faults.ts';
 import { createTestTables, type TestTables } from '../support/tables.ts';
 
 process.env.LOG_LEVEL = 'INFO';
-const { CallRecord, logDynamoDbCalls, recordCalls, recordInvocation } =
+const { CallRecord, recordCalls, recordInvocation } =
   await import('../../functions/shared/dynamodb-calls.ts');
 const { inInvocation } = await import('../../functions/shared/invocation.ts');
 const { logger } = await import('../../functions/shared/logger.ts');
@@ -136,7 +136,7 @@ describe('the DynamoDB calls of an invocation', () => {
 });
 
 describe('the line of DynamoDB calls', () => {
-  const middleware = logDynamoDbCalls();
+  const middleware = recordInvocation();
   const run = (response: unknown, invocation = newInvocation()) =>
     within(invocation, async () => {
       await get();
