@@ -127,9 +127,7 @@ export function createListOrdersHandler(deps: ListOrdersDependencies) {
     return request.version.then((version) => notModified(request.condition, tagOf(version)));
   };
   const limits: RateLimitDependencies = {
-    limiter: deps.limiter,
-    ...(deps.now ? { now: deps.now } : {}),
-    ...(deps.requestBudgetMs ? { requestBudgetMs: deps.requestBudgetMs } : {}),
+    ...deps,
     ...(deps.freeAllowance ? { free: { allowance: deps.freeAllowance, willAnswerFree } } : {}),
   };
   const list = httpFunction(limits, async (event, invocation: HttpInvocation<ListRequest>) => {

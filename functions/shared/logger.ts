@@ -14,9 +14,7 @@
  * the invocation running as it is called, so two invocations in one process never mix theirs.
  *
  * The level is LOG_LEVEL (DEBUG, INFO, WARN, ERROR or SILENT; INFO when unset), read at load.
- * Why not Powertools: with its Logger and Metrics in place of these, the list's first answer in a
- * cold process took 10–19% more CPU time (`npm run bench:cold-init -- --powertools`; the rule is
- * our own only above 5%: bench/README.md, "Cold start").
+ * Why not Powertools: docs/architecture.md, "Functions".
  */
 import type { Context } from 'aws-lambda';
 import { SERVICE_NAME } from '../../lib/metrics.ts';
