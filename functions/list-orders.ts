@@ -10,7 +10,7 @@
  * comparison is what If-None-Match uses anyway. A 304 that the key's free allowance covers does
  * not use the plan's quota (./shared/rate-limit.ts, lib/limits/conditional.ts).
  */
-import middy from '@middy/core';
+import middy, { type MiddlewareObj } from '@middy/core';
 import { executionModeStreamifyResponse } from '@middy/core/StreamifyResponse';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
 import { negotiateCoding, type Coding } from '../lib/api/content-coding.ts';
@@ -52,20 +52,16 @@ const VARIES = { Vary: 'Accept-Encoding' } as const;
  */
 const CACHE_CONTROL = { 'Cache-Control': 'private, no-cache' } as const;
 
-export interface ListOrdersDependencies extends Omit<RateLimitDependencies, 'free'> {
+export interface ListOrdersDependencies extends RateLimitDependencies {
   readonly orders: () => OrderStore;
-  /**
-   * The keys' free allowance of conditional requests (lib/limits/conditional.ts); without it a
-   * 304 counts like any request.
-   */
-  readonly freeAllowance?: () => FreeAllowance;
   /** The response size at which the list is cut off (./shared/list-body.ts). */
   readonly ceilingBytes?: number;
 }
 
 /**
  * What a list request asks, read once per invocation, and the list's version, whose read
- * starts at the first look (the rate limiter's, before it counts): before the first page.
+ * starts at the first look (before the limiter counts, with the free allowance): before the
+ * first page.
  */
 interface ListRequest {
   readonly condition: IfNoneMatch;
@@ -119,18 +115,19 @@ export function createListOrdersHandler(deps: ListOrdersDependencies) {
     }
     return invocation.own;
   };
-  const willAnswerFree = (event: APIGatewayProxyEvent) => {
-    const request = listRequest(event);
-    if (!isConditional(request.condition)) return undefined;
-    // A 406 comes before any precondition (RFC 9110 §13.2.1).
-    if (request.coding === undefined) return Promise.resolve(false);
-    return request.version.then((version) => notModified(request.condition, tagOf(version)));
+  /** A conditional request may be answered free (a 304): whether it will, before the count. */
+  const mayAnswerFree: MiddlewareObj<APIGatewayProxyEvent> = {
+    before: ({ event }) => {
+      const request = listRequest(event);
+      if (!isConditional(request.condition)) return;
+      httpInvocation().freeAnswer =
+        // A 406 comes before any precondition (RFC 9110 §13.2.1).
+        request.coding === undefined
+          ? Promise.resolve(false)
+          : request.version.then((version) => notModified(request.condition, tagOf(version)));
+    },
   };
-  const limits: RateLimitDependencies = {
-    ...deps,
-    ...(deps.freeAllowance ? { free: { allowance: deps.freeAllowance, willAnswerFree } } : {}),
-  };
-  const list = httpFunction(limits, async (event, invocation: HttpInvocation<ListRequest>) => {
+  const answer = async (event: APIGatewayProxyEvent, invocation: HttpInvocation<ListRequest>) => {
     const { coding, validators, unchanged } = await checkConditions(listRequest(event, invocation));
     if (unchanged) {
       logger.info('List not modified', { etag: validators.ETag });
@@ -146,7 +143,12 @@ export function createListOrdersHandler(deps: ListOrdersDependencies) {
       ...(coding === 'identity' ? {} : { 'Content-Encoding': coding }),
       ...validators,
     });
-  });
+  };
+  const list = httpFunction(
+    deps,
+    answer,
+    deps.freeAllowance ? [mayAnswerFree as MiddlewareObj] : [],
+  );
   // Streamed by middy around the chain, whose own early timeout stands.
   return middy<APIGatewayProxyEvent>({
     executionMode: executionModeStreamifyResponse,

@@ -26,6 +26,11 @@ export interface HttpInvocation<Own = unknown> extends Invocation {
   readonly signal: AbortSignal;
   /** Who calls, from the authorizer's context; none: a route without the authorizer (a bug). */
   readonly caller: Caller | undefined;
+  /**
+   * Set before the limiter counts when the function may answer without using the quota (a 304):
+   * whether it will, once known (./rate-limit.ts).
+   */
+  freeAnswer?: Promise<boolean>;
   /** The rate-limit headers of the answer, once the limiter has decided (./rate-limit.ts). */
   rateLimitHeaders?: Readonly<Record<string, string>>;
   /** The function's own state: the list's request, a cancel started before the limiter. */

@@ -7,10 +7,11 @@
  * failed and the request was let by or answered 503 (the counts are then not known, and the
  * answer does not pretend they are).
  *
- * A function may answer some requests without using the plan's quota (`free`: a conditional
- * list answered 304, lib/limits/conditional.ts). For those the limiter takes one from the key's
- * free allowance instead of counting — at the same time as the function finds out whether its
- * answer will be the free one — and the headers show the key's standing with nothing counted.
+ * A function may answer some requests without using the plan's quota (a conditional list
+ * answered 304, lib/limits/conditional.ts): its invocation's `freeAnswer`. For those the limiter
+ * takes one from the key's free allowance instead of counting — at the same time as the function
+ * finds out whether its answer will be the free one — and the headers show the key's standing
+ * with nothing counted.
  */
 import type { MiddlewareObj, Request } from '@middy/core';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
@@ -26,22 +27,13 @@ import {
 } from '../../lib/limits/limiter.ts';
 import { callerOf, httpInvocation } from './invocation.ts';
 
-export interface FreeAnswers {
-  readonly allowance: () => FreeAllowance;
-  /**
-   * Called before anything is counted (so the function may start its own reads then): for a
-   * request the function may answer without using the quota, whether it will (resolved once
-   * known); undefined for any other request, which is counted.
-   */
-  readonly willAnswerFree: (event: APIGatewayProxyEvent) => Promise<boolean> | undefined;
-}
-
 export interface RateLimitDependencies {
   readonly limiter: () => RateLimiter;
+  /** The keys' free allowance; without it a request answered free counts like any other. */
+  readonly freeAllowance?: () => FreeAllowance;
   readonly now?: () => number;
   /** The request's budget from its arrival (default TIME_BUDGETS.requestMs): ./http-function.ts. */
   readonly requestBudgetMs?: number;
-  readonly free?: FreeAnswers;
 }
 
 export function rateLimit(deps: RateLimitDependencies): MiddlewareObj<APIGatewayProxyEvent> {
@@ -52,16 +44,15 @@ export function rateLimit(deps: RateLimitDependencies): MiddlewareObj<APIGateway
   };
 
   return {
-    before: async (request) => {
+    before: async () => {
       const invocation = httpInvocation();
-      const { signal } = invocation;
+      const { signal, freeAnswer } = invocation;
       const caller = callerOf(invocation);
       const now = deps.now?.() ?? Date.now();
-      const freeAnswer = deps.free?.willAnswerFree(request.event);
-      if (freeAnswer && deps.free) {
+      if (freeAnswer && deps.freeAllowance) {
         const [taken, free] = await Promise.all([
-          deps.free
-            .allowance()
+          deps
+            .freeAllowance()
             .takeFree(caller, now, { signal })
             // The counted path below answers a failing store by the failure mode.
             .catch((error: unknown) => {
