@@ -206,13 +206,7 @@ export class DynamoDbKeyStore implements KeyAdminStore {
       ),
     );
     const keyHash: unknown = Items?.[0]?.keyHash;
-    if (typeof keyHash !== 'string') return undefined;
-    const { Item } = await send(DEPENDENCY, () =>
-      this.client.send(
-        new GetCommand({ TableName: this.tableName, Key: { keyHash }, ConsistentRead: true }),
-      ),
-    );
-    return Item ? itemToRecord(Item) : undefined;
+    return typeof keyHash === 'string' ? this.findByHash(keyHash) : undefined;
   }
 
   async list(): Promise<ApiKeyRecord[]> {
