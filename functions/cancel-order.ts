@@ -7,14 +7,9 @@
 import type { MiddlewareObj } from '@middy/core';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
 import { noContent } from '../lib/api/http.ts';
-import type { RateLimiter } from '../lib/limits/limiter.ts';
 import { cancelOrder, parseOrderId, readOrderId } from '../lib/orders/operations.ts';
 import type { OrderStore } from '../lib/orders/order-store.ts';
-import {
-  limiterClientFromEnv,
-  orderStoreFromEnv,
-  rateLimiterFromEnv,
-} from './shared/dependencies.ts';
+import { httpStoresFromEnv } from './shared/dependencies.ts';
 import { httpFunction } from './shared/http-function.ts';
 import { httpInvocation, type HttpInvocation } from './shared/invocation.ts';
 import type { RateLimitDependencies } from './shared/rate-limit.ts';
@@ -68,11 +63,6 @@ export function createCancelOrderHandler(deps: CancelOrderDependencies) {
   );
 }
 
-// Created at load (Lambda's init, outside the handler); the stores at the first call.
-const limiterClient = limiterClientFromEnv();
-let store: OrderStore | undefined;
-let limiter: RateLimiter | undefined;
-export const handler = createCancelOrderHandler({
-  orders: () => (store ??= orderStoreFromEnv()),
-  limiter: () => (limiter ??= rateLimiterFromEnv(limiterClient)),
-});
+// The limiter's client is created at load (Lambda's init, outside the handler); the stores at
+// the first call.
+export const handler = createCancelOrderHandler(httpStoresFromEnv());

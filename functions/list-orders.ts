@@ -23,16 +23,10 @@ import {
   type IfNoneMatch,
 } from '../lib/api/etag.ts';
 import { jsonStream, notModifiedResponse } from '../lib/api/http.ts';
-import type { FreeAllowance } from '../lib/limits/conditional.ts';
-import type { RateLimiter } from '../lib/limits/limiter.ts';
 import { METRIC_NAMES } from '../lib/metrics.ts';
 import { listOrders, listVersion } from '../lib/orders/operations.ts';
 import type { ListVersion, OrderStore } from '../lib/orders/order-store.ts';
-import {
-  limiterClientFromEnv,
-  orderStoreFromEnv,
-  rateLimiterFromEnv,
-} from './shared/dependencies.ts';
+import { httpStoresFromEnv } from './shared/dependencies.ts';
 import { ApiError } from './shared/http-errors.ts';
 import { httpFunction } from './shared/http-function.ts';
 import { httpInvocation, type HttpInvocation } from './shared/invocation.ts';
@@ -156,12 +150,7 @@ export function createListOrdersHandler(deps: ListOrdersDependencies) {
   }).handler(list);
 }
 
-// Created at load (Lambda's init, outside the handler); the stores at the first call.
-const limiterClient = limiterClientFromEnv();
-let store: OrderStore | undefined;
-let limiter: (RateLimiter & FreeAllowance) | undefined;
-export const handler = createListOrdersHandler({
-  orders: () => (store ??= orderStoreFromEnv()),
-  limiter: () => (limiter ??= rateLimiterFromEnv(limiterClient)),
-  freeAllowance: () => (limiter ??= rateLimiterFromEnv(limiterClient)),
-});
+// The limiter's client is created at load (Lambda's init, outside the handler); the stores at
+// the first call.
+const stores = httpStoresFromEnv();
+export const handler = createListOrdersHandler({ ...stores, freeAllowance: stores.limiter });
