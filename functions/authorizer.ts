@@ -17,7 +17,6 @@ import middy from '@middy/core';
 import type {
   APIGatewayAuthorizerResult,
   APIGatewayTokenAuthorizerEvent,
-  Context,
   StatementEffect,
 } from 'aws-lambda';
 import { signalAt, TIME_BUDGETS } from '../lib/config/budgets.ts';
@@ -66,12 +65,6 @@ function policy(
   };
 }
 
-/** An invocation's scope: its logger (no request id: API Gateway gives a TOKEN authorizer none). */
-const startInvocation = (_event: APIGatewayTokenAuthorizerEvent, context: Context) => ({
-  log: logger.startInvocation(context),
-  calls: new CallRecord(),
-});
-
 export function createAuthorizerHandler(deps: AuthorizerDependencies) {
   const authorize = middy(
     async (event: APIGatewayTokenAuthorizerEvent): Promise<APIGatewayAuthorizerResult> => {
@@ -105,7 +98,11 @@ export function createAuthorizerHandler(deps: AuthorizerDependencies) {
       return policy('Allow', caller.keyId, event.methodArn, callerToContext(caller));
     },
   ).use(recordInvocation());
-  return inInvocation(startInvocation, authorize);
+  // Its scope: no request id (API Gateway gives a TOKEN authorizer none).
+  return inInvocation(
+    (_event, context) => ({ log: logger.startInvocation(context), calls: new CallRecord() }),
+    authorize,
+  );
 }
 
 let store: KeyStore | undefined;
