@@ -21,8 +21,6 @@ import { SERVICE_NAME } from '../../lib/metrics.ts';
 import { currentInvocation } from './invocation.ts';
 import { redactValue } from './redact.ts';
 
-export { redactValue };
-
 export const LOG_LEVELS = { DEBUG: 8, INFO: 12, WARN: 16, ERROR: 20, SILENT: 28 } as const;
 export type LogLevel = keyof typeof LOG_LEVELS;
 type Fields = Readonly<Record<string, unknown>>;

@@ -35,7 +35,8 @@ import {
   type WindowCount,
   windowStart,
 } from '../limits/sliding-window.ts';
-import { dynamoDbFailure, isConditionFailure, send, wasNotDelivered } from './errors.ts';
+import { wasNotDelivered } from './delivery.ts';
+import { dynamoDbFailure, isConditionFailure, send } from './errors.ts';
 import { DynamoDbFreeAllowance } from './free-allowance.ts';
 import {
   counterKey,
@@ -49,9 +50,6 @@ import {
   type RateLimitUpdate,
 } from './rate-limit-item.ts';
 import { UpdateBuilder } from './update-builder.ts';
-
-// Kept here for callers that read a key's counters (tests, the operator CLI).
-export { counterKey, itemToState } from './rate-limit-item.ts';
 
 /**
  * Writes per request before the store counts as failing. Each kind of conflict can hit a request

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { Logger, type LogLevel, redactValue } from '../../functions/shared/logger.ts';
+import { Logger, type LogLevel } from '../../functions/shared/logger.ts';
+import { redactValue } from '../../functions/shared/redact.ts';
 import { generateApiKey } from '../../lib/keys/api-key.ts';
 
 /** A logger whose lines are kept, parsed, with the level each was written at. */
