@@ -13,6 +13,7 @@
  * No Allow is ever returned for a key that was not verified. The lookup has a time budget
  * (TIME_BUDGETS.authorizerMs).
  */
+import middy from '@middy/core';
 import type {
   APIGatewayAuthorizerResult,
   APIGatewayTokenAuthorizerEvent,
@@ -24,10 +25,10 @@ import { authenticate, callerToContext } from '../lib/keys/authenticate.ts';
 import type { KeyStore } from '../lib/keys/key-store.ts';
 import { METRIC_NAMES } from '../lib/metrics.ts';
 import { keyStoreFromEnv } from './shared/dependencies.ts';
-import { logger, logInvocation } from './shared/logger.ts';
+import { CallRecord, recordInvocation } from './shared/dynamodb-calls.ts';
+import { inInvocation } from './shared/invocation.ts';
+import { logger } from './shared/logger.ts';
 import { metrics, MetricUnit } from './shared/metrics.ts';
-import { recordInvocation } from './shared/dynamodb-calls.ts';
-import middy from '@middy/core';
 
 export interface AuthorizerDependencies {
   readonly keys: () => KeyStore;
@@ -65,7 +66,7 @@ function policy(
 }
 
 export function createAuthorizerHandler(deps: AuthorizerDependencies) {
-  return middy(
+  const authorize = middy(
     async (event: APIGatewayTokenAuthorizerEvent): Promise<APIGatewayAuthorizerResult> => {
       const now = deps.now?.() ?? new Date();
       let caller;
@@ -96,9 +97,12 @@ export function createAuthorizerHandler(deps: AuthorizerDependencies) {
       }
       return policy('Allow', caller.keyId, event.methodArn, callerToContext(caller));
     },
-  )
-    .use(logInvocation())
-    .use(recordInvocation());
+  ).use(recordInvocation());
+  // Its scope: no request id (API Gateway gives a TOKEN authorizer none).
+  return inInvocation(
+    (_event, context) => ({ log: logger.startInvocation(context), calls: new CallRecord() }),
+    authorize,
+  );
 }
 
 let store: KeyStore | undefined;

@@ -4,19 +4,14 @@
  * once the limiter admits the request: what the store prepares meanwhile (the list version's
  * mark) costs no time of its own, and a refused request writes nothing.
  */
-import middy, { type MiddlewareObj } from '@middy/core';
+import type { MiddlewareObj } from '@middy/core';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
 import { noContent } from '../lib/api/http.ts';
-import type { RateLimiter } from '../lib/limits/limiter.ts';
 import { cancelOrder, parseOrderId, readOrderId } from '../lib/orders/operations.ts';
 import type { OrderStore } from '../lib/orders/order-store.ts';
-import { requestSignal } from './shared/budget.ts';
-import {
-  limiterClientFromEnv,
-  orderStoreFromEnv,
-  rateLimiterFromEnv,
-} from './shared/dependencies.ts';
-import { httpMiddlewares } from './shared/http-function.ts';
+import { httpStoresFromEnv } from './shared/dependencies.ts';
+import { httpFunction } from './shared/http-function.ts';
+import { httpInvocation, type HttpInvocation } from './shared/invocation.ts';
 import type { RateLimitDependencies } from './shared/rate-limit.ts';
 
 export interface CancelOrderDependencies extends RateLimitDependencies {
@@ -31,29 +26,30 @@ interface StartedCancel {
 }
 
 export function createCancelOrderHandler(deps: CancelOrderDependencies) {
-  const started = new WeakMap<object, StartedCancel>();
   /** Starts the cancel of a well-formed id (a malformed one is answered 400 and writes nothing). */
   const start: MiddlewareObj<APIGatewayProxyEvent> = {
-    before: ({ event, context }) => {
+    before: ({ event }) => {
       const { id } = readOrderId(event.pathParameters?.orderId);
       if (id === undefined) return;
+      const invocation = httpInvocation<StartedCancel>();
       const admission = Promise.withResolvers<void>();
-      const signal = requestSignal(event, context);
-      const done = cancelOrder(deps.orders(), id, { signal, admitted: admission.promise });
+      const done = cancelOrder(deps.orders(), id, {
+        signal: invocation.signal,
+        admitted: admission.promise,
+      });
       // Awaited by the handler, or below when the request goes no further.
       done.catch(() => undefined);
-      started.set(event, { admit: admission.resolve, refuse: admission.reject, done });
+      invocation.own = { admit: admission.resolve, refuse: admission.reject, done };
     },
-    onError: async ({ event, error }) => {
-      const cancel = started.get(event);
+    onError: async ({ error }) => {
+      const cancel = httpInvocation<StartedCancel>().own;
       cancel?.refuse(error);
       await cancel?.done.catch(() => undefined);
     },
   };
-  return middy<APIGatewayProxyEvent>()
-    .use(httpMiddlewares(deps, [start as MiddlewareObj]))
-    .handler(async (event) => {
-      const cancel = started.get(event);
+  return httpFunction(
+    deps,
+    async (event, { own: cancel }: HttpInvocation<StartedCancel>) => {
       if (!cancel) {
         // Nothing was started for a malformed id: answered 400 (InvalidOrderId).
         parseOrderId(event.pathParameters?.orderId);
@@ -62,14 +58,11 @@ export function createCancelOrderHandler(deps: CancelOrderDependencies) {
       cancel.admit();
       await cancel.done;
       return noContent();
-    });
+    },
+    [start as MiddlewareObj],
+  );
 }
 
-// Created at load (Lambda's init, outside the handler); the stores at the first call.
-const limiterClient = limiterClientFromEnv();
-let store: OrderStore | undefined;
-let limiter: RateLimiter | undefined;
-export const handler = createCancelOrderHandler({
-  orders: () => (store ??= orderStoreFromEnv()),
-  limiter: () => (limiter ??= rateLimiterFromEnv(limiterClient)),
-});
+// The limiter's client is created at load (Lambda's init, outside the handler); the stores at
+// the first call.
+export const handler = createCancelOrderHandler(httpStoresFromEnv());

@@ -10,9 +10,9 @@
  * comparison is what If-None-Match uses anyway. A 304 that the key's free allowance covers does
  * not use the plan's quota (./shared/rate-limit.ts, lib/limits/conditional.ts).
  */
-import middy from '@middy/core';
+import middy, { type MiddlewareObj } from '@middy/core';
 import { executionModeStreamifyResponse } from '@middy/core/StreamifyResponse';
-import type { APIGatewayProxyEvent, Context } from 'aws-lambda';
+import type { APIGatewayProxyEvent } from 'aws-lambda';
 import { negotiateCoding, type Coding } from '../lib/api/content-coding.ts';
 import {
   formatEntityTag,
@@ -23,19 +23,13 @@ import {
   type IfNoneMatch,
 } from '../lib/api/etag.ts';
 import { jsonStream, notModifiedResponse } from '../lib/api/http.ts';
-import type { FreeAllowance } from '../lib/limits/conditional.ts';
-import type { RateLimiter } from '../lib/limits/limiter.ts';
 import { METRIC_NAMES } from '../lib/metrics.ts';
 import { listOrders, listVersion } from '../lib/orders/operations.ts';
 import type { ListVersion, OrderStore } from '../lib/orders/order-store.ts';
-import { requestSignal } from './shared/budget.ts';
-import {
-  limiterClientFromEnv,
-  orderStoreFromEnv,
-  rateLimiterFromEnv,
-} from './shared/dependencies.ts';
+import { httpStoresFromEnv } from './shared/dependencies.ts';
 import { ApiError } from './shared/http-errors.ts';
-import { httpMiddlewares } from './shared/http-function.ts';
+import { httpFunction } from './shared/http-function.ts';
+import { httpInvocation, type HttpInvocation } from './shared/invocation.ts';
 import { listBody, ListReport } from './shared/list-body.ts';
 import { logger } from './shared/logger.ts';
 import { metrics, MetricUnit } from './shared/metrics.ts';
@@ -52,20 +46,16 @@ const VARIES = { Vary: 'Accept-Encoding' } as const;
  */
 const CACHE_CONTROL = { 'Cache-Control': 'private, no-cache' } as const;
 
-export interface ListOrdersDependencies extends Omit<RateLimitDependencies, 'free'> {
+export interface ListOrdersDependencies extends RateLimitDependencies {
   readonly orders: () => OrderStore;
-  /**
-   * The keys' free allowance of conditional requests (lib/limits/conditional.ts); without it a
-   * 304 counts like any request.
-   */
-  readonly freeAllowance?: () => FreeAllowance;
   /** The response size at which the list is cut off (./shared/list-body.ts). */
   readonly ceilingBytes?: number;
 }
 
 /**
  * What a list request asks, read once per invocation, and the list's version, whose read
- * starts at the first look (the rate limiter's, before it counts): before the first page.
+ * starts at the first look (before the limiter counts, with the free allowance): before the
+ * first page.
  */
 interface ListRequest {
   readonly condition: IfNoneMatch;
@@ -103,62 +93,64 @@ function header(event: APIGatewayProxyEvent, name: string): string | undefined {
 }
 
 export function createListOrdersHandler(deps: ListOrdersDependencies) {
-  const requests = new WeakMap<object, ListRequest>();
-  const listRequest = (event: APIGatewayProxyEvent, context: Context): ListRequest => {
-    let request = requests.get(event);
-    if (!request) {
-      const version = listVersion(deps.orders(), { signal: requestSignal(event, context) });
+  const listRequest = (
+    event: APIGatewayProxyEvent,
+    invocation: HttpInvocation<ListRequest> = httpInvocation(),
+  ): ListRequest => {
+    if (!invocation.own) {
+      const version = listVersion(deps.orders(), { signal: invocation.signal });
       // Awaited by the handler; a request refused before it must not leave it unobserved.
       version.catch(() => undefined);
-      request = {
+      invocation.own = {
         condition: parseIfNoneMatch(header(event, 'if-none-match')),
         coding: negotiateCoding(header(event, 'accept-encoding')),
         version,
       };
-      requests.set(event, request);
     }
-    return request;
+    return invocation.own;
   };
-  const willAnswerFree = (event: APIGatewayProxyEvent, context: Context) => {
-    const request = listRequest(event, context);
-    if (!isConditional(request.condition)) return undefined;
-    // A 406 comes before any precondition (RFC 9110 §13.2.1).
-    if (request.coding === undefined) return Promise.resolve(false);
-    return request.version.then((version) => notModified(request.condition, tagOf(version)));
+  /** A conditional request may be answered free (a 304): whether it will, before the count. */
+  const mayAnswerFree: MiddlewareObj<APIGatewayProxyEvent> = {
+    before: ({ event }) => {
+      const request = listRequest(event);
+      if (!isConditional(request.condition)) return;
+      httpInvocation().freeAnswer =
+        // A 406 comes before any precondition (RFC 9110 §13.2.1).
+        request.coding === undefined
+          ? Promise.resolve(false)
+          : request.version.then((version) => notModified(request.condition, tagOf(version)));
+    },
   };
-  const limits: RateLimitDependencies = {
-    limiter: deps.limiter,
-    ...(deps.now ? { now: deps.now } : {}),
-    ...(deps.requestBudgetMs ? { requestBudgetMs: deps.requestBudgetMs } : {}),
-    ...(deps.freeAllowance ? { free: { allowance: deps.freeAllowance, willAnswerFree } } : {}),
-  };
-  return middy<APIGatewayProxyEvent>({ executionMode: executionModeStreamifyResponse })
-    .use(httpMiddlewares(limits))
-    .handler(async (event, context) => {
-      const { coding, validators, unchanged } = await checkConditions(listRequest(event, context));
-      if (unchanged) {
-        logger.info('List not modified', { etag: validators.ETag });
-        metrics.addMetric(METRIC_NAMES.listNotModified, MetricUnit.Count, 1);
-        return notModifiedResponse(validators);
-      }
-      const report = new ListReport();
-      const orders = await listOrders(deps.orders(), {
-        signal: requestSignal(event, context),
-        onUnreadable: report.addUnreadable,
-      });
-      return jsonStream(200, listBody(orders, coding, report, deps.ceilingBytes), {
-        ...(coding === 'identity' ? {} : { 'Content-Encoding': coding }),
-        ...validators,
-      });
+  const answer = async (event: APIGatewayProxyEvent, invocation: HttpInvocation<ListRequest>) => {
+    const { coding, validators, unchanged } = await checkConditions(listRequest(event, invocation));
+    if (unchanged) {
+      logger.info('List not modified', { etag: validators.ETag });
+      metrics.addMetric(METRIC_NAMES.listNotModified, MetricUnit.Count, 1);
+      return notModifiedResponse(validators);
+    }
+    const report = new ListReport();
+    const orders = await listOrders(deps.orders(), {
+      signal: invocation.signal,
+      onUnreadable: report.addUnreadable,
     });
+    return jsonStream(200, listBody(orders, coding, report, deps.ceilingBytes), {
+      ...(coding === 'identity' ? {} : { 'Content-Encoding': coding }),
+      ...validators,
+    });
+  };
+  const list = httpFunction(
+    deps,
+    answer,
+    deps.freeAllowance ? [mayAnswerFree as MiddlewareObj] : [],
+  );
+  // Streamed by middy around the chain, whose own early timeout stands.
+  return middy<APIGatewayProxyEvent>({
+    executionMode: executionModeStreamifyResponse,
+    timeoutEarlyInMillis: 0,
+  }).handler(list);
 }
 
-// Created at load (Lambda's init, outside the handler); the stores at the first call.
-const limiterClient = limiterClientFromEnv();
-let store: OrderStore | undefined;
-let limiter: (RateLimiter & FreeAllowance) | undefined;
-export const handler = createListOrdersHandler({
-  orders: () => (store ??= orderStoreFromEnv()),
-  limiter: () => (limiter ??= rateLimiterFromEnv(limiterClient)),
-  freeAllowance: () => (limiter ??= rateLimiterFromEnv(limiterClient)),
-});
+// The limiter's client is created at load (Lambda's init, outside the handler); the stores at
+// the first call.
+const stores = httpStoresFromEnv();
+export const handler = createListOrdersHandler({ ...stores, freeAllowance: stores.limiter });

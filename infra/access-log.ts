@@ -5,8 +5,6 @@
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import { accessLogTemplate } from '../lib/api/access-log.ts';
 
-export { ACCESS_LOG_FIELDS, ERROR_MESSAGE_VARIABLE } from '../lib/api/access-log.ts';
-
 export function accessLogFormat(): AccessLogFormat {
   return AccessLogFormat.custom(accessLogTemplate());
 }

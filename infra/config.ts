@@ -206,6 +206,20 @@ export function certificateRegion(certificateArn: string): string {
   return certificateArn.split(':')[3] ?? '';
 }
 
+/** A stage's settings by name (`staging:account`), read and checked. */
+function stageSettings(stage: StageName, context: ContextReader) {
+  const key = (name: string) => `${stage}:${name}`;
+  return {
+    key,
+    /** A text setting, matching `pattern` (`what` in the message), else absent. */
+    text: (name: string, pattern: RegExp, what: string, fallback?: string) =>
+      optionalString(context(key(name)) ?? fallback, key(name), pattern, what),
+    /** A whole-number setting from `min` to `max`. */
+    whole: (name: string, min: number, max: number, fallback: number, about = '') =>
+      integer(context(key(name)), `${key(name)}${about}`, min, max, fallback),
+  };
+}
+
 /**
  * The configuration of a stage. Context keys (per stage, e.g. `staging:account`):
  * `account`, `region`, `authorizerCacheTtlSeconds`, `rateLimitFailureMode`,
@@ -220,42 +234,25 @@ export function stageConfig(
   context: ContextReader,
   env: NodeJS.ProcessEnv = process.env,
 ): StageConfig {
-  const key = (name: string) => `${stage}:${name}`;
+  const { key, text, whole } = stageSettings(stage, context);
   const defaults = DEFAULTS[stage];
-  const account = optionalString(
-    context(key('account')) ?? env.CDK_DEFAULT_ACCOUNT,
-    key('account'),
-    /^\d{12}$/,
-    'a 12-digit AWS account id',
-  );
-  const region = optionalString(
-    context(key('region')) ?? env.CDK_DEFAULT_REGION,
-    key('region'),
+  const account = text('account', /^\d{12}$/, 'a 12-digit AWS account id', env.CDK_DEFAULT_ACCOUNT);
+  const region = text(
+    'region',
     /^[a-z]{2}(-[a-z]+)+-\d$/,
     'an AWS region such as eu-west-1',
+    env.CDK_DEFAULT_REGION,
   );
-  const ttl = integer(
-    context(key('authorizerCacheTtlSeconds')),
-    key('authorizerCacheTtlSeconds'),
-    0,
-    3600,
-    defaults.authorizerCacheTtl.toSeconds(),
-  );
+  const ttl = whole('authorizerCacheTtlSeconds', 0, 3600, defaults.authorizerCacheTtl.toSeconds());
   const failureMode = context(key('rateLimitFailureMode')) ?? defaults.rateLimiter.failureMode;
   if (failureMode !== 'open' && failureMode !== 'closed') {
     throw new Error(
       `${key('rateLimitFailureMode')} must be open or closed, got ${JSON.stringify(failureMode)}`,
     );
   }
-  const domainName = optionalString(
-    context(key('domainName')),
-    key('domainName'),
-    /^([a-z0-9-]+\.)+[a-z]{2,}$/,
-    'a DNS name',
-  );
-  const certificateArn = optionalString(
-    context(key('certificateArn')),
-    key('certificateArn'),
+  const domainName = text('domainName', /^([a-z0-9-]+\.)+[a-z]{2,}$/, 'a DNS name');
+  const certificateArn = text(
+    'certificateArn',
     /^arn:aws[\w-]*:acm:[\w-]+:\d{12}:certificate\/[\w-]+$/,
     'an ACM certificate ARN',
   );
@@ -279,12 +276,7 @@ export function stageConfig(
   }
   const concurrency = concurrencyConfig(stage, context, defaults.concurrency);
   const accountRole = context(key('apiGatewayAccountRole')) ?? false;
-  if (
-    accountRole !== true &&
-    accountRole !== false &&
-    accountRole !== 'true' &&
-    accountRole !== 'false'
-  ) {
+  if (![true, false, 'true', 'false'].includes(accountRole as boolean | string)) {
     throw new Error(
       `${key('apiGatewayAccountRole')} must be true or false, got ${JSON.stringify(accountRole)}`,
     );
@@ -299,20 +291,19 @@ export function stageConfig(
     authorizerCacheTtl: Duration.seconds(ttl),
     rateLimiter: {
       failureMode,
-      banAfterRefusals: integer(
-        context(key('rateLimitBanAfterRefusals')),
-        key('rateLimitBanAfterRefusals'),
+      banAfterRefusals: whole(
+        'rateLimitBanAfterRefusals',
         1,
         1000,
         defaults.rateLimiter.banAfterRefusals,
       ),
       // A ban shorter than the minute window would end before the refusals that caused it age out.
-      banSeconds: integer(
-        context(key('rateLimitBanSeconds')),
-        `${key('rateLimitBanSeconds')} (a ban at least as long as the minute window, at most a day)`,
+      banSeconds: whole(
+        'rateLimitBanSeconds',
         MIN_STAGE_BAN_SECONDS,
         MAX_BAN_SECONDS,
         defaults.rateLimiter.banSeconds,
+        ' (a ban at least as long as the minute window, at most a day)',
       ),
     },
   };
@@ -323,14 +314,8 @@ function concurrencyConfig(
   context: ContextReader,
   defaults: StageConfig['concurrency'],
 ): StageConfig['concurrency'] {
-  const key = (name: string) => `${stage}:${name}`;
-  const accountLimit = integer(
-    context(key('accountConcurrencyLimit')),
-    key('accountConcurrencyLimit'),
-    1,
-    1e6,
-    defaults.accountLimit,
-  );
+  const { key, whole } = stageSettings(stage, context);
+  const accountLimit = whole('accountConcurrencyLimit', 1, 1e6, defaults.accountLimit);
   const raw = context(key('listOrdersReservedConcurrency')) ?? defaults.listOrdersReserved;
   if (raw === 'none' || raw === undefined) return { listOrdersReserved: undefined, accountLimit };
   // 0 would not mean "no reservation" but a function that never runs: the minimum is 1.

@@ -3,7 +3,6 @@
  * --powertools`: the same exports the functions use.
  */
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
-import type { MiddlewareObj } from '@middy/core';
 import { METRICS_NAMESPACE, SERVICE_NAME } from '../../lib/metrics.ts';
 
 export { MetricUnit };
@@ -12,11 +11,3 @@ export const metrics = new Metrics({
   namespace: process.env.METRICS_NAMESPACE ?? METRICS_NAMESPACE,
   serviceName: SERVICE_NAME,
 });
-
-/** Publishes what a call recorded, if anything. */
-export function publishMetrics(): MiddlewareObj {
-  const publish = (): void => {
-    if (metrics.hasStoredMetrics()) metrics.publishStoredMetrics();
-  };
-  return { after: publish, onError: publish };
-}

@@ -37,11 +37,6 @@ const client = recordCalls(
   }),
 );
 
-/** The rate limiter's client (one attempt a call), for the functions that count requests. */
-export function limiterClientFromEnv(): DocumentClient {
-  return recordCalls(createSingleAttemptClient(connectionFromEnv(), agents));
-}
-
 /**
  * What a function does when a write's release of the list version failed (the write stands; the
  * list has no ETag until the write's lease ends): a warning and a metric.
@@ -53,7 +48,7 @@ export function onListVersionReleaseFailure(error: unknown): void {
   });
 }
 
-export function orderStoreFromEnv(): DynamoDbOrderStore {
+function orderStoreFromEnv(): DynamoDbOrderStore {
   return new DynamoDbOrderStore(client, requireEnv(TABLES.orders.envVar), {
     listVersion: { onReleaseFailure: onListVersionReleaseFailure },
   });
@@ -73,10 +68,24 @@ export function onLimiterStoreFailure(settings: LimiterSettings): (error: unknow
   };
 }
 
-export function rateLimiterFromEnv(limiterClient: DocumentClient): DynamoDbRateLimiter {
+function rateLimiterFromEnv(limiterClient: DocumentClient): DynamoDbRateLimiter {
   const settings = limiterSettingsFromEnv();
   return new DynamoDbRateLimiter(limiterClient, requireEnv(TABLES.rateLimits.envVar), {
     settings,
     onStoreFailure: onLimiterStoreFailure(settings),
   });
+}
+
+/**
+ * The stores of a function that counts requests: the rate limiter's client (one attempt a call)
+ * created now, at load; the orders and the limiter at their first use.
+ */
+export function httpStoresFromEnv() {
+  const limiterClient = recordCalls(createSingleAttemptClient(connectionFromEnv(), agents));
+  let orders: DynamoDbOrderStore | undefined;
+  let limiter: DynamoDbRateLimiter | undefined;
+  return {
+    orders: () => (orders ??= orderStoreFromEnv()),
+    limiter: () => (limiter ??= rateLimiterFromEnv(limiterClient)),
+  };
 }

@@ -1,12 +1,8 @@
 /**
  * What each DynamoDB call of an invocation took and how it ended, for the operator: one log line
  * per invocation (`DynamoDB calls`, with the request id like every line) listing the calls by
- * operation and table, and the `DynamoDbCallDuration` metric (one value per call).
- *
- * Why not X-Ray subsegments: the X-Ray SDK (Powertools tracer) lengthens every cold start and
- * tracks every promise of the process through an async hook (figures: bench/README.md, "Cold
- * start" and "The list"); a middleware on the SDK client costs a clock read per call. Lambda's
- * active tracing still records each invocation in X-Ray.
+ * operation and table, and the `DynamoDbCallDuration` metric (one value per call). Why not X-Ray
+ * subsegments: docs/architecture.md, "Functions".
  */
 import type { MiddlewareObj, Request } from '@middy/core';
 import type {
@@ -17,8 +13,8 @@ import type {
 import type { InitializeMiddleware, MetadataBearer } from '@smithy/types';
 import { isConditionFailure } from '../../lib/dynamodb/errors.ts';
 import { METRIC_NAMES } from '../../lib/metrics.ts';
-import { logger } from './logger.ts';
-import { metrics, MetricUnit, publishMetrics } from './metrics.ts';
+import { currentInvocation } from './invocation.ts';
+import { metrics, MetricUnit } from './metrics.ts';
 
 /** The calls of one operation on one table within an invocation. */
 export interface CallSummary {
@@ -43,8 +39,6 @@ interface Call {
   readonly operation: string;
   readonly table: string;
   readonly started: number;
-  /** Invocations are numbered so that a call ending after its own was reported is not misfiled. */
-  readonly invocation: number;
 }
 /** How a call that did not simply answer is counted. */
 type Counted = 'failed' | 'conditionsFailed' | 'abandoned';
@@ -59,53 +53,56 @@ const NOTHING = {
   maxMs: 0,
 };
 
-let invocation = 0;
-let summaries = new Map<string, CallSummary>();
-const unanswered = new Set<Call>();
+/** The DynamoDB calls of one invocation (./invocation.ts), until its answer takes them. */
+export class CallRecord {
+  private summaries = new Map<string, CallSummary>();
+  private readonly unanswered = new Set<Call>();
 
-/** Adds a call's time and outcome to its operation's summary, and its metric value. */
-function add(call: Call, now: number, counted?: Counted, attempts = 0, error?: string): void {
-  const { operation, table } = call;
-  const key = `${operation} ${table}`;
-  const summary = summaries.get(key) ?? { operation, table, ...NOTHING };
-  summaries.set(key, summary);
-  const ms = now - call.started;
-  summary.calls += 1;
-  summary.totalMs += ms;
-  summary.maxMs = Math.max(summary.maxMs, ms);
-  summary.attempts += attempts;
-  if (counted) summary[counted] += 1;
-  if (error) summary.lastError = error;
-  metrics.addMetric(METRIC_NAMES.dynamoDbCallDuration, MetricUnit.Milliseconds, round(ms));
-}
+  start(operation: string, table: string): Call {
+    const call = { operation, table, started: performance.now() };
+    this.unanswered.add(call);
+    return call;
+  }
 
-function ended(
-  call: Call,
-  { $metadata }: Partial<MetadataBearer>,
-  error?: { name?: string },
-): void {
-  unanswered.delete(call);
-  // Reported (as abandoned) with its own invocation already.
-  if (call.invocation !== invocation) return;
-  const attempts = $metadata?.attempts ?? 1;
-  const now = performance.now();
-  if (error === undefined) return add(call, now, undefined, attempts);
-  if (isConditionFailure(error)) return add(call, now, 'conditionsFailed', attempts);
-  add(call, now, 'failed', attempts, error.name ?? 'Error');
-}
+  ended(call: Call, { $metadata }: Partial<MetadataBearer>, error?: { name?: string }): void {
+    // Reported (as abandoned) with the invocation's answer already.
+    if (!this.unanswered.delete(call)) return;
+    const attempts = $metadata?.attempts ?? 1;
+    const now = performance.now();
+    if (error === undefined) return this.add(call, now, undefined, attempts);
+    if (isConditionFailure(error)) return this.add(call, now, 'conditionsFailed', attempts);
+    this.add(call, now, 'failed', attempts, error.name ?? 'Error');
+  }
 
-/** What the invocation's DynamoDB calls took (calls still unanswered: abandoned), and clears it. */
-export function takeCalls(): CallSummary[] {
-  const now = performance.now();
-  for (const call of unanswered) if (call.invocation === invocation) add(call, now, 'abandoned');
-  const taken = [...summaries.values()].map((s) => ({
-    ...s,
-    totalMs: round(s.totalMs),
-    maxMs: round(s.maxMs),
-  }));
-  summaries = new Map();
-  invocation += 1;
-  return taken;
+  /** What the calls took (calls still unanswered: abandoned); calls ending later are not counted. */
+  take(): CallSummary[] {
+    const now = performance.now();
+    for (const call of this.unanswered) this.add(call, now, 'abandoned');
+    this.unanswered.clear();
+    const taken = [...this.summaries.values()].map((s) => ({
+      ...s,
+      totalMs: round(s.totalMs),
+      maxMs: round(s.maxMs),
+    }));
+    this.summaries = new Map();
+    return taken;
+  }
+
+  /** Adds a call's time and outcome to its operation's summary, and its metric value. */
+  private add(call: Call, now: number, counted?: Counted, attempts = 0, error?: string): void {
+    const { operation, table } = call;
+    const key = `${operation} ${table}`;
+    const summary = this.summaries.get(key) ?? { operation, table, ...NOTHING };
+    this.summaries.set(key, summary);
+    const ms = now - call.started;
+    summary.calls += 1;
+    summary.totalMs += ms;
+    summary.maxMs = Math.max(summary.maxMs, ms);
+    summary.attempts += attempts;
+    if (counted) summary[counted] += 1;
+    if (error) summary.lastError = error;
+    metrics.addMetric(METRIC_NAMES.dynamoDbCallDuration, MetricUnit.Milliseconds, round(ms));
+  }
 }
 
 function round(ms: number): number {
@@ -120,58 +117,49 @@ function tableOf(input: ServiceInputTypes): string {
 
 const recordCall: InitializeMiddleware<ServiceInputTypes, ServiceOutputTypes> = (next, context) => {
   return async (args) => {
+    const record = currentInvocation()?.calls;
+    if (!record) return next(args);
     const operation = (context.commandName ?? 'Unknown').replace(/Command$/, '');
-    const call = { operation, table: tableOf(args.input), started: performance.now(), invocation };
-    unanswered.add(call);
+    const call = record.start(operation, tableOf(args.input));
     let result: Awaited<ReturnType<typeof next>>;
     try {
       result = await next(args);
     } catch (error) {
       const failure = (error ?? {}) as Partial<MetadataBearer> & { name?: string };
-      ended(call, failure, failure);
+      record.ended(call, failure, failure);
       throw error;
     }
-    ended(call, result.output);
+    record.ended(call, result.output);
     return result;
   };
 };
 
-/** Records every call the client makes (retries included in one call's time). */
+/** Records every call the client makes within an invocation (retries included in one call's time). */
 export function recordCalls(client: DynamoDBDocumentClient): DynamoDBDocumentClient {
   client.middlewareStack.add(recordCall, { step: 'initialize', name: 'recordDynamoDbCalls' });
   return client;
 }
 
-function logCalls(): void {
-  const taken = takeCalls();
-  if (taken.length > 0) logger.info('DynamoDB calls', { dynamodb: taken });
-}
-
 /**
- * Logs the invocation's calls when its answer is complete: at once for a buffered answer, when
- * the body ends for a streamed one (the list's pages are read while it streams).
+ * The records of an invocation, once its answer is complete (at once for a buffered answer, when
+ * the body ends for a streamed one: the list's pages are read while it streams): the line of its
+ * DynamoDB calls, then the metrics flush, which so carries every call's duration, those abandoned
+ * at the answer included.
  */
-export function logDynamoDbCalls(): MiddlewareObj {
+export function recordInvocation(): MiddlewareObj {
   const whenAnswered = (request: Request): void => {
+    const invocation = currentInvocation();
+    const record = (): void => {
+      const calls = invocation?.calls.take() ?? [];
+      if (calls.length > 0) invocation?.log.info('DynamoDB calls', { dynamodb: calls });
+      if (metrics.hasStoredMetrics()) metrics.publishStoredMetrics();
+    };
     const body = (request.response as { body?: unknown } | undefined)?.body;
     if (body && typeof (body as NodeJS.ReadableStream).once === 'function') {
-      (body as NodeJS.ReadableStream).once('close', logCalls);
+      (body as NodeJS.ReadableStream).once('close', record);
     } else {
-      logCalls();
+      record();
     }
   };
-  return {
-    before: () => void takeCalls(),
-    after: whenAnswered,
-    onError: whenAnswered,
-  };
-}
-
-/**
- * The records of an invocation, to `.use()` in this order: the line of its DynamoDB calls, then
- * the metrics flush (middy runs `after` in reverse), so that the flush carries every call's
- * duration, those abandoned at the answer included.
- */
-export function recordInvocation(): MiddlewareObj[] {
-  return [publishMetrics(), logDynamoDbCalls()];
+  return { after: whenAnswered, onError: whenAnswered };
 }

@@ -7,7 +7,7 @@
  *   2. @middy/http-error-handler turns it into the response: the body (JSON), the status and
  *      the error's headers (Retry-After, WWW-Authenticate, Vary).
  */
-import type { MiddlewareObj, Request } from '@middy/core';
+import type { MiddlewareObj } from '@middy/core';
 import httpErrorHandler from '@middy/http-error-handler';
 import {
   DEFAULT_RETRY_AFTER_SECONDS,
@@ -128,28 +128,19 @@ export function toApiError(error: unknown): ApiError {
   return new ApiError('INTERNAL_ERROR', { cause: error });
 }
 
-interface ExposedHttpError {
-  statusCode: number;
-  message: string;
-  expose: true;
-  headers: Record<string, string>;
-}
-
-const shape: MiddlewareObj = {
-  onError: (request: Request) => {
-    if (request.response !== undefined) return;
-    const apiError = toApiError(request.error);
-    const exposed: ExposedHttpError = {
-      statusCode: apiError.status,
-      message: JSON.stringify(apiError.body),
-      expose: true,
-      headers: { ...apiError.headers },
-    };
-    request.error = exposed as unknown as Error;
-  },
-};
-
-/** The error middlewares, to `.use()` first so that their onError runs last. */
+/**
+ * The error middlewares, to `.use()` first so that their onError runs last: the error becomes an
+ * exposed http error (its status, its body as the message, its headers), which
+ * http-error-handler answers as it is.
+ */
 export function httpErrors(): MiddlewareObj[] {
+  const shape: MiddlewareObj = {
+    onError: (request) => {
+      if (request.response !== undefined) return;
+      const { status, body, headers } = toApiError(request.error);
+      const exposed = { statusCode: status, expose: true, headers: { ...headers } };
+      request.error = Object.assign(new Error(JSON.stringify(body)), exposed);
+    },
+  };
   return [httpErrorHandler({ logger: false }), shape];
 }

@@ -1,7 +1,8 @@
 /**
  * The body of a list: orders → JSON → compression → metering (bytes counted, the stream cut
  * before Lambda's ceiling) → the client; what it sent, and any failure, logged and counted once
- * it ends.
+ * it ends. The pages are read as the client takes the body, on the reader's side: within the
+ * list's invocation all the same (its deadline, its calls, its log fields).
  */
 import { pipeline, Readable, Transform } from 'node:stream';
 import type { Coding } from '../../lib/api/content-coding.ts';
@@ -12,6 +13,7 @@ import type { Order } from '../../lib/orders/order.ts';
 import { ordersJsonArray } from '../../lib/orders/order-json.ts';
 import type { UnreadableOrder } from '../../lib/orders/order-store.ts';
 import { compressed } from './compression.ts';
+import { currentInvocation, withinInvocation } from './invocation.ts';
 import { logger } from './logger.ts';
 import { metrics, MetricUnit } from './metrics.ts';
 
@@ -21,8 +23,10 @@ import { metrics, MetricUnit } from './metrics.ts';
  */
 const STREAM_BUFFER_BYTES = 16 * 1024;
 
-/** What one list sent, and what it could not read: logged and published when it ends. */
+/** What one list sent, and what it could not read: logged and counted when it ends. */
 export class ListReport {
+  /** The list's invocation's: the report is written when the stream ends, outside its await. */
+  readonly log = currentInvocation()?.log ?? logger;
   orders = 0;
   bytes = 0;
   private unreadable = 0;
@@ -36,22 +40,21 @@ export class ListReport {
   /** Once, when the list has ended (complete, failed, or its client gone). */
   publish(coding: string, outcome: string): void {
     if (this.unreadable > 0) {
-      logger.warn('Stored orders could not be read whole: listed without the unreadable fields', {
+      this.log.warn('Stored orders could not be read whole: listed without the unreadable fields', {
         unreadableOrders: this.unreadable,
         first: this.firstUnreadable,
       });
       metrics.addMetric(METRIC_NAMES.unreadableOrders, MetricUnit.Count, this.unreadable);
     }
-    logger.info('List sent', { orders: this.orders, bytes: this.bytes, coding, outcome });
+    this.log.info('List sent', { orders: this.orders, bytes: this.bytes, coding, outcome });
     metrics.addMetric(METRIC_NAMES.listOrdersSent, MetricUnit.Count, this.orders);
     metrics.addMetric(METRIC_NAMES.listResponseBytes, MetricUnit.Bytes, this.bytes);
-    metrics.publishStoredMetrics();
   }
 }
 
 /** The list failed after its status line: the client got a cut-off body. Logged and counted. */
 function streamFailed(error: unknown, report: ListReport): void {
-  logger.error('List failed after its status line: the body was cut off', {
+  report.log.error('List failed after its status line: the body was cut off', {
     ordersSent: report.orders,
     bytesSent: report.bytes,
     ...(error instanceof DependencyFailure
@@ -108,7 +111,7 @@ export function listBody(
   ceilingBytes: number = STREAMING_LIMITS.ceilingBytes,
 ): Readable {
   // Bytes, not objects, and little of them: a slow client holds back the reads early.
-  const json = Readable.from(ordersJsonArray(counted(orders, report)), {
+  const json = Readable.from(withinInvocation(ordersJsonArray(counted(orders, report))), {
     objectMode: false,
     highWaterMark: STREAM_BUFFER_BYTES,
   });

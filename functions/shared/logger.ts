@@ -10,17 +10,16 @@
  * defence every record passes a replacer that blanks secret-looking fields and anything shaped
  * like an API key or a bearer credential. A record that cannot be serialized still gives a line.
  *
+ * An invocation's fields are its own (./invocation.ts): `logger` writes a line with the fields of
+ * the invocation running as it is called, so two invocations in one process never mix theirs.
+ *
  * The level is LOG_LEVEL (DEBUG, INFO, WARN, ERROR or SILENT; INFO when unset), read at load.
- * Why not Powertools: with its Logger and Metrics in place of these, the list's first answer in a
- * cold process took 10–19% more CPU time (`npm run bench:cold-init -- --powertools`; the rule is
- * our own only above 5%: bench/README.md, "Cold start").
+ * Why not Powertools: docs/architecture.md, "Functions".
  */
 import type { Context } from 'aws-lambda';
-import type { MiddlewareObj } from '@middy/core';
 import { SERVICE_NAME } from '../../lib/metrics.ts';
+import { currentInvocation } from './invocation.ts';
 import { redactValue } from './redact.ts';
-
-export { redactValue };
 
 export const LOG_LEVELS = { DEBUG: 8, INFO: 12, WARN: 16, ERROR: 20, SILENT: 28 } as const;
 export type LogLevel = keyof typeof LOG_LEVELS;
@@ -69,7 +68,8 @@ function writeLine(line: string, level: LogLevel): void {
 export class Logger {
   private readonly threshold: number;
   private readonly write: typeof writeLine;
-  private invocation: Fields = {};
+  /** On an invocation's logger (startInvocation): its fields. */
+  private invocation: Fields | undefined;
   private coldStart = process.env.AWS_LAMBDA_INITIALIZATION_TYPE !== 'provisioned-concurrency';
 
   constructor(level = process.env.LOG_LEVEL, write = writeLine) {
@@ -80,19 +80,22 @@ export class Logger {
   }
 
   /**
-   * The fields of the invocation now starting, on each of its lines: the Lambda context, and
-   * the request id the client sees, when there is one.
+   * The logger of an invocation now starting, whose lines carry its fields: the Lambda context,
+   * the request id the client sees when there is one, the X-Ray trace.
    */
-  startInvocation(context: Partial<Context>, correlationId?: string): void {
-    this.invocation = {
+  startInvocation(context: Partial<Context>, correlationId?: string): Logger {
+    const child = Object.create(this) as Logger;
+    child.invocation = {
       cold_start: this.coldStart,
       function_name: context.functionName,
       function_arn: context.invokedFunctionArn,
       function_memory_size: context.memoryLimitInMB,
       function_request_id: context.awsRequestId,
       correlation_id: correlationId,
+      xray_trace_id: xrayTraceId(),
     };
     this.coldStart = false;
+    return child;
   }
 
   debug(message: string, fields?: Fields): void {
@@ -115,8 +118,7 @@ export class Logger {
       message,
       timestamp: new Date().toISOString(),
       service: SERVICE_NAME,
-      ...this.invocation,
-      xray_trace_id: xrayTraceId(),
+      ...(this.invocation ?? currentInvocation()?.log.invocation),
     };
     let line: string;
     try {
@@ -130,16 +132,5 @@ export class Logger {
   }
 }
 
+/** The process's logger; in an invocation, its lines carry the invocation's fields. */
 export const logger = new Logger();
-
-/**
- * The invocation's fields on every line: its Lambda context and, for an API Gateway request, the
- * request id the client got (x-amzn-RequestId) as `correlation_id`.
- */
-export function logInvocation(): MiddlewareObj<{ requestContext?: { requestId?: string } }> {
-  return {
-    before: ({ context, event }) => {
-      logger.startInvocation(context, event?.requestContext?.requestId);
-    },
-  };
-}

@@ -3,12 +3,8 @@
  * on stdout, which CloudWatch Logs turns into metrics under the stage's namespace
  * (METRICS_NAMESPACE, set by the stack), with the dimension `service`. A call records its
  * metrics, and they are written at its end, together. METRICS_DISABLED=true drops them (local
- * runs and tests).
- * Why not Powertools: with its Logger and Metrics in place of these, the list's first answer in a
- * cold process took 10–19% more CPU time (`npm run bench:cold-init -- --powertools`; the rule is
- * our own only above 5%: bench/README.md, "Cold start").
+ * runs and tests). Why not Powertools: docs/architecture.md, "Functions".
  */
-import type { MiddlewareObj } from '@middy/core';
 import { METRICS_NAMESPACE, SERVICE_NAME } from '../../lib/metrics.ts';
 
 export const MetricUnit = { Count: 'Count', Milliseconds: 'Milliseconds', Bytes: 'Bytes' } as const;
@@ -79,11 +75,3 @@ export class Metrics {
 }
 
 export const metrics = new Metrics();
-
-/** Publishes what a call recorded, if anything. */
-export function publishMetrics(): MiddlewareObj {
-  const publish = (): void => {
-    if (metrics.hasStoredMetrics()) metrics.publishStoredMetrics();
-  };
-  return { after: publish, onError: publish };
-}

@@ -7,13 +7,14 @@
  * failed and the request was let by or answered 503 (the counts are then not known, and the
  * answer does not pretend they are).
  *
- * A function may answer some requests without using the plan's quota (`free`: a conditional
- * list answered 304, lib/limits/conditional.ts). For those the limiter takes one from the key's
- * free allowance instead of counting — at the same time as the function finds out whether its
- * answer will be the free one — and the headers show the key's standing with nothing counted.
+ * A function may answer some requests without using the plan's quota (a conditional list
+ * answered 304, lib/limits/conditional.ts): its invocation's `freeAnswer`. For those the limiter
+ * takes one from the key's free allowance instead of counting — at the same time as the function
+ * finds out whether its answer will be the free one — and the headers show the key's standing
+ * with nothing counted.
  */
 import type { MiddlewareObj, Request } from '@middy/core';
-import type { APIGatewayProxyEvent, Context } from 'aws-lambda';
+import type { APIGatewayProxyEvent } from 'aws-lambda';
 import { isTransient } from '../../lib/failures.ts';
 import type { FreeAllowance } from '../../lib/limits/conditional.ts';
 import {
@@ -24,54 +25,34 @@ import {
   refuseUnlessAdmitted,
   type RateLimiter,
 } from '../../lib/limits/limiter.ts';
-import { requestSignal } from './budget.ts';
-import { callerOf } from './caller.ts';
-
-export interface FreeAnswers {
-  readonly allowance: () => FreeAllowance;
-  /**
-   * Called before anything is counted (so the function may start its own reads then): for a
-   * request the function may answer without using the quota, whether it will (resolved once
-   * known); undefined for any other request, which is counted.
-   */
-  readonly willAnswerFree: (
-    event: APIGatewayProxyEvent,
-    context: Context,
-  ) => Promise<boolean> | undefined;
-}
+import { callerOf, httpInvocation } from './invocation.ts';
 
 export interface RateLimitDependencies {
   readonly limiter: () => RateLimiter;
+  /** The keys' free allowance; without it a request answered free counts like any other. */
+  readonly freeAllowance?: () => FreeAllowance;
   readonly now?: () => number;
-  /**
-   * The request's budget from its arrival (default TIME_BUDGETS.requestMs). The limiter is the
-   * first to ask for the request's deadline, which every later call of the invocation shares.
-   */
+  /** The request's budget from its arrival (default TIME_BUDGETS.requestMs): ./http-function.ts. */
   readonly requestBudgetMs?: number;
-  readonly free?: FreeAnswers;
 }
 
 export function rateLimit(deps: RateLimitDependencies): MiddlewareObj<APIGatewayProxyEvent> {
-  const headersOf = new WeakMap<object, Record<string, string>>();
-
-  const addHeaders = (request: Request<APIGatewayProxyEvent>): void => {
-    const headers = headersOf.get(request);
+  const addHeaders = (request: Request): void => {
+    const headers = httpInvocation().rateLimitHeaders;
     const response = request.response as { headers?: Record<string, string> } | undefined;
-    if (!headers || !response) return;
-    response.headers = { ...response.headers, ...headers };
+    if (headers && response) response.headers = { ...response.headers, ...headers };
   };
 
   return {
-    before: async (request) => {
-      const caller = callerOf(request.event);
+    before: async () => {
+      const invocation = httpInvocation();
+      const { signal, freeAnswer } = invocation;
+      const caller = callerOf(invocation);
       const now = deps.now?.() ?? Date.now();
-      // Fixed at the chain's start (http-function.ts); the same arguments if this runs alone.
-      const signal = requestSignal(request.event, request.context, now, deps.requestBudgetMs);
-      const freeAnswer = deps.free?.willAnswerFree(request.event, request.context);
-      if (freeAnswer && deps.free) {
+      if (freeAnswer && deps.freeAllowance) {
         const [taken, free] = await Promise.all([
-          deps.free
-            .allowance()
+          deps
+            .freeAllowance()
             .takeFree(caller, now, { signal })
             // The counted path below answers a failing store by the failure mode.
             .catch((error: unknown) => {
@@ -84,18 +65,15 @@ export function rateLimit(deps: RateLimitDependencies): MiddlewareObj<APIGateway
         ]);
         if (taken?.outcome === 'banned' || (taken?.outcome === 'free' && free)) {
           // The key's standing, nothing counted: a banned key's refusal, or a free 304.
-          headersOf.set(request, rateLimitHeaders(taken.standing, now, caller.limits));
+          invocation.rateLimitHeaders = rateLimitHeaders(taken.standing, now, caller.limits);
           if (taken.outcome === 'banned') refuseUnlessAdmitted(taken.standing, caller.keyId);
           return;
         }
       }
       const result = await deps.limiter().consume(caller, now, { signal });
-      headersOf.set(
-        request,
-        countsKnown(result)
-          ? rateLimitHeaders(result.decision, now, caller.limits)
-          : policyHeader(caller.limits),
-      );
+      invocation.rateLimitHeaders = countsKnown(result)
+        ? rateLimitHeaders(result.decision, now, caller.limits)
+        : policyHeader(caller.limits);
       // A refusal, or the store's failure when failing closed, is thrown for http-errors.ts.
       enforce(result, caller.keyId);
     },

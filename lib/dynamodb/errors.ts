@@ -9,8 +9,6 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { byDeadline, DependencyFailure, type FailureKind } from '../failures.ts';
 
-export { wasNotDelivered } from './delivery.ts';
-
 /** DynamoDB refused the request before doing anything: retrying cannot apply it twice. */
 const THROTTLING_NAMES = new Set([
   'ProvisionedThroughputExceededException',

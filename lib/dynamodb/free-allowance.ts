@@ -3,21 +3,18 @@
  * table: its window (`cw`, `cc`) lives in the key's item beside the counts, so that one write
  * takes from it and reads the key's standing.
  */
-import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { DependencyFailure, type CallOptions } from '../failures.ts';
 import type { Caller } from '../keys/key-record.ts';
 import { standing, type FreeAllowanceResult } from '../limits/conditional.ts';
 import { DAY_MS, MINUTE_MS, windowStart, type CounterState } from '../limits/sliding-window.ts';
-import { isConditionFailure, send } from './errors.ts';
 import {
   allowanceOf,
-  counterKey,
   DEPENDENCY,
-  itemOfConditionFailure,
   itemToState,
   notBanned,
   TTL,
   type AllowanceWindow,
+  type ItemWrite,
   type RateLimitUpdate,
 } from './rate-limit-item.ts';
 import { UpdateBuilder } from './update-builder.ts';
@@ -25,23 +22,19 @@ import { UpdateBuilder } from './update-builder.ts';
 /** Writes per free conditional request before the store counts as failing (stale cache, rollover). */
 const FREE_ATTEMPTS = 4;
 
-type Item = Record<string, unknown>;
-
 export class DynamoDbFreeAllowance {
-  private readonly client: DynamoDBDocumentClient;
-  private readonly tableName: string;
+  /** The limiter's write of a key's item (one attempt). */
+  private readonly write: ItemWrite;
   /** Told of every state of a key read, for the limiter's cache. */
   private readonly remember: (keyId: string, state: CounterState, now: number) => void;
   /** The allowance's window last seen per key. */
   private readonly allowances = new Map<string, AllowanceWindow>();
 
   constructor(
-    client: DynamoDBDocumentClient,
-    tableName: string,
+    write: ItemWrite,
     remember: (keyId: string, state: CounterState, now: number) => void,
   ) {
-    this.client = client;
-    this.tableName = tableName;
+    this.write = write;
     this.remember = remember;
   }
 
@@ -76,22 +69,7 @@ export class DynamoDbFreeAllowance {
       const ttl = b.name(TTL);
       const expires = Math.ceil((windowStart(now, DAY_MS) + 2 * DAY_MS) / 1000);
       b.set(`${ttl} = if_not_exists(${ttl}, ${b.value(expires)})`);
-      let item: Item | undefined;
-      let written: boolean;
-      try {
-        const { Attributes } = await send(
-          DEPENDENCY,
-          (abortSignal) =>
-            this.client.send(b.command(this.tableName, { pk: counterKey(caller.keyId) }), {
-              abortSignal,
-            }),
-          options.signal,
-        );
-        [item, written] = [Attributes, true];
-      } catch (error) {
-        if (!isConditionFailure(error)) throw error;
-        [item, written] = [itemOfConditionFailure(error), false];
-      }
+      const { written, item } = await this.write(b, caller.keyId, options.signal);
       const state = itemToState(item);
       this.remember(caller.keyId, state, now);
       const result = standing(state, now, caller.limits);

@@ -138,6 +138,17 @@ function stateAsRead(record: ApiKeyRecord): Condition {
   };
 }
 
+/** Whether a conditional write was applied: false when its condition did not hold. */
+async function applied(write: Promise<unknown>): Promise<boolean> {
+  try {
+    await write;
+    return true;
+  } catch (error) {
+    if (isConditionFailure(error)) return false;
+    throw error;
+  }
+}
+
 export class DynamoDbKeyStore implements KeyAdminStore {
   protected readonly client: DynamoDBDocumentClient;
   protected readonly tableName: string;
@@ -162,9 +173,9 @@ export class DynamoDbKeyStore implements KeyAdminStore {
     return Item ? itemToRecord(Item) : undefined;
   }
 
-  async create(record: ApiKeyRecord): Promise<boolean> {
-    try {
-      await send(DEPENDENCY, () =>
+  create(record: ApiKeyRecord): Promise<boolean> {
+    return applied(
+      send(DEPENDENCY, () =>
         this.client.send(
           new PutCommand({
             TableName: this.tableName,
@@ -172,12 +183,8 @@ export class DynamoDbKeyStore implements KeyAdminStore {
             ConditionExpression: 'attribute_not_exists(keyHash)',
           }),
         ),
-      );
-      return true;
-    } catch (error) {
-      if (isConditionFailure(error)) return false;
-      throw error;
-    }
+      ),
+    );
   }
 
   /**
@@ -199,13 +206,7 @@ export class DynamoDbKeyStore implements KeyAdminStore {
       ),
     );
     const keyHash: unknown = Items?.[0]?.keyHash;
-    if (typeof keyHash !== 'string') return undefined;
-    const { Item } = await send(DEPENDENCY, () =>
-      this.client.send(
-        new GetCommand({ TableName: this.tableName, Key: { keyHash }, ConsistentRead: true }),
-      ),
-    );
-    return Item ? itemToRecord(Item) : undefined;
+    return typeof keyHash === 'string' ? this.findByHash(keyHash) : undefined;
   }
 
   async list(): Promise<ApiKeyRecord[]> {
@@ -248,10 +249,10 @@ export class DynamoDbKeyStore implements KeyAdminStore {
     });
   }
 
-  async rotate(old: ApiKeyRecord, oldExpiresAt: string, successor: ApiKeyRecord): Promise<boolean> {
+  rotate(old: ApiKeyRecord, oldExpiresAt: string, successor: ApiKeyRecord): Promise<boolean> {
     const unchanged = unchangedAndActive(old);
-    try {
-      await send(DEPENDENCY, () =>
+    return applied(
+      send(DEPENDENCY, () =>
         this.client.send(
           new TransactWriteCommand({
             TransactItems: [
@@ -279,12 +280,8 @@ export class DynamoDbKeyStore implements KeyAdminStore {
             ],
           }),
         ),
-      );
-      return true;
-    } catch (error) {
-      if (isConditionFailure(error)) return false;
-      throw error;
-    }
+      ),
+    );
   }
 
   async setPlan(
@@ -315,13 +312,7 @@ export class DynamoDbKeyStore implements KeyAdminStore {
   }
 
   /** One conditional UpdateItem: false when the condition did not hold. */
-  private async update(input: UpdateCommandInput): Promise<boolean> {
-    try {
-      await send(DEPENDENCY, () => this.client.send(new UpdateCommand(input)));
-      return true;
-    } catch (error) {
-      if (isConditionFailure(error)) return false;
-      throw error;
-    }
+  private update(input: UpdateCommandInput): Promise<boolean> {
+    return applied(send(DEPENDENCY, () => this.client.send(new UpdateCommand(input))));
   }
 }

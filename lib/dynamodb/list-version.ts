@@ -48,16 +48,6 @@ const RELEASE_GRACE_MS = (TIME_BUDGETS.answerMs - TIME_BUDGETS.requestMs) / 2;
 /** How long a function's write may still land: its request budget, then the margin. */
 export const FUNCTION_WRITE_LEASE_MS = TIME_BUDGETS.requestMs + TIME_BUDGETS.lateWriteMarginMs;
 
-export interface ListVersionWriteOptions {
-  /** The write's deadline (also the mark's and the release's). */
-  readonly signal?: AbortSignal;
-}
-
-/** A version item marked for a write: released once, with whether the write changed the list. */
-export interface VersionMark {
-  release(changed: boolean, options?: ListVersionWriteOptions): Promise<void>;
-}
-
 export interface DynamoDbListVersionOptions {
   /** How long after its mark a write is assumed to have landed, if ever (FUNCTION_WRITE_LEASE_MS). */
   readonly leaseMs?: number;
@@ -67,6 +57,10 @@ export interface DynamoDbListVersionOptions {
 }
 
 type Item = Record<string, unknown>;
+type VersionKey = ReturnType<typeof listVersionKey>;
+
+/** A version item's new nonce: every tag that covered it changes. */
+const nonce = (): string => randomBytes(12).toString('base64url');
 
 /** A stored value as text that says what it is: numbers by their digits, never through a JS number. */
 function valueText(value: unknown): string {
@@ -161,97 +155,81 @@ export class DynamoDbListVersion {
   }
 
   /**
-   * Marks a version item for a write about to be made (step 1 above): resolves once the entry
-   * is stored, with the handle that releases it. A failed mark rejects: nothing may be written.
-   */
-  async mark(options: ListVersionWriteOptions = {}): Promise<VersionMark> {
-    const key = listVersionKey(randomInt(LIST_VERSION_ITEMS));
-    const entry = `${ENTRY_PREFIX}${randomBytes(9).toString('base64url')}`;
-    await this.update(
-      key,
-      'SET #e = :until',
-      { '#e': entry },
-      { ':until': this.now() + this.leaseMs },
-      options.signal,
-    );
-    let released = false;
-    return {
-      release: async (changed, releaseOptions = {}) => {
-        if (released) return;
-        released = true;
-        // A write that used up the request's budget still gets its release.
-        const signal = releaseOptions.signal?.aborted
-          ? AbortSignal.timeout(RELEASE_GRACE_MS)
-          : releaseOptions.signal;
-        try {
-          await this.update(
-            key,
-            changed ? 'REMOVE #e SET #n = :n' : 'REMOVE #e',
-            changed ? { '#e': entry, '#n': 'n' } : { '#e': entry },
-            changed ? { ':n': randomBytes(12).toString('base64url') } : undefined,
-            signal,
-          );
-        } catch (error) {
-          this.onReleaseFailure(error);
-        }
-      },
-    };
-  }
-
-  /**
-   * Runs one write of orders between a mark and a release of a version item (see above).
-   * `changed` says from the write's result whether it changed the list; a write that failed
-   * counts as changed (it may have landed). `admitted`: the write waits for it, while the mark
-   * is already on its way (beside the rate limiter's count); when it rejects, the mark is
-   * released unchanged and nothing is written. A failed mark fails the write before it is sent;
-   * a failed release is reported, not thrown: the write stands.
+   * Runs one write of orders between a mark and a release of a version item (see above). The
+   * mark is sent at once; with `admitted`, the write waits for it (the mark meanwhile goes beside
+   * the rate limiter's count), and when it rejects the mark is released unchanged and nothing is
+   * written. A failed mark fails the write before it is sent. `changed` says from the write's
+   * result whether it changed the list; a write that failed counts as changed (it may have
+   * landed). A failed release is reported, not thrown: the write stands.
    */
   async around<T>(
     write: () => Promise<T>,
     changed: (result: T) => boolean,
-    options: ListVersionWriteOptions & { readonly admitted?: Promise<unknown> } = {},
+    options: { readonly signal?: AbortSignal; readonly admitted?: Promise<unknown> } = {},
   ): Promise<T> {
-    const marked = this.mark(options);
+    const key = listVersionKey(randomInt(LIST_VERSION_ITEMS));
+    const entry = `${ENTRY_PREFIX}${randomBytes(9).toString('base64url')}`;
+    const until = { ':until': this.now() + this.leaseMs };
+    const marked = this.update(key, 'SET #e = :until', { '#e': entry }, until, options.signal);
+    const release = (changedList: boolean) => this.release(key, entry, changedList, options.signal);
     if (options.admitted) {
       // Observed below, or here when the write is refused.
       marked.catch(() => undefined);
       try {
         await options.admitted;
       } catch (refusal) {
-        const unused = await marked.catch(() => undefined);
-        await unused?.release(false, options);
+        // Released unchanged, if it was stored at all.
+        if (await marked.then(() => true).catch(() => false)) await release(false);
         throw refusal;
       }
     }
-    const mark = await marked;
-    let outcome: { ok: true; result: T } | { ok: false; error: unknown };
+    await marked;
+    let result: T;
     try {
-      outcome = { ok: true, result: await write() };
+      result = await write();
     } catch (error) {
-      outcome = { ok: false, error };
+      await release(true);
+      throw error;
     }
-    await mark.release(outcome.ok ? changed(outcome.result) : true, options);
-    if (!outcome.ok) throw outcome.error;
-    return outcome.result;
+    await release(changed(result));
+    return result;
+  }
+
+  /**
+   * Removes a write's entry and, when the list changed, gives the item a new nonce. A write that
+   * used up the request's budget still gets its release; a failed release is reported.
+   */
+  private async release(
+    key: VersionKey,
+    entry: string,
+    changed: boolean,
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
+    const names: Record<string, string> = changed ? { '#e': entry, '#n': 'n' } : { '#e': entry };
+    try {
+      await this.update(
+        key,
+        changed ? 'REMOVE #e SET #n = :n' : 'REMOVE #e',
+        names,
+        changed ? { ':n': nonce() } : undefined,
+        signal?.aborted ? AbortSignal.timeout(RELEASE_GRACE_MS) : signal,
+      );
+    } catch (error) {
+      this.onReleaseFailure(error);
+    }
   }
 
   /** A new nonce in every version item: every tag changes (after writes made by hand). */
   async retag(signal?: AbortSignal): Promise<void> {
     await Promise.all(
       Array.from({ length: LIST_VERSION_ITEMS }, (_, index) =>
-        this.update(
-          listVersionKey(index),
-          'SET #n = :n',
-          { '#n': 'n' },
-          { ':n': randomBytes(12).toString('base64url') },
-          signal,
-        ),
+        this.update(listVersionKey(index), 'SET #n = :n', { '#n': 'n' }, { ':n': nonce() }, signal),
       ),
     );
   }
 
   private async update(
-    key: ReturnType<typeof listVersionKey>,
+    key: VersionKey,
     expression: string,
     names: Record<string, string>,
     values: Record<string, unknown> | undefined,

@@ -34,6 +34,13 @@ export const RATE_LIMIT_ITEM = {
 export type RateLimitAttribute = keyof typeof RATE_LIMIT_ITEM;
 export type RateLimitUpdate = UpdateBuilder<RateLimitAttribute>;
 
+/** One conditional write of a key's item: the item after it, or as found when its condition failed. */
+export type ItemWrite = (
+  b: RateLimitUpdate,
+  keyId: string,
+  signal: AbortSignal | undefined,
+) => Promise<{ written: boolean; item: Item | undefined }>;
+
 export const TTL = TABLES.rateLimits.timeToLiveAttribute;
 
 type Item = Record<string, unknown>;

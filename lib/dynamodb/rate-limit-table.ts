@@ -35,7 +35,8 @@ import {
   type WindowCount,
   windowStart,
 } from '../limits/sliding-window.ts';
-import { dynamoDbFailure, isConditionFailure, send, wasNotDelivered } from './errors.ts';
+import { wasNotDelivered } from './delivery.ts';
+import { dynamoDbFailure, isConditionFailure, send } from './errors.ts';
 import { DynamoDbFreeAllowance } from './free-allowance.ts';
 import {
   counterKey,
@@ -45,12 +46,10 @@ import {
   itemToState,
   notBanned,
   TTL,
+  type ItemWrite,
   type RateLimitUpdate,
 } from './rate-limit-item.ts';
 import { UpdateBuilder } from './update-builder.ts';
-
-// Kept here for callers that read a key's counters (tests, the operator CLI).
-export { counterKey, itemToState } from './rate-limit-item.ts';
 
 /**
  * Writes per request before the store counts as failing. Each kind of conflict can hit a request
@@ -123,7 +122,7 @@ export class DynamoDbRateLimiter implements RateLimiter, FreeAllowance {
     this.tableName = tableName;
     this.settings = options.settings ?? DEFAULT_LIMITER_SETTINGS;
     this.onStoreFailure = options.onStoreFailure ?? (() => undefined);
-    this.free = new DynamoDbFreeAllowance(client, tableName, (keyId, state, now) =>
+    this.free = new DynamoDbFreeAllowance(this.writeOnce, (keyId, state, now) =>
       this.remember(keyId, state, now),
     );
   }
@@ -330,17 +329,9 @@ export class DynamoDbRateLimiter implements RateLimiter, FreeAllowance {
   ): Promise<{ written: boolean; state: CounterState }> {
     for (let attempt = 1; ; attempt++) {
       try {
-        const { Attributes } = await send(
-          DEPENDENCY,
-          (abortSignal) =>
-            this.client.send(b.command(this.tableName, { pk: counterKey(keyId) }), { abortSignal }),
-          signal,
-        );
-        return { written: true, state: itemToState(Attributes) };
+        const { written, item } = await this.writeOnce(b, keyId, signal);
+        return { written, state: itemToState(item) };
       } catch (error) {
-        if (isConditionFailure(error)) {
-          return { written: false, state: itemToState(itemOfConditionFailure(error)) };
-        }
         const failure = dynamoDbFailure(error, DEPENDENCY);
         const notWritten = failure.reason === 'throttled' || wasNotDelivered(error);
         if (!notWritten || attempt >= THROTTLING_ATTEMPTS) throw failure;
@@ -352,4 +343,20 @@ export class DynamoDbRateLimiter implements RateLimiter, FreeAllowance {
       }
     }
   }
+
+  /** One attempt of a conditional write (see ItemWrite). */
+  private readonly writeOnce: ItemWrite = async (b, keyId, signal) => {
+    const command = b.command(this.tableName, { pk: counterKey(keyId) });
+    try {
+      const { Attributes } = await send(
+        DEPENDENCY,
+        (abortSignal) => this.client.send(command, { abortSignal }),
+        signal,
+      );
+      return { written: true, item: Attributes };
+    } catch (error) {
+      if (!isConditionFailure(error)) throw error;
+      return { written: false, item: itemOfConditionFailure(error) };
+    }
+  };
 }

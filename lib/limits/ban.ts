@@ -68,24 +68,3 @@ export function refusalStep(
   }
   return { kind: 'counted', start, count: count + 1, retryAt };
 }
-
-/** The state after a refusal's step. */
-export function afterRefusal(state: CounterState, step: RefusalStep): CounterState {
-  switch (step.kind) {
-    case 'waited':
-      return { ...state, retryAt: step.retryAt };
-    case 'counted':
-      return {
-        ...state,
-        refusals: { start: step.start, count: step.count },
-        retryAt: step.retryAt,
-      };
-    case 'ban':
-      return {
-        ...state,
-        refusals: { start: step.start, count: 0 },
-        bannedUntil: step.bannedUntil,
-        retryAt: step.bannedUntil,
-      };
-  }
-}

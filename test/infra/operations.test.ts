@@ -141,8 +141,7 @@ describe('the saved queries', () => {
     const access = JSON.parse(renderAccessLog(accessLogTemplate(), {})) as object;
     const lines: Record<string, unknown>[] = [];
     const capture = new Logger('DEBUG', (text) => lines.push(JSON.parse(text) as never));
-    capture.startInvocation({ functionName: 'f', awsRequestId: 'r' }, 'c');
-    capture.info('line');
+    capture.startInvocation({ functionName: 'f', awsRequestId: 'r' }, 'c').info('line');
     // The refusal and the error-answer lines, as the functions' error handling writes them.
     const out = vi.spyOn(process.stdout, 'write').mockImplementation((text) => {
       lines.push(JSON.parse(String(text)) as never);

@@ -4,7 +4,7 @@ import { App } from 'aws-cdk-lib';
 import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
-import { ACCESS_LOG_FIELDS, ERROR_MESSAGE_VARIABLE } from '../../infra/access-log.ts';
+import { ACCESS_LOG_FIELDS, ERROR_MESSAGE_VARIABLE } from '../../lib/api/access-log.ts';
 import { ApiStack } from '../../infra/api-stack.ts';
 import { stageConfig } from '../../infra/config.ts';
 import { BUNDLING } from '../../infra/constructs/service-function.ts';

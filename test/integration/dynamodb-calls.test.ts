@@ -15,9 +15,20 @@ import { captureObservations } from '../support/faults.ts';
 import { createTestTables, type TestTables } from '../support/tables.ts';
 
 process.env.LOG_LEVEL = 'INFO';
-const { logDynamoDbCalls, recordCalls, recordInvocation, takeCalls } =
+const { CallRecord, recordCalls, recordInvocation } =
   await import('../../functions/shared/dynamodb-calls.ts');
+const { inInvocation } = await import('../../functions/shared/invocation.ts');
+const { logger } = await import('../../functions/shared/logger.ts');
 const { metrics } = await import('../../functions/shared/metrics.ts');
+
+/** A scope of its own, as an invocation's first step makes it. */
+const newInvocation = () => ({
+  log: logger.startInvocation(createContext('test')),
+  calls: new CallRecord(),
+});
+/** Runs `work` within `invocation`, as a step of it. */
+const within = <T>(invocation: ReturnType<typeof newInvocation>, work: () => Promise<T>) =>
+  inInvocation(() => invocation, work)(undefined, createContext('test') as never);
 
 let t: TestTables;
 let client: ReturnType<typeof createDocumentClient>;
@@ -27,10 +38,7 @@ beforeAll(async () => {
   t = await createTestTables('calls');
   client = recordCalls(createDocumentClient({ endpoint: t.endpoint }));
 });
-afterEach(() => {
-  takeCalls();
-  observations.reset();
-});
+afterEach(() => observations.reset());
 afterAll(async () => {
   observations.restore();
   client.destroy();
@@ -42,18 +50,20 @@ const get = () =>
 
 describe('the DynamoDB calls of an invocation', () => {
   it('are summed by operation and table: calls, attempts, time; each call is a metric value', async () => {
-    takeCalls();
-    await get();
-    await get();
-    await client.send(
-      new UpdateCommand({
-        TableName: t.tables.rateLimits,
-        Key: { pk: 'calls-test' },
-        UpdateExpression: 'SET n = :one',
-        ExpressionAttributeValues: { ':one': 1 },
-      }),
-    );
-    const calls = takeCalls();
+    const invocation = newInvocation();
+    await within(invocation, async () => {
+      await get();
+      await get();
+      await client.send(
+        new UpdateCommand({
+          TableName: t.tables.rateLimits,
+          Key: { pk: 'calls-test' },
+          UpdateExpression: 'SET n = :one',
+          ExpressionAttributeValues: { ':one': 1 },
+        }),
+      );
+    });
+    const calls = invocation.calls.take();
     expect(calls).toEqual([
       expect.objectContaining({
         operation: 'GetItem',
@@ -69,15 +79,17 @@ describe('the DynamoDB calls of an invocation', () => {
     expect(durations).toHaveLength(3);
     expect(calls[0]?.totalMs).toBeCloseTo((durations[0] ?? 0) + (durations[1] ?? 0), 0);
     expect(calls[0]?.maxMs).toBe(Math.max(durations[0] ?? 0, durations[1] ?? 0));
-    // Taken: the next invocation starts from nothing.
-    expect(takeCalls()).toEqual([]);
+    // Taken: nothing is reported twice.
+    expect(invocation.calls.take()).toEqual([]);
   });
 
   it('name a failed call and its error', async () => {
-    takeCalls();
-    const missing = client.send(new GetCommand({ TableName: 'no-such-table', Key: { k: 'x' } }));
+    const invocation = newInvocation();
+    const missing = within(invocation, () =>
+      client.send(new GetCommand({ TableName: 'no-such-table', Key: { k: 'x' } })),
+    );
     await expect(missing).rejects.toThrow();
-    expect(takeCalls()).toEqual([
+    expect(invocation.calls.take()).toEqual([
       expect.objectContaining({
         operation: 'GetItem',
         table: 'no-such-table',
@@ -89,18 +101,20 @@ describe('the DynamoDB calls of an invocation', () => {
   });
 
   it('tell a failed condition (an answer) from a failure', async () => {
-    takeCalls();
-    const refused = client.send(
-      new UpdateCommand({
-        TableName: t.tables.rateLimits,
-        Key: { pk: 'calls-test-absent' },
-        UpdateExpression: 'SET n = :one',
-        ConditionExpression: 'attribute_exists(pk)',
-        ExpressionAttributeValues: { ':one': 1 },
-      }),
+    const invocation = newInvocation();
+    const refused = within(invocation, () =>
+      client.send(
+        new UpdateCommand({
+          TableName: t.tables.rateLimits,
+          Key: { pk: 'calls-test-absent' },
+          UpdateExpression: 'SET n = :one',
+          ConditionExpression: 'attribute_exists(pk)',
+          ExpressionAttributeValues: { ':one': 1 },
+        }),
+      ),
     );
     await expect(refused).rejects.toThrow();
-    expect(takeCalls()).toEqual([
+    expect(invocation.calls.take()).toEqual([
       expect.objectContaining({
         operation: 'UpdateItem',
         calls: 1,
@@ -111,24 +125,23 @@ describe('the DynamoDB calls of an invocation', () => {
   });
 
   it('count a call still unanswered when the invocation answers as abandoned, and never again', async () => {
-    takeCalls();
-    const inFlight = get();
-    const [call] = takeCalls();
+    const invocation = newInvocation();
+    const inFlight = within(invocation, get);
+    const [call] = invocation.calls.take();
     expect(call).toMatchObject({ operation: 'GetItem', calls: 1, abandoned: 1, failed: 0 });
     await inFlight;
-    // Its answer came during the next invocation, which did not make it.
-    expect(takeCalls()).toEqual([]);
+    // Its answer came after the invocation had answered.
+    expect(invocation.calls.take()).toEqual([]);
   });
 });
 
 describe('the line of DynamoDB calls', () => {
-  const middleware = logDynamoDbCalls();
-  const run = async (response: unknown): Promise<void> => {
-    const request = { response } as unknown as Request;
-    await middleware.before?.(request);
-    await get();
-    await middleware.after?.(request);
-  };
+  const middleware = recordInvocation();
+  const run = (response: unknown, invocation = newInvocation()) =>
+    within(invocation, async () => {
+      await get();
+      await middleware.after?.({ response } as unknown as Request);
+    });
   const lines = () =>
     observations.logs().filter((line) => line.message === 'DynamoDB calls') as unknown as {
       dynamodb: { operation: string; calls: number }[];
@@ -142,8 +155,9 @@ describe('the line of DynamoDB calls', () => {
 
   it('is written when a streamed answer ends, with the calls made while it streamed', async () => {
     const body = new PassThrough();
-    await run({ statusCode: 200, body });
-    await get(); // a later page, read while the answer streams
+    const invocation = newInvocation();
+    await run({ statusCode: 200, body }, invocation);
+    await within(invocation, get); // a later page, read while the answer streams
     expect(lines()).toHaveLength(0);
     body.end('[]');
     body.resume();
@@ -171,7 +185,7 @@ describe("an invocation's records", () => {
           inFlight = get(); // still unanswered when the invocation answers
           return Promise.resolve({ statusCode: 200 });
         });
-      await handler({}, createContext('test') as never);
+      await within(newInvocation(), () => handler({}, createContext('test') as never));
       expect(atFlush).toEqual([1]);
       await inFlight;
     } finally {

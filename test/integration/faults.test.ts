@@ -14,7 +14,8 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } 
 import { createDocumentClient, createSingleAttemptClient } from '../../lib/dynamodb/client.ts';
 import { DynamoDbKeyStore } from '../../lib/dynamodb/keys-table.ts';
 import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
-import { counterKey, DynamoDbRateLimiter } from '../../lib/dynamodb/rate-limit-table.ts';
+import { counterKey } from '../../lib/dynamodb/rate-limit-item.ts';
+import { DynamoDbRateLimiter } from '../../lib/dynamodb/rate-limit-table.ts';
 import { orderShard } from '../../lib/dynamodb/tables.ts';
 import { TIME_BUDGETS } from '../../lib/config/budgets.ts';
 import { generateApiKey, hashApiKey } from '../../lib/keys/api-key.ts';

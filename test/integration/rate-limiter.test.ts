@@ -6,7 +6,8 @@ import { createListOrdersHandler } from '../../functions/list-orders.ts';
 import { callerToContext } from '../../lib/keys/authenticate.ts';
 import type { Caller } from '../../lib/keys/key-record.ts';
 import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
-import { counterKey, DynamoDbRateLimiter } from '../../lib/dynamodb/rate-limit-table.ts';
+import { counterKey } from '../../lib/dynamodb/rate-limit-item.ts';
+import { DynamoDbRateLimiter } from '../../lib/dynamodb/rate-limit-table.ts';
 import { DEFAULT_LIMITER_SETTINGS } from '../../lib/limits/limiter.ts';
 import { PLAN_LIMITS } from '../../lib/limits/plans.ts';
 import {

@@ -5,12 +5,33 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { afterRefusal, refusalStep, type BanSettings } from '../../lib/limits/ban.ts';
+import { refusalStep, type BanSettings, type RefusalStep } from '../../lib/limits/ban.ts';
 import { answerHeaders } from '../support/rate-limit-answer.ts';
 import type { Limits } from '../../lib/limits/plans.ts';
 import { decide, type CounterState } from '../../lib/limits/sliding-window.ts';
 
 const MINUTE = 60_000;
+
+/** The state after a refusal's step: what the limiter's refusal write stores. */
+function afterRefusal(state: CounterState, step: RefusalStep): CounterState {
+  switch (step.kind) {
+    case 'waited':
+      return { ...state, retryAt: step.retryAt };
+    case 'counted':
+      return {
+        ...state,
+        refusals: { start: step.start, count: step.count },
+        retryAt: step.retryAt,
+      };
+    case 'ban':
+      return {
+        ...state,
+        refusals: { start: step.start, count: 0 },
+        bannedUntil: step.bannedUntil,
+        retryAt: step.bannedUntil,
+      };
+  }
+}
 
 /** One key as the limiter keeps it: admissions counted, refusals through the ban rule. */
 class Key {

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { Logger, type LogLevel, redactValue } from '../../functions/shared/logger.ts';
+import { Logger, type LogLevel } from '../../functions/shared/logger.ts';
+import { redactValue } from '../../functions/shared/redact.ts';
 import { generateApiKey } from '../../lib/keys/api-key.ts';
 
 /** A logger whose lines are kept, parsed, with the level each was written at. */
@@ -74,16 +75,17 @@ describe('the functions’ logger', () => {
   it('writes one JSON line per record with the fields the runbook queries use', () => {
     vi.stubEnv('_X_AMZN_TRACE_ID', 'Root=1-5759e988-bd862e3fe1be46a994272793;Sampled=1');
     const { logger, lines } = capturing('INFO');
-    logger.startInvocation(
-      {
-        functionName: 'list',
-        invokedFunctionArn: 'arn:aws:lambda:eu-west-1:1:function:list',
-        memoryLimitInMB: '512',
-        awsRequestId: 'req-1',
-      },
-      'client-request-1',
-    );
-    logger.info('List sent', { orders: 3 });
+    logger
+      .startInvocation(
+        {
+          functionName: 'list',
+          invokedFunctionArn: 'arn:aws:lambda:eu-west-1:1:function:list',
+          memoryLimitInMB: '512',
+          awsRequestId: 'req-1',
+        },
+        'client-request-1',
+      )
+      .info('List sent', { orders: 3 });
     expect(lines).toHaveLength(1);
     expect(lines[0]!.text).toMatch(/^\{[^\n]*\}\n$/);
     expect(lines[0]!.record).toEqual({
@@ -104,10 +106,8 @@ describe('the functions’ logger', () => {
 
   it('marks only the first invocation a cold start, and never leaks one invocation’s ids', () => {
     const { logger, records } = capturing('INFO');
-    logger.startInvocation({ awsRequestId: 'a' }, 'client-a');
-    logger.info('one');
-    logger.startInvocation({ awsRequestId: 'b' });
-    logger.info('two');
+    logger.startInvocation({ awsRequestId: 'a' }, 'client-a').info('one');
+    logger.startInvocation({ awsRequestId: 'b' }).info('two');
     expect(records()).toMatchObject([
       { cold_start: true, function_request_id: 'a', correlation_id: 'client-a' },
       { cold_start: false, function_request_id: 'b' },
@@ -118,8 +118,7 @@ describe('the functions’ logger', () => {
   it('writes no cold start for a provisioned environment', () => {
     vi.stubEnv('AWS_LAMBDA_INITIALIZATION_TYPE', 'provisioned-concurrency');
     const { logger, records } = capturing('INFO');
-    logger.startInvocation({ awsRequestId: 'a' });
-    logger.info('one');
+    logger.startInvocation({ awsRequestId: 'a' }).info('one');
     expect(records()[0]).toMatchObject({ cold_start: false });
   });
 
@@ -153,8 +152,9 @@ describe('the functions’ logger', () => {
 
   it('keeps its own fields when a record has fields of the same name', () => {
     const { logger, records } = capturing('INFO');
-    logger.startInvocation({ awsRequestId: 'a' }, 'client-a');
-    logger.info('Rate limit refusal', { level: 'DEBUG', message: 'other', correlation_id: 'x' });
+    logger
+      .startInvocation({ awsRequestId: 'a' }, 'client-a')
+      .info('Rate limit refusal', { level: 'DEBUG', message: 'other', correlation_id: 'x' });
     expect(records()[0]).toMatchObject({
       level: 'INFO',
       message: 'Rate limit refusal',
