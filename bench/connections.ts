@@ -73,6 +73,31 @@ export function inWaves<T extends Pick<RecordedCall, 'sent' | 'answered'>>(
   return waves;
 }
 
+/** A recorded call, and the calls (indices into the same list) that it was sent after. */
+export interface Replayed<T> {
+  readonly call: T;
+  /** The calls answered before this one was sent: it may have needed their answers. */
+  readonly after: readonly number[];
+}
+
+/**
+ * The calls in the order they were sent, each with the calls answered before it was sent: a
+ * replay sends each one as soon as those have been answered, so that what overlapped on the
+ * wire overlaps again (a call sent after one answer but while another was still in flight is
+ * not held back for the other, as a wave would hold it).
+ */
+export function replayOrder<T extends Pick<RecordedCall, 'sent' | 'answered'>>(
+  calls: readonly T[],
+): Replayed<T>[] {
+  const sorted = [...calls].sort((a, b) => a.sent - b.sent);
+  return sorted.map((call, i) => ({
+    call,
+    after: sorted
+      .slice(0, i)
+      .flatMap((earlier, j) => ((earlier.answered ?? Infinity) <= call.sent ? [j] : [])),
+  }));
+}
+
 /** `BatchGetItem ∥ UpdateItem → 8 × Query`: the calls, wave after wave. */
 export function describeWaves(
   waves: readonly (readonly Pick<RecordedCall, 'operation'>[])[],

@@ -11,6 +11,7 @@ import {
   describeWaves,
   inWaves,
   recordDynamoDbCalls,
+  replayOrder,
 } from '../../bench/connections.ts';
 
 let server: Server;
@@ -121,6 +122,35 @@ describe('recordDynamoDbCalls and inWaves', () => {
       { id: 'e', sent: 22, answered: 30 },
     ]);
     expect(waves.map((wave) => wave.map((c) => c.id))).toEqual([['a', 'b'], ['c'], ['d', 'e']]);
+  });
+});
+
+describe('replayOrder', () => {
+  it('sends each call after the calls answered before it was sent, and only those', () => {
+    // A cold list: the limiter's first write fails its condition and is sent again while the
+    // version read is still in flight; the queries follow both.
+    const replay = replayOrder([
+      { id: 'query', sent: 45, answered: 60 },
+      { id: 'version', sent: 0, answered: 40 },
+      { id: 'limiter', sent: 1, answered: 25 },
+      { id: 'limiter again', sent: 27, answered: 35 },
+    ]);
+    expect(replay.map(({ call, after }) => [call.id, after])).toEqual([
+      ['version', []],
+      ['limiter', []],
+      ['limiter again', [1]],
+      ['query', [0, 1, 2]],
+    ]);
+  });
+
+  it('holds back no call of a wave (calls in flight together are sent together)', () => {
+    const replay = replayOrder([
+      { sent: 0, answered: 10 },
+      { sent: 1, answered: 12 },
+      { sent: 13, answered: 20 },
+      { sent: 13.5, answered: 21 },
+    ]);
+    expect(replay.map(({ after }) => after)).toEqual([[], [], [0, 1], [0, 1]]);
   });
 });
 
