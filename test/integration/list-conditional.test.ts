@@ -4,7 +4,7 @@
  * (and none that does not), no tag while a write is in flight, and what a 304 costs the key.
  */
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createCancelOrderHandler } from '../../functions/cancel-order.ts';
 import { createListOrdersHandler } from '../../functions/list-orders.ts';
 import { DynamoDbListVersion } from '../../lib/dynamodb/list-version.ts';
@@ -48,10 +48,19 @@ function caller(perMinute = 1_000, perDay = 1_000_000) {
   };
 }
 
+/**
+ * The list's clock runs this far from the real one: the tests of what a request costs set it so
+ * that they start a second into a minute. A key's free allowance is per fixed minute window, so a
+ * test that crossed a minute boundary would see its allowance start again (a 1-in-60 flake for a
+ * test lasting a second on a busy machine).
+ */
+let clockOffsetMs = 0;
+
 const list = createListOrdersHandler({
   orders: () => store,
   limiter: () => limiter,
   freeAllowance: () => limiter,
+  now: () => Date.now() + clockOffsetMs,
 });
 const cancelHandler = createCancelOrderHandler({ orders: () => store, limiter: () => limiter });
 
@@ -359,6 +368,9 @@ describe('writes and the tag', () => {
 
 describe('what a conditional request costs the key', () => {
   const remaining = (response: HttpResult) => Number(response.headers['X-RateLimit-Remaining']);
+  // Back to a second after the minute began: 59 s before the next boundary.
+  beforeEach(() => void (clockOffsetMs = 1_000 - (Date.now() % 60_000)));
+  afterEach(() => void (clockOffsetMs = 0));
 
   it('a 304 uses none of the plan: the remaining count stays as the 200 left it', async () => {
     const key = caller(10, 1_000);
@@ -413,7 +425,7 @@ describe('what a conditional request costs the key', () => {
         TableName: t.tables.rateLimits,
         Key: { pk: counterKey(key.keyId) },
         UpdateExpression: 'SET bu = :until',
-        ExpressionAttributeValues: { ':until': Date.now() + 60_000 },
+        ExpressionAttributeValues: { ':until': Date.now() + clockOffsetMs + 60_000 },
       }),
     );
     for (const field of [tag, '*']) {
