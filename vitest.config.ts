@@ -2,6 +2,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defineConfig } from 'vitest/config';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
+import { ISOLATED_FILES } from './test/support/isolated-files.ts';
 import { LONG_FILES } from './test/support/long-files.ts';
 
 /** The long, sleeping files first, so that the other worker goes through the rest meanwhile. */
@@ -38,14 +39,26 @@ export default defineConfig({
         extends: true,
         test: { ...shared, name: 'unit', include: ['test/unit/**/*.test.ts'], isolate: false },
       },
+      // One DynamoDB Local for the whole run; each test file makes its own tables. The files
+      // share their worker's modules, except those that change what a module reads as it loads
+      // (test/support/isolated-files.ts).
       {
         extends: true,
         test: {
           ...shared,
           name: 'db',
           include: ['test/**/*.test.ts'],
-          exclude: ['test/unit/**', 'test/ci/**'],
-          // One DynamoDB Local for the whole run; each test file makes its own tables.
+          exclude: ['test/unit/**', 'test/ci/**', ...ISOLATED_FILES],
+          isolate: false,
+          globalSetup: ['test/support/global-setup.ts'],
+        },
+      },
+      {
+        extends: true,
+        test: {
+          ...shared,
+          name: 'db-isolated',
+          include: [...ISOLATED_FILES],
           globalSetup: ['test/support/global-setup.ts'],
         },
       },

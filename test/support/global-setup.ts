@@ -1,8 +1,10 @@
-/** Starts one DynamoDB Local for the whole test run and stops it at the end, whatever happens. */
+/**
+ * Starts one DynamoDB Local for the whole test run and stops it at the end, whatever happens.
+ * Both projects that use the database (`db`, `db-isolated`) run this setup: the first starts the
+ * instance, the last to end stops it.
+ */
 import type { TestProject } from 'vitest/node';
 import { startDynamoDbLocal, type DynamoDbLocal } from '../../local/dynamodb-local.ts';
-
-let dynamo: DynamoDbLocal | undefined;
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -10,19 +12,38 @@ declare module 'vitest' {
   }
 }
 
+interface Shared {
+  readonly started: Promise<DynamoDbLocal>;
+  users: number;
+}
+
+/** Process-wide: each project may load this module on its own. */
+const SHARED = Symbol.for('store-orders.test-dynamodb-local');
+const holder = globalThis as { [SHARED]?: Shared };
+
 export async function setup(project: TestProject): Promise<void> {
   const given = process.env.TEST_DYNAMODB_ENDPOINT;
   if (given) {
     project.provide('dynamodbEndpoint', given);
     return;
   }
-  dynamo = await startDynamoDbLocal();
-  project.provide('dynamodbEndpoint', dynamo.endpoint);
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    process.once(signal, () => void dynamo?.stop().finally(() => process.exit(1)));
+  let shared = holder[SHARED];
+  if (!shared) {
+    const started = startDynamoDbLocal({ quickStart: true });
+    shared = holder[SHARED] = { started, users: 0 };
+    for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+      process.once(signal, () => {
+        void started.then((dynamo) => dynamo.stop()).finally(() => process.exit(1));
+      });
+    }
   }
+  shared.users++;
+  project.provide('dynamodbEndpoint', (await shared.started).endpoint);
 }
 
 export async function teardown(): Promise<void> {
-  await dynamo?.stop();
+  const shared = holder[SHARED];
+  if (!shared || --shared.users > 0) return;
+  holder[SHARED] = undefined;
+  await (await shared.started).stop();
 }
