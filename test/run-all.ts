@@ -1,20 +1,21 @@
 /**
- * `npm test`: the checks (types, lint, format, OpenAPI) and every test file, two at a time. It
- * fails if anything fails.
+ * `npm test`: the checks (types, lint, format, OpenAPI) and every test file. It fails if anything
+ * fails.
  *
  * The checks run beside the tests at a lower CPU priority (nice 10): they take the CPU the tests
  * leave idle (waiting for DynamoDB Local, a child process, a timer) and yield it when the tests
  * need it, so that the tests' time budgets do not measure them. Their output is held and printed
- * when they end; when they fail, the tests are stopped. The long files (test/support/long-files.ts)
- * hold a worker for minutes while mostly sleeping, so they run in a vitest of their own. With
- * arguments (`npm test -- test/unit`), the checks and vitest with those arguments.
+ * when they end; when they fail, the tests are stopped. The files that mostly wait on the clock
+ * (test/support/long-files.ts) run in a vitest of their own, beside the one that runs the rest two
+ * files at a time; both use one DynamoDB Local, started here. With arguments
+ * (`npm test -- test/unit`), the checks and one vitest with those arguments.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { setPriority } from 'node:os';
 import { join } from 'node:path';
+import { startDynamoDbLocal, type DynamoDbLocal } from '../local/dynamodb-local.ts';
 import { LONG_FILES } from './support/long-files.ts';
 
-// The project's root, named here rather than imported from local/ (which loads the AWS SDK).
 const PROJECT_ROOT = join(import.meta.dirname, '..');
 const VITEST = join(PROJECT_ROOT, 'node_modules', 'vitest', 'vitest.mjs');
 /** The checks' niceness: below the tests, whose answers have time budgets. */
@@ -64,12 +65,31 @@ function stopAll(): void {
   for (const child of running) child.kill('SIGTERM');
 }
 
+/**
+ * The DynamoDB Local both vitests use (their global setup starts one each otherwise): started
+ * only for a whole run, and not when TEST_DYNAMODB_ENDPOINT names one. It stops when this
+ * process ends, however it ends (local/dynamodb-local.ts).
+ */
+async function sharedDynamoDb(): Promise<DynamoDbLocal | undefined> {
+  if (process.env.TEST_DYNAMODB_ENDPOINT) return undefined;
+  try {
+    const dynamo = await startDynamoDbLocal({ quickStart: true });
+    process.env.TEST_DYNAMODB_ENDPOINT = dynamo.endpoint;
+    return dynamo;
+  } catch (error) {
+    console.error(`npm test: ${(error as Error).message}`);
+    stopAll();
+    process.exit(1);
+  }
+}
+
 // Ctrl-C reaches every child from the terminal; a SIGTERM to this process is passed on.
 process.on('SIGINT', () => undefined);
 process.on('SIGTERM', stopAll);
 
 const args = process.argv.slice(2);
 const check = checks();
+const dynamo = args.length > 0 ? undefined : await sharedDynamoDb();
 const tests =
   args.length > 0
     ? [vitest(args)]
@@ -83,6 +103,7 @@ if (!checked) {
   stopAll();
 }
 const passed = (await Promise.all(tests.map((test) => test.ok))).every(Boolean);
+await dynamo?.stop();
 console.log(
   `npm test: checks ${checked ? 'passed' : 'FAILED'}, tests ${passed ? 'passed' : 'FAILED'}`,
 );

@@ -108,7 +108,19 @@ const cli = (...args: string[]) =>
 
 describe('GET /store/orders with If-None-Match, through npm start', () => {
   it('answers 200 with a tag, then 304 with no body and the rate-limit headers, the remaining count unchanged', async () => {
-    const first = await get({}, proKey);
+    // A 200 and two 304s within one minute window: the remaining count may change at a
+    // boundary (the last window weighs less as the new one goes on), so a run that straddled one
+    // (the windows' reset differs) is run again: two boundaries are a minute apart.
+    const reset = (answer: Answer) => answer.headers.get('x-ratelimit-reset');
+    let answers: Answer[] = [];
+    for (let run = 0; run < 2; run++) {
+      const first = await get({}, proKey);
+      const tag = first.headers.get('etag')!;
+      answers = [first, await get({ 'If-None-Match': tag }, proKey)];
+      answers.push(await get({ 'If-None-Match': tag }, proKey));
+      if (answers.every((answer) => reset(answer) === reset(first))) break;
+    }
+    const [first, again, third] = answers as [Answer, Answer, Answer];
     expect(first.status).toBe(200);
     const tag = first.headers.get('etag')!;
     expect(tag).toMatch(/^W\//);
@@ -116,7 +128,6 @@ describe('GET /store/orders with If-None-Match, through npm start', () => {
     expect(first.headers.get('vary')).toBe('Accept-Encoding');
     const remaining = first.headers.get('x-ratelimit-remaining');
 
-    const again = await get({ 'If-None-Match': tag }, proKey);
     expect(again.status).toBe(304);
     expect(again.body).toBe('');
     expect(again.headers.get('etag')).toBe(tag);
@@ -129,7 +140,7 @@ describe('GET /store/orders with If-None-Match, through npm start', () => {
       '"minute";q=300;w=60, "day";q=10000;w=86400',
     );
     // And again: 304s take nothing from the plan.
-    const third = await get({ 'If-None-Match': tag }, proKey);
+    expect(third.status).toBe(304);
     expect(third.headers.get('x-ratelimit-remaining')).toBe(remaining);
   });
 
