@@ -1,7 +1,6 @@
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { defineConfig } from 'vitest/config';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
+import { useCompileCache } from './test/support/run-environment.ts';
 import { ISOLATED_FILES } from './test/support/isolated-files.ts';
 import { LONG_FILES } from './test/support/long-files.ts';
 
@@ -15,10 +14,7 @@ class LongFilesFirst extends BaseSequencer {
   }
 }
 
-// The tests start hundreds of Node processes (the CLI, npm start, the smoke suite): Node's
-// compile cache (V8 code cache, keyed by each file's contents) halves their start-up
-// (admin/cli.ts: 0.5 s → 0.26 s). The test processes inherit it from here.
-process.env.NODE_COMPILE_CACHE ??= join(tmpdir(), 'store-orders-node-compile-cache');
+useCompileCache();
 
 /** Settings every project shares. */
 const shared = {

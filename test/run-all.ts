@@ -14,6 +14,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { setPriority } from 'node:os';
 import { join } from 'node:path';
 import { startDynamoDbLocal, type DynamoDbLocal } from '../local/dynamodb-local.ts';
+import { ownTemporaryDirectory } from './support/run-environment.ts';
 import { LONG_FILES } from './support/long-files.ts';
 
 const PROJECT_ROOT = join(import.meta.dirname, '..');
@@ -88,6 +89,7 @@ process.on('SIGINT', () => undefined);
 process.on('SIGTERM', stopAll);
 
 const args = process.argv.slice(2);
+ownTemporaryDirectory();
 const check = checks();
 const dynamo = args.length > 0 ? undefined : await sharedDynamoDb();
 const tests =
