@@ -25,7 +25,11 @@ describe("a test run's temporary directory", () => {
     const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], {
       env,
     }).toString();
-    const { directory, child, cache } = JSON.parse(out) as Record<string, string>;
+    const { directory, child, cache } = JSON.parse(out) as {
+      directory: string;
+      child: string;
+      cache: string;
+    };
     expect(child).toBe(directory);
     expect(directory).toMatch(/store-orders-test-/);
     expect(existsSync(directory)).toBe(false);
