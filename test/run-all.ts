@@ -22,8 +22,14 @@ const VITEST = join(PROJECT_ROOT, 'node_modules', 'vitest', 'vitest.mjs');
 /** The checks' niceness: below the tests, whose answers have time budgets. */
 const CHECKS_NICENESS = 10;
 const running = new Set<ChildProcess>();
+/** Children in a process group of their own: the terminal's signals do not reach them. */
+const ownGroups = new Set<ChildProcess>();
 
-/** Runs a command; resolves true when it exits 0. `quiet` holds its output for `output()`. */
+/**
+ * Runs a command; resolves true when it exits 0. `quiet` holds its output for `output()`, and
+ * runs it in a process group of its own, so that stopping it stops what it started (npm → sh →
+ * eslint, tsc): a quiet command's output is held, it has no business with the terminal.
+ */
 function run(
   command: string,
   args: readonly string[],
@@ -32,8 +38,10 @@ function run(
   const child = spawn(command, args, {
     cwd: PROJECT_ROOT,
     stdio: options.quiet ? ['ignore', 'pipe', 'pipe'] : 'inherit',
+    detached: options.quiet === true,
   });
   running.add(child);
+  if (options.quiet) ownGroups.add(child);
   let output = '';
   child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -41,6 +49,7 @@ function run(
     child.once('error', () => resolve(false));
     child.once('close', (code) => {
       running.delete(child);
+      ownGroups.delete(child);
       resolve(code === 0);
     });
   });
@@ -62,8 +71,17 @@ function checks() {
   return started;
 }
 
+function stop(child: ChildProcess): void {
+  try {
+    if (ownGroups.has(child) && child.pid !== undefined) process.kill(-child.pid, 'SIGTERM');
+    else child.kill('SIGTERM');
+  } catch {
+    // already gone
+  }
+}
+
 function stopAll(): void {
-  for (const child of running) child.kill('SIGTERM');
+  for (const child of running) stop(child);
 }
 
 /**
@@ -84,8 +102,11 @@ async function sharedDynamoDb(): Promise<DynamoDbLocal | undefined> {
   }
 }
 
-// Ctrl-C reaches every child from the terminal; a SIGTERM to this process is passed on.
-process.on('SIGINT', () => undefined);
+// Ctrl-C and a closed terminal reach the tests from the terminal, not the checks' own group; a
+// SIGTERM to this process is passed on to all.
+for (const signal of ['SIGINT', 'SIGHUP'] as const) {
+  process.on(signal, () => ownGroups.forEach(stop));
+}
 process.on('SIGTERM', stopAll);
 
 const args = process.argv.slice(2);
