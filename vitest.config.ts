@@ -2,7 +2,7 @@ import { defineConfig } from 'vitest/config';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 import { useCompileCache } from './test/support/run-environment.ts';
 import { ISOLATED_FILES } from './test/support/isolated-files.ts';
-import { LONG_FILES } from './test/support/long-files.ts';
+import { LONG_FILES, LONG_PROJECT } from './test/support/long-files.ts';
 
 /** The long, sleeping files first, so that the other worker goes through the rest meanwhile. */
 class LongFilesFirst extends BaseSequencer {
@@ -44,7 +44,7 @@ export default defineConfig({
           ...shared,
           name: 'db',
           include: ['test/**/*.test.ts'],
-          exclude: ['test/unit/**', 'test/ci/**', ...ISOLATED_FILES],
+          exclude: ['test/unit/**', 'test/ci/**', ...ISOLATED_FILES, ...LONG_FILES],
           isolate: false,
           globalSetup: ['test/support/global-setup.ts'],
         },
@@ -55,6 +55,17 @@ export default defineConfig({
           ...shared,
           name: 'db-isolated',
           include: [...ISOLATED_FILES],
+          globalSetup: ['test/support/global-setup.ts'],
+        },
+      },
+      // The files that mostly sleep (test/support/long-files.ts): `npm test` runs them in a
+      // vitest of their own.
+      {
+        extends: true,
+        test: {
+          ...shared,
+          name: LONG_PROJECT,
+          include: [...LONG_FILES],
           globalSetup: ['test/support/global-setup.ts'],
         },
       },

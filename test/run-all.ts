@@ -15,7 +15,7 @@ import { setPriority } from 'node:os';
 import { join } from 'node:path';
 import { startDynamoDbLocal, type DynamoDbLocal } from '../local/dynamodb-local.ts';
 import { ownTemporaryDirectory } from './support/run-environment.ts';
-import { LONG_FILES } from './support/long-files.ts';
+import { TEST_LANES } from './support/long-files.ts';
 
 const PROJECT_ROOT = join(import.meta.dirname, '..');
 const VITEST = join(PROJECT_ROOT, 'node_modules', 'vitest', 'vitest.mjs');
@@ -113,10 +113,7 @@ const args = process.argv.slice(2);
 ownTemporaryDirectory();
 const check = checks();
 const dynamo = args.length > 0 ? undefined : await sharedDynamoDb();
-const tests =
-  args.length > 0
-    ? [vitest(args)]
-    : [vitest(LONG_FILES), vitest(LONG_FILES.flatMap((file) => ['--exclude', file]))];
+const tests = args.length > 0 ? [vitest(args)] : [vitest(TEST_LANES.long), vitest(TEST_LANES.rest)];
 const checked = await check.ok;
 process.stdout.write(
   `\n── npm run check (${checked ? 'passed' : 'FAILED'}) ──\n${check.output()}\n`,
