@@ -25,7 +25,11 @@ export interface CallSummary {
   failed: number;
   /** Calls whose condition failed: the database answered, and said no (not a failure). */
   conditionsFailed: number;
-  /** Calls still unanswered when the invocation answered: abandoned at its deadline. */
+  /**
+   * Calls the request gave up on: still unanswered when the invocation answered, or aborted by
+   * its deadline or its client's departure (whether the SDK settles such a call before the
+   * answer or after, waiting out a retry's back-off, is a race: not a failure either way).
+   */
   abandoned: number;
   /** The SDK's attempts of the calls that ended, retries included. */
   attempts: number;
@@ -71,6 +75,7 @@ export class CallRecord {
     const now = performance.now();
     if (error === undefined) return this.add(call, now, undefined, attempts);
     if (isConditionFailure(error)) return this.add(call, now, 'conditionsFailed', attempts);
+    if (error.name === 'AbortError') return this.add(call, now, 'abandoned', attempts);
     this.add(call, now, 'failed', attempts, error.name ?? 'Error');
   }
 

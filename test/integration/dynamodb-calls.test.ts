@@ -124,6 +124,25 @@ describe('the DynamoDB calls of an invocation', () => {
     ]);
   });
 
+  it('count a call its request gave up on (its deadline, or its client gone) as abandoned, not failed', async () => {
+    // Whether the SDK settles an aborted call before the invocation answers (an attempt in
+    // flight) or after (waiting out a retry's back-off) is a race: either way it was abandoned.
+    const invocation = newInvocation();
+    const giveUp = new AbortController();
+    const aborted = within(invocation, () => {
+      const call = client.send(
+        new GetCommand({ TableName: t.tables.apiKeys, Key: { keyHash: 'absent' } }),
+        { abortSignal: giveUp.signal },
+      );
+      giveUp.abort();
+      return call;
+    });
+    await expect(aborted).rejects.toMatchObject({ name: 'AbortError' });
+    const [call] = invocation.calls.take();
+    expect(call).toMatchObject({ operation: 'GetItem', calls: 1, abandoned: 1, failed: 0 });
+    expect(call?.lastError).toBeUndefined();
+  });
+
   it('count a call still unanswered when the invocation answers as abandoned, and never again', async () => {
     const invocation = newInvocation();
     const inFlight = within(invocation, get);
