@@ -29,6 +29,8 @@ describe("npm test's two vitests", () => {
     const long = filesOf(TEST_LANES.long);
     const rest = filesOf(TEST_LANES.rest);
     expect(all.length).toBeGreaterThan(50);
+    // No file in two projects.
+    expect(all.filter((file, at) => all.indexOf(file) !== at)).toEqual([]);
     expect(long).toEqual([...LONG_FILES].sort());
     expect(rest.filter((file) => long.includes(file))).toEqual([]);
     expect([...long, ...rest].sort()).toEqual(all);
