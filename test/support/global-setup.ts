@@ -1,7 +1,8 @@
 /**
  * Starts one DynamoDB Local for the whole test run and stops it at the end, whatever happens.
- * Both projects that use the database (`db`, `db-isolated`) run this setup: the first starts the
- * instance, the last to end stops it.
+ * Every project that uses the database (`db`, `db-isolated`, `long`) runs this setup: the first
+ * starts the instance, the last to end stops it. `npm test` starts its own and hands it over
+ * (TEST_DYNAMODB_ENDPOINT).
  */
 import type { TestProject } from 'vitest/node';
 import { startDynamoDbLocal, type DynamoDbLocal } from '../../local/dynamodb-local.ts';
