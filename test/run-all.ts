@@ -13,7 +13,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { setPriority } from 'node:os';
 import { join } from 'node:path';
-import { startDynamoDbLocal, type DynamoDbLocal } from '../local/dynamodb-local.ts';
+import type { DynamoDbLocal } from '../local/dynamodb-local.ts';
+import { startRunDynamoDb } from './support/global-setup.ts';
 import { ownTemporaryDirectory } from './support/run-environment.ts';
 import { TEST_LANES } from './support/long-files.ts';
 
@@ -92,7 +93,7 @@ function stopAll(): void {
 async function sharedDynamoDb(): Promise<DynamoDbLocal | undefined> {
   if (process.env.TEST_DYNAMODB_ENDPOINT) return undefined;
   try {
-    const dynamo = await startDynamoDbLocal({ quickStart: true });
+    const dynamo = await startRunDynamoDb();
     process.env.TEST_DYNAMODB_ENDPOINT = dynamo.endpoint;
     return dynamo;
   } catch (error) {

@@ -18,6 +18,13 @@ interface Shared {
   users: number;
 }
 
+/**
+ * The run's one DynamoDB Local (also `npm test`'s, test/run-all.ts): quick to start, and with
+ * the garbage collector that costs the least CPU under a run's load (local/dynamodb-local.ts).
+ */
+export const startRunDynamoDb = (): Promise<DynamoDbLocal> =>
+  startDynamoDbLocal({ quickStart: true, sustainedLoad: true });
+
 /** Process-wide: each project may load this module on its own. */
 const SHARED = Symbol.for('store-orders.test-dynamodb-local');
 const holder = globalThis as { [SHARED]?: Shared };
@@ -30,7 +37,7 @@ export async function setup(project: TestProject): Promise<void> {
   }
   let shared = holder[SHARED];
   if (!shared) {
-    const started = startDynamoDbLocal({ quickStart: true });
+    const started = startRunDynamoDb();
     shared = holder[SHARED] = { started, users: 0 };
     for (const signal of ['SIGINT', 'SIGTERM'] as const) {
       process.once(signal, () => {
