@@ -1,18 +1,17 @@
 /**
  * The client as a stranger gets it: the package built and packed as `npm run pack:client` does,
  * the tarball installed into a fresh project outside the repository, a program using it compiled
- * with `tsc --strict` under each module resolution a consumer may use, and run against `npm
- * start` under Node 24 and under a Node 20 found on PATH (the oldest its `engines` allows): a list
- * with ids past 2^53, a cancel, a typed 404. Without a Node 20 on PATH the Node 20 leg is left out
- * with one line saying so, except in CI (CI=true), where that fails. A browser-style project (lib
- * dom, no Node types) compiles against it too.
+ * with `tsc --strict` under each module resolution a consumer may use (TypeScript 7; TypeScript 6
+ * once), and run against `npm start` under Node 24 and under a Node 20 found on PATH (the oldest
+ * its `engines` allows): a list with ids past 2^53, a cancel, a typed 404. Without a Node 20 on
+ * PATH the Node 20 leg is left out with one line saying so, except in CI (CI=true), where that
+ * fails. A browser-style project (lib dom, no Node types) compiles against it too.
  */
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEMO_KEYS } from '../../local/demo-data.ts';
 import { PROJECT_ROOT } from '../../local/local-stack.ts';
@@ -59,67 +58,28 @@ let project: string;
 let api: LocalApi;
 
 /**
- * Declaration files parsed once for the whole file: TypeScript's own libs and Node's types are the
- * same in every configuration below (keyed by how they are parsed), and parsing them is most of a
- * compile. Each configuration still gets a program, a type check and an emit of its own.
+ * The compilers a consumer may have: TypeScript 7 (the native compiler, this repository's
+ * `typescript-7`) and TypeScript 6 (`typescript`), each run as its `tsc` command.
  */
-const parsedDeclarations = new Map<string, ts.SourceFile>();
+const TSC = {
+  7: join(PROJECT_ROOT, 'node_modules', 'typescript-7', 'bin', 'tsc'),
+  6: join(PROJECT_ROOT, 'node_modules', 'typescript', 'bin', 'tsc'),
+} as const;
 
-const isClientFile = (source: ts.SourceFile) =>
-  source.fileName.includes('/node_modules/@store-orders/client/');
-
-/** `tsc -p tsconfig.<name>.json` in the consumer's project, run in this process. */
-function tsc(config: object, name: string): void {
+/** `tsc -p tsconfig.<name>.json` in the consumer's project; throws with what tsc printed. */
+function tsc(config: object, name: string, version: keyof typeof TSC = 7): void {
   const file = join(project, `tsconfig.${name}.json`);
   writeFileSync(file, JSON.stringify({ include: ['consumer.ts'], ...config }));
-  const parsed = ts.getParsedCommandLineOfConfigFile(file, undefined, {
-    ...ts.sys,
-    onUnRecoverableConfigFileDiagnostic: (diagnostic) => {
-      throw new Error(ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n'));
-    },
-  });
-  if (!parsed) throw new Error(`tsc (${name}): cannot read ${file}`);
-  const host = ts.createCompilerHost(parsed.options);
-  const getSourceFile = host.getSourceFile.bind(host);
-  host.getSourceFile = (fileName, languageVersion, ...rest) => {
-    if (!fileName.endsWith('.d.ts') || !fileName.includes('/node_modules/')) {
-      return getSourceFile(fileName, languageVersion, ...rest);
-    }
-    const key = `${fileName} ${JSON.stringify(languageVersion)}`;
-    let sourceFile = parsedDeclarations.get(key);
-    if (!sourceFile) {
-      sourceFile = getSourceFile(fileName, languageVersion, ...rest);
-      if (sourceFile) parsedDeclarations.set(key, sourceFile);
-    }
-    return sourceFile;
-  };
-  const program = ts.createProgram({
-    rootNames: parsed.fileNames,
-    options: parsed.options,
-    projectReferences: parsed.projectReferences,
-    host,
-  });
-  const emitted = program.emit();
-  // What `tsc` with skipLibCheck: false reports for the consumer and the package (its .d.ts files
-  // included); TypeScript's libs and Node's types are parsed and used, not checked themselves.
-  const ours = program
-    .getSourceFiles()
-    .filter((source) => !source.fileName.includes('/node_modules/') || isClientFile(source));
-  const diagnostics = [
-    ...parsed.errors,
-    ...program.getOptionsDiagnostics(),
-    ...program.getGlobalDiagnostics(),
-    ...program.getSyntacticDiagnostics(),
-    ...ours.flatMap((source) => program.getSemanticDiagnostics(source)),
-    ...emitted.diagnostics,
-  ];
-  if (diagnostics.length > 0) {
-    const text = ts.formatDiagnostics(diagnostics, {
-      getCanonicalFileName: (fileName) => fileName,
-      getCurrentDirectory: () => project,
-      getNewLine: () => '\n',
+  try {
+    execFileSync(process.execPath, [TSC[version], '-p', file, '--pretty', 'false'], {
+      cwd: project,
+      encoding: 'utf8',
     });
-    throw new Error(`tsc (${name}) failed:\n${text}`);
+  } catch (error) {
+    const { stdout, stderr } = error as { stdout?: string; stderr?: string };
+    throw new Error(`tsc ${version} (${name}) failed:\n${stdout ?? ''}${stderr ?? ''}`, {
+      cause: error,
+    });
   }
 }
 
@@ -182,6 +142,16 @@ describe('the packed client in a fresh project', () => {
     },
     60_000,
   );
+
+  it('compiles under strict with TypeScript 6 too (nodenext resolution, Node types)', () => {
+    tsc(
+      {
+        compilerOptions: { ...STRICT, ...RESOLUTIONS.nodenext, types: ['node'], noEmit: true },
+      },
+      'typescript-6',
+      6,
+    );
+  }, 60_000);
 
   it('compiles in a browser project (lib dom, no Node types)', () => {
     tsc(
