@@ -155,19 +155,11 @@ function installExitHook(): void {
  * load. `npm start` and the test run's shared instance take it (a developer waits for the start
  * and for a verdict, not for throughput: the shared instance spent 40% less CPU on three of the
  * heaviest test files, 33.7 s instead of 55.9 s, and they ended sooner, 57 s instead of 68 s);
- * the benchmarks do not. `sustainedLoad` has Java collect its garbage with the parallel collector
- * instead of G1, for an instance that serves a whole test run: with the quick compiler, four of the
- * heaviest test files cost the instance 36.9–42.9 s of CPU instead of 51.3–51.6 s (G1; the serial
- * collector 41.2–47.0 s), for about 0.4 s more CPU to its first answer (3.0 s instead of 2.6 s).
+ * the benchmarks do not. (The parallel and serial garbage collectors instead of G1: the same CPU
+ * on a busy machine, 49.8–52.0 s for four heavy test files; 2026-11-26.)
  */
 export async function startDynamoDbLocal(
-  options: {
-    port?: number;
-    timeoutMs?: number;
-    stateFile?: string;
-    quickStart?: boolean;
-    sustainedLoad?: boolean;
-  } = {},
+  options: { port?: number; timeoutMs?: number; stateFile?: string; quickStart?: boolean } = {},
 ): Promise<DynamoDbLocal> {
   const port = options.port ?? (await freePort());
   const directory = jarDirectory();
@@ -180,7 +172,6 @@ export async function startDynamoDbLocal(
       `-Djava.library.path=${join(directory, 'DynamoDBLocal_lib')}`,
       '-Xmx1g',
       ...(options.quickStart ? ['-XX:TieredStopAtLevel=1'] : []),
-      ...(options.sustainedLoad ? ['-XX:+UseParallelGC'] : []),
       '-jar',
       join(directory, 'DynamoDBLocal.jar'),
       '-inMemory',

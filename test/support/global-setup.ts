@@ -18,12 +18,9 @@ interface Shared {
   users: number;
 }
 
-/**
- * The run's one DynamoDB Local (also `npm test`'s, test/run-all.ts): quick to start, and with
- * the garbage collector that costs the least CPU under a run's load (local/dynamodb-local.ts).
- */
+/** The run's one DynamoDB Local (also `npm test`'s, test/run-all.ts), quick to start. */
 export const startRunDynamoDb = (): Promise<DynamoDbLocal> =>
-  startDynamoDbLocal({ quickStart: true, sustainedLoad: true });
+  startDynamoDbLocal({ quickStart: true });
 
 /** Process-wide: each project may load this module on its own. */
 const SHARED = Symbol.for('store-orders.test-dynamodb-local');
