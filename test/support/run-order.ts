@@ -27,18 +27,15 @@ export const WAITING_FILES: readonly string[] = [
 
 /**
  * The files that take the most time of a worker (processes of their own: `npm start`, DynamoDB
- * Local, the CLI; bursts of requests), about longest first: next, whatever a fresh clone's file
- * sizes say. The ETag race (conditional-list) and the bursts (local-fidelity) each flood the
- * run's one DynamoDB Local and promise answers within their time budgets; side by side, a list of
- * the race waited behind a burst and answered 503 (CI, 2026-11-26). The rate limiter's file, long
- * and without a local API, stands between them.
+ * Local, the CLI; bursts of requests), longest first: next, whatever a fresh clone's file sizes
+ * say.
  */
 export const HEAVY_FILES: readonly string[] = [
-  'test/e2e/local-lifecycle.test.ts', // 72–117 s
-  'test/e2e/local-cli.test.ts', // 51–90 s
+  'test/e2e/local-lifecycle.test.ts', // 80–117 s
+  'test/e2e/local-cli.test.ts', // 63–90 s
+  'test/integration/rate-limiter.test.ts', // 62–75 s
+  'test/e2e/local-fidelity.test.ts', // 54–80 s
   'test/e2e/conditional-list.test.ts', // 41–62 s
-  'test/integration/rate-limiter.test.ts', // 39–75 s
-  'test/e2e/local-fidelity.test.ts', // 47–80 s
   'test/client/consumer.test.ts', // 30–49 s
   'test/e2e/fuzz.test.ts', // 18–20 s
   'test/docs/commands.test.ts', // 16–33 s
