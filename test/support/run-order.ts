@@ -6,8 +6,8 @@
  * vitest's own order runs project after project, each longest-first by the durations of the last
  * run on this machine, and by file size when there is none (a fresh clone, CI): the isolated
  * project's faults file (43 s, nearly all waiting) came last, and by size the lifecycle file
- * (80–117 s, one of the smaller files) comes among the last on a fresh clone. Measured on the
- * 2-core machine: `npm test` 467–482 s in vitest's order, 399–404 s in this one (2026-11-26).
+ * (80–117 s) came among the last. Measured on the 2-core machine, `npm test` 467 s in vitest's
+ * order, 404 s with the waiting files first (2026-11-26).
  */
 import { LONG_FILES } from './long-files.ts';
 
