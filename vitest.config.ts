@@ -3,14 +3,12 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 import { useCompileCache } from './test/support/run-environment.ts';
 import { ISOLATED_FILES } from './test/support/isolated-files.ts';
 import { LONG_FILES, LONG_PROJECT } from './test/support/long-files.ts';
+import { byRunRank } from './test/support/run-order.ts';
 
-/** The long, sleeping files first, so that the other worker goes through the rest meanwhile. */
-class LongFilesFirst extends BaseSequencer {
+/** The order in which the workers take the files: test/support/run-order.ts. */
+class RunOrder extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
-    const sorted = await super.sort(files);
-    const long = (file: TestSpecification) =>
-      LONG_FILES.some((name) => file.moduleId.endsWith(name));
-    return [...sorted.filter(long), ...sorted.filter((file) => !long(file))];
+    return (await super.sort(files)).sort((a, b) => byRunRank(a.moduleId, b.moduleId));
   }
 }
 
@@ -74,6 +72,6 @@ export default defineConfig({
     // At most two test files at once (CI machines have 2 cores): many files run a local API and
     // DynamoDB Local, and their time budgets (answers within 3 s) must not measure contention.
     maxWorkers: 2,
-    sequence: { sequencer: LongFilesFirst },
+    sequence: { sequencer: RunOrder },
   },
 });
