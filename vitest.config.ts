@@ -52,13 +52,12 @@ export default defineConfig({
         test: {
           ...shared,
           name: 'db-isolated',
-          // A long file runs isolated in the `long` project.
-          include: ISOLATED_FILES.filter((file) => !LONG_FILES.includes(file)),
+          include: [...ISOLATED_FILES],
           globalSetup: ['test/support/global-setup.ts'],
         },
       },
-      // The files that mostly wait on the clock (test/support/long-files.ts): `npm test` runs
-      // them in a vitest of their own, one at a time. Isolated (vitest's default), as some must be.
+      // The files that mostly sleep (test/support/long-files.ts): `npm test` runs them in a
+      // vitest of their own.
       {
         extends: true,
         test: {

@@ -4,17 +4,16 @@
  * is left to the end with nothing beside it.
  *
  * vitest's own order runs project after project, each longest-first by the durations of the last
- * run on this machine, and by file size when there is none (a fresh clone, CI): by size the
- * lifecycle file (72–117 s, one of the smaller files) came among the last on a fresh clone, with
- * little beside it. So the long files first (the `long` project, test/support/long-files.ts:
- * the polite clients, then the time-budget files, in a vitest of their own), and in the other
- * vitest the heaviest files first, by name, whatever their project; the others follow in
+ * run on this machine, and by file size when there is none (a fresh clone, CI): the isolated
+ * project's faults file (35–43 s, nearly all waiting) came last with nothing beside it, and by
+ * size the lifecycle file (72–117 s, one of the smaller files) came among the last on a fresh
+ * clone. So the heaviest files go first, by name, whatever their project; the others follow in
  * vitest's order.
  *
- * The time-budget files once ran first in the other vitest, beside the checks (npm test's first
- * 40–60 s), to overlap their waiting with the checks' CPU: beside a CPU hog a budget test's
- * margin ran out there (2026-11-26). In the long vitest they come after the polite clients,
- * beside tests only.
+ * Not first: the files that test time budgets (faults, budget-from-arrival, request-budget,
+ * authorizer-cache). The checks run beside the first files (npm test's first 40–60 s); the files
+ * that wait on the clock were once put first, to overlap them, and beside a CPU hog a budget
+ * test's margin ran out there (2026-11-26). After the heavy files they run beside tests only.
  */
 import { LONG_FILES } from './long-files.ts';
 
@@ -34,6 +33,7 @@ export const HEAVY_FILES: readonly string[] = [
   'test/e2e/local-fidelity.test.ts', // 47–80 s
   'test/client/consumer.test.ts', // 30–49 s
   'test/integration/list-backpressure.test.ts', // 11–52 s
+  'test/integration/faults.test.ts', // 35–43 s, 4 s of CPU
   'test/docs/commands.test.ts', // 16–33 s
   'test/e2e/paused-dynamodb.test.ts', // 9–35 s
   'test/e2e/list-encodings.test.ts', // 20 s
