@@ -28,7 +28,7 @@ import { PROJECT_ROOT, startLocalStack, type LocalStack } from '../local/local-s
 import { benchFlags, countFlag, countOf } from './command-line.ts';
 import { describeWaves, inWaves, replayOrder, type RecordedCall } from './connections.ts';
 import type { Invocations, Loaded } from './load-bundle.ts';
-import { median } from './statistics.ts';
+import { median, ratioInterval } from './statistics.ts';
 import { switchFlag, valueFlag } from '../lib/config/flags.ts';
 
 const SCRIPT = 'bench:cold-init';
@@ -431,6 +431,7 @@ function report(
           first: median(first),
           warm: median(warm),
           penalty: median(first.map((f, i) => f - (warm[i] ?? NaN))),
+          penalties: first.map((f, i) => f - (warm[i] ?? NaN)),
           connections: median(samples.map((l) => l.answers?.[0]?.connections ?? NaN)),
           cpuFirst: median(cpuFirst),
           cpuPenalty: median(cpuFirst.map((f, i) => f - (cpuWarm[i] ?? NaN))),
@@ -439,7 +440,7 @@ function report(
     }),
   );
   console.log(
-    `first answers, median of ${RUNS} fresh processes each, in turn (goal: cold penalty ≤ ${GOAL}× the floor's)`,
+    `first answers, median of ${RUNS} fresh processes each, in turn (goal: cold penalty ≤ ${GOAL}× the floor's; the verdict's range: 90% of ${RUNS}-process resamplings, the bootstrap)`,
   );
   console.log(
     `AWS first: the first answer + ${TLS_HANDSHAKE_MS} ms for each connection opened (TCP and TLS handshakes); CPU: the process's own CPU time`,
@@ -456,8 +457,12 @@ function report(
     const callsFloor = s.floor ? figures.get(s.floor) : undefined;
     const callsRatio = callsFloor ? f.penalty / callsFloor.penalty : undefined;
     const isFloor = s.name.startsWith('floor') || s.variantOf !== undefined;
-    const judged = callsRatio ?? ratio;
-    const verdict = isFloor ? '' : judged <= GOAL ? '  within the goal' : '  OVER the goal';
+    // Judged on the interval, not the median alone: within when all of it is, over when none.
+    const yardstick = callsFloor ?? floor;
+    const { low, high } = ratioInterval(f.penalties, yardstick.penalties);
+    const judged =
+      high <= GOAL ? 'within the goal' : low > GOAL ? 'OVER the goal' : 'not decided (more --runs)';
+    const verdict = isFloor ? '' : `  ${judged}: ${low.toFixed(2)}–${high.toFixed(2)}× (90%)`;
     console.log(
       [
         s.name.padEnd(20),
