@@ -424,14 +424,15 @@ function report(
       const cpuWarm = samples.map(
         (l) => (l.answers?.[1]?.cpu ?? NaN) - (l.answers?.[0]?.cpu ?? NaN),
       );
+      const penalties = first.map((f, i) => f - (warm[i] ?? NaN));
       return [
         s.name,
         {
           load: median(samples.map((l) => l.ms)),
           first: median(first),
           warm: median(warm),
-          penalty: median(first.map((f, i) => f - (warm[i] ?? NaN))),
-          penalties: first.map((f, i) => f - (warm[i] ?? NaN)),
+          penalty: median(penalties),
+          penalties,
           connections: median(samples.map((l) => l.answers?.[0]?.connections ?? NaN)),
           cpuFirst: median(cpuFirst),
           cpuPenalty: median(cpuFirst.map((f, i) => f - (cpuWarm[i] ?? NaN))),

@@ -12,21 +12,23 @@ export interface Answered {
   readonly headers: Headers;
 }
 
+/** Attempts in all: the first and two more. */
+const ATTEMPTS = 3;
+
 /**
- * Sends until the answer is not a 503, at most `attempts` times in all (3): the last answer,
+ * Sends until the answer is not a 503, at most ATTEMPTS times: the last answer,
  * whatever it is, and `sent`, when the answered attempt was sent (`performance.now()`), so a
  * test that times or orders its requests records the attempt that was answered. `onRetry` is
  * told of every 503 sent again.
  */
 export async function sendPolitely<A extends Answered>(
   send: () => Promise<A>,
-  options: { attempts?: number; onRetry?: () => void } = {},
+  options: { onRetry?: () => void } = {},
 ): Promise<{ answer: A; sent: number }> {
-  const attempts = options.attempts ?? 3;
   for (let attempt = 1; ; attempt++) {
     const sent = performance.now();
     const answer = await send();
-    if (answer.status !== 503 || attempt >= attempts) return { answer, sent };
+    if (answer.status !== 503 || attempt >= ATTEMPTS) return { answer, sent };
     options.onRetry?.();
     await sleep(Number(answer.headers.get('retry-after') ?? 1) * 1_000);
   }

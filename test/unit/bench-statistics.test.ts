@@ -38,5 +38,6 @@ describe('ratioInterval: how sure a ratio of two medians is', () => {
     const ninetyNine = ratioInterval(a, b, { confidence: 0.99 });
     expect(ninetyNine.low).toBeLessThanOrEqual(ninety.low);
     expect(ninetyNine.high).toBeGreaterThanOrEqual(ninety.high);
+    expect(ninetyNine.high - ninetyNine.low).toBeGreaterThan(ninety.high - ninety.low);
   });
 });
