@@ -1,5 +1,8 @@
 // Handlers that stream need the Lambda runtime's `awslambda` global when they are loaded.
-import { inject } from 'vitest';
+import { appendFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { afterAll, expect, inject } from 'vitest';
+import { TEST_FILE_VARIABLE } from '../../bench/process-census.ts';
 import { LOCAL_REGION } from '../../lib/dynamodb/client.ts';
 import { installLambdaRuntimeGlobals } from '../../local/lambda-runtime.ts';
 
@@ -14,4 +17,24 @@ const endpoint = inject('dynamodbEndpoint') as string | undefined;
 if (endpoint) {
   process.env.DYNAMODB_ENDPOINT ??= endpoint;
   process.env.AWS_REGION ??= LOCAL_REGION;
+}
+
+// Which test file the processes a test starts belong to, for `npm run bench:test-cpu`
+// (bench/process-census.ts): they inherit it. With STORE_ORDERS_TEST_CPU_LOG naming a file, each
+// test file's CPU in its own worker is added to it as a line of JSON.
+const testFile = relative(join(import.meta.dirname, '..', '..'), expect.getState().testPath ?? '');
+process.env[TEST_FILE_VARIABLE] = testFile;
+const cpuLog = process.env.STORE_ORDERS_TEST_CPU_LOG;
+if (cpuLog) {
+  const cpuAtStart = process.cpuUsage();
+  const wallAtStart = performance.now();
+  afterAll(() => {
+    const { user, system } = process.cpuUsage(cpuAtStart);
+    const record = {
+      file: testFile,
+      cpuMs: Math.round((user + system) / 1000),
+      wallMs: Math.round(performance.now() - wallAtStart),
+    };
+    appendFileSync(cpuLog, `${JSON.stringify(record)}\n`);
+  });
 }

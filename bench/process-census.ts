@@ -1,0 +1,239 @@
+/**
+ * Who spent a machine's CPU while a command ran: every process's CPU time, read from Linux's
+ * /proc at an interval, each process put down to the test file that started it (the variable
+ * TEST_FILE_VARIABLE in its environment, which test/support/setup.ts sets for the processes a
+ * test starts) and to a kind (Java, the local API, ESLint…) read from its command line. Used by
+ * `npm run bench:test-cpu` (bench/test-cpu.ts).
+ *
+ * A process is sampled, not traced: one that starts and ends between two samples is not seen,
+ * and one that ends is counted up to its last sample. Processes already running when the census
+ * starts count only what they spend after it.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+/** Set by test/support/setup.ts to the running test file (`test/…`): its processes inherit it. */
+export const TEST_FILE_VARIABLE = 'STORE_ORDERS_TEST_FILE';
+
+/** /proc/<pid>/stat counts CPU in clock ticks of 1/100 s (USER_HZ, 100 on Linux's ABI). */
+const TICKS_PER_SECOND = 100;
+
+/** The kind of vitest's processes (its main process and its workers). */
+export const VITEST_KIND = 'vitest';
+
+/** What a process is, from its command line: the first rule that matches. */
+const KINDS: readonly (readonly [kind: string, pattern: RegExp])[] = [
+  ['shell', /^(\S*\/)?(ba)?sh /],
+  ['DynamoDB Local (Java)', /\bjava\b.*DynamoDBLocal/],
+  ['local API (npm start)', /local\/start\.ts/],
+  ['operator CLI', /admin\/cli\.ts/],
+  [VITEST_KIND, /vitest/],
+  ['ESLint', /eslint/],
+  ['Prettier', /prettier/],
+  ['tsc', /\btsc\b|typescript/],
+  ['OpenAPI linters', /spectral|redocly/],
+  ['esbuild', /esbuild/],
+  ['npm test (test/run-all.ts)', /test\/run-all\.ts/],
+  ['npm', /npm-cli\.js|\/npm\b|^npm\b/],
+  ['smoke suite', /smoke\//],
+  ['bench', /bench\//],
+];
+
+export function kindOf(commandLine: string): string {
+  for (const [kind, pattern] of KINDS) if (pattern.test(commandLine)) return kind;
+  const program = commandLine.split(' ').find((word) => word !== '');
+  // A process that has ended but not been waited for yet shows no command line.
+  if (program === undefined) return 'ended (no command line)';
+  return `other (${program.split('/').at(-1)})`;
+}
+
+/** One process as /proc shows it now. */
+export interface ProcessStat {
+  readonly pid: number;
+  readonly parentPid: number;
+  /** When it started, in clock ticks since boot: with the pid, it names one process. */
+  readonly startTicks: number;
+  /** User and system CPU, in seconds. */
+  readonly cpuSeconds: number;
+}
+
+/** Parses /proc/<pid>/stat; undefined for text that is not one. */
+export function parseStat(pid: number, text: string): ProcessStat | undefined {
+  // The command name (field 2) is in parentheses and may hold spaces and parentheses itself.
+  const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  const user = Number(fields[11]);
+  const system = Number(fields[12]);
+  const start = Number(fields[19]);
+  const parentPid = Number(fields[1]);
+  if (fields.length < 20 || ![user, system, start, parentPid].every(Number.isFinite))
+    return undefined;
+  return { pid, parentPid, startTicks: start, cpuSeconds: (user + system) / TICKS_PER_SECOND };
+}
+
+export interface CensusEntry {
+  readonly pid: number;
+  /** The test file that started it, or undefined for the run's own processes. */
+  readonly testFile: string | undefined;
+  readonly kind: string;
+  /** CPU seconds it spent since the census first saw it running or since it started. */
+  cpuSeconds: number;
+}
+
+function readOr(path: string, fallback: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return fallback;
+  }
+}
+
+/**
+ * Samples the processes descended from `root` (the command measured, and what it starts); a
+ * process is known as one when the census first sees it (its parent already seen as one).
+ */
+export class ProcessCensus {
+  private readonly entries = new Map<string, CensusEntry & { readonly baseSeconds: number }>();
+  /** Pids of the root's descendants seen so far; others are ignored. */
+  private readonly descendants: Set<number>;
+  private readonly ignored = new Set<string>();
+  private readonly startedTicks: number;
+  private readonly procDir: string;
+
+  /** `procDir` is /proc; a test gives a directory laid out as /proc is. */
+  constructor(root: number, procDir = '/proc') {
+    this.procDir = procDir;
+    this.descendants = new Set([root]);
+    // Processes that started before the census count from their first sample.
+    this.startedTicks = Number(readOr(join(procDir, 'uptime'), '0').split(' ')[0]) * 100;
+  }
+
+  /** Reads every process once. */
+  sample(): void {
+    let names: string[];
+    try {
+      names = readdirSync(this.procDir);
+    } catch {
+      return;
+    }
+    // Parents before children: a child is known by its parent's being known.
+    const pids = names.filter((name) => /^\d+$/.test(name)).sort((a, b) => Number(a) - Number(b));
+    for (const name of pids) {
+      const pid = Number(name);
+      const stat = parseStat(pid, readOr(join(this.procDir, name, 'stat'), ''));
+      if (!stat) continue; // gone between the listing and the read
+      const id = `${pid}:${stat.startTicks}`;
+      if (this.ignored.has(id)) continue;
+      let entry = this.entries.get(id);
+      if (!entry) {
+        if (!this.descendants.has(pid) && !this.descendants.has(stat.parentPid)) {
+          this.ignored.add(id);
+          continue;
+        }
+        this.descendants.add(pid);
+        const commandLine = readOr(join(this.procDir, name, 'cmdline'), '').replaceAll('\0', ' ');
+        const environment = readOr(join(this.procDir, name, 'environ'), '').split('\0');
+        const marked = environment.find((line) => line.startsWith(`${TEST_FILE_VARIABLE}=`));
+        entry = {
+          pid,
+          testFile: marked?.slice(TEST_FILE_VARIABLE.length + 1) || undefined,
+          kind: kindOf(commandLine),
+          cpuSeconds: 0,
+          baseSeconds: stat.startTicks < this.startedTicks ? stat.cpuSeconds : 0,
+        };
+        this.entries.set(id, entry);
+      }
+      entry.cpuSeconds = Math.max(entry.cpuSeconds, stat.cpuSeconds - entry.baseSeconds);
+    }
+  }
+
+  /** Every process seen, with what it spent. */
+  processes(): CensusEntry[] {
+    return [...this.entries.values()].map(({ pid, testFile, kind, cpuSeconds }) => ({
+      pid,
+      testFile,
+      kind,
+      cpuSeconds,
+    }));
+  }
+}
+
+/** What a test file cost: in its vitest worker (as the worker measured it) and in its processes. */
+export interface FileCost {
+  readonly file: string;
+  readonly workerSeconds: number;
+  readonly wallSeconds: number;
+  /** CPU seconds of the processes it started, by kind, and how many of each. */
+  readonly processes: ReadonlyMap<string, { seconds: number; count: number }>;
+  readonly totalSeconds: number;
+}
+
+/** A test file's own CPU, as its worker recorded it (test/support/setup.ts). */
+export interface WorkerRecord {
+  readonly file: string;
+  readonly cpuMs: number;
+  readonly wallMs: number;
+}
+
+/** The census and the workers' records, per test file, the costliest first. */
+export function costsByFile(
+  processes: readonly CensusEntry[],
+  records: readonly WorkerRecord[],
+): FileCost[] {
+  const files = new Map<
+    string,
+    {
+      workerSeconds: number;
+      wallSeconds: number;
+      processes: Map<string, { seconds: number; count: number }>;
+    }
+  >();
+  const of = (file: string) => {
+    let cost = files.get(file);
+    if (!cost) files.set(file, (cost = { workerSeconds: 0, wallSeconds: 0, processes: new Map() }));
+    return cost;
+  };
+  for (const record of records) {
+    const cost = of(record.file);
+    cost.workerSeconds += record.cpuMs / 1000;
+    cost.wallSeconds += record.wallMs / 1000;
+  }
+  for (const entry of processes) {
+    if (entry.testFile === undefined) continue;
+    const byKind = of(entry.testFile).processes;
+    const kind = byKind.get(entry.kind) ?? { seconds: 0, count: 0 };
+    byKind.set(entry.kind, { seconds: kind.seconds + entry.cpuSeconds, count: kind.count + 1 });
+  }
+  return [...files]
+    .map(([file, cost]) => ({
+      file,
+      ...cost,
+      totalSeconds:
+        cost.workerSeconds + [...cost.processes.values()].reduce((sum, k) => sum + k.seconds, 0),
+    }))
+    .sort((a, b) => b.totalSeconds - a.totalSeconds || a.file.localeCompare(b.file));
+}
+
+/**
+ * The processes no test file started (the run's DynamoDB Local, the checks, vitest), by kind.
+ * The test files' own CPU in vitest's workers (`records`) is taken out of vitest's row: what
+ * stays there is vitest's start-up, transforms and collection.
+ */
+export function runOwnCosts(
+  processes: readonly CensusEntry[],
+  records: readonly WorkerRecord[] = [],
+): { kind: string; seconds: number; count: number }[] {
+  const kinds = new Map<string, { seconds: number; count: number }>();
+  for (const entry of processes) {
+    if (entry.testFile !== undefined) continue;
+    const kind = kinds.get(entry.kind) ?? { seconds: 0, count: 0 };
+    kinds.set(entry.kind, { seconds: kind.seconds + entry.cpuSeconds, count: kind.count + 1 });
+  }
+  const vitest = kinds.get(VITEST_KIND);
+  if (vitest) {
+    const inFiles = records.reduce((sum, record) => sum + record.cpuMs / 1000, 0);
+    vitest.seconds = Math.max(0, vitest.seconds - inFiles);
+  }
+  return [...kinds]
+    .map(([kind, cost]) => ({ kind, ...cost }))
+    .sort((a, b) => b.seconds - a.seconds || a.kind.localeCompare(b.kind));
+}
