@@ -70,6 +70,21 @@ export function parseStat(pid: number, text: string): ProcessStat | undefined {
   return { pid, parentPid, startTicks: start, cpuSeconds: (user + system) / TICKS_PER_SECOND };
 }
 
+/**
+ * The machine's CPU time spent busy (all but idle and waiting for I/O) since boot, in seconds,
+ * from /proc/stat's first line; undefined where there is none.
+ */
+export function machineBusySeconds(procDir = '/proc'): number | undefined {
+  const line = readOr(join(procDir, 'stat'), '').split('\n')[0] ?? '';
+  const [label, ...fields] = line.trim().split(/\s+/);
+  if (label !== 'cpu' || fields.length < 5) return undefined;
+  const ticks = fields.map(Number);
+  if (!ticks.every(Number.isFinite)) return undefined;
+  const total = ticks.reduce((sum, value, index) => (index < 8 ? sum + value : sum), 0);
+  const idle = (ticks[3] ?? 0) + (ticks[4] ?? 0);
+  return (total - idle) / TICKS_PER_SECOND;
+}
+
 export interface CensusEntry {
   readonly pid: number;
   /** The test file that started it, or undefined for the run's own processes. */

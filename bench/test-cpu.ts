@@ -15,6 +15,7 @@ import { valueFlag } from '../lib/config/flags.ts';
 import { benchFlags, countFlag, countOf } from './command-line.ts';
 import {
   costsByFile,
+  machineBusySeconds,
   ProcessCensus,
   runOwnCosts,
   type FileCost,
@@ -44,6 +45,7 @@ const cpuLog = join(directory, 'workers.jsonl');
 const args = flags.only?.split(/\s+/).filter(Boolean) ?? [];
 
 const started = performance.now();
+const busyAtStart = machineBusySeconds();
 const run = spawn(process.execPath, [join(PROJECT_ROOT, 'test', 'run-all.ts'), ...args], {
   cwd: PROJECT_ROOT,
   stdio: ['ignore', 'pipe', 'pipe'],
@@ -60,6 +62,7 @@ census.sample();
 const code = await new Promise<number | null>((resolve) => run.once('close', resolve));
 clearInterval(sampler);
 const wallSeconds = (performance.now() - started) / 1000;
+const busyAtEnd = machineBusySeconds();
 
 const records: WorkerRecord[] = existsSync(cpuLog)
   ? readFileSync(cpuLog, 'utf8')
@@ -110,6 +113,14 @@ console.log(
   `\nTotal: ${s(totalSeconds)} s of CPU (test files ${s(filesSeconds)}, the run itself ${s(ownSeconds)}) in ${s(wallSeconds)} s on ${cores} cores: ` +
     `${Math.round((totalSeconds / (wallSeconds * cores)) * 100)}% busy; no order of the files can end it before ${s(totalSeconds / cores)} s.`,
 );
+if (busyAtStart !== undefined && busyAtEnd !== undefined) {
+  // What the census does not see: processes that lived between two samples, the last moments of
+  // those that ended, this program, and anything else the machine ran meanwhile.
+  const busy = busyAtEnd - busyAtStart;
+  console.log(
+    `The machine's CPUs were busy ${s(busy)} s meanwhile (${Math.round((busy / (wallSeconds * cores)) * 100)}%); the census saw ${Math.round((totalSeconds / busy) * 100)}% of it.`,
+  );
+}
 console.log(
   "(vitest's own row is its processes less what the files spent in them: start-up, transforms, collection.)",
 );

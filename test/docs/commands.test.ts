@@ -42,6 +42,7 @@ const PROGRAMS: Readonly<Record<string, string>> = {
   'bench:limiter': 'bench/rate-limiter.ts',
   'bench:import': 'bench/import.ts',
   'bench:client-parse': 'bench/client-parse.ts',
+  'bench:test-cpu': 'bench/test-cpu.ts',
 };
 
 interface Block {

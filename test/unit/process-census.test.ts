@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import {
   costsByFile,
   kindOf,
+  machineBusySeconds,
   parseStat,
   ProcessCensus,
   runOwnCosts,
@@ -208,13 +209,22 @@ describe('a process census', () => {
     ]);
   });
 
+  it("reads the machine's busy CPU time from /proc/stat: all but idle and I/O wait", () => {
+    const proc = fakeProc(10);
+    // user nice system idle iowait irq softirq steal guest guest_nice (guests are in user already)
+    writeFileSync(join(proc.root, 'stat'), 'cpu  100 20 30 5000 70 1 2 3 40 0\ncpu0 1 2 3\n');
+    expect(machineBusySeconds(proc.root)).toBeCloseTo(1.56, 10);
+    writeFileSync(join(proc.root, 'stat'), 'intr 1 2\n');
+    expect(machineBusySeconds(proc.root)).toBeUndefined();
+  });
+
   it.runIf(process.platform === 'linux')(
     'sees the CPU a real child spends, put down to the test file in its environment',
     async () => {
       const child = spawn(
         process.execPath,
         ['-e', 'const end = Date.now() + 400; while (Date.now() < end);'],
-        { env: { ...process.env, [TEST_FILE_VARIABLE]: 'test/unit/census-child.test.ts' } },
+        { env: { ...process.env, [TEST_FILE_VARIABLE]: 'test/unit/process-census.test.ts' } },
       );
       const census = new ProcessCensus(process.pid);
       const exited = new Promise((resolve) => child.once('exit', resolve));
@@ -227,7 +237,7 @@ describe('a process census', () => {
       const mine = census.processes().filter((p) => p.pid === child.pid);
       expect(mine).toHaveLength(1);
       expect(mine[0]).toMatchObject({
-        testFile: 'test/unit/census-child.test.ts',
+        testFile: 'test/unit/process-census.test.ts',
         kind: 'other (node)',
       });
       // Busy for 400 ms of wall time; on a busy machine it may get less of a core, never none.
