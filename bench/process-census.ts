@@ -102,12 +102,23 @@ function readOr(path: string, fallback: string): string {
   }
 }
 
+/** A process as the census follows it. */
+interface Tracked {
+  readonly pid: number;
+  testFile: string | undefined;
+  kind: string;
+  /** Its command line has been read (a process between fork and exec shows none yet). */
+  named: boolean;
+  cpuSeconds: number;
+  readonly baseSeconds: number;
+}
+
 /**
  * Samples the processes descended from `root` (the command measured, and what it starts); a
  * process is known as one when the census first sees it (its parent already seen as one).
  */
 export class ProcessCensus {
-  private readonly entries = new Map<string, CensusEntry & { readonly baseSeconds: number }>();
+  private readonly entries = new Map<string, Tracked>();
   /** Pids of the root's descendants seen so far; others are ignored. */
   private readonly descendants: Set<number>;
   private readonly ignored = new Set<string>();
@@ -145,20 +156,29 @@ export class ProcessCensus {
           continue;
         }
         this.descendants.add(pid);
-        const commandLine = readOr(join(this.procDir, name, 'cmdline'), '').replaceAll('\0', ' ');
-        const environment = readOr(join(this.procDir, name, 'environ'), '').split('\0');
-        const marked = environment.find((line) => line.startsWith(`${TEST_FILE_VARIABLE}=`));
         entry = {
           pid,
-          testFile: marked?.slice(TEST_FILE_VARIABLE.length + 1) || undefined,
-          kind: kindOf(commandLine),
+          testFile: undefined,
+          kind: kindOf(''),
+          named: false,
           cpuSeconds: 0,
           baseSeconds: stat.startTicks < this.startedTicks ? stat.cpuSeconds : 0,
         };
         this.entries.set(id, entry);
       }
+      // A process caught between fork and exec shows no command line yet: read it again.
+      if (!entry.named) this.name(entry, join(this.procDir, name));
       entry.cpuSeconds = Math.max(entry.cpuSeconds, stat.cpuSeconds - entry.baseSeconds);
     }
+  }
+
+  private name(entry: Tracked, directory: string): void {
+    const commandLine = readOr(join(directory, 'cmdline'), '').replaceAll('\0', ' ').trim();
+    const environment = readOr(join(directory, 'environ'), '').split('\0');
+    const marked = environment.find((line) => line.startsWith(`${TEST_FILE_VARIABLE}=`));
+    entry.kind = kindOf(commandLine);
+    entry.testFile = marked?.slice(TEST_FILE_VARIABLE.length + 1) || undefined;
+    entry.named = commandLine !== '';
   }
 
   /** Every process seen, with what it spent. */

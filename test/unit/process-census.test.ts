@@ -179,6 +179,34 @@ describe('a process census', () => {
     ]);
   });
 
+  it('names a process seen before its command line and environment are there, when they are', () => {
+    const proc = fakeProc(1_000);
+    proc.write({ pid: 100, parent: 1, ticks: 0, start: 100_001, command: 'node test/run-all.ts' });
+    // Between fork and exec: no command line, the parent's environment.
+    proc.write({ pid: 120, parent: 100, ticks: 1, start: 100_002, command: '' });
+    const census = new ProcessCensus(100, proc.root);
+    census.sample();
+    expect(census.processes().find((p) => p.pid === 120)).toMatchObject({
+      kind: 'ended (no command line)',
+      testFile: undefined,
+    });
+    proc.write({
+      pid: 120,
+      parent: 100,
+      ticks: 150,
+      start: 100_002,
+      command: 'node local/start.ts',
+      testFile: 'test/e2e/a.test.ts',
+    });
+    census.sample();
+    expect(census.processes().find((p) => p.pid === 120)).toEqual({
+      pid: 120,
+      kind: 'local API (npm start)',
+      testFile: 'test/e2e/a.test.ts',
+      cpuSeconds: 1.5,
+    });
+  });
+
   it("puts each file's processes and worker CPU together, and takes the files' share out of vitest's own", () => {
     const processes = [
       { pid: 1, testFile: 'test/e2e/a.test.ts', kind: 'local API (npm start)', cpuSeconds: 2 },
