@@ -1,5 +1,5 @@
 /**
- * The order in which vitest's two workers take the test files (the sequencer in vitest.config.ts).
+ * The order in which vitest's workers take the test files (the sequencer in vitest.config.ts).
  * `npm test` is bound by the CPU of a 2-core machine: what decides its time is that no long file
  * is left to the end with nothing beside it.
  *
