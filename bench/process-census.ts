@@ -25,7 +25,7 @@ export const VITEST_KIND = 'vitest';
 const KINDS: readonly (readonly [kind: string, pattern: RegExp])[] = [
   ['shell', /^(\S*\/)?(ba)?sh /],
   ['DynamoDB Local (Java)', /\bjava\b.*DynamoDBLocal/],
-  ['local API (npm start)', /local\/start\.ts/],
+  ['local API (local/start.ts)', /local\/start\.ts/],
   ['operator CLI', /admin\/cli\.ts/],
   [VITEST_KIND, /vitest/],
   ['ESLint', /eslint/],
@@ -42,7 +42,7 @@ const KINDS: readonly (readonly [kind: string, pattern: RegExp])[] = [
 export function kindOf(commandLine: string): string {
   for (const [kind, pattern] of KINDS) if (pattern.test(commandLine)) return kind;
   const program = commandLine.split(' ').find((word) => word !== '');
-  // A process that has ended but not been waited for yet shows no command line.
+  // A process that ended before it was first read (a zombie) shows no command line.
   if (program === undefined) return 'ended (no command line)';
   return `other (${program.split('/').at(-1)})`;
 }
@@ -68,6 +68,18 @@ export function parseStat(pid: number, text: string): ProcessStat | undefined {
   if (fields.length < 20 || ![user, system, start, parentPid].every(Number.isFinite))
     return undefined;
   return { pid, parentPid, startTicks: start, cpuSeconds: (user + system) / TICKS_PER_SECOND };
+}
+
+/**
+ * The CPU of every descendant this process has waited for (and that they waited for), in
+ * seconds: /proc/self/stat's cutime and cstime. Exact, where the census samples: it includes the
+ * processes too short to be seen.
+ */
+export function reapedChildrenSeconds(procDir = '/proc'): number | undefined {
+  const text = readOr(join(procDir, 'self', 'stat'), '');
+  const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  const ticks = Number(fields[13]) + Number(fields[14]);
+  return text === '' || !Number.isFinite(ticks) ? undefined : ticks / TICKS_PER_SECOND;
 }
 
 /**
@@ -107,30 +119,35 @@ interface Tracked {
   readonly pid: number;
   testFile: string | undefined;
   kind: string;
-  /** Its command line has been read (a process between fork and exec shows none yet). */
-  named: boolean;
+  /** The command line it was named by: read again each sample, it changes at exec. */
+  commandLine: string;
   cpuSeconds: number;
   readonly baseSeconds: number;
 }
 
 /**
- * Samples the processes descended from `root` (the command measured, and what it starts); a
- * process is known as one when the census first sees it (its parent already seen as one).
+ * Samples the processes descended from `root` (the command measured, and what it starts). A
+ * process is one when its parent, alive when the census first sees it, is one; a process whose
+ * parent ended before that (an orphan, adopted by init) is not seen. Its command line is read
+ * at every sample and the process named again when it changes: a child caught between fork and
+ * exec shows its parent's command line and environment.
  */
 export class ProcessCensus {
   private readonly entries = new Map<string, Tracked>();
-  /** Pids of the root's descendants seen so far; others are ignored. */
-  private readonly descendants: Set<number>;
+  /** The root's descendants (`pid:start`, so that a reused pid is another process). */
+  private readonly descendants = new Set<string>();
   private readonly ignored = new Set<string>();
+  private readonly root: number;
   private readonly startedTicks: number;
   private readonly procDir: string;
 
   /** `procDir` is /proc; a test gives a directory laid out as /proc is. */
   constructor(root: number, procDir = '/proc') {
+    this.root = root;
     this.procDir = procDir;
-    this.descendants = new Set([root]);
     // Processes that started before the census count from their first sample.
-    this.startedTicks = Number(readOr(join(procDir, 'uptime'), '0').split(' ')[0]) * 100;
+    const uptimeSeconds = Number(readOr(join(procDir, 'uptime'), '0').split(' ')[0]);
+    this.startedTicks = uptimeSeconds * TICKS_PER_SECOND;
   }
 
   /** Reads every process once. */
@@ -141,44 +158,50 @@ export class ProcessCensus {
     } catch {
       return;
     }
-    // Parents before children: a child is known by its parent's being known.
-    const pids = names.filter((name) => /^\d+$/.test(name)).sort((a, b) => Number(a) - Number(b));
-    for (const name of pids) {
-      const pid = Number(name);
-      const stat = parseStat(pid, readOr(join(this.procDir, name, 'stat'), ''));
-      if (!stat) continue; // gone between the listing and the read
-      const id = `${pid}:${stat.startTicks}`;
+    const stats = names
+      .filter((name) => /^\d+$/.test(name))
+      .map((name) => parseStat(Number(name), readOr(join(this.procDir, name, 'stat'), '')))
+      .filter((stat) => stat !== undefined) // gone between the listing and the read
+      // Parents before children (a parent starts first), whatever their pids after a wrap.
+      .sort((a, b) => a.startTicks - b.startTicks || a.pid - b.pid);
+    const alive = new Map(stats.map((stat) => [stat.pid, `${stat.pid}:${stat.startTicks}`]));
+    for (const stat of stats) {
+      const id = `${stat.pid}:${stat.startTicks}`;
       if (this.ignored.has(id)) continue;
       let entry = this.entries.get(id);
       if (!entry) {
-        if (!this.descendants.has(pid) && !this.descendants.has(stat.parentPid)) {
+        const parent = alive.get(stat.parentPid);
+        if (stat.pid !== this.root && !(parent && this.descendants.has(parent))) {
           this.ignored.add(id);
           continue;
         }
-        this.descendants.add(pid);
+        this.descendants.add(id);
         entry = {
-          pid,
+          pid: stat.pid,
           testFile: undefined,
-          kind: kindOf(''),
-          named: false,
+          kind: '',
+          commandLine: '\0', // no command line reads as this: named at once
           cpuSeconds: 0,
           baseSeconds: stat.startTicks < this.startedTicks ? stat.cpuSeconds : 0,
         };
         this.entries.set(id, entry);
       }
-      // A process caught between fork and exec shows no command line yet: read it again.
-      if (!entry.named) this.name(entry, join(this.procDir, name));
+      this.name(entry, join(this.procDir, String(stat.pid)));
       entry.cpuSeconds = Math.max(entry.cpuSeconds, stat.cpuSeconds - entry.baseSeconds);
     }
   }
 
+  /** Names it from its command line and environment, unless its command line is unchanged. */
   private name(entry: Tracked, directory: string): void {
     const commandLine = readOr(join(directory, 'cmdline'), '').replaceAll('\0', ' ').trim();
+    if (commandLine === entry.commandLine) return;
+    // Ended since the listing (a zombie has none): keep what it was named by.
+    if (commandLine === '' && entry.kind !== '') return;
     const environment = readOr(join(directory, 'environ'), '').split('\0');
     const marked = environment.find((line) => line.startsWith(`${TEST_FILE_VARIABLE}=`));
+    entry.commandLine = commandLine;
     entry.kind = kindOf(commandLine);
     entry.testFile = marked?.slice(TEST_FILE_VARIABLE.length + 1) || undefined;
-    entry.named = commandLine !== '';
   }
 
   /** Every process seen, with what it spent. */
@@ -209,6 +232,14 @@ export interface WorkerRecord {
   readonly wallMs: number;
 }
 
+type ByKind = Map<string, { seconds: number; count: number }>;
+
+/** Adds a process's CPU to its kind's. */
+function addByKind(kinds: ByKind, entry: CensusEntry): void {
+  const kind = kinds.get(entry.kind) ?? { seconds: 0, count: 0 };
+  kinds.set(entry.kind, { seconds: kind.seconds + entry.cpuSeconds, count: kind.count + 1 });
+}
+
 /** The census and the workers' records, per test file, the costliest first. */
 export function costsByFile(
   processes: readonly CensusEntry[],
@@ -216,11 +247,7 @@ export function costsByFile(
 ): FileCost[] {
   const files = new Map<
     string,
-    {
-      workerSeconds: number;
-      wallSeconds: number;
-      processes: Map<string, { seconds: number; count: number }>;
-    }
+    { workerSeconds: number; wallSeconds: number; processes: ByKind }
   >();
   const of = (file: string) => {
     let cost = files.get(file);
@@ -233,10 +260,7 @@ export function costsByFile(
     cost.wallSeconds += record.wallMs / 1000;
   }
   for (const entry of processes) {
-    if (entry.testFile === undefined) continue;
-    const byKind = of(entry.testFile).processes;
-    const kind = byKind.get(entry.kind) ?? { seconds: 0, count: 0 };
-    byKind.set(entry.kind, { seconds: kind.seconds + entry.cpuSeconds, count: kind.count + 1 });
+    if (entry.testFile !== undefined) addByKind(of(entry.testFile).processes, entry);
   }
   return [...files]
     .map(([file, cost]) => ({
@@ -257,12 +281,8 @@ export function runOwnCosts(
   processes: readonly CensusEntry[],
   records: readonly WorkerRecord[] = [],
 ): { kind: string; seconds: number; count: number }[] {
-  const kinds = new Map<string, { seconds: number; count: number }>();
-  for (const entry of processes) {
-    if (entry.testFile !== undefined) continue;
-    const kind = kinds.get(entry.kind) ?? { seconds: 0, count: 0 };
-    kinds.set(entry.kind, { seconds: kind.seconds + entry.cpuSeconds, count: kind.count + 1 });
-  }
+  const kinds: ByKind = new Map();
+  for (const entry of processes) if (entry.testFile === undefined) addByKind(kinds, entry);
   const vitest = kinds.get(VITEST_KIND);
   if (vitest) {
     const inFiles = records.reduce((sum, record) => sum + record.cpuMs / 1000, 0);

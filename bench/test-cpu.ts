@@ -17,6 +17,7 @@ import {
   costsByFile,
   machineBusySeconds,
   ProcessCensus,
+  reapedChildrenSeconds,
   runOwnCosts,
   type FileCost,
   type WorkerRecord,
@@ -46,6 +47,7 @@ const args = flags.only?.split(/\s+/).filter(Boolean) ?? [];
 
 const started = performance.now();
 const busyAtStart = machineBusySeconds();
+const reapedAtStart = reapedChildrenSeconds();
 const run = spawn(process.execPath, [join(PROJECT_ROOT, 'test', 'run-all.ts'), ...args], {
   cwd: PROJECT_ROOT,
   stdio: ['ignore', 'pipe', 'pipe'],
@@ -63,6 +65,7 @@ const code = await new Promise<number | null>((resolve) => run.once('close', res
 clearInterval(sampler);
 const wallSeconds = (performance.now() - started) / 1000;
 const busyAtEnd = machineBusySeconds();
+const reapedAtEnd = reapedChildrenSeconds();
 
 const records: WorkerRecord[] = existsSync(cpuLog)
   ? readFileSync(cpuLog, 'utf8')
@@ -113,6 +116,13 @@ console.log(
   `\nTotal: ${s(totalSeconds)} s of CPU (test files ${s(filesSeconds)}, the run itself ${s(ownSeconds)}) in ${s(wallSeconds)} s on ${cores} cores: ` +
     `${Math.round((totalSeconds / (wallSeconds * cores)) * 100)}% busy; no order of the files can end it before ${s(totalSeconds / cores)} s.`,
 );
+if (reapedAtStart !== undefined && reapedAtEnd !== undefined) {
+  // Every process of the run that was waited for, exactly: the census's total is checked by it.
+  const reaped = reapedAtEnd - reapedAtStart;
+  console.log(
+    `The run's processes spent ${s(reaped)} s of CPU in all (the kernel's count of those waited for); the census saw ${Math.round((totalSeconds / reaped) * 100)}% of it.`,
+  );
+}
 if (busyAtStart !== undefined && busyAtEnd !== undefined) {
   // What the census does not see: processes that lived between two samples, the last moments of
   // those that ended, this program, and anything else the machine ran meanwhile.

@@ -21,11 +21,18 @@ if (endpoint) {
 
 // Which test file the processes a test starts belong to, for `npm run bench:test-cpu`
 // (bench/process-census.ts): they inherit it. With STORE_ORDERS_TEST_CPU_LOG naming a file, each
-// test file's CPU in its own worker is added to it as a line of JSON.
-const testFile = relative(join(import.meta.dirname, '..', '..'), expect.getState().testPath ?? '');
-process.env[TEST_FILE_VARIABLE] = testFile;
-const cpuLog = process.env.STORE_ORDERS_TEST_CPU_LOG;
-if (cpuLog) {
+// test file's CPU in its own worker is added to it as a line of JSON. The variable is taken out of
+// the environment (kept for the worker's next files), so that a run a test starts (npm test's own
+// test) does not write its files' records into this one's.
+const testPath = expect.getState().testPath;
+const testFile = testPath && relative(join(import.meta.dirname, '..', '..'), testPath);
+if (testFile) process.env[TEST_FILE_VARIABLE] = testFile;
+const CPU_LOG = Symbol.for('store-orders.test-cpu-log');
+const worker = globalThis as { [CPU_LOG]?: string };
+worker[CPU_LOG] ??= process.env.STORE_ORDERS_TEST_CPU_LOG;
+delete process.env.STORE_ORDERS_TEST_CPU_LOG;
+const cpuLog = worker[CPU_LOG];
+if (cpuLog && testFile) {
   const cpuAtStart = process.cpuUsage();
   const wallAtStart = performance.now();
   afterAll(() => {

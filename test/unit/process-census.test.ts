@@ -1,6 +1,6 @@
 /** `npm run bench:test-cpu`'s census of a run's processes (bench/process-census.ts). */
-import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -9,6 +9,7 @@ import {
   kindOf,
   machineBusySeconds,
   parseStat,
+  reapedChildrenSeconds,
   ProcessCensus,
   runOwnCosts,
   TEST_FILE_VARIABLE,
@@ -77,15 +78,32 @@ describe('a process census', () => {
   });
 
   it('reads the CPU, the parent and the start of a stat line whose name has spaces and parentheses', () => {
-    expect(parseStat(7, statLine(7, 3, 250, 900, 'a) (b'))).toEqual({
-      pid: 7,
-      parentPid: 3,
-      startTicks: 900,
-      cpuSeconds: 2.5,
+    // As Linux writes it (proc(5)): pid (comm) state ppid pgrp session tty tpgid flags minflt
+    // cminflt majflt cmajflt utime stime cutime cstime priority nice threads itreal starttime …
+    const line =
+      '4242 (a) (b) S 4200 4242 4200 0 -1 4194560 12345 0 0 0 250 80 7 3 20 0 11 0 987654 1234567890 4567';
+    expect(parseStat(4242, line)).toEqual({
+      pid: 4242,
+      parentPid: 4200,
+      startTicks: 987654,
+      cpuSeconds: 3.3,
     });
     expect(parseStat(7, '')).toBeUndefined();
     expect(parseStat(7, '7 (x) S 1 2')).toBeUndefined();
   });
+
+  it.runIf(process.platform === 'linux')(
+    'reads this very process as the kernel and Node see it',
+    () => {
+      const before = process.cpuUsage();
+      const stat = parseStat(process.pid, readFileSync('/proc/self/stat', 'utf8'));
+      const after = process.cpuUsage();
+      expect(stat?.parentPid).toBe(process.ppid);
+      // Node's figure is exact, the kernel's in ticks of 10 ms: they agree within a few ticks.
+      expect(stat!.cpuSeconds).toBeGreaterThan((before.user + before.system) / 1e6 - 0.05);
+      expect(stat!.cpuSeconds).toBeLessThan((after.user + after.system) / 1e6 + 0.05);
+    },
+  );
 
   it('names the processes a run starts by their command lines', () => {
     const kinds = [
@@ -103,7 +121,7 @@ describe('a process census', () => {
     ].map(kindOf);
     expect(kinds).toEqual([
       'DynamoDB Local (Java)',
-      'local API (npm start)',
+      'local API (local/start.ts)',
       'operator CLI',
       'vitest',
       'ESLint',
@@ -175,19 +193,20 @@ describe('a process census', () => {
       [100, 'npm test (test/run-all.ts)', undefined, 3],
       [101, 'DynamoDB Local (Java)', undefined, 6.1],
       [103, 'vitest', undefined, 9],
-      [150, 'local API (npm start)', 'test/e2e/a.test.ts', 3],
+      [150, 'local API (local/start.ts)', 'test/e2e/a.test.ts', 3],
     ]);
   });
 
-  it('names a process seen before its command line and environment are there, when they are', () => {
+  it("names a process caught between fork and exec again once it has exec'd", () => {
     const proc = fakeProc(1_000);
-    proc.write({ pid: 100, parent: 1, ticks: 0, start: 100_001, command: 'node test/run-all.ts' });
-    // Between fork and exec: no command line, the parent's environment.
-    proc.write({ pid: 120, parent: 100, ticks: 1, start: 100_002, command: '' });
+    const worker = { pid: 100, parent: 1, ticks: 0, start: 100_001, command: 'node vitest.mjs' };
+    proc.write(worker);
+    // Forked, not yet exec'd: the parent's command line and the environment it started with.
+    proc.write({ pid: 120, parent: 100, ticks: 1, start: 100_002, command: 'node vitest.mjs' });
     const census = new ProcessCensus(100, proc.root);
     census.sample();
     expect(census.processes().find((p) => p.pid === 120)).toMatchObject({
-      kind: 'ended (no command line)',
+      kind: 'vitest',
       testFile: undefined,
     });
     proc.write({
@@ -201,16 +220,60 @@ describe('a process census', () => {
     census.sample();
     expect(census.processes().find((p) => p.pid === 120)).toEqual({
       pid: 120,
-      kind: 'local API (npm start)',
+      kind: 'local API (local/start.ts)',
       testFile: 'test/e2e/a.test.ts',
       cpuSeconds: 1.5,
     });
   });
 
+  it('follows parents by when they started, not by pid: after a wrap, and when a pid is reused', () => {
+    const proc = fakeProc(1_000);
+    proc.write({
+      pid: 30_000,
+      parent: 1,
+      ticks: 0,
+      start: 100_001,
+      command: 'node test/run-all.ts',
+    });
+    // After the pids wrapped, a child has a lower pid than its parent.
+    proc.write({
+      pid: 300,
+      parent: 30_000,
+      ticks: 100,
+      start: 100_005,
+      command: 'java DynamoDBLocal.jar',
+    });
+    proc.write({ pid: 200, parent: 300, ticks: 50, start: 100_006, command: 'cat' });
+    const census = new ProcessCensus(30_000, proc.root);
+    census.sample();
+    // The Java ends; a stranger's process later gets its pid, and that one starts a child.
+    proc.remove(300);
+    proc.remove(200);
+    proc.write({
+      pid: 300,
+      parent: 1,
+      ticks: 70,
+      start: 100_500,
+      command: 'java DynamoDBLocal.jar',
+    });
+    proc.write({ pid: 310, parent: 300, ticks: 90, start: 100_501, command: 'cat' });
+    census.sample();
+    expect(census.processes().map((p) => [p.pid, p.kind, p.cpuSeconds])).toEqual([
+      [30_000, 'npm test (test/run-all.ts)', 0],
+      [300, 'DynamoDB Local (Java)', 1],
+      [200, 'other (cat)', 0.5],
+    ]);
+  });
+
   it("puts each file's processes and worker CPU together, and takes the files' share out of vitest's own", () => {
     const processes = [
-      { pid: 1, testFile: 'test/e2e/a.test.ts', kind: 'local API (npm start)', cpuSeconds: 2 },
-      { pid: 2, testFile: 'test/e2e/a.test.ts', kind: 'local API (npm start)', cpuSeconds: 1.5 },
+      { pid: 1, testFile: 'test/e2e/a.test.ts', kind: 'local API (local/start.ts)', cpuSeconds: 2 },
+      {
+        pid: 2,
+        testFile: 'test/e2e/a.test.ts',
+        kind: 'local API (local/start.ts)',
+        cpuSeconds: 1.5,
+      },
       { pid: 3, testFile: 'test/e2e/a.test.ts', kind: 'DynamoDB Local (Java)', cpuSeconds: 4 },
       { pid: 4, testFile: 'test/unit/b.test.ts', kind: 'esbuild', cpuSeconds: 0.5 },
       { pid: 5, testFile: undefined, kind: 'vitest', cpuSeconds: 20 },
@@ -228,7 +291,7 @@ describe('a process census', () => {
       ['test/unit/c.test.ts', 0.5, 0.5],
     ]);
     expect(Object.fromEntries(files[0]!.processes)).toEqual({
-      'local API (npm start)': { seconds: 3.5, count: 2 },
+      'local API (local/start.ts)': { seconds: 3.5, count: 2 },
       'DynamoDB Local (Java)': { seconds: 4, count: 1 },
     });
     expect(runOwnCosts(processes, records)).toEqual([
@@ -246,13 +309,25 @@ describe('a process census', () => {
     expect(machineBusySeconds(proc.root)).toBeUndefined();
   });
 
+  it.runIf(process.platform === 'linux')("counts a child's CPU once it has been waited for", () => {
+    const before = reapedChildrenSeconds();
+    execFileSync(process.execPath, [
+      '-e',
+      'const end = Date.now() + 300; while (Date.now() < end);',
+    ]);
+    const after = reapedChildrenSeconds();
+    expect(before).toBeDefined();
+    expect(after! - before!).toBeGreaterThan(0.05);
+    expect(after! - before!).toBeLessThan(5);
+  });
+
   it.runIf(process.platform === 'linux')(
-    'sees the CPU a real child spends, put down to the test file in its environment',
+    'sees the CPU a real child spends, put down to the test file the setup marked for it',
     async () => {
       const child = spawn(
         process.execPath,
         ['-e', 'const end = Date.now() + 400; while (Date.now() < end);'],
-        { env: { ...process.env, [TEST_FILE_VARIABLE]: 'test/unit/process-census.test.ts' } },
+        // Its environment is this process's, which the test setup marked.
       );
       const census = new ProcessCensus(process.pid);
       const exited = new Promise((resolve) => child.once('exit', resolve));
