@@ -23,15 +23,16 @@ import { LONG_FILES } from './long-files.ts';
  * 2-core machine. The ETag race (conditional-list) and the bursts (local-fidelity) each flood the
  * run's one DynamoDB Local; side by side, a list of the race waited behind a burst and answered
  * 503 (CI, 2026-11-26; the race now sends that request again after its Retry-After, as a client
- * would). The rate limiter's file, long and without a local API, stands between them.
+ * would). With three workers, two files stand between them: the rate limiter's file, long and
+ * without a local API, and the consumer's (tsc, mostly).
  */
 export const HEAVY_FILES: readonly string[] = [
   'test/e2e/local-lifecycle.test.ts', // 72–117 s
   'test/e2e/local-cli.test.ts', // 51–90 s
   'test/e2e/conditional-list.test.ts', // 41–62 s
   'test/integration/rate-limiter.test.ts', // 39–75 s
-  'test/e2e/local-fidelity.test.ts', // 47–80 s
   'test/client/consumer.test.ts', // 30–49 s
+  'test/e2e/local-fidelity.test.ts', // 47–80 s
   'test/integration/list-backpressure.test.ts', // 11–52 s
   'test/integration/faults.test.ts', // 35–43 s, 4 s of CPU
   'test/docs/commands.test.ts', // 16–33 s
