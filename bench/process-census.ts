@@ -57,10 +57,17 @@ export interface ProcessStat {
   readonly cpuSeconds: number;
 }
 
+/**
+ * The fields of a /proc/<pid>/stat line after the command name, from field 3 (state) on: the
+ * name (field 2) is in parentheses and may hold spaces and parentheses itself.
+ */
+function statFields(text: string): string[] {
+  return text.slice(text.lastIndexOf(')') + 2).split(' ');
+}
+
 /** Parses /proc/<pid>/stat; undefined for text that is not one. */
 export function parseStat(pid: number, text: string): ProcessStat | undefined {
-  // The command name (field 2) is in parentheses and may hold spaces and parentheses itself.
-  const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  const fields = statFields(text);
   const user = Number(fields[11]);
   const system = Number(fields[12]);
   const start = Number(fields[19]);
@@ -77,7 +84,7 @@ export function parseStat(pid: number, text: string): ProcessStat | undefined {
  */
 export function reapedChildrenSeconds(procDir = '/proc'): number | undefined {
   const text = readOr(join(procDir, 'self', 'stat'), '');
-  const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  const fields = statFields(text); // cutime and cstime: fields 16 and 17
   const ticks = Number(fields[13]) + Number(fields[14]);
   return text === '' || !Number.isFinite(ticks) ? undefined : ticks / TICKS_PER_SECOND;
 }
@@ -103,7 +110,7 @@ export interface CensusEntry {
   readonly testFile: string | undefined;
   readonly kind: string;
   /** CPU seconds it spent since the census first saw it running or since it started. */
-  cpuSeconds: number;
+  readonly cpuSeconds: number;
 }
 
 function readOr(path: string, fallback: string): string {
@@ -119,8 +126,8 @@ interface Tracked {
   readonly pid: number;
   testFile: string | undefined;
   kind: string;
-  /** The command line it was named by: read again each sample, it changes at exec. */
-  commandLine: string;
+  /** The command line it was named by (none yet: undefined); read again each sample. */
+  commandLine: string | undefined;
   cpuSeconds: number;
   readonly baseSeconds: number;
 }
@@ -133,9 +140,8 @@ interface Tracked {
  * exec shows its parent's command line and environment.
  */
 export class ProcessCensus {
+  /** The root's descendants, by `pid:start` (a reused pid is another process). */
   private readonly entries = new Map<string, Tracked>();
-  /** The root's descendants (`pid:start`, so that a reused pid is another process). */
-  private readonly descendants = new Set<string>();
   private readonly ignored = new Set<string>();
   private readonly root: number;
   private readonly startedTicks: number;
@@ -171,16 +177,15 @@ export class ProcessCensus {
       let entry = this.entries.get(id);
       if (!entry) {
         const parent = alive.get(stat.parentPid);
-        if (stat.pid !== this.root && !(parent && this.descendants.has(parent))) {
+        if (stat.pid !== this.root && !(parent && this.entries.has(parent))) {
           this.ignored.add(id);
           continue;
         }
-        this.descendants.add(id);
         entry = {
           pid: stat.pid,
           testFile: undefined,
-          kind: '',
-          commandLine: '\0', // no command line reads as this: named at once
+          kind: kindOf(''),
+          commandLine: undefined,
           cpuSeconds: 0,
           baseSeconds: stat.startTicks < this.startedTicks ? stat.cpuSeconds : 0,
         };
@@ -196,7 +201,7 @@ export class ProcessCensus {
     const commandLine = readOr(join(directory, 'cmdline'), '').replaceAll('\0', ' ').trim();
     if (commandLine === entry.commandLine) return;
     // Ended since the listing (a zombie has none): keep what it was named by.
-    if (commandLine === '' && entry.kind !== '') return;
+    if (commandLine === '' && entry.commandLine !== undefined) return;
     const environment = readOr(join(directory, 'environ'), '').split('\0');
     const marked = environment.find((line) => line.startsWith(`${TEST_FILE_VARIABLE}=`));
     entry.commandLine = commandLine;

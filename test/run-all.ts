@@ -6,8 +6,8 @@
  * leave idle (waiting for DynamoDB Local, a child process, a timer) and yield it when the tests
  * need it, so that the tests' time budgets do not measure them. Their output is held and printed
  * when they end; when they fail, the tests are stopped. The files that mostly wait on the clock
- * (test/support/long-files.ts) run in a vitest of their own, beside the one that runs the rest three
- * files at a time; both use one DynamoDB Local, started here. With arguments
+ * (test/support/long-files.ts) run in a vitest of their own, beside the one that runs the rest
+ * three files at a time; both use one DynamoDB Local, started here. With arguments
  * (`npm test -- test/unit`), the checks and one vitest with those arguments.
  */
 import { spawn, type ChildProcess } from 'node:child_process';

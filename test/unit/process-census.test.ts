@@ -218,12 +218,17 @@ describe('a process census', () => {
       testFile: 'test/e2e/a.test.ts',
     });
     census.sample();
-    expect(census.processes().find((p) => p.pid === 120)).toEqual({
+    const named = {
       pid: 120,
       kind: 'local API (local/start.ts)',
       testFile: 'test/e2e/a.test.ts',
       cpuSeconds: 1.5,
-    });
+    };
+    expect(census.processes().find((p) => p.pid === 120)).toEqual(named);
+    // Ended, not yet waited for: a zombie shows no command line, and keeps its name.
+    proc.write({ pid: 120, parent: 100, ticks: 150, start: 100_002, command: '' });
+    census.sample();
+    expect(census.processes().find((p) => p.pid === 120)).toEqual(named);
   });
 
   it('follows parents by when they started, not by pid: after a wrap, and when a pid is reused', () => {
