@@ -28,7 +28,7 @@ import { PROJECT_ROOT, startLocalStack, type LocalStack } from '../local/local-s
 import { benchFlags, countFlag, countOf } from './command-line.ts';
 import { describeWaves, inWaves, replayOrder, type RecordedCall } from './connections.ts';
 import type { Invocations, Loaded } from './load-bundle.ts';
-import { median, ratioInterval } from './statistics.ts';
+import { median, ratioInterval, verdictOn } from './statistics.ts';
 import { switchFlag, valueFlag } from '../lib/config/flags.ts';
 
 const SCRIPT = 'bench:cold-init';
@@ -460,10 +460,9 @@ function report(
     const isFloor = s.name.startsWith('floor') || s.variantOf !== undefined;
     // Judged on the interval, not the median alone: within when all of it is, over when none.
     const yardstick = callsFloor ?? floor;
-    const { low, high } = ratioInterval(f.penalties, yardstick.penalties);
-    const judged =
-      high <= GOAL ? 'within the goal' : low > GOAL ? 'OVER the goal' : 'not decided (more --runs)';
-    const verdict = isFloor ? '' : `  ${judged}: ${low.toFixed(2)}–${high.toFixed(2)}× (90%)`;
+    const interval = ratioInterval(f.penalties, yardstick.penalties);
+    const range = `${interval.low.toFixed(2)}–${interval.high.toFixed(2)}× (90%)`;
+    const verdict = isFloor ? '' : `  ${verdictOn(interval, GOAL)}: ${range}`;
     console.log(
       [
         s.name.padEnd(20),

@@ -49,3 +49,15 @@ export function ratioInterval(
   ratios.sort((a, b) => a - b);
   return { low: percentile(ratios, tail * 100), high: percentile(ratios, (1 - tail) * 100) };
 }
+
+/**
+ * A goal's verdict on an interval, not on one median: within when all of it is at or below the
+ * goal, over when all of it is above, not decided otherwise.
+ */
+export function verdictOn(
+  interval: { readonly low: number; readonly high: number },
+  goal: number,
+): 'within the goal' | 'OVER the goal' | 'not decided (more --runs)' {
+  if (interval.high <= goal) return 'within the goal';
+  return interval.low > goal ? 'OVER the goal' : 'not decided (more --runs)';
+}

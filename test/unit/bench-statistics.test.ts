@@ -1,6 +1,6 @@
 /** The statistics bench:cold-init judges its goal with (bench/statistics.ts). */
 import { describe, expect, it } from 'vitest';
-import { median, ratioInterval } from '../../bench/statistics.ts';
+import { median, ratioInterval, verdictOn } from '../../bench/statistics.ts';
 
 /** Fifteen samples around `centre`, spread ±`spread` (evenly, in a shuffled order). */
 const samples = (centre: number, spread: number) =>
@@ -39,5 +39,14 @@ describe('ratioInterval: how sure a ratio of two medians is', () => {
     expect(ninetyNine.low).toBeLessThanOrEqual(ninety.low);
     expect(ninetyNine.high).toBeGreaterThanOrEqual(ninety.high);
     expect(ninetyNine.high - ninetyNine.low).toBeGreaterThan(ninety.high - ninety.low);
+  });
+});
+
+describe('verdictOn: a goal judged on an interval', () => {
+  it('is within only when all of the interval is, over only when none of it is', () => {
+    expect(verdictOn({ low: 0.9, high: 1.1 }, 1.1)).toBe('within the goal');
+    expect(verdictOn({ low: 1.1, high: 1.3 }, 1.1)).toBe('not decided (more --runs)');
+    expect(verdictOn({ low: 1.05, high: 1.12 }, 1.1)).toBe('not decided (more --runs)');
+    expect(verdictOn({ low: 1.11, high: 1.3 }, 1.1)).toBe('OVER the goal');
   });
 });
