@@ -25,8 +25,8 @@ import { authenticate, callerToContext } from '../lib/keys/authenticate.ts';
 import type { KeyStore } from '../lib/keys/key-store.ts';
 import { METRIC_NAMES } from '../lib/metrics.ts';
 import { keyStoreFromEnv } from './shared/dependencies.ts';
-import { CallRecord, recordInvocation } from './shared/dynamodb-calls.ts';
-import { inInvocation } from './shared/invocation.ts';
+import { recordInvocation } from './shared/dynamodb-calls.ts';
+import { perInvocation } from './shared/invocation.ts';
 import { logger } from './shared/logger.ts';
 import { metrics, MetricUnit } from './shared/metrics.ts';
 
@@ -98,11 +98,8 @@ export function createAuthorizerHandler(deps: AuthorizerDependencies) {
       return policy('Allow', caller.keyId, event.methodArn, callerToContext(caller));
     },
   ).use(recordInvocation());
-  // Its scope: no request id (API Gateway gives a TOKEN authorizer none).
-  return inInvocation(
-    (_event, context) => ({ log: logger.startInvocation(context), calls: new CallRecord() }),
-    authorize,
-  );
+  // Its scope has no request id: API Gateway gives a TOKEN authorizer none.
+  return perInvocation(authorize);
 }
 
 let store: KeyStore | undefined;

@@ -8,11 +8,14 @@
  * the list, the same for every content coding, whose bytes differ and are not even the same
  * from one compressed response to the next (the compressor flushes when the reads pause); weak
  * comparison is what If-None-Match uses anyway. A 304 that the key's free allowance covers does
- * not use the plan's quota (./shared/rate-limit.ts, lib/limits/conditional.ts).
+ * not use the plan's quota (./shared/rate-limit.ts, lib/limits/conditional.ts). Nothing is read
+ * before the rate limiter (or, for a conditional request, the free allowance) has admitted the
+ * request (./shared/http-function.ts).
  */
-import middy, { type MiddlewareObj } from '@middy/core';
+import middy from '@middy/core';
 import { executionModeStreamifyResponse } from '@middy/core/StreamifyResponse';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
+import type { Readable } from 'node:stream';
 import { negotiateCoding, type Coding } from '../lib/api/content-coding.ts';
 import {
   formatEntityTag,
@@ -22,14 +25,13 @@ import {
   type EntityTag,
   type IfNoneMatch,
 } from '../lib/api/etag.ts';
-import { jsonStream, notModifiedResponse } from '../lib/api/http.ts';
+import { jsonStream, notModifiedResponse, type HttpResponse } from '../lib/api/http.ts';
+import type { CallOptions } from '../lib/failures.ts';
 import { METRIC_NAMES } from '../lib/metrics.ts';
-import { listOrders, listVersion } from '../lib/orders/operations.ts';
 import type { ListVersion, OrderStore } from '../lib/orders/order-store.ts';
 import { httpStoresFromEnv } from './shared/dependencies.ts';
 import { ApiError } from './shared/http-errors.ts';
-import { httpFunction } from './shared/http-function.ts';
-import { httpInvocation, type HttpInvocation } from './shared/invocation.ts';
+import { httpFunction, type HttpRequest } from './shared/http-function.ts';
 import { listBody, ListReport } from './shared/list-body.ts';
 import { logger } from './shared/logger.ts';
 import { metrics, MetricUnit } from './shared/metrics.ts';
@@ -52,34 +54,17 @@ export interface ListOrdersDependencies extends RateLimitDependencies {
   readonly ceilingBytes?: number;
 }
 
-/**
- * What a list request asks, read once per invocation, and the list's version, whose read
- * starts at the first look (before the limiter counts, with the free allowance): before the
- * first page.
- */
+/** What a list request asks; `version`: the list's, once a conditional request's check read it. */
 interface ListRequest {
   readonly condition: IfNoneMatch;
-  readonly coding: Coding | undefined;
-  readonly version: Promise<ListVersion>;
+  readonly coding: Coding;
+  readonly version?: ListVersion;
 }
+
+type ListAnswer = HttpResponse<Readable | string>;
 
 function tagOf(version: ListVersion): EntityTag | undefined {
   return version.tag === undefined ? undefined : { weak: true, opaque: version.tag };
-}
-
-/**
- * The request's preconditions: 406 when no coding is acceptable (before any precondition, RFC
- * 9110 §13.2.1); else the list's validators, and whether its tag still matches (then 304).
- */
-async function checkConditions({ condition, coding, version }: ListRequest) {
-  if (coding === undefined) throw new ApiError('NOT_ACCEPTABLE', { headers: VARIES });
-  const tag = tagOf(await version);
-  const validators = {
-    ...(tag ? { ETag: formatEntityTag(tag) } : {}),
-    ...CACHE_CONTROL,
-    ...VARIES,
-  };
-  return { coding, validators, unchanged: notModified(condition, tag) };
 }
 
 function header(event: APIGatewayProxyEvent, name: string): string | undefined {
@@ -92,57 +77,61 @@ function header(event: APIGatewayProxyEvent, name: string): string | undefined {
   return undefined;
 }
 
+/** The request's preconditions: 406 when no coding is acceptable, before any (RFC 9110 §13.2.1). */
+function readListRequest(event: APIGatewayProxyEvent): ListRequest {
+  const coding = negotiateCoding(header(event, 'accept-encoding'));
+  if (coding === undefined) throw new ApiError('NOT_ACCEPTABLE', { headers: VARIES });
+  return { condition: parseIfNoneMatch(header(event, 'if-none-match')), coding };
+}
+
+/** The list's validators at `version`, and its 304 when the request's tag still matches. */
+function validate({ condition }: ListRequest, version: ListVersion) {
+  const tag = tagOf(version);
+  const validators = {
+    ...(tag ? { ETag: formatEntityTag(tag) } : {}),
+    ...CACHE_CONTROL,
+    ...VARIES,
+  };
+  if (!notModified(condition, tag)) return { validators, notModified: undefined };
+  logger.info('List not modified', { etag: validators.ETag });
+  metrics.addMetric(METRIC_NAMES.listNotModified, MetricUnit.Count, 1);
+  return { validators, notModified: notModifiedResponse(validators) };
+}
+
 export function createListOrdersHandler(deps: ListOrdersDependencies) {
-  const listRequest = (
-    event: APIGatewayProxyEvent,
-    invocation: HttpInvocation<ListRequest> = httpInvocation(),
-  ): ListRequest => {
-    if (!invocation.own) {
-      const version = listVersion(deps.orders(), { signal: invocation.signal });
-      // Awaited by the handler; a request refused before it must not leave it unobserved.
-      version.catch(() => undefined);
-      invocation.own = {
-        condition: parseIfNoneMatch(header(event, 'if-none-match')),
-        coding: negotiateCoding(header(event, 'accept-encoding')),
-        version,
-      };
-    }
-    return invocation.own;
-  };
-  /** A conditional request may be answered free (a 304): whether it will, before the count. */
-  const mayAnswerFree: MiddlewareObj<APIGatewayProxyEvent> = {
-    before: ({ event }) => {
-      const request = listRequest(event);
-      if (!isConditional(request.condition)) return;
-      httpInvocation().freeAnswer =
-        // A 406 comes before any precondition (RFC 9110 §13.2.1).
-        request.coding === undefined
-          ? Promise.resolve(false)
-          : request.version.then((version) => notModified(request.condition, tagOf(version)));
-    },
-  };
-  const answer = async (event: APIGatewayProxyEvent, invocation: HttpInvocation<ListRequest>) => {
-    const { coding, validators, unchanged } = await checkConditions(listRequest(event, invocation));
-    if (unchanged) {
-      logger.info('List not modified', { etag: validators.ETag });
-      metrics.addMetric(METRIC_NAMES.listNotModified, MetricUnit.Count, 1);
-      return notModifiedResponse(validators);
-    }
+  // The list's version, read before its first page (its tag covers nothing the list lacks).
+  const versionNow = (options: CallOptions) => deps.orders().readListVersion(options);
+
+  const act = async (request: ListRequest, { signal }: HttpRequest): Promise<ListAnswer> => {
+    const { validators, notModified: unchanged } = validate(
+      request,
+      request.version ?? (await versionNow({ signal })),
+    );
+    if (unchanged) return unchanged;
     const report = new ListReport();
-    const orders = await listOrders(deps.orders(), {
-      signal: invocation.signal,
+    const orders = await deps.orders().openOrderStream({
+      signal,
       onUnreadable: report.addUnreadable,
     });
+    const { coding } = request;
     return jsonStream(200, listBody(orders, coding, report, deps.ceilingBytes), {
       ...(coding === 'identity' ? {} : { 'Content-Encoding': coding }),
       ...validators,
     });
   };
-  const list = httpFunction(
-    deps,
-    answer,
-    deps.freeAllowance ? [mayAnswerFree as MiddlewareObj] : [],
-  );
+
+  const list = httpFunction<ListRequest, Readable | string>(deps, {
+    read: readListRequest,
+    free: {
+      applies: (request) => isConditional(request.condition),
+      answer: async (request, { signal }) => {
+        const version = await versionNow({ signal });
+        const { notModified: unchanged } = validate(request, version);
+        return unchanged ? { free: unchanged } : { counted: { ...request, version } };
+      },
+    },
+    act,
+  });
   // Streamed by middy around the chain, whose own early timeout stands.
   return middy<APIGatewayProxyEvent>({
     executionMode: executionModeStreamifyResponse,

@@ -126,7 +126,8 @@ export class ApiStack extends Stack {
       definition: FUNCTIONS.cancelOrder,
       environment: limiterEnvironment,
     })
-      .useTable('orders', tables.orders, ['dynamodb:UpdateItem'])
+      // GetItem: whether the cancel would change anything, read before the version's mark.
+      .useTable('orders', tables.orders, ['dynamodb:GetItem', 'dynamodb:UpdateItem'])
       .useTable('rateLimits', tables.rateLimits, ['dynamodb:UpdateItem']);
     const authorizerFunction = new ServiceFunction(this, 'Authorizer', {
       ...common,

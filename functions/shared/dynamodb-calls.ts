@@ -13,8 +13,9 @@ import type {
 import type { InitializeMiddleware, MetadataBearer } from '@smithy/types';
 import { isConditionFailure } from '../../lib/dynamodb/errors.ts';
 import { METRIC_NAMES } from '../../lib/metrics.ts';
-import { currentInvocation } from './invocation.ts';
-import { metrics, MetricUnit } from './metrics.ts';
+import { logger } from './logger.ts';
+import { metrics, MetricUnit, publishInvocationMetrics } from './metrics.ts';
+import { entry, fromScope, bindToScope, scopeKey, type ScopeEntry } from './scope.ts';
 
 /** The calls of one operation on one table within an invocation. */
 export interface CallSummary {
@@ -57,7 +58,7 @@ const NOTHING = {
   maxMs: 0,
 };
 
-/** The DynamoDB calls of one invocation (./invocation.ts), until its answer takes them. */
+/** The DynamoDB calls of one invocation (./scope.ts), until its answer takes them. */
 export class CallRecord {
   private summaries = new Map<string, CallSummary>();
   private readonly unanswered = new Set<Call>();
@@ -110,6 +111,13 @@ export class CallRecord {
   }
 }
 
+const INVOCATION_CALLS = scopeKey<CallRecord>('DynamoDB calls');
+
+/** A record for an invocation's scope: every call its code makes is in it. */
+export function invocationCalls(record = new CallRecord()): ScopeEntry {
+  return entry(INVOCATION_CALLS, record);
+}
+
 function round(ms: number): number {
   return Math.round(ms * 10) / 10;
 }
@@ -122,7 +130,7 @@ function tableOf(input: ServiceInputTypes): string {
 
 const recordCall: InitializeMiddleware<ServiceInputTypes, ServiceOutputTypes> = (next, context) => {
   return async (args) => {
-    const record = currentInvocation()?.calls;
+    const record = fromScope(INVOCATION_CALLS);
     if (!record) return next(args);
     const operation = (context.commandName ?? 'Unknown').replace(/Command$/, '');
     const call = record.start(operation, tableOf(args.input));
@@ -153,12 +161,13 @@ export function recordCalls(client: DynamoDBDocumentClient): DynamoDBDocumentCli
  */
 export function recordInvocation(): MiddlewareObj {
   const whenAnswered = (request: Request): void => {
-    const invocation = currentInvocation();
-    const record = (): void => {
-      const calls = invocation?.calls.take() ?? [];
-      if (calls.length > 0) invocation?.log.info('DynamoDB calls', { dynamodb: calls });
-      if (metrics.hasStoredMetrics()) metrics.publishStoredMetrics();
-    };
+    const calls = fromScope(INVOCATION_CALLS);
+    // Run when a streamed body closes, outside the invocation's chain: bound back to its scope.
+    const record = bindToScope((): void => {
+      const taken = calls?.take() ?? [];
+      if (taken.length > 0) logger.info('DynamoDB calls', { dynamodb: taken });
+      publishInvocationMetrics();
+    });
     const body = (request.response as { body?: unknown } | undefined)?.body;
     if (body && typeof (body as NodeJS.ReadableStream).once === 'function') {
       (body as NodeJS.ReadableStream).once('close', record);

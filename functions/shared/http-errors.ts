@@ -47,6 +47,31 @@ export class ApiError extends Error {
 
 const RETRY_LATER = { 'Retry-After': String(DEFAULT_RETRY_AFTER_SECONDS) };
 
+/**
+ * A failure of a request the rate limiter has decided on: its answer carries the decision's
+ * headers (./rate-limit.ts) beside the error's own.
+ */
+export class DecidedRequestError extends Error {
+  readonly headers: Readonly<Record<string, string>>;
+  constructor(cause: unknown, headers: Readonly<Record<string, string>>) {
+    super('A decided request failed', { cause });
+    this.name = 'DecidedRequestError';
+    this.headers = headers;
+  }
+}
+
+/** `work`, whose failure is answered with `headers` too. */
+export async function answeredWith<T>(
+  headers: Readonly<Record<string, string>>,
+  work: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    throw new DecidedRequestError(error, headers);
+  }
+}
+
 /** The orders' domain refusals and their codes: told to the client as they are. */
 const DOMAIN_REFUSALS = [
   [InvalidOrderId, 'INVALID_ORDER_ID'],
@@ -137,8 +162,13 @@ export function httpErrors(): MiddlewareObj[] {
   const shape: MiddlewareObj = {
     onError: (request) => {
       if (request.response !== undefined) return;
-      const { status, body, headers } = toApiError(request.error);
-      const exposed = { statusCode: status, expose: true, headers: { ...headers } };
+      const decided = request.error instanceof DecidedRequestError ? request.error : undefined;
+      const { status, body, headers } = toApiError(decided ? decided.cause : request.error);
+      const exposed = {
+        statusCode: status,
+        expose: true,
+        headers: { ...headers, ...decided?.headers },
+      };
       request.error = Object.assign(new Error(JSON.stringify(body)), exposed);
     },
   };

@@ -13,9 +13,9 @@ import type { Order } from '../../lib/orders/order.ts';
 import { ordersJsonArray } from '../../lib/orders/order-json.ts';
 import type { UnreadableOrder } from '../../lib/orders/order-store.ts';
 import { compressed } from './compression.ts';
-import { currentInvocation, withinInvocation } from './invocation.ts';
 import { logger } from './logger.ts';
 import { metrics, MetricUnit } from './metrics.ts';
+import { bindToScope, iterateInScope } from './scope.ts';
 
 /**
  * What each stage of the list's stream buffers ahead of its reader (Node's default is 64 KiB):
@@ -25,8 +25,6 @@ const STREAM_BUFFER_BYTES = 16 * 1024;
 
 /** What one list sent, and what it could not read: logged and counted when it ends. */
 export class ListReport {
-  /** The list's invocation's: the report is written when the stream ends, outside its await. */
-  readonly log = currentInvocation()?.log ?? logger;
   orders = 0;
   bytes = 0;
   private unreadable = 0;
@@ -40,13 +38,13 @@ export class ListReport {
   /** Once, when the list has ended (complete, failed, or its client gone). */
   publish(coding: string, outcome: string): void {
     if (this.unreadable > 0) {
-      this.log.warn('Stored orders could not be read whole: listed without the unreadable fields', {
+      logger.warn('Stored orders could not be read whole: listed without the unreadable fields', {
         unreadableOrders: this.unreadable,
         first: this.firstUnreadable,
       });
       metrics.addMetric(METRIC_NAMES.unreadableOrders, MetricUnit.Count, this.unreadable);
     }
-    this.log.info('List sent', { orders: this.orders, bytes: this.bytes, coding, outcome });
+    logger.info('List sent', { orders: this.orders, bytes: this.bytes, coding, outcome });
     metrics.addMetric(METRIC_NAMES.listOrdersSent, MetricUnit.Count, this.orders);
     metrics.addMetric(METRIC_NAMES.listResponseBytes, MetricUnit.Bytes, this.bytes);
   }
@@ -54,7 +52,7 @@ export class ListReport {
 
 /** The list failed after its status line: the client got a cut-off body. Logged and counted. */
 function streamFailed(error: unknown, report: ListReport): void {
-  report.log.error('List failed after its status line: the body was cut off', {
+  logger.error('List failed after its status line: the body was cut off', {
     ordersSent: report.orders,
     bytesSent: report.bytes,
     ...(error instanceof DependencyFailure
@@ -80,6 +78,8 @@ async function* counted(batches: AsyncIterable<readonly Order[]>, report: ListRe
 
 /** The body's bytes as they go out, counted; the stream is cut before Lambda's ceiling. */
 function metered(body: Readable, report: ListReport, ceilingBytes: number): Transform {
+  // Written as the body flows, on its reader's side: in the invocation's scope.
+  const failed = bindToScope((error: Error) => streamFailed(error, report));
   const meter = new Transform({
     highWaterMark: STREAM_BUFFER_BYTES,
     transform(chunk: Buffer, _encoding, done) {
@@ -91,7 +91,7 @@ function metered(body: Readable, report: ListReport, ceilingBytes: number): Tran
       const error = new Error(
         `the response would pass ${ceilingBytes} bytes, the ceiling of a streamed response`,
       );
-      streamFailed(error, report);
+      failed(error);
       done(error);
     },
   });
@@ -111,13 +111,17 @@ export function listBody(
   ceilingBytes: number = STREAMING_LIMITS.ceilingBytes,
 ): Readable {
   // Bytes, not objects, and little of them: a slow client holds back the reads early.
-  const json = Readable.from(withinInvocation(ordersJsonArray(counted(orders, report))), {
+  const json = Readable.from(iterateInScope(ordersJsonArray(counted(orders, report))), {
     objectMode: false,
     highWaterMark: STREAM_BUFFER_BYTES,
   });
   const encoded =
     coding === 'identity' ? json : compressed(json, coding, { bufferBytes: STREAM_BUFFER_BYTES });
   const body = metered(encoded, report, ceilingBytes);
-  body.once('close', () => report.publish(coding, body.readableEnded ? 'complete' : 'cut off'));
+  // The report is written when the stream ends, outside the invocation's chain: in its scope.
+  body.once(
+    'close',
+    bindToScope(() => report.publish(coding, body.readableEnded ? 'complete' : 'cut off')),
+  );
   return body;
 }

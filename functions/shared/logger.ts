@@ -10,16 +10,18 @@
  * defence every record passes a replacer that blanks secret-looking fields and anything shaped
  * like an API key or a bearer credential. A record that cannot be serialized still gives a line.
  *
- * An invocation's fields are its own (./invocation.ts): `logger` writes a line with the fields of
- * the invocation running as it is called, so two invocations in one process never mix theirs.
+ * An invocation's fields are its own (./scope.ts): `logger` writes a line with the fields of the
+ * invocation running as it is called, so two invocations in one process never mix theirs. The
+ * trace id is the invocation's too: the Lambda runtime's per-invocation store first (what
+ * Powertools reads), `_X_AMZN_TRACE_ID` only where the runtime has none.
  *
  * The level is LOG_LEVEL (DEBUG, INFO, WARN, ERROR or SILENT; INFO when unset), read at load.
  * Why not Powertools: docs/architecture.md, "Functions".
  */
 import type { Context } from 'aws-lambda';
 import { SERVICE_NAME } from '../../lib/metrics.ts';
-import { currentInvocation } from './invocation.ts';
 import { redactValue } from './redact.ts';
+import { entry, fromScope, scopeKey, type ScopeEntry } from './scope.ts';
 
 export const LOG_LEVELS = { DEBUG: 8, INFO: 12, WARN: 16, ERROR: 20, SILENT: 28 } as const;
 export type LogLevel = keyof typeof LOG_LEVELS;
@@ -55,10 +57,26 @@ function describeThrown(error: unknown): string {
   }
 }
 
-/** `Root=1-…;Parent=…;Sampled=1` → the trace id, as X-Ray shows it. */
-function xrayTraceId(): string | undefined {
-  return /Root=([^;]+)/.exec(process.env._X_AMZN_TRACE_ID ?? '')?.[1];
+/** The Lambda runtime's per-invocation store (what `@aws/lambda-invoke-store` installs). */
+interface RuntimeInvokeStore {
+  getXRayTraceId(): string | undefined;
 }
+
+/**
+ * The running invocation's trace header → its trace id, as X-Ray shows it (`Root=1-…;Parent=…;
+ * Sampled=1`). The runtime's store holds each invocation's own; the environment variable only the
+ * last one the process was told of, which is another's when invocations share a process.
+ */
+export function xrayTraceId(): string | undefined {
+  const runtime = (globalThis as { awslambda?: { InvokeStore?: RuntimeInvokeStore } }).awslambda;
+  const header = runtime?.InvokeStore?.getXRayTraceId() ?? process.env._X_AMZN_TRACE_ID;
+  if (!header) return undefined;
+  // The runtime's store may hold the bare id; the environment variable holds the whole header.
+  return header.includes('=') ? /Root=([^;]+)/.exec(header)?.[1] : header;
+}
+
+/** The fields of the invocation running now, for lines written through the process's logger. */
+const INVOCATION_FIELDS = scopeKey<Fields>('log fields');
 
 /** Where a line goes: DEBUG and INFO to stdout, WARN and ERROR to stderr. */
 function writeLine(line: string, level: LogLevel): void {
@@ -98,6 +116,11 @@ export class Logger {
     return child;
   }
 
+  /** An invocation's logger's fields, for its scope: every line written in it carries them. */
+  scopeEntry(): ScopeEntry {
+    return entry(INVOCATION_FIELDS, this.invocation ?? {});
+  }
+
   debug(message: string, fields?: Fields): void {
     this.log('DEBUG', message, fields);
   }
@@ -118,7 +141,7 @@ export class Logger {
       message,
       timestamp: new Date().toISOString(),
       service: SERVICE_NAME,
-      ...(this.invocation ?? currentInvocation()?.log.invocation),
+      ...(this.invocation ?? fromScope(INVOCATION_FIELDS)),
     };
     let line: string;
     try {

@@ -1,11 +1,14 @@
 /**
  * The functions' metrics, written as CloudWatch embedded metric format (EMF): one JSON document
  * on stdout, which CloudWatch Logs turns into metrics under the stage's namespace
- * (METRICS_NAMESPACE, set by the stack), with the dimension `service`. A call records its
- * metrics, and they are written at its end, together. METRICS_DISABLED=true drops them (local
- * runs and tests). Why not Powertools: docs/architecture.md, "Functions".
+ * (METRICS_NAMESPACE, set by the stack), with the dimension `service`. An invocation records its
+ * metrics in a buffer of its own (./scope.ts), written at its end, together
+ * (./dynamodb-calls.ts, recordInvocation): invocations that share a process never write each
+ * other's. METRICS_DISABLED=true drops them (local runs and tests). Why not Powertools:
+ * docs/architecture.md, "Functions".
  */
 import { METRICS_NAMESPACE, SERVICE_NAME } from '../../lib/metrics.ts';
+import { entry, fromScope, scopeKey, type ScopeEntry } from './scope.ts';
 
 export const MetricUnit = { Count: 'Count', Milliseconds: 'Milliseconds', Bytes: 'Bytes' } as const;
 export type MetricUnit = (typeof MetricUnit)[keyof typeof MetricUnit];
@@ -74,4 +77,25 @@ export class Metrics {
   }
 }
 
-export const metrics = new Metrics();
+const INVOCATION_METRICS = scopeKey<Metrics>('metrics');
+
+/** Metrics recorded outside any invocation (as a function loads), written with the next flush. */
+const processMetrics = new Metrics();
+
+/** A buffer for an invocation's scope: its metrics, written once at its end. */
+export function invocationMetrics(): ScopeEntry {
+  return entry(INVOCATION_METRICS, new Metrics());
+}
+
+/** Writes what the invocation running now recorded (and anything recorded outside one). */
+export function publishInvocationMetrics(): void {
+  processMetrics.publishStoredMetrics();
+  fromScope(INVOCATION_METRICS)?.publishStoredMetrics();
+}
+
+/** Where the functions record a metric: the running invocation's buffer. */
+export const metrics = {
+  addMetric(name: string, unit: MetricUnit, value: number): void {
+    (fromScope(INVOCATION_METRICS) ?? processMetrics).addMetric(name, unit, value);
+  },
+};

@@ -9,6 +9,14 @@ export interface HttpResponse<Body = string> {
 
 export const JSON_CONTENT_TYPE = 'application/json';
 
+/** `response` with `headers` added (they win over its own of the same name). */
+export function withHeaders<Body>(
+  response: HttpResponse<Body>,
+  headers: Readonly<Record<string, string>>,
+): HttpResponse<Body> {
+  return { ...response, headers: { ...response.headers, ...headers } };
+}
+
 export function noContent(headers: Record<string, string> = {}): HttpResponse {
   return { statusCode: 204, headers, body: '' };
 }

@@ -155,35 +155,21 @@ export class DynamoDbListVersion {
   }
 
   /**
-   * Runs one write of orders between a mark and a release of a version item (see above). The
-   * mark is sent at once; with `admitted`, the write waits for it (the mark meanwhile goes beside
-   * the rate limiter's count), and when it rejects the mark is released unchanged and nothing is
-   * written. A failed mark fails the write before it is sent. `changed` says from the write's
-   * result whether it changed the list; a write that failed counts as changed (it may have
-   * landed). A failed release is reported, not thrown: the write stands.
+   * Runs one write of orders between a mark and a release of a version item (see above). A
+   * failed mark fails the write before it is sent. `changed` says from the write's result whether
+   * it changed the list; a write that failed counts as changed (it may have landed). A failed
+   * release is reported, not thrown: the write stands.
    */
   async around<T>(
     write: () => Promise<T>,
     changed: (result: T) => boolean,
-    options: { readonly signal?: AbortSignal; readonly admitted?: Promise<unknown> } = {},
+    options: { readonly signal?: AbortSignal } = {},
   ): Promise<T> {
     const key = listVersionKey(randomInt(LIST_VERSION_ITEMS));
     const entry = `${ENTRY_PREFIX}${randomBytes(9).toString('base64url')}`;
     const until = { ':until': this.now() + this.leaseMs };
-    const marked = this.update(key, 'SET #e = :until', { '#e': entry }, until, options.signal);
+    await this.update(key, 'SET #e = :until', { '#e': entry }, until, options.signal);
     const release = (changedList: boolean) => this.release(key, entry, changedList, options.signal);
-    if (options.admitted) {
-      // Observed below, or here when the write is refused.
-      marked.catch(() => undefined);
-      try {
-        await options.admitted;
-      } catch (refusal) {
-        // Released unchanged, if it was stored at all.
-        if (await marked.then(() => true).catch(() => false)) await release(false);
-        throw refusal;
-      }
-    }
-    await marked;
     let result: T;
     try {
       result = await write();

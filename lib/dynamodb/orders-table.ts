@@ -1,5 +1,6 @@
 /** The OrderStore (and what imports need) on DynamoDB: one item per order, keyed by (shard, id). */
 import {
+  GetCommand,
   QueryCommand,
   UpdateCommand,
   type DynamoDBDocumentClient,
@@ -14,7 +15,6 @@ import {
   OrdersPartlyWritten,
   type CancelOutcome,
   type ListVersion,
-  type WriteOptions,
   type FindOrdersOptions,
   type OrderImportStore,
   type OrderStreamOptions,
@@ -215,7 +215,7 @@ export class DynamoDbOrderStore implements OrderImportStore {
     );
   }
 
-  async cancel(id: bigint, options: WriteOptions = {}): Promise<CancelOutcome> {
+  async cancel(id: bigint, options: CallOptions = {}): Promise<CancelOutcome> {
     const result = await this.leavePending(id, { status: 'cancelled' }, options);
     if (result === 'moved') return 'cancelled';
     if (result === 'not-found') return 'not-found';
@@ -232,16 +232,21 @@ export class DynamoDbOrderStore implements OrderImportStore {
   }
 
   /**
-   * pending (or no status, which is pending) → another state in one conditional write. When
-   * the condition fails, the old item in the same answer (ReturnValuesOnConditionCheckFailure)
-   * says why, without a second read: its status, or 'not-found'. A stored status the service
-   * does not know is malformed data: neither state is assumed.
+   * pending (or no status, which is pending) → another state in one conditional write, between
+   * the list version's mark and release (./list-version.ts). Whether it would change anything is
+   * read first, strongly consistent: an order that is not pending is answered from that read,
+   * with no mark — a mark holds back every conditional list's 304 while it stands, and a write
+   * that changes nothing must not cost other clients theirs. An order that leaves pending between
+   * the read and the write fails the write's condition, whose old item (in the same answer,
+   * ReturnValuesOnConditionCheckFailure) says why.
    */
   private async leavePending(
     id: bigint,
     changes: Record<string, unknown>,
-    options: WriteOptions,
+    options: CallOptions,
   ): Promise<'moved' | 'not-found' | 'shipped' | 'cancelled'> {
+    const current = await this.statusOf(id, options.signal);
+    if (current !== 'pending') return current;
     const names: Record<string, string> = { '#status': 'status', '#id': 'id' };
     const values: Record<string, unknown> = { ':pending': 'pending' };
     const sets = Object.entries(changes).map(([attribute, value], i) => {
@@ -285,6 +290,39 @@ export class DynamoDbOrderStore implements OrderImportStore {
     if (!old) return 'not-found';
     const status = old.status?.S;
     if (status === 'shipped' || status === 'cancelled') return status;
+    throw malformedItem(DEPENDENCY, `order ${id} has an unknown status`);
+  }
+
+  /** An order's status now, strongly consistent (its status alone is read). */
+  private async statusOf(
+    id: bigint,
+    signal: AbortSignal | undefined,
+  ): Promise<'pending' | 'shipped' | 'cancelled' | 'not-found'> {
+    const { Item } = await send(
+      DEPENDENCY,
+      (abortSignal) =>
+        this.client.send(
+          new GetCommand({
+            TableName: this.tableName,
+            Key: { shard: orderShard(id), id },
+            ProjectionExpression: '#status, #id',
+            ExpressionAttributeNames: { '#status': 'status', '#id': 'id' },
+            ConsistentRead: true,
+          }),
+          { abortSignal },
+        ),
+      signal,
+    );
+    if (!Item) return 'not-found';
+    return Item.status === undefined ? 'pending' : this.knownStatus(id, Item.status);
+  }
+
+  /**
+   * A stored status that is not pending: a status the service does not know is malformed data,
+   * and neither state is assumed.
+   */
+  private knownStatus(id: bigint, status: unknown): 'pending' | 'shipped' | 'cancelled' {
+    if (status === 'pending' || status === 'shipped' || status === 'cancelled') return status;
     throw malformedItem(DEPENDENCY, `order ${id} has an unknown status`);
   }
 

@@ -1,12 +1,12 @@
 /**
- * The operations on orders — the API's two and the operator's ship — over an OrderStore. They
- * throw domain errors (below, and DependencyFailure from the store); the edge decides what a
- * client or an operator is told.
+ * The operations on orders that have rules of their own — the cancel and the operator's ship —
+ * over an OrderStore, and the order id as callers give it. They throw domain errors (below, and
+ * DependencyFailure from the store); the edge decides what a client or an operator is told.
  */
 import type { CallOptions } from '../failures.ts';
 import { quotableInput } from '../keys/api-key.ts';
-import { parseInt64, type Order } from './order.ts';
-import type { ListVersion, OrderStore, OrderStreamOptions, WriteOptions } from './order-store.ts';
+import { parseInt64 } from './order.ts';
+import type { OrderStore } from './order-store.ts';
 
 /** The text given as an order id is not an int64. `shown` is what a message may quote of it. */
 export class InvalidOrderId extends Error {
@@ -58,29 +58,11 @@ export function parseOrderId(raw: string | undefined): bigint {
   return read.id;
 }
 
-/**
- * The list's version (its entity tag), to be read before the list's first page so that the tag
- * covers nothing the list lacks.
- */
-export async function listVersion(
-  store: OrderStore,
-  options: CallOptions = {},
-): Promise<ListVersion> {
-  return store.readListVersion(options);
-}
-
-export async function listOrders(
-  store: OrderStore,
-  options: OrderStreamOptions = {},
-): Promise<AsyncIterable<readonly Order[]>> {
-  return store.openOrderStream(options);
-}
-
 /** Cancels a pending order; a cancelled one stays cancelled (DELETE is idempotent). */
 export async function cancelOrder(
   store: OrderStore,
   id: bigint,
-  options: WriteOptions = {},
+  options: CallOptions = {},
 ): Promise<void> {
   const outcome = await store.cancel(id, options);
   switch (outcome) {

@@ -51,15 +51,6 @@ export interface ListVersion {
   readonly tag: string | undefined;
 }
 
-export interface WriteOptions extends CallOptions {
-  /**
-   * The write waits for it (the rate limiter's admission, say) and is not made when it rejects
-   * (the rejection is thrown). Meanwhile the store may already prepare the write: on DynamoDB
-   * the list version's mark goes out at once, so that it costs the request no time of its own.
-   */
-  readonly admitted?: Promise<unknown>;
-}
-
 /** The port the order operations need from storage. */
 export interface OrderStore {
   /**
@@ -78,9 +69,10 @@ export interface OrderStore {
   openOrderStream(options?: OrderStreamOptions): Promise<AsyncIterable<readonly Order[]>>;
   /**
    * pending (or no status) → cancelled in one conditional write. Like every write below, it
-   * changes the list's version when it changes the list.
+   * changes the list's version when it changes the list — and only then: a cancel that changes
+   * nothing leaves the version as it is.
    */
-  cancel(id: bigint, options?: WriteOptions): Promise<CancelOutcome>;
+  cancel(id: bigint, options?: CallOptions): Promise<CancelOutcome>;
   /** pending (or no status) → shipped (and complete) in one conditional write. */
   ship(id: bigint, options?: CallOptions): Promise<ShipOutcome>;
   /**

@@ -129,7 +129,7 @@ describe('cancelOrder against DynamoDB', () => {
     },
   );
 
-  it('writes the order once per cancel, whatever the outcome, between a mark and a release of the list version', async () => {
+  it('reads the order first, and writes it between a mark and a release of the list version only when the cancel changes it', async () => {
     const keys: unknown[] = [];
     const name = `keys${Math.random()}`;
     t.client.middlewareStack.add(
@@ -142,20 +142,30 @@ describe('cancelOrder against DynamoDB', () => {
     );
     const counter = countDynamoDbCalls(t.client, t.tables.orders);
     try {
-      for (const id of ['1', '1', '2', '42']) {
+      // A pending order: read, then mark, write, release.
+      await cancel('1');
+      expect(counter.calls).toEqual([
+        'GetItemCommand',
+        'UpdateItemCommand',
+        'UpdateItemCommand',
+        'UpdateItemCommand',
+      ]);
+      // The order's own partition (shard = id mod 8), between two writes of one version item.
+      const [read, mark, order, release] = keys as [number, number, number, number];
+      expect([read, order]).toEqual([1, 1]);
+      expect(mark).toBeLessThan(0);
+      expect(release).toBe(mark);
+      // Already cancelled, shipped, unknown: the read alone answers; no mark, no write.
+      for (const [id, status] of [
+        ['1', 204],
+        ['2', 409],
+        ['42', 404],
+      ] as const) {
         counter.reset();
         keys.splice(0);
-        await cancel(id);
-        expect(counter.calls).toEqual([
-          'UpdateItemCommand',
-          'UpdateItemCommand',
-          'UpdateItemCommand',
-        ]);
-        // The order's own partition (shard = id mod 8), between two writes of one version item.
-        const [mark, order, release] = keys as [number, number, number];
-        expect(order).toBe(Number(BigInt(id) % 8n));
-        expect(mark).toBeLessThan(0);
-        expect(release).toBe(mark);
+        expect((await cancel(id)).statusCode).toBe(status);
+        expect(counter.calls).toEqual(['GetItemCommand']);
+        expect(keys).toEqual([Number(BigInt(id) % 8n)]);
       }
     } finally {
       t.client.middlewareStack.remove(name);
@@ -186,21 +196,22 @@ describe('cancelOrder against DynamoDB', () => {
     },
   );
 
-  it("sends the version mark beside the rate limiter's count: they overlap, one round trip", async () => {
+  it('decides first: the rate limiter has answered before the order is read', async () => {
     const calls = await timeDynamoDbCalls(t.client, async () => {
       expect((await cancel('1')).statusCode).toBe(204);
     });
-    expect(calls.map((call) => call.table)).toEqual([
-      t.tables.orders,
-      t.tables.rateLimits,
-      t.tables.orders,
-      t.tables.orders,
+    expect(calls.map((call) => `${call.command} ${call.table}`)).toEqual([
+      `UpdateItemCommand ${t.tables.rateLimits}`,
+      `GetItemCommand ${t.tables.orders}`,
+      `UpdateItemCommand ${t.tables.orders}`,
+      `UpdateItemCommand ${t.tables.orders}`,
+      `UpdateItemCommand ${t.tables.orders}`,
     ]);
-    const [mark, count] = calls as [TimedCall, TimedCall];
-    expect(count.sent).toBeLessThan(mark.answered!);
+    const [count, read] = calls as [TimedCall, TimedCall];
+    expect(read.sent).toBeGreaterThanOrEqual(count.answered!);
   });
 
-  it('releases the mark of a request the rate limiter refuses: the list keeps its tag, nothing in flight', async () => {
+  it('touches nothing of the orders for a request the rate limiter refuses: the list keeps its tag', async () => {
     const refusing = createCancelOrderHandler({
       orders: () => store,
       limiter: () => ({
@@ -218,6 +229,7 @@ describe('cancelOrder against DynamoDB', () => {
       }),
     });
     const before = await store.readListVersion();
+    const counter = countDynamoDbCalls(t.client, t.tables.orders);
     const response = await invokeHttp(
       refusing,
       proxyEvent({
@@ -228,6 +240,7 @@ describe('cancelOrder against DynamoDB', () => {
       }),
     );
     expect(response.statusCode).toBe(429);
+    expect(counter.calls).toEqual([]);
     expect(await statusOf(1n)).toBe('pending');
     const after = await store.readListVersion();
     expect(after.tag).toBeDefined();

@@ -157,10 +157,11 @@ describe('a cold process of each bundle', () => {
       ['Allow'],
       1,
     ],
-    // The limiter's count beside the version's mark, then the write and the release on those two.
-    ['cancel-order', [cancel('2'), cancel('3')], ['204', '204'], 2],
-    // The limiter's count beside the version read, then 8 partition queries: the two connections
-    // the first calls opened serve two of them (one pool for both clients), six more are opened.
+    // The limiter's count, then the order's read, the version's mark, the write and the release,
+    // one after another on the one connection (one pool for both clients).
+    ['cancel-order', [cancel('2'), cancel('3')], ['204', '204'], 1],
+    // The limiter's count, then the version read on its connection, then 8 partition queries:
+    // that connection serves one of them (one pool for both clients), seven more are opened.
     ['list-orders', [list, list], ['200', '200'], 8],
   ] as const)(
     '%s: its first answer opens one connection per call in flight, the warm one none',

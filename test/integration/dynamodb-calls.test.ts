@@ -15,11 +15,11 @@ import { captureObservations } from '../support/faults.ts';
 import { createTestTables, type TestTables } from '../support/tables.ts';
 
 process.env.LOG_LEVEL = 'INFO';
-const { CallRecord, recordCalls, recordInvocation } =
+const { CallRecord, invocationCalls, recordCalls, recordInvocation } =
   await import('../../functions/shared/dynamodb-calls.ts');
-const { inInvocation } = await import('../../functions/shared/invocation.ts');
 const { logger } = await import('../../functions/shared/logger.ts');
-const { metrics } = await import('../../functions/shared/metrics.ts');
+const { Metrics, invocationMetrics } = await import('../../functions/shared/metrics.ts');
+const { scoped } = await import('../../functions/shared/scope.ts');
 
 /** A scope of its own, as an invocation's first step makes it. */
 const newInvocation = () => ({
@@ -28,7 +28,10 @@ const newInvocation = () => ({
 });
 /** Runs `work` within `invocation`, as a step of it. */
 const within = <T>(invocation: ReturnType<typeof newInvocation>, work: () => Promise<T>) =>
-  inInvocation(() => invocation, work)(undefined, createContext('test') as never);
+  scoped(
+    () => [invocation.log.scopeEntry(), invocationCalls(invocation.calls), invocationMetrics()],
+    work,
+  )(undefined, undefined);
 
 let t: TestTables;
 let client: ReturnType<typeof createDocumentClient>;
@@ -191,10 +194,8 @@ describe('the line of DynamoDB calls', () => {
 describe("an invocation's records", () => {
   it('publish its metrics after its calls are taken: an abandoned call is in its own flush', async () => {
     const atFlush: number[] = [];
-    const stored = vi.spyOn(metrics, 'hasStoredMetrics').mockReturnValue(true);
-    const flush = vi.spyOn(metrics, 'publishStoredMetrics').mockImplementation(() => {
+    const flush = vi.spyOn(Metrics.prototype, 'publishStoredMetrics').mockImplementation(() => {
       atFlush.push(observations.values('DynamoDbCallDuration').length);
-      return metrics;
     });
     try {
       let inFlight: Promise<unknown> | undefined;
@@ -205,10 +206,10 @@ describe("an invocation's records", () => {
           return Promise.resolve({ statusCode: 200 });
         });
       await within(newInvocation(), () => handler({}, createContext('test') as never));
-      expect(atFlush).toEqual([1]);
+      // Both buffers are written once: what was recorded outside any invocation, then its own.
+      expect(atFlush).toEqual([1, 1]);
       await inFlight;
     } finally {
-      stored.mockRestore();
       flush.mockRestore();
     }
   });

@@ -15,6 +15,7 @@ import { LIST_VERSION_ITEMS, listVersionKey } from '../../lib/dynamodb/tables.ts
 import { shipOrder } from '../../lib/orders/operations.ts';
 import type { Order } from '../../lib/orders/order.ts';
 import {
+  countDynamoDbCalls,
   invokeHttp,
   proxyEvent,
   timeDynamoDbCalls,
@@ -154,19 +155,18 @@ describe('If-None-Match', () => {
     expect(response.headers['Content-Encoding']).toBeUndefined();
   });
 
-  it('reads no order: one read of the version items and one write of the free allowance, at once', async () => {
+  it('reads no order: the free allowance admits it, then one read of the version items', async () => {
     const tag = await currentTag();
     const calls = await timeDynamoDbCalls(t.client, async () => {
       expect((await get({ 'If-None-Match': tag })).statusCode).toBe(304);
     });
-    expect(calls.map(({ command, table }) => [command, table]).sort()).toEqual([
-      ['BatchGetItemCommand', t.tables.orders],
+    expect(calls.map(({ command, table }) => [command, table])).toEqual([
       ['UpdateItemCommand', t.tables.rateLimits],
+      ['BatchGetItemCommand', t.tables.orders],
     ]);
-    // One round trip: each was sent before the other was answered.
-    const [a, b] = calls as [TimedCall, TimedCall];
-    expect(a.sent).toBeLessThan(b.answered!);
-    expect(b.sent).toBeLessThan(a.answered!);
+    // Decided first: the version is read once the allowance has answered.
+    const [take, read] = calls as [TimedCall, TimedCall];
+    expect(read.sent).toBeGreaterThanOrEqual(take.answered!);
   });
 
   it.each([
@@ -428,12 +428,15 @@ describe('what a conditional request costs the key', () => {
         ExpressionAttributeValues: { ':until': Date.now() + clockOffsetMs + 60_000 },
       }),
     );
-    for (const field of [tag, '*']) {
-      const response = await get({ 'If-None-Match': field }, key);
+    const counter = countDynamoDbCalls(t.client, t.tables.orders);
+    for (const headers of [{ 'If-None-Match': tag }, { 'If-None-Match': '*' }, {}]) {
+      const response = await get(headers, key);
       expect(response.statusCode).toBe(429);
       expect(JSON.parse(response.body)).toMatchObject({ code: 'API_KEY_TEMPORARILY_BANNED' });
       expect(Number(response.headers['Retry-After'])).toBeGreaterThan(50);
     }
+    // Refused before anything was read: no version item, no order.
+    expect(counter.calls).toEqual([]);
   });
 
   it('a conditional request whose answer is the whole list counts like any request', async () => {
