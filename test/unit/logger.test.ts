@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Logger, type LogLevel } from '../../functions/shared/logger.ts';
 import { redactValue } from '../../functions/shared/redact.ts';
@@ -102,6 +103,41 @@ describe('the functions’ logger', () => {
       xray_trace_id: '1-5759e988-bd862e3fe1be46a994272793',
       orders: 3,
     });
+  });
+
+  it("takes each invocation's trace id from the runtime's per-invocation store before the environment", async () => {
+    // As the Lambda runtime keeps it when invocations share a process: per invocation, while the
+    // environment variable holds only the last one the process was told of.
+    vi.stubEnv('_X_AMZN_TRACE_ID', 'Root=1-00000000-000000000000000000000000;Sampled=1');
+    const current = new AsyncLocalStorage<string>();
+    const globals = globalThis as { awslambda?: Record<string, unknown> };
+    const saved = globals.awslambda?.InvokeStore;
+    globals.awslambda = {
+      ...globals.awslambda,
+      InvokeStore: { getXRayTraceId: () => current.getStore() },
+    };
+    try {
+      const { logger, records } = capturing('INFO');
+      const invoke = (id: string, trace: string) =>
+        current.run(`Root=${trace};Parent=557abcec3ee5a047;Sampled=1`, async () => {
+          const log = logger.startInvocation({ awsRequestId: id });
+          await Promise.resolve();
+          log.info(id);
+        });
+      await Promise.all([
+        invoke('a', '1-5759e988-aaaaaaaaaaaaaaaaaaaaaaaa'),
+        invoke('b', '1-5759e988-bbbbbbbbbbbbbbbbbbbbbbbb'),
+      ]);
+      expect(records().map((r) => [r.message, r.xray_trace_id])).toEqual([
+        ['a', '1-5759e988-aaaaaaaaaaaaaaaaaaaaaaaa'],
+        ['b', '1-5759e988-bbbbbbbbbbbbbbbbbbbbbbbb'],
+      ]);
+      // Outside the runtime's store: the environment's.
+      logger.startInvocation({ awsRequestId: 'c' }).info('c');
+      expect(records().at(-1)?.xray_trace_id).toBe('1-00000000-000000000000000000000000');
+    } finally {
+      if (globals.awslambda) globals.awslambda.InvokeStore = saved;
+    }
   });
 
   it('marks only the first invocation a cold start, and never leaks one invocation’s ids', () => {

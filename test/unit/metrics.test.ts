@@ -1,5 +1,13 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { EMF_LIMITS, Metrics, MetricUnit } from '../../functions/shared/metrics.ts';
+import {
+  EMF_LIMITS,
+  invocationMetrics,
+  Metrics,
+  metrics as functionMetrics,
+  MetricUnit,
+  publishInvocationMetrics,
+} from '../../functions/shared/metrics.ts';
+import { scoped } from '../../functions/shared/scope.ts';
 
 /** Metrics whose EMF documents are kept, parsed. */
 function capturing(options: { namespace?: string; disabled?: boolean } = {}) {
@@ -120,5 +128,35 @@ describe('the functions’ metrics (CloudWatch embedded metric format)', () => {
       _aws: { CloudWatchMetrics: [{ Namespace: 'StoreOrders/staging' }] },
       RateLimited: 1,
     });
+  });
+
+  it('keeps each invocation’s metrics its own: two interleaved invocations write one document each', async () => {
+    vi.stubEnv('METRICS_DISABLED', 'false');
+    const written: string[] = [];
+    const out = vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
+      written.push(String(chunk));
+      return true;
+    });
+    const invoke = (name: string) =>
+      scoped(
+        () => [invocationMetrics()],
+        async () => {
+          functionMetrics.addMetric(name, MetricUnit.Count, 1);
+          await new Promise(setImmediate);
+          functionMetrics.addMetric(name, MetricUnit.Count, 2);
+          await new Promise(setImmediate);
+          publishInvocationMetrics();
+        },
+      )(undefined, undefined);
+    try {
+      await Promise.all([invoke('First'), invoke('Second')]);
+    } finally {
+      out.mockRestore();
+    }
+    const documents = written.map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(documents.map(({ First, Second }) => ({ First, Second }))).toEqual([
+      { First: [1, 2], Second: undefined },
+      { First: undefined, Second: [1, 2] },
+    ]);
   });
 });

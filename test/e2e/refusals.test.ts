@@ -1,0 +1,152 @@
+/**
+ * Decide, then act, from the outside (`npm start`): a request the rate limiter refuses, and a
+ * cancel that changes no order, cost other clients nothing. A poller sends its list's ETag every
+ * 50 ms while another key floods the API with cancels:
+ *  - a banned key's cancels of pending, shipped and unknown orders from 8 connections (every one
+ *    answered 429): they read and write nothing of the orders;
+ *  - a key within its limit cancelling shipped, cancelled and unknown orders about 12 times a
+ *    second (409, 204, 404): each is answered from one read of the order, with no mark of the
+ *    list's version.
+ * Either way the poller gets 304 for every poll (the test asks ≥ 99%), and no order changes.
+ * Before the functions decided first, the same runs left it 24% and 67%.
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { generateApiKey } from '../../lib/keys/api-key.ts';
+import { orderToJson, type Order } from '../../lib/orders/order.ts';
+import { startLocalApi, tempStateFile, type LocalApi } from '../support/local-api.ts';
+
+const pollerKey = generateApiKey();
+const freeKey = generateApiKey();
+const businessKey = generateApiKey();
+let api: LocalApi;
+
+/** How long each flood runs beside the poller. */
+const FLOOD_MS = 5_000;
+const POLL_EVERY_MS = 50;
+const ORDERS: Order[] = [
+  { id: 1n, status: 'pending' },
+  { id: 2n, status: 'pending' },
+  { id: 3n, status: 'shipped', complete: true },
+  { id: 4n, status: 'cancelled' },
+];
+
+beforeAll(async () => {
+  const dir = join(tempStateFile(), '..');
+  const keys = join(dir, 'keys.json');
+  writeFileSync(
+    keys,
+    JSON.stringify([
+      { key: pollerKey, plan: 'enterprise', limits: { perMinute: 100_000, perDay: 10_000_000 } },
+      { key: freeKey, plan: 'free' },
+      { key: businessKey, plan: 'business' },
+    ]),
+  );
+  const seed = join(dir, 'seed.json');
+  writeFileSync(seed, `[${ORDERS.map((order) => orderToJson(order)).join(',')}]`);
+  api = await startLocalApi({ args: ['--keys', keys, '--seed', seed] });
+});
+afterAll(async () => {
+  await api?.stop();
+});
+
+function send(method: 'GET' | 'DELETE', path: string, key: string, headers = {}) {
+  return fetch(`${api.url}${path}`, {
+    method,
+    headers: { Authorization: `Bearer ${key}`, ...headers },
+  }).then(async (response) => ({
+    status: response.status,
+    etag: response.headers.get('etag'),
+    body: await response.text(),
+  }));
+}
+
+/** Polls with the tag until `done`: the statuses it got. */
+async function poll(tag: string, done: Promise<unknown>): Promise<number[]> {
+  let over = false;
+  void done.finally(() => (over = true));
+  const statuses: number[] = [];
+  while (!over) {
+    const started = Date.now();
+    statuses.push((await send('GET', '/store/orders', pollerKey, { 'If-None-Match': tag })).status);
+    await sleep(Math.max(0, POLL_EVERY_MS - (Date.now() - started)));
+  }
+  return statuses;
+}
+
+/** `requests` sent again and again from `connections` loops until FLOOD_MS has passed. */
+async function flood(
+  connections: number,
+  request: (i: number) => Promise<{ status: number }>,
+  pauseMs = 0,
+): Promise<number[]> {
+  const until = Date.now() + FLOOD_MS;
+  const statuses: number[] = [];
+  await Promise.all(
+    Array.from({ length: connections }, async (_, loop) => {
+      for (let i = loop; Date.now() < until; i += connections) {
+        statuses.push((await request(i)).status);
+        if (pauseMs > 0) await sleep(pauseMs);
+      }
+    }),
+  );
+  return statuses;
+}
+
+const share = (statuses: number[], status: number) =>
+  statuses.filter((s) => s === status).length / statuses.length;
+
+it('leaves a poller its 304s while a banned key floods the API with cancels', async () => {
+  // The free key banned: its plan's 60 a minute used on unknown orders, then early refusals.
+  let last = 0;
+  for (let i = 0; i < 200 && last !== 429; i++)
+    last = (await send('DELETE', '/store/orders/99', freeKey)).status;
+  for (let i = 0; i < 15; i++) await send('DELETE', '/store/orders/99', freeKey);
+  const banned = await send('DELETE', '/store/orders/99', freeKey);
+  expect(JSON.parse(banned.body)).toMatchObject({ code: 'API_KEY_TEMPORARILY_BANNED' });
+
+  const { etag } = await send('GET', '/store/orders', pollerKey);
+  const ids = [1, 2, 3, 99];
+  const cancels = flood(8, (i) => send('DELETE', `/store/orders/${ids[i % ids.length]}`, freeKey));
+  const [statuses, refused] = await Promise.all([poll(etag!, cancels), cancels]);
+
+  console.log(
+    `[refusals] banned key: ${refused.length} cancels (${share(refused, 429) * 100}% 429); poller: ${statuses.filter((s) => s === 304).length} 304s of ${statuses.length}`,
+  );
+  expect(refused.length).toBeGreaterThan(100);
+  expect(share(refused, 429)).toBe(1);
+  expect(statuses.length).toBeGreaterThan(20);
+  expect(share(statuses, 304)).toBeGreaterThanOrEqual(0.99);
+  // No order changed: the poller's tag still matches, and orders 1 and 2 are pending.
+  const list = await send('GET', '/store/orders', pollerKey);
+  expect(list.etag).toBe(etag);
+  expect(JSON.parse(list.body)).toMatchObject([
+    { status: 'pending' },
+    { status: 'pending' },
+    {},
+    {},
+  ]);
+});
+
+it('leaves a poller its 304s while a key within its limit repeats cancels that change nothing', async () => {
+  const { etag } = await send('GET', '/store/orders', pollerKey);
+  const ids = [3, 4, 99];
+  // About 12 a second from one connection: well within the business plan's 1,000 a minute.
+  const cancels = flood(
+    1,
+    (i) => send('DELETE', `/store/orders/${ids[i % ids.length]}`, businessKey),
+    80,
+  );
+  const [statuses, answered] = await Promise.all([poll(etag!, cancels), cancels]);
+
+  console.log(
+    `[refusals] no-op cancels: ${answered.length} (409 ${share(answered, 409) * 100}%, 204 ${share(answered, 204) * 100}%, 404 ${share(answered, 404) * 100}%); poller: ${statuses.filter((s) => s === 304).length} 304s of ${statuses.length}`,
+  );
+  expect(answered.length).toBeGreaterThan(30);
+  expect(new Set(answered)).toEqual(new Set([409, 204, 404]));
+  expect(statuses.length).toBeGreaterThan(20);
+  expect(share(statuses, 304)).toBeGreaterThanOrEqual(0.99);
+  expect((await send('GET', '/store/orders', pollerKey)).etag).toBe(etag);
+});
