@@ -5,10 +5,10 @@
  */
 import { DynamoDbKeyStore } from '../lib/dynamodb/keys-table.ts';
 import { RateLimitAdmin } from '../lib/dynamodb/rate-limit-admin.ts';
-import { BAN_RECHECK_MS } from '../lib/dynamodb/rate-limit-table.ts';
+import { BAN_RECHECK_MS } from '../lib/dynamodb/rate-limit-items.ts';
 import { STAGE_THROTTLES } from '../lib/deployment.ts';
 import { perKeyCeiling, unhonourable } from '../lib/limits/capacity.ts';
-import { standing } from '../lib/limits/conditional.ts';
+import { standing } from '../lib/limits/free-allowance.ts';
 import { refusalsIn } from '../lib/limits/ban.ts';
 import {
   DAY_MS,

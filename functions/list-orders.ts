@@ -8,7 +8,7 @@
  * the list, the same for every content coding, whose bytes differ and are not even the same
  * from one compressed response to the next (the compressor flushes when the reads pause); weak
  * comparison is what If-None-Match uses anyway. A 304 that the key's free allowance covers does
- * not use the plan's quota (./shared/rate-limit.ts, lib/limits/conditional.ts). Nothing is read
+ * not use the plan's quota (./shared/rate-limit.ts, lib/limits/free-allowance.ts). Nothing is read
  * before the rate limiter (or, for a conditional request, the free allowance) has admitted the
  * request (./shared/http-function.ts).
  */

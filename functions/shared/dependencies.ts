@@ -11,7 +11,7 @@ import {
   createDocumentClient,
   createSingleAttemptClient,
 } from '../../lib/dynamodb/client.ts';
-import { deliveryWatchingAgents } from '../../lib/dynamodb/delivery.ts';
+import { deliveryWatchingAgents } from '../../lib/dynamodb/undelivered.ts';
 import { DynamoDbKeyStore } from '../../lib/dynamodb/keys-table.ts';
 import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
 import { TABLES } from '../../lib/dynamodb/tables.ts';
@@ -26,7 +26,7 @@ type DocumentClient = ReturnType<typeof createDocumentClient>;
 /**
  * The container's one pool of connections, shared by its clients: a connection one client opened
  * and finished with serves the other's next call (a list's first request: 8 connections, not 9).
- * The agents watch every request: the rate limiter's proof of non-delivery (delivery.ts).
+ * The agents watch every request: the rate limiter's proof of non-delivery (lib/dynamodb/undelivered.ts).
  */
 const agents = deliveryWatchingAgents();
 

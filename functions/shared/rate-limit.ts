@@ -9,12 +9,12 @@
  * answer does not pretend they are).
  *
  * A request that may be answered without using the plan's quota (a conditional list answered
- * 304, lib/limits/conditional.ts) is first admitted by the key's free allowance: the headers then
+ * 304, lib/limits/free-allowance.ts) is first admitted by the key's free allowance: the headers then
  * show the key's standing with nothing counted, and only a banned key is refused.
  */
 import { isTransient } from '../../lib/failures.ts';
 import type { Caller } from '../../lib/keys/key-record.ts';
-import type { FreeAllowance } from '../../lib/limits/conditional.ts';
+import type { FreeAllowance } from '../../lib/limits/free-allowance.ts';
 import {
   countsKnown,
   enforce,

@@ -7,7 +7,7 @@
 import { DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { TIME_BUDGETS } from '../config/budgets.ts';
-import { deliveryWatchingAgents } from './delivery.ts';
+import { deliveryWatchingAgents } from './undelivered.ts';
 import { TABLES, type TableNames } from './tables.ts';
 
 export interface DynamoDbConnection {
@@ -70,7 +70,7 @@ export function createSingleAttemptClient(
 ): DynamoDBDocumentClient {
   return createDocumentClient(connection, {
     maxAttempts: 1,
-    // Its agents record which failed requests provably never reached DynamoDB (./delivery.ts):
+    // Its agents record which failed requests provably never reached DynamoDB (./undelivered.ts):
     // those, and only those, its caller may send again.
     requestHandler: { ...attemptTimeouts(TIME_BUDGETS.requestMs), ...agents },
   });

@@ -1,10 +1,14 @@
 /**
- * The item of one API key in the rate limits table: what each attribute holds, and how an item
- * reads as the key's counter state (lib/limits/sliding-window.ts). Times are Unix milliseconds
- * unless said; every attribute but `pk` may be absent (nothing of its kind happened yet).
+ * The item of one API key in the rate limits table: what each attribute holds, how an item reads
+ * as the key's counter state (lib/limits/sliding-window.ts), and how a write the limiter planned
+ * on that state (lib/limits/counter-plan.ts, lib/limits/free-allowance.ts) is written: one
+ * conditional UpdateItem. Times are Unix milliseconds unless said; every attribute but `pk` may
+ * be absent (nothing of its kind happened yet).
  */
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { DAY_MS, type CounterState, type WindowCount } from '../limits/sliding-window.ts';
+import type { CounterWrite, WindowWrite } from '../limits/counter-plan.ts';
+import type { AllowanceWindow, FreeTakeWrite } from '../limits/free-allowance.ts';
+import type { CounterState, WindowCount } from '../limits/sliding-window.ts';
 import { readOptionalNumber } from './attributes.ts';
 import { TABLES } from './tables.ts';
 import { UpdateBuilder } from './update-builder.ts';
@@ -32,16 +36,9 @@ export const RATE_LIMIT_ITEM = {
 } as const;
 
 export type RateLimitAttribute = keyof typeof RATE_LIMIT_ITEM;
-export type RateLimitUpdate = UpdateBuilder<RateLimitAttribute>;
+type RateLimitUpdate = UpdateBuilder<RateLimitAttribute>;
 
-/** One conditional write of a key's item: the item after it, or as found when its condition failed. */
-export type ItemWrite = (
-  b: RateLimitUpdate,
-  keyId: string,
-  signal: AbortSignal | undefined,
-) => Promise<{ written: boolean; item: Item | undefined }>;
-
-export const TTL = TABLES.rateLimits.timeToLiveAttribute;
+const TTL = TABLES.rateLimits.timeToLiveAttribute;
 
 type Item = Record<string, unknown>;
 
@@ -78,25 +75,109 @@ export function itemToState(item: Item | undefined): CounterState {
 }
 
 /** The free allowance's window of a key as stored (`cw`, `cc`). */
-export interface AllowanceWindow {
-  readonly start: number;
-  readonly count: number;
-}
-
 export function allowanceOf(item: Item | undefined): AllowanceWindow | undefined {
   const start = numberOf(item, 'cw');
   return start === undefined ? undefined : { start, count: numberOf(item, 'cc') ?? 0 };
 }
 
-/** The item expires two days after its day window starts, and not before its ban ends. */
-export function expiry(day: WindowCount, bannedUntil: number | undefined): number {
-  return Math.ceil(Math.max(day.start + 2 * DAY_MS, bannedUntil ?? 0) / 1000);
-}
+/** A write the limiter planned, or one that only reads the item (`keepNewUntil`: see below). */
+export type RateLimitWrite =
+  CounterWrite | FreeTakeWrite | { readonly kind: 'read'; readonly keepNewUntil: number };
+
+/** The expiry attribute's value (TTL: Unix seconds) for counters kept until `ms`. */
+const ttlOf = (ms: number): number => Math.ceil(ms / 1000);
 
 /** The condition that the key is not banned at `now`. */
-export function notBanned(b: RateLimitUpdate, now: number): void {
+function notBanned(b: RateLimitUpdate, now: number): void {
   const bu = b.name('bu');
   b.condition(`(attribute_not_exists(${bu}) OR ${bu} <= ${b.value(now)})`);
+}
+
+function windowClauses(b: RateLimitUpdate, prefix: 'm' | 'd', write: WindowWrite): void {
+  const [w, c, p] = [b.name(`${prefix}w`), b.name(`${prefix}c`), b.name(`${prefix}p`)];
+  if (write.kind === 'same') {
+    b.condition(`${w} = ${b.value(write.start)}`);
+    b.condition(`${p} = ${b.value(write.previous)}`);
+    b.condition(`${c} < ${b.value(write.below)}`);
+    b.set(`${c} = ${c} + ${b.value(1)}`);
+    return;
+  }
+  b.equalsOrAbsent(`${prefix}w`, write.seenStart);
+  b.equalsOrAbsent(`${prefix}c`, write.seenCurrent);
+  b.set(`${w} = ${b.value(write.start)}`);
+  b.set(`${p} = ${b.value(write.previous)}`);
+  b.set(`${c} = ${b.value(1)}`);
+}
+
+function refusalClauses(b: RateLimitUpdate, write: Extract<CounterWrite, { kind: 'refuse' }>) {
+  const { step } = write;
+  const ra = b.name('ra');
+  if (step.kind === 'waited') {
+    b.condition(`(attribute_not_exists(${ra}) OR ${ra} <= ${b.value(write.now)})`);
+    b.set(`${ra} = ${b.value(step.retryAt)}`);
+    return;
+  }
+  b.condition(`${ra} > ${b.value(write.now)}`);
+  const [rw, rc] = [b.name('rw'), b.name('rc')];
+  if (step.kind === 'ban') {
+    b.condition(`${rw} = ${b.value(step.start)}`);
+    b.condition(`${rc} = ${b.value(write.seen)}`);
+    b.set(`${rc} = ${b.value(0)}`);
+    b.set(`${b.name('bu')} = ${b.value(step.bannedUntil)}`);
+    b.set(`${ra} = ${b.value(step.bannedUntil)}`);
+  } else if (write.seen > 0) {
+    b.condition(`${rw} = ${b.value(step.start)}`);
+    b.condition(`${rc} < ${b.value(write.maxRefusalsPerMinute)}`);
+    b.set(`${rc} = ${rc} + ${b.value(1)}`);
+    b.set(`${ra} = ${b.value(step.retryAt)}`);
+  } else {
+    b.equalsOrAbsent('rw', write.seenRefusalStart);
+    b.set(`${rw} = ${b.value(step.start)}`);
+    b.set(`${rc} = ${b.value(1)}`);
+    b.set(`${ra} = ${b.value(step.retryAt)}`);
+  }
+}
+
+/** The conditional UpdateItem of a write (conditions pin what it was decided on). */
+export function updateOf(write: RateLimitWrite): RateLimitUpdate {
+  const b: RateLimitUpdate = new UpdateBuilder();
+  // Named only where used: DynamoDB refuses a name the expressions do not use.
+  const ttl = () => b.name(TTL);
+  switch (write.kind) {
+    case 'admit':
+      windowClauses(b, 'm', write.minute);
+      windowClauses(b, 'd', write.day);
+      notBanned(b, write.at);
+      b.set(`${ttl()} = ${b.value(ttlOf(write.keepUntil))}`);
+      break;
+    case 'refuse':
+      notBanned(b, write.at);
+      refusalClauses(b, write);
+      if (write.keepUntil !== undefined) b.set(`${ttl()} = ${b.value(ttlOf(write.keepUntil))}`);
+      break;
+    case 'free': {
+      const [cw, cc] = [b.name('cw'), b.name('cc')];
+      notBanned(b, write.now);
+      if (write.seen.kind === 'same') {
+        b.condition(`${cw} = ${b.value(write.start)}`);
+        b.condition(`${cc} < ${b.value(write.seen.below)}`);
+        b.set(`${cc} = ${cc} + ${b.value(1)}`);
+      } else {
+        b.equalsOrAbsent('cw', write.seen.seenStart);
+        b.set(`${cw} = ${b.value(write.start)}`);
+        b.set(`${cc} = ${b.value(1)}`);
+      }
+      b.set(`${ttl()} = if_not_exists(${ttl()}, ${b.value(ttlOf(write.keepNewUntil))})`);
+      break;
+    }
+    case 'read':
+      // A condition that never holds on an item that exists: it changes nothing and returns the
+      // item (ALL_OLD); on a missing item it writes only the expiry an item of this table has.
+      b.condition(`attribute_not_exists(${b.name('pk')})`);
+      b.set(`${ttl()} = if_not_exists(${ttl()}, ${b.value(ttlOf(write.keepNewUntil))})`);
+      break;
+  }
+  return b;
 }
 
 /** The item a failed condition returned (ALL_OLD, which lib-dynamodb leaves marshalled). */

@@ -13,7 +13,7 @@ export const ITEM_WRITES_PER_SECOND = 1_000;
  * Writes to a key's counter item per request its per-minute limit admits, at most: the count
  * itself; a conditional request past its free allowance first tries the allowance (a failed
  * conditional write costs its WCU too), then counts; and the free allowance (as large as the
- * per-minute limit) lets as many 304s through, one write each (lib/limits/conditional.ts).
+ * per-minute limit) lets as many 304s through, one write each (lib/limits/free-allowance.ts).
  */
 export const COUNTER_WRITES_PER_ADMITTED = 3;
 

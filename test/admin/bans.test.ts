@@ -7,7 +7,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BAN_RECHECK_MS } from '../../lib/dynamodb/rate-limit-table.ts';
+import { BAN_RECHECK_MS } from '../../lib/dynamodb/rate-limit-items.ts';
 import { ITEM_PER_MINUTE_CEILING } from '../../lib/limits/capacity.ts';
 import { STAGE_THROTTLES, STACK_OUTPUTS, stackNames } from '../../lib/deployment.ts';
 import { startLocalApi, type LocalApi } from '../support/local-api.ts';

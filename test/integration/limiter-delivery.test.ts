@@ -1,6 +1,6 @@
 /**
  * The rate limiter retries a counter write that provably never reached DynamoDB (lib/dynamodb/
- * delivery.ts) — a refused connection, a keep-alive socket reset before the write went out — and
+ * undelivered.ts) — a refused connection, a keep-alive socket reset before the write went out — and
  * only that: a write whose answer was lost after it went out may have counted, and is not sent
  * again. Real sockets, through a TCP proxy in front of DynamoDB Local that injects each fault
  * on the first attempt; the requests go through the list function.

@@ -429,7 +429,10 @@ describe('what a conditional request costs the key', () => {
       }),
     );
     const counter = countDynamoDbCalls(t.client, t.tables.orders);
-    for (const headers of [{ 'If-None-Match': tag }, { 'If-None-Match': '*' }, {}]) {
+    for (const headers of [{ 'If-None-Match': tag }, { 'If-None-Match': '*' }, {}] as Record<
+      string,
+      string
+    >[]) {
       const response = await get(headers, key);
       expect(response.statusCode).toBe(429);
       expect(JSON.parse(response.body)).toMatchObject({ code: 'API_KEY_TEMPORARILY_BANNED' });

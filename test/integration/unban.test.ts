@@ -6,7 +6,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Caller } from '../../lib/keys/key-record.ts';
 import { RateLimitAdmin } from '../../lib/dynamodb/rate-limit-admin.ts';
-import { BAN_RECHECK_MS, DynamoDbRateLimiter } from '../../lib/dynamodb/rate-limit-table.ts';
+import { BAN_RECHECK_MS } from '../../lib/dynamodb/rate-limit-items.ts';
+import { DynamoDbRateLimiter } from '../../lib/dynamodb/rate-limit-table.ts';
 import type { LimiterSettings } from '../../lib/limits/limiter.ts';
 import { PLAN_LIMITS } from '../../lib/limits/plans.ts';
 import { createTestTables, type TestTables } from '../support/tables.ts';

@@ -1,6 +1,6 @@
 /** The one classification of failed DynamoDB calls (lib/dynamodb/errors.ts). */
 import { describe, expect, it } from 'vitest';
-import { wasNotDelivered } from '../../lib/dynamodb/delivery.ts';
+import { wasNotDelivered } from '../../lib/dynamodb/undelivered.ts';
 import { classifyDynamoDbError } from '../../lib/dynamodb/errors.ts';
 
 const withCode = (code: string, message = 'failed') => Object.assign(new Error(message), { code });

@@ -15,12 +15,14 @@
  */
 import type { CallOptions } from '../failures.ts';
 import type { Caller } from '../keys/key-record.ts';
+import { keepNewUntil } from './counter-plan.ts';
 import type { Limits } from './plans.ts';
 import {
   DAY_MS,
   decide,
   MINUTE_MS,
   rollWindow,
+  windowStart,
   type CounterState,
   type Decision,
 } from './sliding-window.ts';
@@ -52,4 +54,66 @@ export function standing(state: CounterState, now: number, limits: Limits): Deci
     minute: rollWindow(state.minute, decision.at, MINUTE_MS),
     day: rollWindow(state.day, decision.at, DAY_MS),
   };
+}
+
+/** The allowance's window as stored: the start of its minute, and what was taken in it. */
+export interface AllowanceWindow {
+  readonly start: number;
+  readonly count: number;
+}
+
+/**
+ * The write that takes one free request, the key not banned at `now`: in the allowance's minute
+ * as last seen (its count below the allowance), or starting a new minute from the window as seen
+ * (or none). The counters' expiry is set only on an item that has none (one this creates).
+ */
+export interface FreeTakeWrite {
+  readonly kind: 'free';
+  readonly now: number;
+  readonly start: number;
+  readonly seen:
+    | { readonly kind: 'same'; readonly below: number }
+    | { readonly kind: 'new'; readonly seenStart: number | undefined };
+  readonly keepNewUntil: number;
+}
+
+/** The write that takes one free request at `now`, decided on the allowance's window as known. */
+export function planFreeTake(
+  known: AllowanceWindow | undefined,
+  now: number,
+  limits: Limits,
+): FreeTakeWrite {
+  const start = windowStart(now, MINUTE_MS);
+  return {
+    kind: 'free',
+    now,
+    start,
+    seen:
+      known?.start === start
+        ? { kind: 'same', below: limits.perMinute }
+        : { kind: 'new', seenStart: known?.start },
+    keepNewUntil: keepNewUntil(now),
+  };
+}
+
+/**
+ * What a take of the allowance means, from whether its write held and the key's state and
+ * allowance it stored or found: undefined when the write failed on a window it had not seen
+ * (then plan again from the stored one).
+ */
+export function freeTakeResult(
+  written: boolean,
+  state: CounterState,
+  allowance: AllowanceWindow | undefined,
+  now: number,
+  limits: Limits,
+): FreeAllowanceResult | undefined {
+  const result = standing(state, now, limits);
+  if (written) return { outcome: 'free', standing: result };
+  if (result.outcome === 'banned') return { outcome: 'banned', standing: result };
+  const start = windowStart(now, MINUTE_MS);
+  if (allowance?.start === start && allowance.count >= limits.perMinute) {
+    return { outcome: 'exhausted', standing: result };
+  }
+  return undefined;
 }
