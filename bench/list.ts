@@ -22,21 +22,16 @@ import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { CONTENT_CODINGS, type Coding } from '../lib/api/content-coding.ts';
-import { createDecompressor } from '../functions/shared/compression.ts';
 import { attemptTimeouts, createDocumentClient } from '../lib/dynamodb/client.ts';
 import { ensureTables } from '../lib/dynamodb/create-table.ts';
 import { DynamoDbKeyStore } from '../lib/dynamodb/keys-table.ts';
-import {
-  DynamoDbOrderStore,
-  isOrderItem,
-  ORDER_PAGE_SIZE,
-  shardPageQuery,
-} from '../lib/dynamodb/orders-table.ts';
+import { ORDER_PAGE_SIZE } from '../lib/dynamodb/orders-table.ts';
 import { ORDER_SHARDS } from '../lib/dynamodb/tables.ts';
 import { STREAMING_LIMITS } from '../lib/config/streaming.ts';
 import { generateApiKey } from '../lib/keys/api-key.ts';
 import { valueFlag } from '../lib/config/flags.ts';
 import { benchFlags, countFlag, countOf } from './command-line.ts';
+import { createDecompressor, isOrderItem, loadOrders } from './raw-orders.ts';
 import { registerKeys } from '../lib/keys/register.ts';
 import type { Order } from '../lib/orders/order.ts';
 import { startDynamoDbLocal } from '../local/dynamodb-local.ts';
@@ -152,10 +147,7 @@ async function main(): Promise<void> {
       new Date(),
     );
     const loadStarted = performance.now();
-    await new DynamoDbOrderStore(client, tables.orders).putOrders(benchOrders(count), {
-      concurrency: 16,
-      beforeServing: true,
-    });
+    await loadOrders(client, tables.orders, benchOrders(count));
     const loadSeconds = (performance.now() - loadStarted) / 1000;
     console.log(`loaded ${count} orders in ${loadSeconds.toFixed(1)} s`);
 
@@ -195,7 +187,17 @@ async function main(): Promise<void> {
     const query = () =>
       readAll((shard, startKey) =>
         client.send(
-          new QueryCommand(shardPageQuery(tables.orders, shard, startKey, ORDER_PAGE_SIZE)),
+          new QueryCommand({
+            TableName: tables.orders,
+            KeyConditionExpression: '#shard = :shard',
+            // `shard` is one of DynamoDB's reserved words.
+            ExpressionAttributeNames: { '#shard': 'shard' },
+            ExpressionAttributeValues: { ':shard': shard },
+            ExclusiveStartKey: startKey,
+            Limit: ORDER_PAGE_SIZE,
+            // As the list reads: strongly consistent.
+            ConsistentRead: true,
+          }),
         ),
       );
     const timed = async (work: () => Promise<number>) => {

@@ -79,8 +79,9 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     const tables = localTableNames(options.tablePrefix);
     const created = await ensureTables(client, tables);
     const orders = options.seedOrders ?? (created.includes('orders') ? DEMO_ORDERS : []);
-    // Before the API listens: no list can see these writes yet.
-    await new DynamoDbOrderStore(client, tables.orders).putOrders(orders, { beforeServing: true });
+    // Written as an import writes them: a list of tables another API already serves (through
+    // --dynamodb-endpoint) changes its tag.
+    await new DynamoDbOrderStore(client, tables.orders).putOrders(orders);
     const keys = options.keys ?? DEMO_KEYS;
     await registerKeys(new DynamoDbKeyStore(client, tables.apiKeys), keys, new Date());
     return {

@@ -101,17 +101,3 @@ export function compressed(
   });
   return compressor;
 }
-
-/** The decoder of a coding (benchmarks and tests read what `compressed` writes). */
-export function createDecompressor(
-  coding: ContentCoding,
-): zlib.Gunzip | zlib.BrotliDecompress | zlib.ZstdDecompress {
-  switch (coding) {
-    case 'gzip':
-      return zlib.createGunzip();
-    case 'br':
-      return zlib.createBrotliDecompress();
-    case 'zstd':
-      return zlib.createZstdDecompress();
-  }
-}

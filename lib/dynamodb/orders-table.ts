@@ -81,17 +81,12 @@ function readForList(
   return order;
 }
 
-/** Whether an item of the orders table is an order (not one of the list's version items). */
-export function isOrderItem(item: Item): boolean {
-  return Number(numberText(item.shard)) >= 0;
-}
-
 /**
- * The Query of one page of one shard, in id order (also what `npm run bench:list` reads raw).
- * Strongly consistent: a list must show every write acknowledged before its version was read
- * (lib/dynamodb/list-version.ts), which an eventually consistent read may not yet return.
+ * The Query of one page of one shard, in id order. Strongly consistent: a list must show every
+ * write acknowledged before its version was read (lib/dynamodb/list-version.ts), which an
+ * eventually consistent read may not yet return.
  */
-export function shardPageQuery(
+function shardPageQuery(
   tableName: string,
   shard: number,
   startKey: Item | undefined,
@@ -335,22 +330,16 @@ export class DynamoDbOrderStore implements OrderImportStore {
     return items.flatMap((item) => readOrderItem(item).order ?? []);
   }
 
-  /**
-   * `beforeServing`: the orders are written before any list is served (the local API's seed,
-   * a benchmark's load): no version marks, and one retag once they are all written, which
-   * changes every tag there may be from before.
-   */
+  /** Each BatchWriteItem request goes between a mark and a release of the list's version. */
   async putOrders(
     orders: readonly Order[],
-    options: PutOrdersOptions & BatchWriteOptions & { readonly beforeServing?: boolean } = {},
+    options: PutOrdersOptions & BatchWriteOptions = {},
   ): Promise<void> {
-    const { beforeServing, ...batches } = options;
     try {
-      // Each BatchWriteItem request between a mark and a release of the list's version.
       await writeInBatches(this.client, this.tableName, orders.map(orderToItem), {
-        ...batches,
+        ...options,
         dependency: DEPENDENCY,
-        ...(beforeServing ? {} : { around: (request) => this.version.around(request, () => true) }),
+        around: (request) => this.version.around(request, () => true),
       });
     } catch (error) {
       if (error instanceof BatchWriteFailed) {
@@ -358,6 +347,5 @@ export class DynamoDbOrderStore implements OrderImportStore {
       }
       throw error;
     }
-    if (beforeServing) await this.retag();
   }
 }

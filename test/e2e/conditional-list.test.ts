@@ -4,14 +4,12 @@
  * a cancel, a ship and an import through the operator CLI — changing the tag, and a race of
  * lists, cancels and conditional requests in which no 304 ever hides a cancel.
  */
-import { writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateApiKey } from '../../lib/keys/api-key.ts';
-import { orderToJson, type Order } from '../../lib/orders/order.ts';
+import type { Order } from '../../lib/orders/order.ts';
 import { runCli, tempFile } from '../admin/support.ts';
-import { startLocalApi, tempStateFile, type LocalApi } from '../support/local-api.ts';
+import { keysAndSeedArgs, startLocalApi, type LocalApi } from '../support/local-api.ts';
 import { sendPolitely, type Answered } from '../support/polite-client.ts';
 import { expectValidAgainstOpenApi } from '../support/openapi.ts';
 
@@ -34,22 +32,15 @@ const ORDERS: Order[] = [
 ];
 
 beforeAll(async () => {
-  const dir = join(tempStateFile(), '..');
-  const keys = join(dir, 'keys.json');
-  writeFileSync(
-    keys,
-    JSON.stringify([
-      { key: proKey, plan: 'pro' },
-      {
-        key: enterpriseKey,
-        plan: 'enterprise',
-        limits: { perMinute: 1_000_000, perDay: 100_000_000 },
-      },
-    ]),
-  );
-  const seed = join(dir, 'seed.json');
-  writeFileSync(seed, `[${ORDERS.map((order) => orderToJson(order)).join(',')}]`);
-  api = await startLocalApi({ args: ['--keys', keys, '--seed', seed] });
+  const keys = [
+    { key: proKey, plan: 'pro' },
+    {
+      key: enterpriseKey,
+      plan: 'enterprise',
+      limits: { perMinute: 1_000_000, perDay: 100_000_000 },
+    },
+  ];
+  api = await startLocalApi({ args: keysAndSeedArgs(keys, ORDERS) });
 });
 afterAll(async () => {
   await api?.stop();

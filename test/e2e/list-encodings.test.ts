@@ -12,7 +12,7 @@ import { promisify } from 'node:util';
 import { once } from 'node:events';
 import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDecompressor } from '../../functions/shared/compression.ts';
+import { createDecompressor } from '../../bench/raw-orders.ts';
 import { CONTENT_CODINGS } from '../../lib/api/content-coding.ts';
 import { DEMO_KEYS } from '../../local/demo-data.ts';
 import { startLocalApi, tempStateFile, type LocalApi } from '../support/local-api.ts';

@@ -10,13 +10,11 @@
  * Either way the poller gets 304 for every poll (the test asks ≥ 99%), and no order changes.
  * Before the functions decided first, the same runs left it 24% and 67%.
  */
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { generateApiKey } from '../../lib/keys/api-key.ts';
-import { orderToJson, type Order } from '../../lib/orders/order.ts';
-import { startLocalApi, tempStateFile, type LocalApi } from '../support/local-api.ts';
+import type { Order } from '../../lib/orders/order.ts';
+import { keysAndSeedArgs, startLocalApi, type LocalApi } from '../support/local-api.ts';
 
 const pollerKey = generateApiKey();
 const freeKey = generateApiKey();
@@ -34,19 +32,12 @@ const ORDERS: Order[] = [
 ];
 
 beforeAll(async () => {
-  const dir = join(tempStateFile(), '..');
-  const keys = join(dir, 'keys.json');
-  writeFileSync(
-    keys,
-    JSON.stringify([
-      { key: pollerKey, plan: 'enterprise', limits: { perMinute: 100_000, perDay: 10_000_000 } },
-      { key: freeKey, plan: 'free' },
-      { key: businessKey, plan: 'business' },
-    ]),
-  );
-  const seed = join(dir, 'seed.json');
-  writeFileSync(seed, `[${ORDERS.map((order) => orderToJson(order)).join(',')}]`);
-  api = await startLocalApi({ args: ['--keys', keys, '--seed', seed] });
+  const keys = [
+    { key: pollerKey, plan: 'enterprise', limits: { perMinute: 100_000, perDay: 10_000_000 } },
+    { key: freeKey, plan: 'free' },
+    { key: businessKey, plan: 'business' },
+  ];
+  api = await startLocalApi({ args: keysAndSeedArgs(keys, ORDERS) });
 });
 afterAll(async () => {
   await api?.stop();

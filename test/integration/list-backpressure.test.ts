@@ -13,7 +13,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { benchOrders } from '../../bench/list.ts';
-import { DynamoDbOrderStore, ORDER_PAGE_SIZE } from '../../lib/dynamodb/orders-table.ts';
+import { loadOrders } from '../../bench/raw-orders.ts';
+import { ORDER_PAGE_SIZE } from '../../lib/dynamodb/orders-table.ts';
 import { ORDER_SHARDS } from '../../lib/dynamodb/tables.ts';
 import { ContainerPool } from '../../local/container-pool.ts';
 import type { Invocation } from '../../local/invoker.ts';
@@ -54,10 +55,7 @@ function countingProxy(target: string): Promise<string> {
 beforeAll(async () => {
   t = await createTestTables('large-list');
   // Written in reverse: the list must sort, not the insertion.
-  await new DynamoDbOrderStore(t.client, t.tables.orders).putOrders([...orders].reverse(), {
-    concurrency: 16,
-    beforeServing: true,
-  });
+  await loadOrders(t.client, t.tables.orders, [...orders].reverse());
   const endpoint = await countingProxy(t.endpoint);
   pool = new ContainerPool({
     env: { ...functionEnvironment({ endpoint, tables: t.tables }), LOG_LEVEL: 'ERROR' },

@@ -287,28 +287,6 @@ describe('writes and the tag', () => {
     expect(response.body).toContain('{"id":5,"status":"pending"}');
   });
 
-  it('writing orders before serving (the local seed) marks nothing, and changes every tag once at the end', async () => {
-    const tag = await currentTag();
-    const marks: string[] = [];
-    const name = `marks${Math.random()}`;
-    t.client.middlewareStack.add(
-      (next) => (args) => {
-        const expression = (args.input as { UpdateExpression?: string }).UpdateExpression;
-        if (expression) marks.push(expression);
-        return next(args);
-      },
-      { step: 'finalizeRequest', name },
-    );
-    try {
-      await store.putOrders([{ id: 7n }, { id: 8n }], { beforeServing: true });
-    } finally {
-      t.client.middlewareStack.remove(name);
-    }
-    // No in-flight entries: only the retag, one new nonce per version item.
-    expect(marks).toEqual(Array(LIST_VERSION_ITEMS).fill('SET #n = :n'));
-    expect((await get({ 'If-None-Match': tag })).statusCode).toBe(200);
-  });
-
   it('retag (after writes made by hand) changes the tag', async () => {
     const tag = await currentTag();
     await store.retag();

@@ -1,9 +1,10 @@
 /** Runs `npm start`'s program (local/start.ts) as a child process, as a developer would. */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PROJECT_ROOT } from '../../local/local-stack.ts';
+import { orderToJson, type Order } from '../../lib/orders/order.ts';
 import { dynamodbEndpoint, uniquePrefix } from './tables.ts';
 
 export interface LocalApi {
@@ -34,6 +35,29 @@ function spawnStart(args: readonly string[], stateFile: string): ChildProcess {
 
 export function tempStateFile(): string {
   return join(mkdtempSync(join(tmpdir(), 'store-orders-')), 'stack.json');
+}
+
+/** A key as `--keys` takes it (CONTRACT §6). */
+export interface KeyFileEntry {
+  readonly key: string;
+  readonly plan: string;
+  readonly limits?: { readonly perMinute: number; readonly perDay: number };
+}
+
+/**
+ * The arguments that give the local API these keys (`--keys`) and these orders instead of the
+ * demo orders (`--seed`), each written to a file of its own.
+ */
+export function keysAndSeedArgs(
+  keys: readonly KeyFileEntry[],
+  orders?: readonly Order[],
+): string[] {
+  const dir = mkdtempSync(join(tmpdir(), 'store-orders-'));
+  writeFileSync(join(dir, 'keys.json'), JSON.stringify(keys));
+  const args = ['--keys', join(dir, 'keys.json')];
+  if (!orders) return args;
+  writeFileSync(join(dir, 'seed.json'), `[${orders.map((order) => orderToJson(order)).join(',')}]`);
+  return [...args, '--seed', join(dir, 'seed.json')];
 }
 
 /**

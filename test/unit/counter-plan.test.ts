@@ -80,7 +80,7 @@ describe('what one request writes', () => {
 
   it('writes nothing for a banned key: the decision alone', () => {
     const plan = planRequest({ bannedUntil: NOW + 1_000 }, NOW, LIMITS, SETTINGS);
-    expect(plan.write).toBeUndefined();
+    if (plan.write) throw new Error('a banned key’s request planned a write');
     expect(plan.decision).toMatchObject({ outcome: 'banned', retryAfterMs: 1_000 });
   });
 
