@@ -32,7 +32,7 @@ import { generateApiKey } from '../lib/keys/api-key.ts';
 import { valueFlag } from '../lib/config/flags.ts';
 import { benchFlags, countFlag, countOf } from './command-line.ts';
 import { createDecompressor, isOrderItem, loadOrders } from './raw-orders.ts';
-import { registerKeys } from '../lib/keys/register.ts';
+import { registerKeys } from '../lib/keys/plaintext-keys.ts';
 import type { Order } from '../lib/orders/order.ts';
 import { startDynamoDbLocal } from '../local/dynamodb-local.ts';
 import { localTableNames, PROJECT_ROOT } from '../local/local-stack.ts';

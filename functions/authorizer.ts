@@ -24,7 +24,7 @@ import { DependencyFailure, isTransient } from '../lib/failures.ts';
 import { authenticate, callerToContext } from '../lib/keys/authenticate.ts';
 import type { KeyStore } from '../lib/keys/key-store.ts';
 import { METRIC_NAMES } from '../lib/metrics.ts';
-import { keyStoreFromEnv } from './shared/dependencies.ts';
+import { keyStoreFromEnv } from './shared/stores.ts';
 import { recordInvocation } from './shared/dynamodb-calls.ts';
 import { perInvocation } from './shared/invocation.ts';
 import { logger } from './shared/logger.ts';

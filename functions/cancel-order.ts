@@ -5,10 +5,10 @@
  * unknown) is answered from one strongly consistent read and leaves the list's version alone
  * (lib/dynamodb/orders-table.ts): it takes no conditional list's 304 from another client.
  */
-import { noContent } from '../lib/api/http.ts';
+import { noContent } from '../lib/api/responses.ts';
 import { cancelOrder, parseOrderId } from '../lib/orders/operations.ts';
 import type { OrderStore } from '../lib/orders/order-store.ts';
-import { httpStoresFromEnv } from './shared/dependencies.ts';
+import { httpStoresFromEnv } from './shared/stores.ts';
 import { httpFunction } from './shared/http-function.ts';
 import type { RateLimitDependencies } from './shared/rate-limit.ts';
 

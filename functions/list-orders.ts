@@ -25,11 +25,11 @@ import {
   type EntityTag,
   type IfNoneMatch,
 } from '../lib/api/etag.ts';
-import { jsonStream, notModifiedResponse, type HttpResponse } from '../lib/api/http.ts';
+import { jsonStream, notModifiedResponse, type HttpResponse } from '../lib/api/responses.ts';
 import type { CallOptions } from '../lib/failures.ts';
 import { METRIC_NAMES } from '../lib/metrics.ts';
 import type { ListVersion, OrderStore } from '../lib/orders/order-store.ts';
-import { httpStoresFromEnv } from './shared/dependencies.ts';
+import { httpStoresFromEnv } from './shared/stores.ts';
 import { ApiError } from './shared/http-errors.ts';
 import { httpFunction, type HttpRequest } from './shared/http-function.ts';
 import { listBody, ListReport } from './shared/list-body.ts';

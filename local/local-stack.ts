@@ -13,7 +13,7 @@ import { DynamoDbKeyStore } from '../lib/dynamodb/keys-table.ts';
 import { DynamoDbOrderStore } from '../lib/dynamodb/orders-table.ts';
 import { TABLES, type TableName, type TableNames } from '../lib/dynamodb/tables.ts';
 import type { KeyEntry } from '../lib/keys/key-input.ts';
-import { registerKeys } from '../lib/keys/register.ts';
+import { registerKeys } from '../lib/keys/plaintext-keys.ts';
 import type { OperationId } from '../lib/api/routes.ts';
 import type { Order } from '../lib/orders/order.ts';
 import { DEMO_KEYS, DEMO_ORDERS } from './demo-data.ts';

@@ -21,7 +21,7 @@
  */
 import middy from '@middy/core';
 import type { APIGatewayProxyEvent, Context } from 'aws-lambda';
-import { withHeaders, type HttpResponse } from '../../lib/api/http.ts';
+import { withHeaders, type HttpResponse } from '../../lib/api/responses.ts';
 import { requestDeadline, signalAt } from '../../lib/config/budgets.ts';
 import { callerFromContext } from '../../lib/keys/authenticate.ts';
 import { recordInvocation } from './dynamodb-calls.ts';

@@ -23,7 +23,7 @@ import {
 import { findApiKey, generateApiKey, keyHint, looksLikeApiKey, quotableInput } from './api-key.ts';
 import { isExpired, nextVersion, type ApiKeyRecord } from './key-record.ts';
 import type { KeyAdminStore } from './key-store.ts';
-import { newKeyRecord } from './register.ts';
+import { newKeyRecord } from './plaintext-keys.ts';
 
 /** Input that breaks a rule before anything is read: a bad plan, limits, grace or key id. */
 export class InvalidKeyInput extends Error {

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DynamoDbKeyStore } from '../../lib/dynamodb/keys-table.ts';
 import { generateApiKey, keyHint } from '../../lib/keys/api-key.ts';
 import { authenticate } from '../../lib/keys/authenticate.ts';
-import { newKeyRecord } from '../../lib/keys/register.ts';
+import { newKeyRecord } from '../../lib/keys/plaintext-keys.ts';
 import {
   changePlan,
   choosePlan,

@@ -20,7 +20,7 @@ import { DynamoDbRateLimiter } from '../../lib/dynamodb/rate-limit-table.ts';
 import { apiKeyFromBody } from '../../lib/keys/api-key.ts';
 import { callerToContext } from '../../lib/keys/authenticate.ts';
 import type { Caller } from '../../lib/keys/key-record.ts';
-import { registerKeys } from '../../lib/keys/register.ts';
+import { registerKeys } from '../../lib/keys/plaintext-keys.ts';
 import {
   DEFAULT_LIMITER_SETTINGS,
   limiterSettingsFromEnv,

@@ -4,7 +4,7 @@ import { createAuthorizerHandler, stageWideResource } from '../../functions/auth
 import { createContext } from '../../local/lambda-runtime.ts';
 import { DynamoDbKeyStore } from '../../lib/dynamodb/keys-table.ts';
 import { generateApiKey, hashApiKey } from '../../lib/keys/api-key.ts';
-import { registerKeys } from '../../lib/keys/register.ts';
+import { registerKeys } from '../../lib/keys/plaintext-keys.ts';
 import { countDynamoDbCalls, failDynamoDbCalls } from '../support/lambda.ts';
 import { createTestTables, type TestTables } from '../support/tables.ts';
 import { ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';

@@ -19,7 +19,7 @@ import { tableEnv } from '../../lib/dynamodb/client.ts';
 import { DynamoDbKeyStore } from '../../lib/dynamodb/keys-table.ts';
 import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
 import { generateApiKey } from '../../lib/keys/api-key.ts';
-import { registerKeys } from '../../lib/keys/register.ts';
+import { registerKeys } from '../../lib/keys/plaintext-keys.ts';
 import { createContext, installLambdaRuntimeGlobals } from '../../local/lambda-runtime.ts';
 import { PROJECT_ROOT } from '../../local/local-stack.ts';
 import { invokeHttp, proxyEvent } from '../support/lambda.ts';

@@ -19,7 +19,7 @@ import { DynamoDbRateLimiter } from '../../lib/dynamodb/rate-limit-table.ts';
 import { orderShard } from '../../lib/dynamodb/tables.ts';
 import { TIME_BUDGETS } from '../../lib/config/budgets.ts';
 import { generateApiKey, hashApiKey } from '../../lib/keys/api-key.ts';
-import { registerKeys } from '../../lib/keys/register.ts';
+import { registerKeys } from '../../lib/keys/plaintext-keys.ts';
 import { DEFAULT_LIMITER_SETTINGS } from '../../lib/limits/limiter.ts';
 import type { Order } from '../../lib/orders/order.ts';
 import { createGateway } from '../../local/gateway.ts';
@@ -41,7 +41,7 @@ const { createAuthorizerHandler } = await import('../../functions/authorizer.ts'
 const { createCancelOrderHandler } = await import('../../functions/cancel-order.ts');
 const { createListOrdersHandler } = await import('../../functions/list-orders.ts');
 const { onLimiterStoreFailure, onListVersionReleaseFailure } =
-  await import('../../functions/shared/dependencies.ts');
+  await import('../../functions/shared/stores.ts');
 const { recordCalls } = await import('../../functions/shared/dynamodb-calls.ts');
 
 const PAGE_TIMEOUT_MS = 1_000;

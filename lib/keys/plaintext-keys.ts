@@ -1,3 +1,7 @@
+/**
+ * Keys given in plaintext (the local API's demo keys and `--keys` file, the tests'): the record
+ * that stores each (its hash, never the key), and their registration.
+ */
 import { hashApiKey, newKeyId } from './api-key.ts';
 import type { KeyEntry } from './key-input.ts';
 import type { ApiKeyRecord } from './key-record.ts';
