@@ -31,6 +31,7 @@ import { ERROR_ANSWER_LOG } from '../../lib/api/errors.ts';
 import {
   deploymentApplicationName,
   executionLogGroupName,
+  FUNCTION_OUTPUTS,
   LIVE_ALIAS,
   LOG_GROUP_OUTPUTS,
   logGroupName,
@@ -79,8 +80,23 @@ function versionId(stage: StageName, fn: { node: { defaultChild?: unknown } }): 
   return found[0];
 }
 
-/** The REST API id the stand-in AWS CLI's stage has. */
+/** The REST API id, a function and a table of the stand-in AWS CLI's stage. */
 const STAND_IN_REST_API_ID = 'abc123defg';
+const FUNCTION_NAME = 'Production-Api-CancelOrder87F627D3-AbCdEf';
+const ORDERS_TABLE = 'Production-Data-OrdersE1F3A9C2-1XK8W2P7ZQ4R';
+/** An access-log line of a request, as the deployed format writes it. */
+const ACCESS_LINE = renderAccessLog(accessLogTemplate(), {
+  requestId: '85963121-7f65-4547-be99-ff66c140533b',
+  'authorizer.principalId': 'key_rbTbkLzCiXhA',
+  status: 404,
+});
+
+/** A stack's outputs as a deployed stack lists them: every one the template has, some given. */
+function outputsOf(template: Template, values: Record<string, string>): Record<string, string> {
+  const keys = Object.keys(template.toJSON().Outputs as object);
+  for (const key of Object.keys(values)) expect(keys).toContain(key);
+  return Object.fromEntries(keys.map((key) => [key, values[key] ?? `${key}-value`]));
+}
 
 const SOURCES: readonly LogSource[] = [
   'access',
@@ -613,8 +629,9 @@ function shellBlocks(file: string, heading: string): string {
 
 /**
  * A stand-in for the AWS CLI: it logs each call's arguments and answers the calls the runbooks
- * make from the synthesized production stage (query definitions, CodeDeploy names); any other
- * call, or a name the stage does not have, fails as the CLI would.
+ * make from the synthesized production stage (query definitions, CodeDeploy names, the stacks'
+ * outputs, the functions' versions, the access log, a restore); any other call, or a name the
+ * stage does not have, fails as the CLI would.
  */
 const AWS_STAND_IN = `
 const fs = require('node:fs');
@@ -625,6 +642,7 @@ const option = (name) => { const i = args.indexOf(name); return i < 0 ? undefine
 const fail = (why) => { process.stderr.write(why + '\\n'); process.exit(254); };
 const [service, command] = args;
 const call = service + ' ' + command;
+const fn = () => { if (option('--function-name') !== fixture.functionName) fail('no function ' + option('--function-name')); };
 if (call === 'logs describe-query-definitions') {
   const query = fixture.queries.find((q) => q.name === option('--query-definition-name-prefix'));
   if (!query) fail('no query definition ' + option('--query-definition-name-prefix'));
@@ -636,6 +654,11 @@ if (call === 'logs describe-query-definitions') {
   console.log('q-1');
 } else if (call === 'logs get-query-results') {
   console.log('{"status":"Complete","results":[]}');
+} else if (call === 'logs filter-log-events') {
+  if (option('--log-group-name') !== fixture.accessLogGroup) fail('no log group ' + option('--log-group-name'));
+  const line = fixture.accessLines.find((l) => option('--filter-pattern') === '{ $.requestId = "' + JSON.parse(l).requestId + '" }');
+  if (option('--query') !== 'events[0].message') fail('stand-in: unknown --query ' + option('--query'));
+  console.log(line ?? 'None');
 } else if (call === 'deploy list-deployments') {
   if (option('--application-name') !== fixture.application) fail('no application');
   if (!fixture.groups.includes(option('--deployment-group-name'))) fail('no deployment group');
@@ -643,11 +666,40 @@ if (call === 'logs describe-query-definitions') {
 } else if (call === 'deploy get-deployment' || call === 'deploy stop-deployment') {
   if (!/^d-[A-Z0-9]+$/.test(option('--deployment-id'))) fail('bad deployment id');
   console.log('{}');
-} else if (call === 'cloudformation describe-stack-resources') {
-  if (option('--stack-name') !== fixture.stack) fail('no stack ' + option('--stack-name'));
-  console.log('Production-Api-CancelOrder87F627D3-AbCdEf');
+} else if (call === 'cloudformation describe-stacks') {
+  const outputs = fixture.outputs[option('--stack-name')];
+  if (!outputs) fail('Stack with id ' + option('--stack-name') + ' does not exist');
+  const key = /OutputKey=='(\\w+)'/.exec(option('--query') ?? '')?.[1];
+  if (!(key in outputs)) fail('stand-in: no output ' + key);
+  console.log(outputs[key]);
 } else if (call === 'lambda get-alias') {
+  fn();
   if (option('--name') !== fixture.alias) fail('no alias ' + option('--name'));
+  console.log(option('--query') === 'FunctionVersion' ? fixture.liveVersion : '{}');
+} else if (call === 'lambda list-versions-by-function') {
+  fn();
+  if (option('--query') !== 'Versions[].Version') fail('stand-in: unknown --query ' + option('--query'));
+  console.log(['$LATEST', ...fixture.versions].join('\\t'));
+} else if (call === 'lambda update-alias') {
+  fn();
+  if (option('--name') !== fixture.alias) fail('no alias ' + option('--name'));
+  if (!fixture.versions.includes(option('--function-version'))) fail('no version ' + option('--function-version'));
+  console.log('{}');
+} else if (call === 'apigateway flush-stage-authorizers-cache') {
+  if (option('--rest-api-id') !== fixture.restApiId) fail('Invalid API identifier specified');
+  if (option('--stage-name') !== 'v1') fail('Invalid stage identifier specified');
+} else if (call === 'dynamodb restore-table-to-point-in-time') {
+  if (option('--source-table-name') !== fixture.ordersTable) fail('no table ' + option('--source-table-name'));
+  fs.writeFileSync(process.env.AWS_STAND_IN_LOG + '.polls', '0');
+  console.log('{}');
+} else if (call === 'dynamodb describe-table') {
+  if (option('--table-name') !== fixture.ordersTable + '-restored') fail('no table ' + option('--table-name'));
+  // CREATING for the first three reads (a restore takes long), then ACTIVE.
+  const polls = Number(fs.readFileSync(process.env.AWS_STAND_IN_LOG + '.polls', 'utf8')) + 1;
+  fs.writeFileSync(process.env.AWS_STAND_IN_LOG + '.polls', String(polls));
+  console.log(polls > 3 ? 'ACTIVE' : 'CREATING');
+} else if (call === 'dynamodb delete-table') {
+  if (option('--table-name') !== fixture.ordersTable + '-restored') fail('no table ' + option('--table-name'));
   console.log('{}');
 } else fail('stand-in: unknown call ' + call);
 `;
@@ -673,30 +725,54 @@ describe('the runbooks, run with a stand-in AWS CLI against the synthesized prod
       groups: resources(api, 'AWS::CodeDeploy::DeploymentGroup').map(
         ([, g]) => g.Properties.DeploymentGroupName,
       ),
-      stack: stages.production.api.stackName,
       alias: LIVE_ALIAS,
+      outputs: {
+        [stages.production.api.stackName]: outputsOf(api, {
+          [FUNCTION_OUTPUTS.cancelOrder]: FUNCTION_NAME,
+          [STACK_OUTPUTS.restApiId]: STAND_IN_REST_API_ID,
+        }),
+        [stages.production.data.stackName]: outputsOf(stageTemplates.production.data, {
+          [STACK_OUTPUTS.ordersTable]: ORDERS_TABLE,
+        }),
+      },
+      functionName: FUNCTION_NAME,
+      versions: ['3', '5', '6', '7', '10'],
+      liveVersion: '7',
+      restApiId: STAND_IN_REST_API_ID,
+      ordersTable: ORDERS_TABLE,
+      accessLogGroup: logGroupName('production', 'access'),
+      accessLines: [ACCESS_LINE],
     }),
   );
   writeFileSync(join(dir, 'aws'), `#!${process.execPath}\n${AWS_STAND_IN}`);
   chmodSync(join(dir, 'aws'), 0o755);
+  // A restore's wait sleeps a minute between reads: not in a test.
+  writeFileSync(join(dir, 'sleep'), '#!/bin/sh\nexit 0\n');
+  chmodSync(join(dir, 'sleep'), 0o755);
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  async function runbook(script: string): Promise<string[][]> {
+  async function runbookOutput(script: string): Promise<{ stdout: string; calls: string[][] }> {
     const log = join(dir, `calls-${Math.random()}.log`);
     writeFileSync(log, '');
-    await promisify(execFile)('bash', ['-e', '-u', '-o', 'pipefail', '-c', script], {
-      env: {
-        ...process.env,
-        PATH: `${dir}${delimiter}${process.env.PATH ?? ''}`,
-        AWS_STAND_IN_FIXTURE: join(dir, 'fixture.json'),
-        AWS_STAND_IN_LOG: log,
+    const { stdout } = await promisify(execFile)(
+      'bash',
+      ['-e', '-u', '-o', 'pipefail', '-c', script],
+      {
+        env: {
+          ...process.env,
+          PATH: `${dir}${delimiter}${process.env.PATH ?? ''}`,
+          AWS_STAND_IN_FIXTURE: join(dir, 'fixture.json'),
+          AWS_STAND_IN_LOG: log,
+        },
       },
-    });
-    return readFileSync(log, 'utf8')
+    );
+    const calls = readFileSync(log, 'utf8')
       .split('\n')
       .filter(Boolean)
       .map((line) => JSON.parse(line) as string[]);
+    return { stdout, calls };
   }
+  const runbook = async (script: string) => (await runbookOutput(script)).calls;
   const after = (call: string[], flag: string) => call[call.indexOf(flag) + 1];
 
   it("runs a saved query: the request query, on its log groups, with the client's request id in it", async () => {
@@ -723,15 +799,77 @@ describe('the runbooks, run with a stand-in AWS CLI against the synthesized prod
     expect(calls.at(-1)).toEqual(['logs', 'get-query-results', '--query-id', 'q-1']);
   });
 
-  it('watches a deploy and stops it with rollback, on the groups the stage has', async () => {
+  it("watches a deploy and stops it with rollback, on the groups the stage has; the alias by the function's output (not a listing cut at 100 resources)", async () => {
     const calls = await runbook(shellBlocks('deploy.md', '### Watch a deploy and stop it'));
     expect(calls.map((c) => `${c[0]} ${c[1]}`)).toEqual([
       'deploy list-deployments',
       'deploy get-deployment',
       'deploy stop-deployment',
-      'cloudformation describe-stack-resources',
+      'cloudformation describe-stacks',
       'lambda get-alias',
     ]);
     expect(calls[2]).toContain('--auto-rollback-enabled');
+    expect(after(calls[4]!, '--function-name')).toBe(FUNCTION_NAME);
+    // The stack has more than 100 resources: describe-stack-resources would not list them all.
+    expect(Object.keys(api.toJSON().Resources as object).length).toBeGreaterThan(100);
+  });
+
+  it('rolls a function back in one step: live on the version before the one it serves, with no weights', async () => {
+    const calls = await runbook(shellBlocks('deploy.md', '### Roll back at once'));
+    expect(calls.map((c) => `${c[0]} ${c[1]}`)).toEqual([
+      'cloudformation describe-stacks',
+      'lambda get-alias',
+      'lambda list-versions-by-function',
+      'lambda update-alias',
+    ]);
+    const update = calls.at(-1)!;
+    // live serves 7 of 3, 5, 6, 7 and 10 (a version published and never shifted to): 6.
+    expect(after(update, '--function-version')).toBe('6');
+    expect(after(update, '--name')).toBe(LIVE_ALIAS);
+    expect(JSON.parse(after(update, '--routing-config')!)).toEqual({
+      AdditionalVersionWeights: {},
+    });
+  });
+
+  it('restores the orders: the live table from the stack, a restore waited for however long it takes, the copy deleted', async () => {
+    // Steps 1, 2 and 7 (3 to 6 are the operator CLI's: test/admin/restore.test.ts).
+    const script = shellBlocks('operations.md', '### Restore the orders to a point in time')
+      .split('\n')
+      .filter((line) => !line.startsWith('npm '))
+      .join('\n');
+    const calls = await runbook(script);
+    expect(calls.map((c) => `${c[0]} ${c[1]}`)).toEqual([
+      'cloudformation describe-stacks',
+      'dynamodb restore-table-to-point-in-time',
+      'dynamodb describe-table',
+      'dynamodb describe-table',
+      'dynamodb describe-table',
+      'dynamodb describe-table',
+      'dynamodb delete-table',
+    ]);
+    expect(after(calls[1]!, '--target-table-name')).toBe(`${ORDERS_TABLE}-restored`);
+  });
+
+  it("leads from a customer's request id to their key id in one command", async () => {
+    const block = shellBlocks('operations.md', "### From a customer's request id to their key");
+    expect(block.trim().split('\n')).toHaveLength(1);
+    const { stdout, calls } = await runbookOutput(block);
+    expect(stdout.trim()).toBe('key_rbTbkLzCiXhA');
+    const [call] = calls;
+    const from = Number(after(call!, '--start-time')) / 1000;
+    expect(Date.now() / 1000 - from).toBeGreaterThanOrEqual(7 * 86_400 - 60);
+  });
+
+  it("flushes the stage's authorizer cache after a revocation, on the stage's API", async () => {
+    const script = shellBlocks('operations.md', '### A leaked key: make it stop working now')
+      .split('\n')
+      .filter((line) => !line.startsWith('npm '))
+      .join('\n');
+    const calls = await runbook(script);
+    expect(calls.map((c) => `${c[0]} ${c[1]}`)).toEqual([
+      'cloudformation describe-stacks',
+      'apigateway flush-stage-authorizers-cache',
+    ]);
+    expect(after(calls[1]!, '--rest-api-id')).toBe(STAND_IN_REST_API_ID);
   });
 });

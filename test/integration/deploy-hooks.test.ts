@@ -10,7 +10,11 @@ import {
   ApplicationAutoScalingClient,
   RegisterScalableTargetCommand,
 } from '@aws-sdk/client-application-auto-scaling';
-import { CloudWatchClient, DescribeAlarmsCommand } from '@aws-sdk/client-cloudwatch';
+import {
+  CloudWatchClient,
+  DescribeAlarmsCommand,
+  type StateValue,
+} from '@aws-sdk/client-cloudwatch';
 import {
   CodeDeployClient,
   GetDeploymentCommand,
@@ -86,7 +90,7 @@ function settings(overrides: Partial<HookSettings> = {}): HookSettings {
           provisioned: name !== 'listOrders',
         },
       ]),
-    ) as HookSettings['targets'],
+    ) as unknown as HookSettings['targets'],
     bakeSeconds: 60,
     versionsKept: 3,
     ignoreAlarms: false,
@@ -332,7 +336,7 @@ describe('the metric filter of the deploy alarms, on what a broken version write
 });
 
 describe('the post-traffic hook', () => {
-  const alarmState = (state: string) =>
+  const alarmState = (state: StateValue) =>
     cloudWatch.on(DescribeAlarmsCommand).resolves({
       MetricAlarms: [
         { AlarmName: 'store-orders-test-cancelOrderNewVersionFailureRate', StateValue: state },
