@@ -63,6 +63,9 @@ export class SafeDeployments extends Construct {
         postHook: this.hooks.postTraffic,
         autoRollback: { failedDeployment: true, stoppedDeployment: true, deploymentInAlarm: true },
       });
+      // The hooks are updated before the alias starts a deployment: they must know the version
+      // it publishes (their environment), or they would check the old one.
+      fn.live.node.addDependency(this.hooks.preTraffic, this.hooks.postTraffic);
     }
     this.groups = groups;
     this.hooks.watch(

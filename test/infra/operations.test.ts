@@ -439,7 +439,11 @@ describe.each(STAGES)('safe deployments (%s)', (stage) => {
         },
         AlarmConfiguration: { Enabled: true },
       });
-      // The alias moves only through its deployment group, between the two hooks.
+      // The hooks know the new version (they are updated first), then the alias moves, only
+      // through its deployment group, between the two hooks.
+      expect((resource(aliasId(name)) as { DependsOn?: string[] }).DependsOn).toEqual(
+        expect.arrayContaining([hookIds.pre, hookIds.post]),
+      );
       expect(resource(aliasId(name)).UpdatePolicy).toEqual({
         CodeDeployLambdaAliasUpdate: {
           ApplicationName: ref(applicationId),
