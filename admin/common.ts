@@ -6,6 +6,7 @@ import { TIME_BUDGETS } from '../lib/config/budgets.ts';
 import { OPERATOR_ATTEMPTS } from '../lib/dynamodb/client.ts';
 import { parseWholeNumber, wholeNumberSetting } from '../lib/config/integers.ts';
 import { UsageError } from '../lib/config/usage-error.ts';
+import { describeCredentialsError, isCredentialsError } from '../lib/aws-credentials.ts';
 import { DependencyFailure } from '../lib/failures.ts';
 import { quotableInput, redactApiKeys } from '../lib/keys/api-key.ts';
 import { InvalidKeyInput, KeyRefused } from '../lib/keys/lifecycle.ts';
@@ -87,6 +88,13 @@ export function firstLine(text: string): string {
  */
 export function describeFailure(error: unknown): string {
   let cause: unknown = error;
+  if (isCredentialsError(error)) {
+    // The SDK's own words, then what to do: the same line as for the stack outputs.
+    const inner =
+      error instanceof DependencyFailure && error.cause instanceof Error ? error.cause : error;
+    const first = firstLine((inner as Partial<Error>).message ?? '') || String(inner);
+    return describeCredentialsError(first, 'to reach DynamoDB');
+  }
   if (cause instanceof DependencyFailure) {
     if (cause.reason === 'timeout') {
       return `DynamoDB did not answer within ${adminAttemptMs() / 1000} s, ${ADMIN_ATTEMPTS} times (is it running and reachable? STORE_ORDERS_ADMIN_TIMEOUT_SECONDS waits longer)`;

@@ -10,15 +10,19 @@ import {
   MathExpression,
   Metric,
   TreatMissingData,
+  Unit,
   type IMetric,
 } from 'aws-cdk-lib/aws-cloudwatch';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
+import { FilterPattern, MetricFilter } from 'aws-cdk-lib/aws-logs';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import { LIVE_ALIAS } from '../lib/deployment.ts';
 import { TABLES } from '../lib/dynamodb/tables.ts';
 import { FUNCTIONS, type FunctionName } from '../lib/functions.ts';
-import { METRIC_NAMES } from '../lib/metrics.ts';
+import { ROUTES } from '../lib/api/routes.ts';
+import { METRIC_NAMES, stageMetricsNamespace } from '../lib/metrics.ts';
 import type { ServiceFunction } from './constructs/service-function.ts';
+import { FUNCTION_LOG_FIELDS } from './log-queries.ts';
 import { tableOperationsSum, type Monitoring } from './monitoring.ts';
 
 /** Every alarm evaluates one period of this length, but the deployment alarms (below). */
@@ -176,6 +180,18 @@ export const DEPLOYMENT_ALARM_PERIOD = Duration.minutes(1);
 const BUFFERED: ReadonlySet<FunctionName> = new Set(['cancelOrder', 'authorizer']);
 
 /**
+ * The lines of a 5XX answer (every error answer logs its `status`, functions/shared/http-errors.ts):
+ * what the ServerErrorAnswers metric filter counts.
+ */
+export const SERVER_ERROR_ANSWER_PATTERN = FilterPattern.numberValue('$.status', '>=', 500);
+
+/** The metric filter's dimensions: fields of every line of the functions' logger. */
+export const SERVER_ERROR_ANSWER_DIMENSIONS = {
+  FunctionName: `$.${FUNCTION_LOG_FIELDS.functionName}`,
+  FunctionVersion: `$.${FUNCTION_LOG_FIELDS.functionVersion}`,
+} as const;
+
+/**
  * A metric of the function's current version as invoked through its `live` alias (dimensions
  * FunctionName, Resource `<function>:live`, ExecutedVersion): during a deploy, the new version's
  * share of the traffic only, not the old version's.
@@ -195,9 +211,43 @@ function newVersionMetric(fn: ServiceFunction, metricName: string, statistic: st
 }
 
 /**
+ * The 5XX answers of an HTTP function's current version: a metric filter on its log group counts
+ * each 5XX answer line by the function's name and the version that wrote it. Lambda's Errors do
+ * not see them: the function answers a 500, it does not fail.
+ */
+function newVersionServerErrorAnswers(
+  monitoring: Monitoring,
+  name: FunctionName,
+  fn: ServiceFunction,
+): Metric {
+  const namespace = stageMetricsNamespace(monitoring.props.config.stage);
+  new MetricFilter(monitoring, `${pascal(name)}ServerErrorAnswers`, {
+    logGroup: fn.logs,
+    filterPattern: SERVER_ERROR_ANSWER_PATTERN,
+    metricNamespace: namespace,
+    metricName: METRIC_NAMES.serverErrorAnswers,
+    metricValue: '1',
+    unit: Unit.COUNT,
+    dimensions: { ...SERVER_ERROR_ANSWER_DIMENSIONS },
+  });
+  return new Metric({
+    namespace,
+    metricName: METRIC_NAMES.serverErrorAnswers,
+    dimensionsMap: { FunctionName: fn.functionName, FunctionVersion: fn.currentVersion.version },
+    statistic: 'Sum',
+    period: DEPLOYMENT_ALARM_PERIOD,
+  });
+}
+
+/** The functions that answer HTTP requests (the authorizer answers policies). */
+const HTTP_FUNCTIONS: ReadonlySet<FunctionName> = new Set(ROUTES.map((r) => r.operationId));
+
+/**
  * The alarms that stop a deploy and roll it back (infra/deployments.ts), per function: the new
- * version's errors, and for a buffered function its p99 duration. They watch the version each
- * deploy publishes; after a deploy they keep watching it, the version in service.
+ * version's failure rate (5XX answers, crashes and timeouts over its invocations, from a minimum
+ * count on: one transient failure is no verdict), and for a buffered function its p99 duration
+ * (from a minimum of invocations on). They watch the version each deploy publishes; after a
+ * deploy they keep watching it, the version in service.
  */
 export function addDeploymentAlarms(
   monitoring: Monitoring,
@@ -206,22 +256,46 @@ export function addDeploymentAlarms(
   const { config, functions } = monitoring.props;
   const { deployment } = config;
   const byFunction = {} as Record<FunctionName, Alarm[]>;
+  const rate = `${deployment.newVersionFailureRate * 100}%`;
   for (const [name, fn] of Object.entries(functions) as [FunctionName, ServiceFunction][]) {
     const id = pascal(name);
-    const rollsBack = 'During a deploy, CodeDeploy stops it and moves the alias back.';
+    const rollsBack =
+      'During a deploy and its watch after the last shift, it rolls the deploy back (the alias goes back to the previous version).';
+    const invocations = newVersionMetric(fn, 'Invocations', 'Sum');
+    const answers: Record<string, IMetric> = HTTP_FUNCTIONS.has(name)
+      ? { answers: newVersionServerErrorAnswers(monitoring, name, fn) }
+      : {};
+    const failures = [
+      'FILL(errors, 0)',
+      ...('answers' in answers ? ['FILL(answers, 0)'] : []),
+    ].join(' + ');
     byFunction[name] = [
-      stageAlarm(monitoring, topic, `${id}NewVersionErrors`, {
-        metric: newVersionMetric(fn, 'Errors', 'Sum'),
-        threshold: deployment.newVersionErrors,
-        means: `The version of ${name} behind its live alias failed ${deployment.newVersionErrors}+ times in a minute. ${rollsBack}`,
-        look: `aws deploy list-deployments for the ${name} group, then the ${name} log group (level ERROR) for that version.`,
+      stageAlarm(monitoring, topic, `${id}NewVersionFailureRate`, {
+        metric: new MathExpression({
+          expression: `IF(${failures} >= ${deployment.newVersionMinFailures}, (${failures}) / invocations, 0)`,
+          usingMetrics: { errors: newVersionMetric(fn, 'Errors', 'Sum'), invocations, ...answers },
+          period: DEPLOYMENT_ALARM_PERIOD,
+          label: `${name} new version: failed share of invocations`,
+        }),
+        threshold: deployment.newVersionFailureRate,
+        means: `The version of ${name} behind its live alias failed ${rate} of its invocations in a minute (${
+          HTTP_FUNCTIONS.has(name)
+            ? '5XX answers, crashes, timeouts'
+            : 'errors: its key store failed'
+        }), ${deployment.newVersionMinFailures} or more. ${rollsBack}`,
+        look: `aws deploy list-deployments for the ${name} group, then the ${name} log group (level ERROR) for that version (function_version).`,
       }),
       ...(BUFFERED.has(name)
         ? [
             stageAlarm(monitoring, topic, `${id}NewVersionLatencyP99`, {
-              metric: newVersionMetric(fn, 'Duration', 'p99'),
+              metric: new MathExpression({
+                expression: `IF(invocations >= ${deployment.newVersionMinInvocations}, p99, 0)`,
+                usingMetrics: { p99: newVersionMetric(fn, 'Duration', 'p99'), invocations },
+                period: DEPLOYMENT_ALARM_PERIOD,
+                label: `${name} new version: p99 duration (ms)`,
+              }),
               threshold: deployment.newVersionP99DurationMs,
-              means: `The p99 duration of the version of ${name} behind its live alias reached ${deployment.newVersionP99DurationMs} ms in a minute. ${rollsBack}`,
+              means: `The p99 duration of the version of ${name} behind its live alias reached ${deployment.newVersionP99DurationMs} ms in a minute of ${deployment.newVersionMinInvocations} invocations or more. ${rollsBack}`,
               look: `aws deploy list-deployments for the ${name} group, then the slowest-invocations saved query.`,
             }),
           ]

@@ -26,6 +26,7 @@ import {
 import { Certificate } from 'aws-cdk-lib/aws-certificatemanager';
 import { LogGroup, type ILogGroup } from 'aws-cdk-lib/aws-logs';
 import { Topic } from 'aws-cdk-lib/aws-sns';
+import { EmailSubscription, UrlSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import type { Construct } from 'constructs';
 import {
   GATEWAY_RESPONSES,
@@ -41,12 +42,14 @@ import {
   type RouteDefinition,
 } from '../lib/api/routes.ts';
 import {
+  executionLogGroupName,
+  FUNCTION_OUTPUTS,
   LOG_GROUP_OUTPUTS,
   logGroupName,
   STACK_OUTPUTS,
   type LogSource,
 } from '../lib/deployment.ts';
-import { FUNCTIONS } from '../lib/functions.ts';
+import { FUNCTIONS, type FunctionName } from '../lib/functions.ts';
 import { BEARER_KEY_PATTERN } from '../lib/keys/api-key.ts';
 import { stageMetricsNamespace } from '../lib/metrics.ts';
 import { accessLogFormat } from './access-log.ts';
@@ -116,6 +119,7 @@ export class ApiStack extends Stack {
       definition: FUNCTIONS.listOrders,
       environment: limiterEnvironment,
       reservedConcurrentExecutions: config.concurrency.listOrdersReserved,
+      provisionedConcurrency: config.concurrency.provisioned.listOrders,
     })
       // BatchGetItem: the list's version items (its ETag), in the orders table.
       .useTable('orders', tables.orders, ['dynamodb:Query', 'dynamodb:BatchGetItem'])
@@ -125,6 +129,7 @@ export class ApiStack extends Stack {
       logGroupName: logGroupName(config.stage, 'cancelOrder'),
       definition: FUNCTIONS.cancelOrder,
       environment: limiterEnvironment,
+      provisionedConcurrency: config.concurrency.provisioned.cancelOrder,
     })
       // GetItem: whether the cancel would change anything, read before the version's mark.
       .useTable('orders', tables.orders, ['dynamodb:GetItem', 'dynamodb:UpdateItem'])
@@ -133,6 +138,7 @@ export class ApiStack extends Stack {
       ...common,
       logGroupName: logGroupName(config.stage, 'authorizer'),
       definition: FUNCTIONS.authorizer,
+      provisionedConcurrency: config.concurrency.provisioned.authorizer,
     }).useTable('apiKeys', tables.apiKeys, ['dynamodb:GetItem']);
     const functions = { listOrders, cancelOrder, authorizer: authorizerFunction };
     this.functions = functions;
@@ -167,6 +173,15 @@ export class ApiStack extends Stack {
       },
     });
     this.api = api;
+    // API Gateway's execution log (loggingLevel ERROR: why a request failed before or between
+    // the functions, by request id) goes to a group named by API Gateway's rule: created here
+    // first, so that it is kept as long as the stage's other logs and listed in the outputs.
+    const executionLogs = new LogGroup(this, 'ExecutionLogs', {
+      logGroupName: executionLogGroupName(api.restApiId),
+      retention: config.logRetention,
+      removalPolicy: config.removalPolicy,
+    });
+    api.deploymentStage.node.addDependency(executionLogs);
 
     // A header that cannot hold a key is refused with 401 before the authorizer runs: junk
     // costs no invocation and no key-store read.
@@ -283,10 +298,26 @@ export class ApiStack extends Stack {
       displayName: `Store Orders ${config.stage} alarms`,
       enforceSSL: true,
     });
+    // Whom the alarms reach: the stage's alarmSubscriptions (each confirms once; docs/operations.md).
+    for (const { protocol, endpoint } of config.alarmSubscriptions) {
+      this.alarmTopic.addSubscription(
+        protocol === 'email' ? new EmailSubscription(endpoint) : new UrlSubscription(endpoint),
+      );
+    }
     new CfnOutput(this, 'AlarmTopicArn', {
       value: this.alarmTopic.topicArn,
-      description: 'Subscribe to be told of alarms',
+      description: 'The alarms notify this topic (subscribers: <stage>:alarmSubscriptions)',
     });
+    new CfnOutput(this, STACK_OUTPUTS.restApiId, {
+      value: api.restApiId,
+      description: 'The REST API id (aws apigateway … --rest-api-id)',
+    });
+    for (const [name, fn] of Object.entries(functions) as [FunctionName, ServiceFunction][]) {
+      new CfnOutput(this, FUNCTION_OUTPUTS[name], {
+        value: fn.functionName,
+        description: `The ${name} function (aws lambda … --function-name; its alias is live)`,
+      });
+    }
     this.monitoring = new Monitoring(this, 'Monitoring', { config, api, functions });
     const alarms = addAlarms(this.monitoring, this.alarmTopic);
     const deploymentAlarms = addDeploymentAlarms(this.monitoring, this.alarmTopic);
@@ -303,11 +334,18 @@ export class ApiStack extends Stack {
       listOrders: listOrders.logs,
       cancelOrder: cancelOrder.logs,
       authorizer: authorizerFunction.logs,
+      deployHooks: this.deployments.hooks.logs,
+      execution: executionLogs,
+    };
+    const what: Partial<Record<LogSource, string>> = {
+      access: 'the API access log',
+      execution: "API Gateway's execution log (errors)",
+      deployHooks: 'the deploy hooks',
     };
     for (const [source, group] of Object.entries(logGroups) as [LogSource, ILogGroup][]) {
       new CfnOutput(this, LOG_GROUP_OUTPUTS[source], {
         value: group.logGroupName,
-        description: `Log group: ${source === 'access' ? 'the API access log' : source}`,
+        description: `Log group: ${what[source] ?? source}`,
       });
     }
     this.logQueries = new LogQueries(this, 'LogQueries', { stage: config.stage, logGroups });

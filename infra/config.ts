@@ -7,6 +7,7 @@ import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { wholeNumberSetting } from '../lib/config/integers.ts';
 import { STREAMING_LIMITS } from '../lib/config/streaming.ts';
 import { STAGE_THROTTLES, type StageName } from '../lib/deployment.ts';
+import { FUNCTION_NAMES, type FunctionName } from '../lib/functions.ts';
 import {
   DEFAULT_LIMITER_SETTINGS,
   MAX_BAN_SECONDS,
@@ -41,6 +42,11 @@ export interface StageConfig {
     readonly listOrdersReserved: number | undefined;
     /** The account's Lambda concurrency limit in the stage's region (checked against the reservation). */
     readonly accountLimit: number;
+    /**
+     * Provisioned concurrency on each function's `live` alias: the floor target tracking keeps
+     * (it scales up to PROVISIONED_SCALING.maxFactor times it); 0 provisions nothing.
+     */
+    readonly provisioned: Readonly<Record<FunctionName, number>>;
   };
   /** Alarm thresholds; each of these alarms evaluates one 5-minute period (deployment's: one minute). */
   readonly alarms: {
@@ -80,19 +86,49 @@ export interface StageConfig {
    * both claim it for what may be one account and region (one not given counts as the same).
    */
   readonly apiGatewayAccountRole: boolean;
+  /** Who the stage's alarm topic tells: e-mail addresses and HTTPS endpoints (docs/operations.md). */
+  readonly alarmSubscriptions: readonly AlarmSubscription[];
   /**
    * How a deploy moves traffic to a function's new version (CodeDeploy, through its `live`
-   * alias): gradually in production, all at once in staging. During the shift, the new
-   * version's errors and p99 duration are watched; either alarm rolls the deploy back.
+   * alias): gradually in production, all at once in staging. Before the first shift the
+   * pre-traffic hook calls the new version; during the shift and for `bakeMinutes` after the
+   * last one, the new version's failure rate and p99 duration are watched; a failed call or an
+   * alarm rolls the deploy back (infra/deployments.ts, docs/deploy.md).
    */
   readonly deployment: {
     readonly trafficShift: TrafficShift;
-    /** Errors of the new version (any invocation through the alias), per minute. */
-    readonly newVersionErrors: number;
-    /** p99 duration of the new version, ms, per minute (buffered functions: cancelOrder, authorizer). */
+    /**
+     * The new version's failed answers (5XX answers, crashes, timeouts) as a share of its
+     * invocations in a minute, counted only from `newVersionMinFailures` failures on.
+     */
+    readonly newVersionFailureRate: number;
+    readonly newVersionMinFailures: number;
+    /** p99 duration of the new version, ms, in a minute of at least `newVersionMinInvocations`. */
     readonly newVersionP99DurationMs: number;
+    readonly newVersionMinInvocations: number;
+    /** How long the post-traffic hook watches the new version after the last shift. */
+    readonly bakeMinutes: number;
+    /** Versions of each function kept for a rollback: the newest N (and any an alias uses). */
+    readonly versionsKept: number;
+    /**
+     * Hotfix: the deploy goes out although a deployment alarm is in ALARM (CodeDeploy and the
+     * bake ignore the alarms; the pre-traffic call still runs). Given per deploy with `-c`.
+     */
+    readonly ignoreAlarms: boolean;
   };
 }
+
+/** A subscription of the alarm topic. */
+export interface AlarmSubscription {
+  readonly protocol: 'email' | 'https';
+  readonly endpoint: string;
+}
+
+/** Target tracking of provisioned concurrency: utilization kept near the target, up to maxFactor × the floor. */
+export const PROVISIONED_SCALING = { utilizationTarget: 0.7, maxFactor: 4 } as const;
+
+/** The longest bake: the post-traffic hook runs in one Lambda invocation (15 minutes at most). */
+export const MAX_BAKE_MINUTES = 12;
 
 /** CodeDeploy's predefined Lambda deployment configurations this service uses. */
 export const TRAFFIC_SHIFTS = [
@@ -116,7 +152,9 @@ const RATE_LIMITER: StageConfig['rateLimiter'] = {
   banSeconds: DEFAULT_LIMITER_SETTINGS.banMs / 1000,
 };
 
-const DEFAULTS: Record<StageName, Omit<StageConfig, 'stage' | 'env' | 'apiGatewayAccountRole'>> = {
+type Defaults = Omit<StageConfig, 'stage' | 'env' | 'apiGatewayAccountRole' | 'alarmSubscriptions'>;
+
+const DEFAULTS: Record<StageName, Defaults> = {
   staging: {
     authorizerCacheTtl: Duration.seconds(60),
     logRetention: RetentionDays.TWO_WEEKS,
@@ -125,7 +163,11 @@ const DEFAULTS: Record<StageName, Omit<StageConfig, 'stage' | 'env' | 'apiGatewa
     terminationProtection: false,
     throttling: STAGE_THROTTLES.staging,
     rateLimiter: RATE_LIMITER,
-    concurrency: { listOrdersReserved: 10, accountLimit: 1_000 },
+    concurrency: {
+      listOrdersReserved: 10,
+      accountLimit: 1_000,
+      provisioned: { listOrders: 0, cancelOrder: 0, authorizer: 0 },
+    },
     alarms: {
       serverErrorRate: 0.05,
       p99LatencyMs: 3_000,
@@ -143,8 +185,13 @@ const DEFAULTS: Record<StageName, Omit<StageConfig, 'stage' | 'env' | 'apiGatewa
     logLevel: 'DEBUG',
     deployment: {
       trafficShift: 'ALL_AT_ONCE',
-      newVersionErrors: 5,
+      newVersionFailureRate: 0.1,
+      newVersionMinFailures: 3,
       newVersionP99DurationMs: 3_000,
+      newVersionMinInvocations: 20,
+      bakeMinutes: 2,
+      versionsKept: 3,
+      ignoreAlarms: false,
     },
   },
   production: {
@@ -155,7 +202,12 @@ const DEFAULTS: Record<StageName, Omit<StageConfig, 'stage' | 'env' | 'apiGatewa
     terminationProtection: true,
     throttling: STAGE_THROTTLES.production,
     rateLimiter: RATE_LIMITER,
-    concurrency: { listOrdersReserved: 100, accountLimit: 1_000 },
+    // Sized and priced in docs/deploy.md ("Provisioned concurrency").
+    concurrency: {
+      listOrdersReserved: 100,
+      accountLimit: 1_000,
+      provisioned: { listOrders: 1, cancelOrder: 2, authorizer: 2 },
+    },
     alarms: {
       serverErrorRate: 0.01,
       p99LatencyMs: 1_500,
@@ -171,10 +223,16 @@ const DEFAULTS: Record<StageName, Omit<StageConfig, 'stage' | 'env' | 'apiGatewa
       listResponseBytes: STREAMING_LIMITS.ceilingBytes / 2,
     },
     logLevel: 'INFO',
+    // Why these numbers: docs/deploy.md ("What rolls a deploy back").
     deployment: {
       trafficShift: 'CANARY_10PERCENT_5MINUTES',
-      newVersionErrors: 1,
+      newVersionFailureRate: 0.05,
+      newVersionMinFailures: 3,
       newVersionP99DurationMs: 1_500,
+      newVersionMinInvocations: 20,
+      bakeMinutes: 10,
+      versionsKept: 5,
+      ignoreAlarms: false,
     },
   },
 };
@@ -226,8 +284,9 @@ function stageSettings(stage: StageName, context: ContextReader) {
  * `rateLimitBanAfterRefusals` (1 to 1000), `rateLimitBanSeconds` (60 to 86400), `domainName`,
  * `apiGatewayAccountRole` (true or false),
  * `certificateArn`, `listOrdersReservedConcurrency` (a number, or `none`),
- * `accountConcurrencyLimit`. Account and region fall back to CDK_DEFAULT_ACCOUNT /
- * CDK_DEFAULT_REGION.
+ * `accountConcurrencyLimit`, `provisionedConcurrency` (per function), `alarmSubscriptions`,
+ * `deploymentBakeMinutes`, `versionsKept`, `deployIgnoringAlarms` (true or false). Account and
+ * region fall back to CDK_DEFAULT_ACCOUNT / CDK_DEFAULT_REGION.
  */
 export function stageConfig(
   stage: StageName,
@@ -275,17 +334,24 @@ export function stageConfig(
     }
   }
   const concurrency = concurrencyConfig(stage, context, defaults.concurrency);
-  const accountRole = context(key('apiGatewayAccountRole')) ?? false;
-  if (![true, false, 'true', 'false'].includes(accountRole as boolean | string)) {
-    throw new Error(
-      `${key('apiGatewayAccountRole')} must be true or false, got ${JSON.stringify(accountRole)}`,
-    );
-  }
   return {
     ...defaults,
     stage,
     concurrency,
-    apiGatewayAccountRole: accountRole === true || accountRole === 'true',
+    apiGatewayAccountRole: flag(context, key('apiGatewayAccountRole'), false),
+    alarmSubscriptions: alarmSubscriptions(context, key('alarmSubscriptions')),
+    deployment: {
+      ...defaults.deployment,
+      bakeMinutes: whole(
+        'deploymentBakeMinutes',
+        0,
+        MAX_BAKE_MINUTES,
+        defaults.deployment.bakeMinutes,
+      ),
+      // The version in service and the one before it, at least: what a rollback points back at.
+      versionsKept: whole('versionsKept', 2, 100, defaults.deployment.versionsKept),
+      ignoreAlarms: flag(context, key('deployIgnoringAlarms'), defaults.deployment.ignoreAlarms),
+    },
     ...(domainName && certificateArn ? { customDomain: { domainName, certificateArn } } : {}),
     env: { ...(account ? { account } : {}), ...(region ? { region } : {}) },
     authorizerCacheTtl: Duration.seconds(ttl),
@@ -309,6 +375,74 @@ export function stageConfig(
   };
 }
 
+/** A true-or-false setting (CDK context gives booleans from cdk.json, strings from `-c`). */
+function flag(context: ContextReader, name: string, fallback: boolean): boolean {
+  const value = context(name) ?? fallback;
+  if (![true, false, 'true', 'false'].includes(value as boolean | string)) {
+    throw new Error(`${name} must be true or false, got ${JSON.stringify(value)}`);
+  }
+  return value === true || value === 'true';
+}
+
+/**
+ * The alarm topic's subscribers: a list (cdk.json) or one comma-separated text (`-c`) of e-mail
+ * addresses and `https://` URLs.
+ */
+function alarmSubscriptions(context: ContextReader, name: string): AlarmSubscription[] {
+  const raw = context(name);
+  if (raw === undefined || raw === '') return [];
+  const entries = Array.isArray(raw)
+    ? (raw as unknown[])
+    : typeof raw === 'string'
+      ? raw.split(',')
+      : [raw];
+  return entries.map((entry) => {
+    const text = typeof entry === 'string' ? entry.trim() : '';
+    if (/^[^\s@,]+@[^\s@,]+\.[a-z]{2,}$/i.test(text)) return { protocol: 'email', endpoint: text };
+    if (URL.canParse(text) && new URL(text).protocol === 'https:') {
+      return { protocol: 'https', endpoint: text };
+    }
+    throw new Error(
+      `${name} takes e-mail addresses and https:// URLs, got ${JSON.stringify(entry)}`,
+    );
+  });
+}
+
+/**
+ * Provisioned concurrency per function: `{"cancelOrder": 2}` (an object in cdk.json, JSON text
+ * with `-c`); the functions not named keep the stage's default.
+ */
+function provisionedConcurrency(
+  context: ContextReader,
+  name: string,
+  defaults: Readonly<Record<FunctionName, number>>,
+): Record<FunctionName, number> {
+  let raw = context(name);
+  if (raw === undefined) return { ...defaults };
+  if (typeof raw === 'string') {
+    try {
+      raw = JSON.parse(raw) as unknown;
+    } catch {
+      throw new Error(
+        `${name} must be JSON such as {"cancelOrder": 2}, got ${JSON.stringify(raw)}`,
+      );
+    }
+  }
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+    throw new Error(
+      `${name} must be an object such as {"cancelOrder": 2}, got ${JSON.stringify(raw)}`,
+    );
+  }
+  const result = { ...defaults };
+  for (const [fn, value] of Object.entries(raw)) {
+    if (!(FUNCTION_NAMES as readonly string[]).includes(fn)) {
+      throw new Error(`${name}: ${fn} is not a function (${FUNCTION_NAMES.join(', ')})`);
+    }
+    result[fn as FunctionName] = integer(value, `${name}.${fn}`, 0, 1e5, 0);
+  }
+  return result;
+}
+
 function concurrencyConfig(
   stage: StageName,
   context: ContextReader,
@@ -316,11 +450,18 @@ function concurrencyConfig(
 ): StageConfig['concurrency'] {
   const { key, whole } = stageSettings(stage, context);
   const accountLimit = whole('accountConcurrencyLimit', 1, 1e6, defaults.accountLimit);
+  const provisioned = provisionedConcurrency(
+    context,
+    key('provisionedConcurrency'),
+    defaults.provisioned,
+  );
   const raw = context(key('listOrdersReservedConcurrency')) ?? defaults.listOrdersReserved;
-  if (raw === 'none' || raw === undefined) return { listOrdersReserved: undefined, accountLimit };
   // 0 would not mean "no reservation" but a function that never runs: the minimum is 1.
-  const reserved = integer(raw, `${key('listOrdersReservedConcurrency')} (or none)`, 1, 1e6, 1);
-  if (accountLimit - reserved < MIN_UNRESERVED_CONCURRENCY) {
+  const reserved =
+    raw === 'none' || raw === undefined
+      ? undefined
+      : integer(raw, `${key('listOrdersReservedConcurrency')} (or none)`, 1, 1e6, 1);
+  if (reserved !== undefined && accountLimit - reserved < MIN_UNRESERVED_CONCURRENCY) {
     throw new Error(
       `${key('listOrdersReservedConcurrency')}=${reserved} leaves fewer than the ` +
         `${MIN_UNRESERVED_CONCURRENCY} unreserved executions Lambda requires of an account limit ` +
@@ -328,5 +469,37 @@ function concurrencyConfig(
         `set it to none`,
     );
   }
-  return { listOrdersReserved: reserved, accountLimit };
+  checkProvisioned(stage, provisioned, reserved, accountLimit);
+  return { listOrdersReserved: reserved, accountLimit, provisioned };
+}
+
+/**
+ * Provisioned concurrency within what Lambda allows: listOrders' scaled-up provision within its
+ * reservation, and every function's within the account's unreserved executions.
+ */
+function checkProvisioned(
+  stage: StageName,
+  provisioned: Readonly<Record<FunctionName, number>>,
+  listOrdersReserved: number | undefined,
+  accountLimit: number,
+): void {
+  const most = (fn: FunctionName) => provisioned[fn] * PROVISIONED_SCALING.maxFactor;
+  if (listOrdersReserved !== undefined && most('listOrders') > listOrdersReserved) {
+    throw new Error(
+      `${stage}:provisionedConcurrency.listOrders=${provisioned.listOrders} scales up to ` +
+        `${most('listOrders')}, above listOrders' reserved concurrency of ${listOrdersReserved} ` +
+        `(${stage}:listOrdersReservedConcurrency)`,
+    );
+  }
+  // listOrders' provision comes out of its reservation when it has one.
+  const unreserved = FUNCTION_NAMES.filter(
+    (fn) => fn !== 'listOrders' || listOrdersReserved === undefined,
+  );
+  const total = unreserved.reduce((sum, fn) => sum + most(fn), 0);
+  if (total > 0 && total > accountLimit - MIN_UNRESERVED_CONCURRENCY - (listOrdersReserved ?? 0)) {
+    throw new Error(
+      `${stage}:provisionedConcurrency scales up to ${total} executions, more than the account ` +
+        `limit of ${accountLimit} leaves (${stage}:accountConcurrencyLimit)`,
+    );
+  }
 }

@@ -2,9 +2,13 @@
  * Safe deployments: API Gateway invokes each function through its `live` alias
  * (infra/constructs/service-function.ts), and a CodeDeploy deployment group per function moves
  * that alias to the version a deploy publishes — gradually in production, at once in staging
- * (config.deployment.trafficShift) — and moves it back by itself when one of the function's
- * deployment alarms fires during the shift (infra/alarms.ts), when the deployment fails, or when
- * an operator stops it. docs/deploy.md shows how to watch and stop one.
+ * (config.deployment.trafficShift). Before any traffic moves, the pre-traffic hook calls the new
+ * version; after the last shift, the post-traffic hook watches it for the stage's bake
+ * (./deploy-hooks.ts). The alias goes back to the previous version by itself when the call
+ * fails, when one of the function's deployment alarms fires (infra/alarms.ts) during the shift
+ * or the watch, when the deployment fails, or when an operator stops it. A hotfix deploy may
+ * ignore the alarms (config.deployment.ignoreAlarms). docs/deploy.md shows how to watch, stop
+ * and roll back.
  */
 import { CfnOutput } from 'aws-cdk-lib';
 import type { Alarm } from 'aws-cdk-lib/aws-cloudwatch';
@@ -18,6 +22,7 @@ import { deploymentApplicationName, STACK_OUTPUTS } from '../lib/deployment.ts';
 import type { FunctionName } from '../lib/functions.ts';
 import type { StageConfig } from './config.ts';
 import type { ServiceFunction } from './constructs/service-function.ts';
+import { DeployHooks } from './deploy-hooks.ts';
 
 export interface SafeDeploymentsProps {
   readonly config: StageConfig;
@@ -29,12 +34,20 @@ export interface SafeDeploymentsProps {
 export class SafeDeployments extends Construct {
   readonly application: LambdaApplication;
   readonly groups: Readonly<Record<FunctionName, LambdaDeploymentGroup>>;
+  readonly hooks: DeployHooks;
 
   constructor(scope: Construct, id: string, props: SafeDeploymentsProps) {
     super(scope, id);
     const { config, functions, alarms } = props;
     this.application = new LambdaApplication(this, 'Application', {
       applicationName: deploymentApplicationName(config.stage),
+    });
+    this.hooks = new DeployHooks(this, 'Hooks', {
+      config,
+      functions,
+      alarms,
+      logRetention: config.logRetention,
+      logRemovalPolicy: config.removalPolicy,
     });
     const groups = {} as Record<FunctionName, LambdaDeploymentGroup>;
     for (const [name, fn] of Object.entries(functions) as [FunctionName, ServiceFunction][]) {
@@ -44,10 +57,21 @@ export class SafeDeployments extends Construct {
         alias: fn.live,
         deploymentConfig: LambdaDeploymentConfig[config.deployment.trafficShift],
         alarms: [...alarms[name]],
+        // A hotfix meant to clear one of them deploys although it is in ALARM (docs/deploy.md).
+        ignoreAlarmConfiguration: config.deployment.ignoreAlarms,
+        preHook: this.hooks.preTraffic,
+        postHook: this.hooks.postTraffic,
         autoRollback: { failedDeployment: true, stoppedDeployment: true, deploymentInAlarm: true },
       });
+      // The hooks are updated before the alias starts a deployment: they must know the version
+      // it publishes (their environment), or they would check the old one.
+      fn.live.node.addDependency(this.hooks.preTraffic, this.hooks.postTraffic);
     }
     this.groups = groups;
+    this.hooks.watch(
+      this.application,
+      Object.values(groups).map((group) => group.deploymentGroupArn),
+    );
     new CfnOutput(scope, STACK_OUTPUTS.deploymentApplication, {
       value: this.application.applicationName,
       description: `CodeDeploy application: one deployment group per function (${Object.keys(functions).join(', ')})`,

@@ -20,6 +20,7 @@ export const FUNCTION_LOG_FIELDS = {
   message: 'message',
   correlationId: 'correlation_id',
   functionName: 'function_name',
+  functionVersion: 'function_version',
   coldStart: 'cold_start',
 } as const;
 const fn = FUNCTION_LOG_FIELDS;
@@ -40,10 +41,11 @@ const HTTP_FUNCTIONS: readonly LogSource[] = ['listOrders', 'cancelOrder'];
 
 export const LOG_QUERIES: readonly LogQuery[] = [
   {
-    // The access-log line and every function line of one request, in order: the request id is
-    // the client's x-amzn-RequestId, the access log's requestId, the functions' correlation_id.
+    // The access-log line, every function line and API Gateway's execution-log lines of one
+    // request, in order: the request id is the client's x-amzn-RequestId, the access log's
+    // requestId, the functions' correlation_id, and starts each execution-log message.
     name: 'request-by-id',
-    sources: ['access', ...HTTP_FUNCTIONS],
+    sources: ['access', ...HTTP_FUNCTIONS, 'execution'],
     query: new QueryString({
       fields: [
         '@timestamp',
@@ -54,12 +56,18 @@ export const LOG_QUERIES: readonly LogQuery[] = [
         access('keyId'),
         access('responseLatencyMs'),
         access('errorType'),
+        'errorMessage',
         fn.level,
         fn.message,
         fn.functionName,
+        fn.functionVersion,
+        'code',
+        'failure.kind',
+        'failure.reason',
+        '@message',
       ],
       filterStatements: [
-        `${access('requestId')} = "${REQUEST_ID_PLACEHOLDER}" or ${fn.correlationId} = "${REQUEST_ID_PLACEHOLDER}"`,
+        `${access('requestId')} = "${REQUEST_ID_PLACEHOLDER}" or ${fn.correlationId} = "${REQUEST_ID_PLACEHOLDER}" or @message like "(${REQUEST_ID_PLACEHOLDER})"`,
       ],
       sort: '@timestamp asc',
       limit: 200,

@@ -2,7 +2,8 @@
  * The cdk-nag AwsSolutions findings this design accepts, each on the narrowest construct and
  * with its reason. Everything else must pass (a remaining finding fails synth).
  */
-import { Validations } from 'aws-cdk-lib';
+import { Stack, Validations, type CfnElement } from 'aws-cdk-lib';
+import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import type { StoreOrdersStage } from './stage.ts';
 
 export interface NagAcknowledgement {
@@ -46,15 +47,50 @@ export const NAG_ACKNOWLEDGEMENTS = {
     reason:
       'The service role CodeDeploy uses to move a function alias and read the deployment alarms; AWS maintains this narrow policy for exactly that (aliases, alarms, its own hooks).',
   },
+  hookVersions: {
+    id: 'AwsSolutions-IAM5',
+    reason:
+      "CodeDeploy's role may invoke its lifecycle hook functions: CDK's grantInvoke names each hook function and its qualified ARNs (versions, aliases) of that function only.",
+  },
+  prunedVersions: {
+    id: 'AwsSolutions-IAM5',
+    reason:
+      "The post-traffic hook deletes a function's old versions: DeleteFunction on `<function ARN>:*` reaches the function's versions only, never the function itself (its unqualified ARN).",
+  },
+  scalingSuspension: {
+    id: 'AwsSolutions-IAM5[Resource::*]',
+    reason:
+      'The deploy hooks suspend and resume the target tracking of provisioned concurrency (RegisterScalableTarget), which supports no resource-level permission; X-Ray needs Resource * too.',
+  },
 } as const satisfies Record<string, NagAcknowledgement>;
+
+/** The finding of a wildcard on a function's qualified ARNs (`<function ARN>:*`). */
+function qualifiedArnsOf(fn: IFunction): string {
+  const logicalId = Stack.of(fn).getLogicalId(fn.node.defaultChild as CfnElement);
+  return `AwsSolutions-IAM5[Resource::<${logicalId}.Arn>:*]`;
+}
 
 export function acknowledgeNagFindings(stage: StoreOrdersStage): void {
   const { api, functions, deployments } = stage.api;
   for (const fn of Object.values(functions)) {
     Validations.of(fn.role!).acknowledge(NAG_ACKNOWLEDGEMENTS.xrayWildcard);
   }
+  const { hooks } = deployments;
   for (const group of Object.values(deployments.groups)) {
     Validations.of(group.role).acknowledge(NAG_ACKNOWLEDGEMENTS.codeDeployRole);
+    for (const hook of [hooks.preTraffic, hooks.postTraffic]) {
+      Validations.of(group.role).acknowledge({
+        ...NAG_ACKNOWLEDGEMENTS.hookVersions,
+        id: qualifiedArnsOf(hook),
+      });
+    }
+  }
+  Validations.of(hooks.role).acknowledge(NAG_ACKNOWLEDGEMENTS.scalingSuspension);
+  for (const fn of Object.values(functions)) {
+    Validations.of(hooks.role).acknowledge({
+      ...NAG_ACKNOWLEDGEMENTS.prunedVersions,
+      id: qualifiedArnsOf(fn),
+    });
   }
   const cloudWatchRole = api.node.tryFindChild('CloudWatchRole');
   if (cloudWatchRole)

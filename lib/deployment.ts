@@ -2,6 +2,9 @@
  * Names shared by the CDK app and the operator CLI: the deployment stages, their stack names and
  * the stack outputs that `cdk deploy --outputs-file` writes and the CLI reads.
  */
+import { API_STAGE } from './api/routes.ts';
+import type { FunctionName } from './functions.ts';
+
 export const STAGES = ['staging', 'production'] as const;
 export type StageName = (typeof STAGES)[number];
 
@@ -58,11 +61,27 @@ export const STACK_OUTPUTS = {
   listOrdersLogGroup: 'ListOrdersLogGroupName',
   cancelOrderLogGroup: 'CancelOrderLogGroupName',
   authorizerLogGroup: 'AuthorizerLogGroupName',
+  deployHooksLogGroup: 'DeployHooksLogGroupName',
+  executionLogGroup: 'ExecutionLogGroupName',
   deploymentApplication: 'DeploymentApplicationName',
+  restApiId: 'RestApiId',
+  listOrdersFunction: 'ListOrdersFunctionName',
+  cancelOrderFunction: 'CancelOrderFunctionName',
+  authorizerFunction: 'AuthorizerFunctionName',
 } as const;
 
-/** What writes a log group of a stage: the API's access log, or one of the functions. */
-export type LogSource = 'access' | 'listOrders' | 'cancelOrder' | 'authorizer';
+/** The stack output that names each function (`aws lambda … --function-name`). */
+export const FUNCTION_OUTPUTS: Readonly<Record<FunctionName, string>> = {
+  listOrders: STACK_OUTPUTS.listOrdersFunction,
+  cancelOrder: STACK_OUTPUTS.cancelOrderFunction,
+  authorizer: STACK_OUTPUTS.authorizerFunction,
+};
+
+/**
+ * What writes a log group of a stage: the API's access log, one of the functions, the deploy
+ * hooks, or API Gateway's execution log.
+ */
+export type LogSource = 'access' | FunctionName | 'deployHooks' | 'execution';
 
 /** The stack output that names each log group (`Staging-Api`, `Production-Api`). */
 export const LOG_GROUP_OUTPUTS: Readonly<Record<LogSource, string>> = {
@@ -70,11 +89,21 @@ export const LOG_GROUP_OUTPUTS: Readonly<Record<LogSource, string>> = {
   listOrders: STACK_OUTPUTS.listOrdersLogGroup,
   cancelOrder: STACK_OUTPUTS.cancelOrderLogGroup,
   authorizer: STACK_OUTPUTS.authorizerLogGroup,
+  deployHooks: STACK_OUTPUTS.deployHooksLogGroup,
+  execution: STACK_OUTPUTS.executionLogGroup,
 };
 
 /** A stage's log group: `/store-orders/<stage>/<source>` (e.g. `/store-orders/production/access`). */
-export function logGroupName(stage: StageName, source: LogSource): string {
+export function logGroupName(stage: StageName, source: Exclude<LogSource, 'execution'>): string {
   return `/store-orders/${stage}/${source}`;
+}
+
+/**
+ * The group API Gateway writes a stage's execution logs to, by its own rule (the stack creates
+ * it first, so that it has a retention): `API-Gateway-Execution-Logs_<restApiId>/v1`.
+ */
+export function executionLogGroupName(restApiId: string): string {
+  return `API-Gateway-Execution-Logs_${restApiId}/${API_STAGE}`;
 }
 
 /** The prefix of a stage's saved Logs Insights queries (`store-orders/<stage>/…`). */

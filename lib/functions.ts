@@ -40,3 +40,32 @@ export const FUNCTIONS: Readonly<Record<FunctionName, FunctionDefinition>> = {
 };
 
 export const FUNCTION_NAMES = Object.keys(FUNCTIONS) as FunctionName[];
+
+/** A function of the deployment machinery, not of the API: its definition and its handler. */
+export interface HookDefinition extends FunctionDefinition {
+  /** The export of the entry file Lambda calls. */
+  readonly handler: string;
+}
+
+/**
+ * CodeDeploy's lifecycle hooks of the functions' deployments (infra/deploy-hooks.ts), one file
+ * with two handlers: before any traffic moves (a call of the new version), and after the last
+ * shift (the watch, then the pruning of old versions). The post-traffic hook's timeout is its
+ * stage's watch plus this one.
+ */
+export const DEPLOY_HOOKS: Readonly<Record<'preTraffic' | 'postTraffic', HookDefinition>> = {
+  preTraffic: {
+    entry: 'deploy-hooks.ts',
+    handler: 'preTraffic',
+    description: 'CodeDeploy BeforeAllowTraffic: calls the new version before any traffic moves',
+    memoryMb: 256,
+    timeoutSeconds: 120,
+  },
+  postTraffic: {
+    entry: 'deploy-hooks.ts',
+    handler: 'postTraffic',
+    description: 'CodeDeploy AfterAllowTraffic: watches the new version, then prunes old versions',
+    memoryMb: 256,
+    timeoutSeconds: 120,
+  },
+};

@@ -34,6 +34,11 @@ export const METRIC_NAMES = {
   listVersionReleaseFailures: 'ListVersionReleaseFailures',
   /** Milliseconds of each DynamoDB call of the functions, its SDK retries included. */
   dynamoDbCallDuration: 'DynamoDbCallDuration',
+  /**
+   * 5XX answers of a function version: counted by a metric filter on the functions' error-answer
+   * lines (infra/alarms.ts), by FunctionName and FunctionVersion, for the deploy alarms.
+   */
+  serverErrorAnswers: 'ServerErrorAnswers',
   /** Requests refused with 429 RATE_LIMITED. */
   rateLimited: 'RateLimited',
   /** Requests refused with 429 API_KEY_TEMPORARILY_BANNED. */

@@ -7,6 +7,7 @@
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { CloudFormationClient, DescribeStacksCommand } from '@aws-sdk/client-cloudformation';
+import { describeCredentialsError, isCredentialsError } from './aws-credentials.ts';
 import { DEFAULT_OUTPUTS_FILE, outputsFile, type StageName } from './deployment.ts';
 
 /** The outputs cannot be found or read: one line for the operator. */
@@ -88,8 +89,8 @@ export function describeCloudFormationFailure(
   if (/does not exist/i.test(first)) {
     return `stack ${stack} not found in ${where} (wrong region? pass --region REGION or set AWS_REGION; not deployed?)`;
   }
-  if (name === 'CredentialsProviderError' || /credentials/i.test(first)) {
-    return `no AWS credentials to read stack ${stack} from CloudFormation (${first}): set AWS_PROFILE or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, or run aws sso login, or pass --outputs FILE`;
+  if (isCredentialsError(error)) {
+    return `${describeCredentialsError(first, `to read stack ${stack} from CloudFormation`)}, or pass --outputs FILE`;
   }
   if (/region is missing/i.test(first)) {
     return `no AWS region to look for stack ${stack} in: pass --region REGION or set AWS_REGION`;

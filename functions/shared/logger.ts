@@ -2,7 +2,8 @@
  * The functions' logger: one JSON line per record, written whole with one write (DEBUG and INFO
  * to stdout, WARN and ERROR to stderr; Lambda sends both to CloudWatch Logs as they are). Every
  * line has the fields the runbook's queries use (docs/operations.md): level, message, timestamp,
- * service, cold_start, function_name, function_arn, function_memory_size, function_request_id,
+ * service, cold_start, function_name, function_version, function_arn, function_memory_size,
+ * function_request_id,
  * correlation_id (the request id API Gateway gave the client), xray_trace_id; then the record's
  * own fields. Errors are written with name, message, stack, cause and their own fields.
  *
@@ -106,6 +107,9 @@ export class Logger {
     child.invocation = {
       cold_start: this.coldStart,
       function_name: context.functionName,
+      // The version that ran (through `live`, the number a deploy published): what the deploy
+      // alarms count 5XX answers by (infra/alarms.ts).
+      function_version: context.functionVersion,
       function_arn: context.invokedFunctionArn,
       function_memory_size: context.memoryLimitInMB,
       function_request_id: context.awsRequestId,

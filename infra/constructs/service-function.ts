@@ -2,17 +2,23 @@
  * The house Lambda function: NodejsFunction with the defaults every function here shares
  * (Node.js 24 on arm64, one CommonJS file minified but for its names, the AWS SDK bundled,
  * X-Ray, a named log group with retention, the log level and metrics namespace, a `live` alias on
- * the current version) and one call that binds a table: it
+ * the current version, its versions kept for a rollback, provisioned concurrency with target
+ * tracking on `live` when the stage sets it) and one call that binds a table: it
  * sets the variable that carries the table's name and grants exactly the actions given, on that
- * table only.
+ * table only. The deploy hooks (infra/deploy-hooks.ts) share its runtime and bundling
+ * (`houseFunctionProps`).
  */
-import { Duration } from 'aws-cdk-lib';
+import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import type { ITableV2 } from 'aws-cdk-lib/aws-dynamodb';
 import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Alias, Architecture, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
-import { NodejsFunction, OutputFormat, type BundlingOptions } from 'aws-cdk-lib/aws-lambda-nodejs';
+import {
+  NodejsFunction,
+  OutputFormat,
+  type BundlingOptions,
+  type NodejsFunctionProps,
+} from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, type ILogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
-import type { RemovalPolicy } from 'aws-cdk-lib';
 import { Construct } from 'constructs';
 import type { BuildOptions } from 'esbuild';
 import { dirname, join } from 'node:path';
@@ -20,6 +26,7 @@ import { fileURLToPath } from 'node:url';
 import { TABLES, type TableName } from '../../lib/dynamodb/tables.ts';
 import { LIVE_ALIAS } from '../../lib/deployment.ts';
 import type { FunctionDefinition } from '../../lib/functions.ts';
+import { PROVISIONED_SCALING } from '../config.ts';
 
 const FUNCTIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'functions');
 
@@ -82,6 +89,20 @@ export function esbuildOptions(entry: string, outfile: string): BuildOptions {
   };
 }
 
+/** What every function of the stacks shares: its code, runtime, size, tracing and bundling. */
+export function houseFunctionProps(definition: FunctionDefinition): NodejsFunctionProps {
+  return {
+    entry: join(FUNCTIONS_DIR, definition.entry),
+    description: definition.description,
+    runtime: Runtime.NODEJS_24_X,
+    architecture: Architecture.ARM_64,
+    memorySize: definition.memoryMb,
+    timeout: Duration.seconds(definition.timeoutSeconds),
+    tracing: Tracing.ACTIVE,
+    bundling: BUNDLING,
+  };
+}
+
 export interface ServiceFunctionProps {
   /** Entry file (under functions/), description, memory and timeout. */
   readonly definition: FunctionDefinition;
@@ -95,6 +116,8 @@ export interface ServiceFunctionProps {
   readonly environment?: Record<string, string>;
   /** Reserved concurrency: the function's ceiling and guarantee (default: none). */
   readonly reservedConcurrentExecutions?: number;
+  /** Provisioned concurrency on `live`: the floor of its target tracking (default 0: none). */
+  readonly provisionedConcurrency?: number;
 }
 
 /** A table a function uses, and the actions it may do on it. */
@@ -129,20 +152,16 @@ export class ServiceFunction extends NodejsFunction {
     });
     logGroup.grantWrite(role);
     super(scope, id, {
+      ...houseFunctionProps(definition),
       role,
-      entry: join(FUNCTIONS_DIR, definition.entry),
       handler: 'handler',
-      description: definition.description,
-      runtime: Runtime.NODEJS_24_X,
-      architecture: Architecture.ARM_64,
-      memorySize: definition.memoryMb,
-      timeout: Duration.seconds(definition.timeoutSeconds),
       ...(props.reservedConcurrentExecutions === undefined
         ? {}
         : { reservedConcurrentExecutions: props.reservedConcurrentExecutions }),
-      tracing: Tracing.ACTIVE,
       logGroup,
-      bundling: BUNDLING,
+      // A deploy that replaces the version keeps the old one (CloudFormation forgets it): what a
+      // rollback points `live` back at. The post-traffic hook deletes all but the newest few.
+      currentVersionOptions: { removalPolicy: RemovalPolicy.RETAIN },
       environment: {
         LOG_LEVEL: props.logLevel,
         METRICS_NAMESPACE: props.metricsNamespace,
@@ -153,6 +172,19 @@ export class ServiceFunction extends NodejsFunction {
     // `currentVersion` is a new version whenever the code or the configuration changes (its
     // logical id is a hash of both, computed at synth, so later `useTable` calls count).
     this.live = new Alias(this, 'Live', { aliasName: LIVE_ALIAS, version: this.currentVersion });
+    const floor = props.provisionedConcurrency ?? 0;
+    if (floor > 0) {
+      // The floor is the scalable target's minimum, not a property of the alias: the target
+      // depends on the alias, so CloudFormation changes it only once the alias's deployment has
+      // ended (Lambda refuses some provisioned-concurrency changes while the alias has weights),
+      // and the deploy hooks suspend its tracking during the shift (infra/deploy-hooks.ts).
+      const scaling = this.live.addAutoScaling({
+        minCapacity: floor,
+        maxCapacity: floor * PROVISIONED_SCALING.maxFactor,
+      });
+      scaling.scaleOnUtilization({ utilizationTarget: PROVISIONED_SCALING.utilizationTarget });
+      (scaling as unknown as Construct).node.addDependency(this.live.node.defaultChild!);
+    }
   }
 
   /**

@@ -512,3 +512,54 @@ describe('target flags', () => {
     );
   });
 });
+
+describe('no AWS credentials, whatever names the tables', () => {
+  /** A machine with no credentials anywhere the SDK looks (no instance metadata either). */
+  const noCredentials = (dir: string) => ({
+    AWS_ACCESS_KEY_ID: undefined,
+    AWS_SECRET_ACCESS_KEY: undefined,
+    AWS_SESSION_TOKEN: undefined,
+    AWS_PROFILE: undefined,
+    AWS_CONFIG_FILE: join(dir, 'no-aws-config'),
+    AWS_SHARED_CREDENTIALS_FILE: join(dir, 'no-aws-credentials'),
+    AWS_EC2_METADATA_DISABLED: 'true',
+    AWS_CONTAINER_CREDENTIALS_RELATIVE_URI: undefined,
+    AWS_CONTAINER_CREDENTIALS_FULL_URI: undefined,
+    AWS_WEB_IDENTITY_TOKEN_FILE: undefined,
+    // Not DynamoDB Local (whose fixed credentials the client would use): AWS's.
+    DYNAMODB_ENDPOINT: undefined,
+  });
+  const hint =
+    /^error: .*: no AWS credentials to reach DynamoDB \(Could not load credentials from any providers\): set AWS_PROFILE or AWS_ACCESS_KEY_ID\/AWS_SECRET_ACCESS_KEY, or run aws sso login$/;
+
+  it('tables named with --table-keys: one line with what to do, exit 1', async () => {
+    const dir = tempDir();
+    const result = await runCli(
+      ['keys', 'list', '--table-keys', 'Staging-Data-ApiKeys-X', '--region', 'eu-west-1'],
+      {
+        cwd: dir,
+        env: noCredentials(dir),
+      },
+    );
+    expectOneLineError(result, 1, hint);
+  });
+
+  it('tables from an outputs file: the same line', async () => {
+    const dir = tempDir();
+    const outputs = join(dir, 'cdk-outputs.staging.json');
+    writeFileSync(
+      outputs,
+      JSON.stringify({
+        [stackNames('staging').data]: {
+          [STACK_OUTPUTS.region]: 'eu-west-1',
+          [STACK_OUTPUTS.apiKeysTable]: 'Staging-Data-ApiKeys-X',
+        },
+      }),
+    );
+    const result = await runCli(['keys', 'list', '--stage', 'staging'], {
+      cwd: dir,
+      env: noCredentials(dir),
+    });
+    expectOneLineError(result, 1, hint);
+  });
+});

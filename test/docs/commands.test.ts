@@ -79,9 +79,15 @@ function commandLines(text: string): string[] {
     .filter((line) => line !== '' && !line.startsWith('#'));
 }
 
-/** Shell words of a command line, variables and substitutions stood in for by placeholders. */
+/**
+ * Shell words of a command line, variables and substitutions stood in for by placeholders, and
+ * redirections (`2>&1`, `> file`) left out: the shell's, not the program's.
+ */
 function words(line: string): string[] {
-  const plain = line.replace(/\$\([^)]*\)/g, 'X').replace(/\$\{?\w+\}?/g, 'X');
+  const plain = line
+    .replace(/\$\([^)]*\)/g, 'X')
+    .replace(/\$\{?\w+\}?/g, 'X')
+    .replace(/(^|\s)\d*[<>]&?\d*(\s+(?![<>])\S+)?(?=\s|$)/g, ' ');
   return [...plain.matchAll(/"([^"]*)"|'([^']*)'|(\S+)/g)].map((m) => m[1] ?? m[2] ?? m[3] ?? '');
 }
 

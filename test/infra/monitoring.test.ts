@@ -58,10 +58,10 @@ function expectedThresholds(c: StageConfig): Record<string, number> {
     InternalErrors: a.internalErrors,
     ListStreamFailures: a.listStreamFailures,
     ListResponseBytes: a.listResponseBytes,
-    // What rolls a deploy back (infra/deployments.ts): the new version's errors and p99 duration.
-    ListOrdersNewVersionErrors: c.deployment.newVersionErrors,
-    CancelOrderNewVersionErrors: c.deployment.newVersionErrors,
-    AuthorizerNewVersionErrors: c.deployment.newVersionErrors,
+    // What rolls a deploy back (infra/deployments.ts): the new version's failure rate and p99 duration.
+    ListOrdersNewVersionFailureRate: c.deployment.newVersionFailureRate,
+    CancelOrderNewVersionFailureRate: c.deployment.newVersionFailureRate,
+    AuthorizerNewVersionFailureRate: c.deployment.newVersionFailureRate,
     CancelOrderNewVersionLatencyP99: c.deployment.newVersionP99DurationMs,
     AuthorizerNewVersionLatencyP99: c.deployment.newVersionP99DurationMs,
   };
@@ -229,6 +229,88 @@ describe.each(STAGE_NAMES)('alarms (%s)', (stage) => {
       ]),
     );
     expect(alarms.LatencyP99).toMatchObject({ MetricName: 'Latency', ExtendedStatistic: 'p99' });
+  });
+});
+
+describe.each(STAGE_NAMES)('what a deploy is judged by (%s)', (stage) => {
+  const alarms = alarmsOf(stage);
+  const { deployment } = config(stage);
+  type Query = {
+    Id: string;
+    Expression?: string;
+    MetricStat?: {
+      Metric: { Namespace: string; MetricName: string; Dimensions: { Name: string }[] };
+      Stat: string;
+      Period: number;
+    };
+  };
+  const queries = (name: string) => alarms[name]!.Metrics as Query[];
+  const byId = (name: string, id: string) => queries(name).find((q) => q.Id === id)!;
+
+  it("counts each 5XX answer of an HTTP function by the function's name and version (a metric filter on its log lines)", () => {
+    const filters = resources(api[stage], 'AWS::Logs::MetricFilter');
+    expect(filters).toHaveLength(2);
+    for (const [, filter] of filters) {
+      expect(filter.Properties).toMatchObject({
+        FilterPattern: '{ $.status >= 500 }',
+        MetricTransformations: [
+          {
+            MetricNamespace: `StoreOrders/${stage}`,
+            MetricName: METRIC_NAMES.serverErrorAnswers,
+            MetricValue: '1',
+            Unit: 'Count',
+            Dimensions: [
+              { Key: 'FunctionName', Value: '$.function_name' },
+              { Key: 'FunctionVersion', Value: '$.function_version' },
+            ],
+          },
+        ],
+      });
+    }
+    const groups = filters.map(([, f]) => JSON.stringify(f.Properties.LogGroupName)).sort();
+    expect(groups).toEqual([
+      expect.stringMatching(/CancelOrderLogs/),
+      expect.stringMatching(/ListOrdersLogs/),
+    ]);
+  });
+
+  it.each(['ListOrders', 'CancelOrder'])(
+    "rolls %s back on its new version's failed share of invocations (5XX answers, crashes), from a minimum count on",
+    (fn) => {
+      const name = `${fn}NewVersionFailureRate`;
+      const failures = 'FILL(errors, 0) + FILL(answers, 0)';
+      expect(queries(name).find((q) => q.Expression)!.Expression).toBe(
+        `IF(${failures} >= ${deployment.newVersionMinFailures}, (${failures}) / invocations, 0)`,
+      );
+      expect(byId(name, 'answers').MetricStat).toMatchObject({
+        Metric: { Namespace: `StoreOrders/${stage}`, MetricName: METRIC_NAMES.serverErrorAnswers },
+        Stat: 'Sum',
+        Period: 60,
+      });
+      expect(byId(name, 'errors').MetricStat?.Metric.MetricName).toBe('Errors');
+      expect(byId(name, 'invocations').MetricStat?.Metric.MetricName).toBe('Invocations');
+      expect(alarms[name]!.Threshold).toBe(deployment.newVersionFailureRate);
+    },
+  );
+
+  it("rolls the authorizer back on its new version's errors (its key store failed) as a share of its invocations", () => {
+    expect(queries('AuthorizerNewVersionFailureRate').find((q) => q.Expression)!.Expression).toBe(
+      `IF(FILL(errors, 0) >= ${deployment.newVersionMinFailures}, (FILL(errors, 0)) / invocations, 0)`,
+    );
+  });
+
+  it('judges p99 duration only over a minute of enough invocations', () => {
+    for (const name of ['CancelOrderNewVersionLatencyP99', 'AuthorizerNewVersionLatencyP99']) {
+      expect(queries(name).find((q) => q.Expression)!.Expression).toBe(
+        `IF(invocations >= ${deployment.newVersionMinInvocations}, p99, 0)`,
+      );
+      expect(byId(name, 'p99').MetricStat).toMatchObject({ Stat: 'p99', Period: 60 });
+    }
+  });
+
+  it('lets one transient failure pass: rates, at least 3 failures, 5% in production', () => {
+    expect(deployment.newVersionMinFailures).toBeGreaterThanOrEqual(3);
+    expect(config('production').deployment.newVersionFailureRate).toBe(0.05);
   });
 });
 

@@ -30,6 +30,8 @@ import { accessLogTemplate, renderAccessLog } from '../../lib/api/access-log.ts'
 import { ERROR_ANSWER_LOG } from '../../lib/api/errors.ts';
 import {
   deploymentApplicationName,
+  executionLogGroupName,
+  FUNCTION_OUTPUTS,
   LIVE_ALIAS,
   LOG_GROUP_OUTPUTS,
   logGroupName,
@@ -78,7 +80,32 @@ function versionId(stage: StageName, fn: { node: { defaultChild?: unknown } }): 
   return found[0];
 }
 
-const SOURCES: readonly LogSource[] = ['access', 'listOrders', 'cancelOrder', 'authorizer'];
+/** The REST API id, a function and a table of the stand-in AWS CLI's stage. */
+const STAND_IN_REST_API_ID = 'abc123defg';
+const FUNCTION_NAME = 'Production-Api-CancelOrder87F627D3-AbCdEf';
+const ORDERS_TABLE = 'Production-Data-OrdersE1F3A9C2-1XK8W2P7ZQ4R';
+/** An access-log line of a request, as the deployed format writes it. */
+const ACCESS_LINE = renderAccessLog(accessLogTemplate(), {
+  requestId: '85963121-7f65-4547-be99-ff66c140533b',
+  'authorizer.principalId': 'key_rbTbkLzCiXhA',
+  status: 404,
+});
+
+/** A stack's outputs as a deployed stack lists them: every one the template has, some given. */
+function outputsOf(template: Template, values: Record<string, string>): Record<string, string> {
+  const keys = Object.keys(template.toJSON().Outputs as object);
+  for (const key of Object.keys(values)) expect(keys).toContain(key);
+  return Object.fromEntries(keys.map((key) => [key, values[key] ?? `${key}-value`]));
+}
+
+const SOURCES: readonly LogSource[] = [
+  'access',
+  'listOrders',
+  'cancelOrder',
+  'authorizer',
+  'deployHooks',
+  'execution',
+];
 const docs = (file: string) => readFileSync(join(PROJECT_ROOT, 'docs', file), 'utf8');
 
 afterEach(() => {
@@ -88,8 +115,12 @@ afterEach(() => {
 describe.each(STAGES)('logs you can query (%s)', (stage) => {
   const { api } = stageTemplates[stage];
   const stack = stages[stage].api;
-  const groupId = (source: LogSource) =>
-    idOf(stage, source === 'access' ? accessLogGroup(stage) : stack.functions[source].logs);
+  const groupId = (source: LogSource) => idOf(stage, logGroupOf(stage, source));
+  /** A group's name as the template gives it (the execution log's holds the API's id). */
+  const expectedName = (source: LogSource) =>
+    source === 'execution'
+      ? { 'Fn::Join': ['', ['API-Gateway-Execution-Logs_', ref(idOf(stage, stack.api)), '/v1']] }
+      : logGroupName(stage, source);
 
   it('names each log group for the stage, keeps it as long as the stage keeps logs, and lists it in the outputs', () => {
     const retention = stage === 'production' ? 365 : 14;
@@ -98,7 +129,7 @@ describe.each(STAGES)('logs you can query (%s)', (stage) => {
         ([id]) => id === groupId(source),
       )!;
       expect(group.Properties).toMatchObject({
-        LogGroupName: logGroupName(stage, source),
+        LogGroupName: expectedName(source),
         RetentionInDays: retention,
       });
       const outputs = api.findOutputs(LOG_GROUP_OUTPUTS[source]);
@@ -106,10 +137,28 @@ describe.each(STAGES)('logs you can query (%s)', (stage) => {
         ref(groupId(source)),
       ]);
     }
-    expect(new Set(SOURCES.map((s) => logGroupName(stage, s))).size).toBe(SOURCES.length);
+    // Every log group of the stack is one of these: none left unnamed, unkept or unlisted.
+    expect(
+      resources(api, 'AWS::Logs::LogGroup')
+        .map(([id]) => id)
+        .sort(),
+    ).toEqual(SOURCES.map(groupId).sort());
+    expect(new Set(SOURCES.map((s) => JSON.stringify(expectedName(s)))).size).toBe(SOURCES.length);
   });
 
-  it("writes each function's logs to its named group", () => {
+  it("creates API Gateway's execution log group before the stage that writes to it (else API Gateway makes one that never expires)", () => {
+    const [[stageId, apiStage]] = resources(api, 'AWS::ApiGateway::Stage') as [[string, Resource]];
+    expect(stageId).toBeDefined();
+    expect((apiStage as { DependsOn?: string[] }).DependsOn).toContain(groupId('execution'));
+    expect(JSON.stringify(apiStage.Properties.MethodSettings)).toContain('"LoggingLevel":"ERROR"');
+  });
+
+  it("writes each function's logs to its named group, and the deploy hooks' to theirs", () => {
+    const hooks = stack.deployments.hooks;
+    for (const hook of [hooks.preTraffic, hooks.postTraffic]) {
+      const fn = api.toJSON().Resources[idOf(stage, hook)] as Resource;
+      expect(fn.Properties.LoggingConfig).toEqual({ LogGroup: ref(groupId('deployHooks')) });
+    }
     for (const name of FUNCTION_NAMES) {
       const fnId = idOf(stage, stack.functions[name]);
       const fn = api.toJSON().Resources[fnId] as Resource;
@@ -130,9 +179,13 @@ describe.each(STAGES)('logs you can query (%s)', (stage) => {
   });
 });
 
-function accessLogGroup(stage: StageName) {
-  const group = stages[stage].api.node.findChild('AccessLogs');
-  return group as unknown as { node: { defaultChild?: unknown } };
+/** The construct of a stage's log group, by what writes to it. */
+function logGroupOf(stage: StageName, source: LogSource): { node: { defaultChild?: unknown } } {
+  const stack = stages[stage].api;
+  if (source === 'access') return stack.node.findChild('AccessLogs');
+  if (source === 'execution') return stack.node.findChild('ExecutionLogs');
+  if (source === 'deployHooks') return stack.deployments.hooks.logs;
+  return stack.functions[source].logs;
 }
 
 describe('the saved queries', () => {
@@ -141,7 +194,9 @@ describe('the saved queries', () => {
     const access = JSON.parse(renderAccessLog(accessLogTemplate(), {})) as object;
     const lines: Record<string, unknown>[] = [];
     const capture = new Logger('DEBUG', (text) => lines.push(JSON.parse(text) as never));
-    capture.startInvocation({ functionName: 'f', awsRequestId: 'r' }, 'c').info('line');
+    capture
+      .startInvocation({ functionName: 'f', functionVersion: '7', awsRequestId: 'r' }, 'c')
+      .info('line');
     // The refusal and the error-answer lines, as the functions' error handling writes them.
     const out = vi.spyOn(process.stdout, 'write').mockImplementation((text) => {
       lines.push(JSON.parse(String(text)) as never);
@@ -152,18 +207,21 @@ describe('the saved queries', () => {
     return new Set([...Object.keys(access), ...lines.flatMap((line) => Object.keys(line))]);
   }
 
-  /** The field names a query uses: every identifier outside quotes, functions and keywords. */
+  /**
+   * The field names a query uses: every identifier outside quotes, functions and keywords; of a
+   * nested field (`failure.reason`), the top-level name.
+   */
   function fieldsUsed(query: string): string[] {
     const keywords = new Set(
-      'fields filter stats sort limit by as and or not asc desc count bin'.split(' '),
+      'fields filter stats sort limit by as and or not asc desc count bin like'.split(' '),
     );
     return [
       ...query
         .replace(/"[^"]*"/g, '')
         .replace(/\b\d+[a-z]?\b/g, '')
-        .matchAll(/(?<![@\w])[a-z_][A-Za-z_]*\b(?!\()/g),
+        .matchAll(/(?<![@\w.])[a-z_][A-Za-z_]*(?:\.[A-Za-z_]+)*\b(?!\()/g),
     ]
-      .map((m) => m[0])
+      .map((m) => m[0].split('.')[0]!)
       .filter((word) => !keywords.has(word));
   }
 
@@ -174,13 +232,32 @@ describe('the saved queries', () => {
       for (const key of Object.keys(JSON.parse(String(text)) as object)) written.add(key);
       return true;
     });
+    const err = vi.spyOn(process.stderr, 'write').mockImplementation((text) => {
+      for (const key of Object.keys(JSON.parse(String(text)) as object)) written.add(key);
+      return true;
+    });
     await middy(() => {
       throw new ApiError('ORDER_NOT_FOUND');
     })
       .use(httpErrors())({}, {} as never)
       .catch(() => undefined);
+    // A failure's line: what request-by-id shows of it (failure.kind, failure.reason).
+    await middy(() => {
+      throw new DependencyFailure('permanent', 'orders table', 'missing-table');
+    })
+      .use(httpErrors())({}, {} as never)
+      .catch(() => undefined);
     out.mockRestore();
-    for (const field of ['code', 'status', 'keyId', 'outcome', FUNCTION_LOG_FIELDS.correlationId])
+    err.mockRestore();
+    for (const field of [
+      'code',
+      'status',
+      'keyId',
+      'outcome',
+      'failure',
+      FUNCTION_LOG_FIELDS.correlationId,
+      FUNCTION_LOG_FIELDS.functionVersion,
+    ])
       expect(written).toContain(field);
     // What Logs Insights derives itself: the query's own names for its results.
     const derived = new Set(['answers', 'refusals']);
@@ -191,13 +268,25 @@ describe('the saved queries', () => {
     }
   });
 
-  it('find a request by the id its client got, in the access log and the function lines', () => {
+  it("find a request by the id its client got, in the access log, the function lines and API Gateway's execution log, with what went wrong", () => {
     const byId = LOG_QUERIES.find((q) => q.name === 'request-by-id')!;
-    expect(byId.query.toString()).toContain(`requestId = "${REQUEST_ID_PLACEHOLDER}"`);
-    expect(byId.query.toString()).toContain(
-      `${FUNCTION_LOG_FIELDS.correlationId} = "${REQUEST_ID_PLACEHOLDER}"`,
+    const text = byId.query.toString();
+    expect(text).toContain(`requestId = "${REQUEST_ID_PLACEHOLDER}"`);
+    expect(text).toContain(`${FUNCTION_LOG_FIELDS.correlationId} = "${REQUEST_ID_PLACEHOLDER}"`);
+    // API Gateway starts each execution-log message with the request id in parentheses.
+    expect(text).toContain(`@message like "(${REQUEST_ID_PLACEHOLDER})"`);
+    const fields = /^fields (.*)$/m.exec(text)![1]!.split(', ');
+    expect(fields).toEqual(
+      expect.arrayContaining([
+        'errorMessage',
+        'message',
+        'code',
+        'failure.kind',
+        'failure.reason',
+        'function_version',
+      ]),
     );
-    expect(byId.sources).toEqual(['access', 'listOrders', 'cancelOrder']);
+    expect(byId.sources).toEqual(['access', 'listOrders', 'cancelOrder', 'execution']);
   });
 
   it('count every error answer of a function by its code: one line each, whatever the error', async () => {
@@ -306,12 +395,20 @@ describe.each(STAGES)('safe deployments (%s)', (stage) => {
       false,
     );
     // API Gateway may invoke the aliases, and nothing else.
-    for (const [, permission] of resources(api, 'AWS::Lambda::Permission')) {
+    const fromApi = resources(api, 'AWS::Lambda::Permission').filter(
+      ([, p]) => p.Properties.Principal === 'apigateway.amazonaws.com',
+    );
+    expect(fromApi.length).toBeGreaterThan(0);
+    for (const [, permission] of fromApi) {
       expect(aliasIds.has(targets(permission.Properties.FunctionName)[0]!)).toBe(true);
     }
   });
 
-  it(`deploy each function with CodeDeploy, ${stage === 'production' ? 'a canary first' : 'all at once'}, rolling back on failure, on a stop and on alarm`, () => {
+  const hooks = stack.deployments.hooks;
+  const hookIds = { pre: idOf(stage, hooks.preTraffic), post: idOf(stage, hooks.postTraffic) };
+  const resource = (id: string) => api.toJSON().Resources[id] as Resource;
+
+  it(`deploy each function with CodeDeploy, ${stage === 'production' ? 'a canary first' : 'all at once'}, called before any traffic moves and watched after the last shift, rolling back on failure, on a stop and on alarm`, () => {
     const configName = {
       production: 'CodeDeployDefault.LambdaCanary10Percent5Minutes',
       staging: 'CodeDeployDefault.LambdaAllAtOnce',
@@ -330,7 +427,7 @@ describe.each(STAGES)('safe deployments (%s)', (stage) => {
     for (const name of FUNCTION_NAMES) {
       const group = stack.deployments.groups[name];
       const groupId = idOf(stage, group);
-      const props = (api.toJSON().Resources[groupId] as Resource).Properties;
+      const props = resource(groupId).Properties;
       expect(props).toMatchObject({
         ApplicationName: ref(applicationId),
         DeploymentGroupName: name,
@@ -340,55 +437,115 @@ describe.each(STAGES)('safe deployments (%s)', (stage) => {
           Enabled: true,
           Events: ['DEPLOYMENT_FAILURE', 'DEPLOYMENT_STOP_ON_REQUEST', 'DEPLOYMENT_STOP_ON_ALARM'],
         },
+        AlarmConfiguration: { Enabled: true },
       });
-      // The alias moves only through its deployment group.
-      const alias = api.toJSON().Resources[aliasId(name)] as Resource;
-      expect(alias.UpdatePolicy).toEqual({
+      // The hooks know the new version (they are updated first), then the alias moves, only
+      // through its deployment group, between the two hooks.
+      expect((resource(aliasId(name)) as { DependsOn?: string[] }).DependsOn).toEqual(
+        expect.arrayContaining([hookIds.pre, hookIds.post]),
+      );
+      expect(resource(aliasId(name)).UpdatePolicy).toEqual({
         CodeDeployLambdaAliasUpdate: {
           ApplicationName: ref(applicationId),
           DeploymentGroupName: ref(groupId),
+          BeforeAllowTrafficHook: ref(hookIds.pre),
+          AfterAllowTrafficHook: ref(hookIds.post),
         },
       });
     }
   });
 
-  it("watch, during each deploy, the new version's errors (and a buffered function's p99 duration), and roll back when one fires", () => {
+  it("watch, during each deploy and its bake, the new version's failure rate (and a buffered function's p99 duration)", () => {
     const alarms = Object.fromEntries(resources(api, 'AWS::CloudWatch::Alarm'));
     for (const name of FUNCTION_NAMES) {
       const fn = stack.functions[name];
-      const groupId = idOf(stage, stack.deployments.groups[name]);
-      const group = (api.toJSON().Resources[groupId] as Resource).Properties as {
-        AlarmConfiguration: { Enabled: boolean; Alarms: { Name: { Ref: string } }[] };
+      const group = resource(idOf(stage, stack.deployments.groups[name])).Properties as {
+        AlarmConfiguration: { Alarms: { Name: { Ref: string } }[] };
       };
-      expect(group.AlarmConfiguration.Enabled).toBe(true);
       const watched = group.AlarmConfiguration.Alarms.map((a) => alarms[a.Name.Ref]!.Properties);
-      const metrics = watched.map(
-        (a) => `${a.MetricName as string}:${(a.Statistic ?? a.ExtendedStatistic) as string}`,
-      );
-      expect(metrics.sort()).toEqual(
-        name === 'listOrders' ? ['Errors:Sum'] : ['Duration:p99', 'Errors:Sum'],
+      expect(watched.map((a) => String(a.AlarmName).replace(`store-orders-${stage}-`, ''))).toEqual(
+        name === 'listOrders'
+          ? ['ListOrdersNewVersionFailureRate']
+          : [
+              `${name.charAt(0).toUpperCase()}${name.slice(1)}NewVersionFailureRate`,
+              `${name.charAt(0).toUpperCase()}${name.slice(1)}NewVersionLatencyP99`,
+            ],
       );
       for (const alarm of watched) {
+        const metrics = (
+          alarm.Metrics as {
+            MetricStat?: { Metric: { Namespace: string; Dimensions: unknown[] } };
+          }[]
+        )
+          .filter((m) => m.MetricStat)
+          .map((m) => m.MetricStat!.Metric);
+        expect(metrics.length).toBeGreaterThanOrEqual(2);
         // The version this deploy publishes, as invoked through the alias: not the old one.
-        expect(alarm.Dimensions).toEqual([
-          {
-            Name: 'ExecutedVersion',
-            Value: { 'Fn::GetAtt': [versionId(stage, fn), 'Version'] },
-          },
-          { Name: 'FunctionName', Value: ref(idOf(stage, fn)) },
-          {
-            Name: 'Resource',
-            Value: { 'Fn::Join': ['', [ref(idOf(stage, fn)), `:${LIVE_ALIAS}`]] },
-          },
-        ]);
-        expect(alarm).toMatchObject({ Namespace: 'AWS/Lambda', Period: 60, EvaluationPeriods: 1 });
-        expect(alarm.Threshold).toBe(
-          alarm.MetricName === 'Errors'
-            ? config.deployment.newVersionErrors
-            : config.deployment.newVersionP99DurationMs,
-        );
+        const version = { 'Fn::GetAtt': [versionId(stage, fn), 'Version'] };
+        for (const metric of metrics) {
+          expect(metric.Dimensions).toEqual(
+            metric.Namespace === 'AWS/Lambda'
+              ? [
+                  { Name: 'ExecutedVersion', Value: version },
+                  { Name: 'FunctionName', Value: ref(idOf(stage, fn)) },
+                  {
+                    Name: 'Resource',
+                    Value: { 'Fn::Join': ['', [ref(idOf(stage, fn)), `:${LIVE_ALIAS}`]] },
+                  },
+                ]
+              : [
+                  { Name: 'FunctionName', Value: ref(idOf(stage, fn)) },
+                  { Name: 'FunctionVersion', Value: version },
+                ],
+          );
+        }
+        expect(alarm).toMatchObject({ EvaluationPeriods: 1 });
       }
     }
+  });
+
+  it('give the hooks what they act on: the new versions, the alarms, the bake, how many versions to keep', () => {
+    const pre = resource(hookIds.pre).Properties;
+    const post = resource(hookIds.post).Properties;
+    expect(pre).toMatchObject({ Handler: 'index.preTraffic', Runtime: 'nodejs24.x' });
+    expect(post).toMatchObject({
+      Handler: 'index.postTraffic',
+      // The bake and the pruning in one invocation.
+      Timeout: config.deployment.bakeMinutes * 60 + 120,
+    });
+    const env = (post.Environment as { Variables: Record<string, unknown> }).Variables;
+    expect(env).toMatchObject({
+      BAKE_SECONDS: String(config.deployment.bakeMinutes * 60),
+      VERSIONS_KEPT: String(config.deployment.versionsKept),
+      IGNORE_ALARMS: 'false',
+    });
+    const targets = JSON.stringify(env.DEPLOY_TARGETS);
+    for (const name of FUNCTION_NAMES) {
+      expect(targets).toContain(versionId(stage, stack.functions[name]));
+      expect(targets).toContain(
+        `${name.charAt(0).toUpperCase()}${name.slice(1)}NewVersionFailureRate`,
+      );
+    }
+    expect(config.deployment.bakeMinutes).toBe(stage === 'production' ? 10 : 2);
+  });
+
+  it('keep every version a deploy replaces, for a rollback (the post-traffic hook prunes them)', () => {
+    const versions = resources(api, 'AWS::Lambda::Version');
+    expect(versions).toHaveLength(FUNCTION_NAMES.length);
+    for (const [, version] of versions) {
+      expect(version.DeletionPolicy).toBe('Retain');
+      expect(version.UpdateReplacePolicy).toBe('Retain');
+    }
+  });
+
+  it('resume the scaling of provisioned concurrency after a failed or stopped deployment (EventBridge to the post-traffic hook)', () => {
+    const [[, rule]] = resources(api, 'AWS::Events::Rule') as [[string, Resource]];
+    expect(rule.Properties.EventPattern).toEqual({
+      source: ['aws.codedeploy'],
+      'detail-type': ['CodeDeploy Deployment State-change Notification'],
+      detail: { application: [expect.anything()], state: ['FAILURE', 'STOP'] },
+    });
+    expect(JSON.stringify(rule.Properties.Targets)).toContain(hookIds.post);
   });
 
   it('output the CodeDeploy application that docs/deploy.md watches', () => {
@@ -426,17 +583,18 @@ describe('what cdk destroy deletes and keeps', () => {
     return fate;
   }
 
-  it('keeps the tables and the logs of production, deletes everything of staging', () => {
-    const production = fates('production');
-    expect(production['AWS::DynamoDB::GlobalTable']).toBe('kept');
-    expect(production['AWS::Logs::LogGroup']).toBe('kept');
-    expect(
-      Object.entries(production)
+  it("keeps the tables and the logs of production, deletes everything else of staging; function versions are left to their function's deletion", () => {
+    const kept = (stage: StageName) =>
+      Object.entries(fates(stage))
         .filter(([, f]) => f === 'kept')
         .map(([t]) => t)
-        .sort(),
-    ).toEqual(['AWS::DynamoDB::GlobalTable', 'AWS::Logs::LogGroup']);
-    expect(Object.values(fates('staging')).every((f) => f === 'deleted')).toBe(true);
+        .sort();
+    expect(kept('production')).toEqual([
+      'AWS::DynamoDB::GlobalTable',
+      'AWS::Lambda::Version',
+      'AWS::Logs::LogGroup',
+    ]);
+    expect(kept('staging')).toEqual(['AWS::Lambda::Version']);
   });
 
   it('is the table docs/operations.md gives, type by type and stage by stage', () => {
@@ -451,7 +609,11 @@ describe('what cdk destroy deletes and keeps', () => {
     const production = fates('production');
     expect(Object.keys(rows).sort()).toEqual(Object.keys(production).sort());
     for (const type of Object.keys(production)) {
-      expect(rows[type], type).toEqual({ staging: staging[type], production: production[type] });
+      // A type staging has none of (provisioned concurrency's scaling, at 0 there): `none`.
+      expect(rows[type], type).toEqual({
+        staging: staging[type] ?? 'none',
+        production: production[type],
+      });
     }
   });
 });
@@ -471,8 +633,9 @@ function shellBlocks(file: string, heading: string): string {
 
 /**
  * A stand-in for the AWS CLI: it logs each call's arguments and answers the calls the runbooks
- * make from the synthesized production stage (query definitions, CodeDeploy names); any other
- * call, or a name the stage does not have, fails as the CLI would.
+ * make from the synthesized production stage (query definitions, CodeDeploy names, the stacks'
+ * outputs, the functions' versions, the access log, a restore); any other call, or a name the
+ * stage does not have, fails as the CLI would.
  */
 const AWS_STAND_IN = `
 const fs = require('node:fs');
@@ -483,6 +646,7 @@ const option = (name) => { const i = args.indexOf(name); return i < 0 ? undefine
 const fail = (why) => { process.stderr.write(why + '\\n'); process.exit(254); };
 const [service, command] = args;
 const call = service + ' ' + command;
+const fn = () => { if (option('--function-name') !== fixture.functionName) fail('no function ' + option('--function-name')); };
 if (call === 'logs describe-query-definitions') {
   const query = fixture.queries.find((q) => q.name === option('--query-definition-name-prefix'));
   if (!query) fail('no query definition ' + option('--query-definition-name-prefix'));
@@ -494,6 +658,11 @@ if (call === 'logs describe-query-definitions') {
   console.log('q-1');
 } else if (call === 'logs get-query-results') {
   console.log('{"status":"Complete","results":[]}');
+} else if (call === 'logs filter-log-events') {
+  if (option('--log-group-name') !== fixture.accessLogGroup) fail('no log group ' + option('--log-group-name'));
+  const line = fixture.accessLines.find((l) => option('--filter-pattern') === '{ $.requestId = "' + JSON.parse(l).requestId + '" }');
+  if (option('--query') !== 'events[0].message') fail('stand-in: unknown --query ' + option('--query'));
+  console.log(line ?? 'None');
 } else if (call === 'deploy list-deployments') {
   if (option('--application-name') !== fixture.application) fail('no application');
   if (!fixture.groups.includes(option('--deployment-group-name'))) fail('no deployment group');
@@ -501,11 +670,40 @@ if (call === 'logs describe-query-definitions') {
 } else if (call === 'deploy get-deployment' || call === 'deploy stop-deployment') {
   if (!/^d-[A-Z0-9]+$/.test(option('--deployment-id'))) fail('bad deployment id');
   console.log('{}');
-} else if (call === 'cloudformation describe-stack-resources') {
-  if (option('--stack-name') !== fixture.stack) fail('no stack ' + option('--stack-name'));
-  console.log('Production-Api-CancelOrder87F627D3-AbCdEf');
+} else if (call === 'cloudformation describe-stacks') {
+  const outputs = fixture.outputs[option('--stack-name')];
+  if (!outputs) fail('Stack with id ' + option('--stack-name') + ' does not exist');
+  const key = /OutputKey=='(\\w+)'/.exec(option('--query') ?? '')?.[1];
+  if (!(key in outputs)) fail('stand-in: no output ' + key);
+  console.log(outputs[key]);
 } else if (call === 'lambda get-alias') {
+  fn();
   if (option('--name') !== fixture.alias) fail('no alias ' + option('--name'));
+  console.log(option('--query') === 'FunctionVersion' ? fixture.liveVersion : '{}');
+} else if (call === 'lambda list-versions-by-function') {
+  fn();
+  if (option('--query') !== 'Versions[].Version') fail('stand-in: unknown --query ' + option('--query'));
+  console.log(['$LATEST', ...fixture.versions].join('\\t'));
+} else if (call === 'lambda update-alias') {
+  fn();
+  if (option('--name') !== fixture.alias) fail('no alias ' + option('--name'));
+  if (!fixture.versions.includes(option('--function-version'))) fail('no version ' + option('--function-version'));
+  console.log('{}');
+} else if (call === 'apigateway flush-stage-authorizers-cache') {
+  if (option('--rest-api-id') !== fixture.restApiId) fail('Invalid API identifier specified');
+  if (option('--stage-name') !== 'v1') fail('Invalid stage identifier specified');
+} else if (call === 'dynamodb restore-table-to-point-in-time') {
+  if (option('--source-table-name') !== fixture.ordersTable) fail('no table ' + option('--source-table-name'));
+  fs.writeFileSync(process.env.AWS_STAND_IN_LOG + '.polls', '0');
+  console.log('{}');
+} else if (call === 'dynamodb describe-table') {
+  if (option('--table-name') !== fixture.ordersTable + '-restored') fail('no table ' + option('--table-name'));
+  // CREATING for the first three reads (a restore takes long), then ACTIVE.
+  const polls = Number(fs.readFileSync(process.env.AWS_STAND_IN_LOG + '.polls', 'utf8')) + 1;
+  fs.writeFileSync(process.env.AWS_STAND_IN_LOG + '.polls', String(polls));
+  console.log(polls > 3 ? 'ACTIVE' : 'CREATING');
+} else if (call === 'dynamodb delete-table') {
+  if (option('--table-name') !== fixture.ordersTable + '-restored') fail('no table ' + option('--table-name'));
   console.log('{}');
 } else fail('stand-in: unknown call ' + call);
 `;
@@ -513,8 +711,11 @@ if (call === 'logs describe-query-definitions') {
 describe('the runbooks, run with a stand-in AWS CLI against the synthesized production stage', () => {
   const { api } = stageTemplates.production;
   const dir = mkdtempSync(join(tmpdir(), 'runbook-aws-'));
+  // A name holding the API's id (the execution log's) as a deployed stack would have it.
+  const named = (name: unknown) =>
+    typeof name === 'string' ? name : executionLogGroupName(STAND_IN_REST_API_ID);
   const groupNames = Object.fromEntries(
-    resources(api, 'AWS::Logs::LogGroup').map(([id, g]) => [id, g.Properties.LogGroupName]),
+    resources(api, 'AWS::Logs::LogGroup').map(([id, g]) => [id, named(g.Properties.LogGroupName)]),
   );
   writeFileSync(
     join(dir, 'fixture.json'),
@@ -528,30 +729,54 @@ describe('the runbooks, run with a stand-in AWS CLI against the synthesized prod
       groups: resources(api, 'AWS::CodeDeploy::DeploymentGroup').map(
         ([, g]) => g.Properties.DeploymentGroupName,
       ),
-      stack: stages.production.api.stackName,
       alias: LIVE_ALIAS,
+      outputs: {
+        [stages.production.api.stackName]: outputsOf(api, {
+          [FUNCTION_OUTPUTS.cancelOrder]: FUNCTION_NAME,
+          [STACK_OUTPUTS.restApiId]: STAND_IN_REST_API_ID,
+        }),
+        [stages.production.data.stackName]: outputsOf(stageTemplates.production.data, {
+          [STACK_OUTPUTS.ordersTable]: ORDERS_TABLE,
+        }),
+      },
+      functionName: FUNCTION_NAME,
+      versions: ['3', '5', '6', '7', '10'],
+      liveVersion: '7',
+      restApiId: STAND_IN_REST_API_ID,
+      ordersTable: ORDERS_TABLE,
+      accessLogGroup: logGroupName('production', 'access'),
+      accessLines: [ACCESS_LINE],
     }),
   );
   writeFileSync(join(dir, 'aws'), `#!${process.execPath}\n${AWS_STAND_IN}`);
   chmodSync(join(dir, 'aws'), 0o755);
+  // A restore's wait sleeps a minute between reads: not in a test.
+  writeFileSync(join(dir, 'sleep'), '#!/bin/sh\nexit 0\n');
+  chmodSync(join(dir, 'sleep'), 0o755);
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  async function runbook(script: string): Promise<string[][]> {
+  async function runbookOutput(script: string): Promise<{ stdout: string; calls: string[][] }> {
     const log = join(dir, `calls-${Math.random()}.log`);
     writeFileSync(log, '');
-    await promisify(execFile)('bash', ['-e', '-u', '-o', 'pipefail', '-c', script], {
-      env: {
-        ...process.env,
-        PATH: `${dir}${delimiter}${process.env.PATH ?? ''}`,
-        AWS_STAND_IN_FIXTURE: join(dir, 'fixture.json'),
-        AWS_STAND_IN_LOG: log,
+    const { stdout } = await promisify(execFile)(
+      'bash',
+      ['-e', '-u', '-o', 'pipefail', '-c', script],
+      {
+        env: {
+          ...process.env,
+          PATH: `${dir}${delimiter}${process.env.PATH ?? ''}`,
+          AWS_STAND_IN_FIXTURE: join(dir, 'fixture.json'),
+          AWS_STAND_IN_LOG: log,
+        },
       },
-    });
-    return readFileSync(log, 'utf8')
+    );
+    const calls = readFileSync(log, 'utf8')
       .split('\n')
       .filter(Boolean)
       .map((line) => JSON.parse(line) as string[]);
+    return { stdout, calls };
   }
+  const runbook = async (script: string) => (await runbookOutput(script)).calls;
   const after = (call: string[], flag: string) => call[call.indexOf(flag) + 1];
 
   it("runs a saved query: the request query, on its log groups, with the client's request id in it", async () => {
@@ -566,6 +791,7 @@ describe('the runbooks, run with a stand-in AWS CLI against the synthesized prod
       logGroupName('production', 'access'),
       logGroupName('production', 'listOrders'),
       logGroupName('production', 'cancelOrder'),
+      executionLogGroupName(STAND_IN_REST_API_ID),
     ]);
     const [from, to] = [Number(after(start, '--start-time')), Number(after(start, '--end-time'))];
     // An hour back from now: the two `date` calls may fall in different seconds.
@@ -577,15 +803,77 @@ describe('the runbooks, run with a stand-in AWS CLI against the synthesized prod
     expect(calls.at(-1)).toEqual(['logs', 'get-query-results', '--query-id', 'q-1']);
   });
 
-  it('watches a deploy and stops it with rollback, on the groups the stage has', async () => {
+  it("watches a deploy and stops it with rollback, on the groups the stage has; the alias by the function's output (not a listing cut at 100 resources)", async () => {
     const calls = await runbook(shellBlocks('deploy.md', '### Watch a deploy and stop it'));
     expect(calls.map((c) => `${c[0]} ${c[1]}`)).toEqual([
       'deploy list-deployments',
       'deploy get-deployment',
       'deploy stop-deployment',
-      'cloudformation describe-stack-resources',
+      'cloudformation describe-stacks',
       'lambda get-alias',
     ]);
     expect(calls[2]).toContain('--auto-rollback-enabled');
+    expect(after(calls[4]!, '--function-name')).toBe(FUNCTION_NAME);
+    // The stack has more than 100 resources: describe-stack-resources would not list them all.
+    expect(Object.keys(api.toJSON().Resources as object).length).toBeGreaterThan(100);
+  });
+
+  it('rolls a function back in one step: live on the version before the one it serves, with no weights', async () => {
+    const calls = await runbook(shellBlocks('deploy.md', '### Roll back at once'));
+    expect(calls.map((c) => `${c[0]} ${c[1]}`)).toEqual([
+      'cloudformation describe-stacks',
+      'lambda get-alias',
+      'lambda list-versions-by-function',
+      'lambda update-alias',
+    ]);
+    const update = calls.at(-1)!;
+    // live serves 7 of 3, 5, 6, 7 and 10 (a version published and never shifted to): 6.
+    expect(after(update, '--function-version')).toBe('6');
+    expect(after(update, '--name')).toBe(LIVE_ALIAS);
+    expect(JSON.parse(after(update, '--routing-config')!)).toEqual({
+      AdditionalVersionWeights: {},
+    });
+  });
+
+  it('restores the orders: the live table from the stack, a restore waited for however long it takes, the copy deleted', async () => {
+    // Steps 1, 2 and 7 (3 to 6 are the operator CLI's: test/admin/restore.test.ts).
+    const script = shellBlocks('operations.md', '### Restore the orders to a point in time')
+      .split('\n')
+      .filter((line) => !line.startsWith('npm '))
+      .join('\n');
+    const calls = await runbook(script);
+    expect(calls.map((c) => `${c[0]} ${c[1]}`)).toEqual([
+      'cloudformation describe-stacks',
+      'dynamodb restore-table-to-point-in-time',
+      'dynamodb describe-table',
+      'dynamodb describe-table',
+      'dynamodb describe-table',
+      'dynamodb describe-table',
+      'dynamodb delete-table',
+    ]);
+    expect(after(calls[1]!, '--target-table-name')).toBe(`${ORDERS_TABLE}-restored`);
+  });
+
+  it("leads from a customer's request id to their key id in one command", async () => {
+    const block = shellBlocks('operations.md', "### From a customer's request id to their key");
+    expect(block.trim().split('\n')).toHaveLength(1);
+    const { stdout, calls } = await runbookOutput(block);
+    expect(stdout.trim()).toBe('key_rbTbkLzCiXhA');
+    const [call] = calls;
+    const from = Number(after(call!, '--start-time')) / 1000;
+    expect(Date.now() / 1000 - from).toBeGreaterThanOrEqual(7 * 86_400 - 60);
+  });
+
+  it("flushes the stage's authorizer cache after a revocation, on the stage's API", async () => {
+    const script = shellBlocks('operations.md', '### A leaked key: make it stop working now')
+      .split('\n')
+      .filter((line) => !line.startsWith('npm '))
+      .join('\n');
+    const calls = await runbook(script);
+    expect(calls.map((c) => `${c[0]} ${c[1]}`)).toEqual([
+      'cloudformation describe-stacks',
+      'apigateway flush-stage-authorizers-cache',
+    ]);
+    expect(after(calls[1]!, '--rest-api-id')).toBe(STAND_IN_REST_API_ID);
   });
 });

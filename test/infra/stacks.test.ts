@@ -19,7 +19,7 @@ import { methodsByPath, resolveRoute, ROUTES, type RouteDefinition } from '../..
 import { createGateway } from '../../local/gateway.ts';
 import { STACK_OUTPUTS, stackNames } from '../../lib/deployment.ts';
 import { TABLES } from '../../lib/dynamodb/tables.ts';
-import { FUNCTIONS } from '../../lib/functions.ts';
+import { DEPLOY_HOOKS, FUNCTIONS } from '../../lib/functions.ts';
 import { BEARER_KEY_PATTERN, generateApiKey } from '../../lib/keys/api-key.ts';
 import { templates, testApp } from './support.ts';
 
@@ -326,12 +326,17 @@ describe('tables', () => {
 describe('functions', () => {
   it('run Node.js 24 on arm64 with X-Ray and their own log groups, parsing no source maps', () => {
     const fns = resources(staging.api, 'AWS::Lambda::Function');
-    expect(fns).toHaveLength(3);
+    // The three of the API and the two deploy hooks.
+    expect(fns.map(([, fn]) => fn.Properties.Description).sort()).toEqual(
+      [...Object.values(FUNCTIONS), ...Object.values(DEPLOY_HOOKS)]
+        .map((d) => d.description)
+        .sort(),
+    );
     for (const [, fn] of fns) {
       expect(fn.Properties).toMatchObject({
         Runtime: 'nodejs24.x',
         Architectures: ['arm64'],
-        Handler: 'index.handler',
+        Handler: expect.stringMatching(/^index\.(handler|preTraffic|postTraffic)$/),
         TracingConfig: { Mode: 'Active' },
         LoggingConfig: { LogGroup: { Ref: expect.any(String) } },
         Environment: {
@@ -402,6 +407,8 @@ describe('functions', () => {
       'GET /store/orders': 10,
       'DELETE /store/orders/{orderId}': undefined,
       'API key authorizer': undefined,
+      'CodeDeploy BeforeAllowTraffic': undefined,
+      'CodeDeploy AfterAllowTraffic': undefined,
     });
     expect(reserved(production.api)['GET /store/orders']).toBe(100);
   });
@@ -471,6 +478,169 @@ describe('cdk-nag', () => {
   });
 });
 
+describe('provisioned concurrency on live (<stage>:provisionedConcurrency)', () => {
+  type Target = [string, Resource & { DependsOn?: string[] }];
+  const targets = (template: Template) =>
+    resources(template, 'AWS::ApplicationAutoScaling::ScalableTarget') as Target[];
+  const aliasOf = (template: Template, fnDescription: RegExp) =>
+    resources(template, 'AWS::Lambda::Alias').find(
+      ([, a]) =>
+        JSON.stringify(a.Properties.FunctionName) ===
+        JSON.stringify({ Ref: functionId(template, fnDescription) }),
+    )!;
+
+  it('is 0 in staging (no scaling target) and 1, 2, 2 in production, each with target tracking at 70% up to 4 times the floor', () => {
+    expect(targets(staging.api)).toEqual([]);
+    expect(stageConfig('production', () => undefined, {}).concurrency.provisioned).toEqual({
+      listOrders: 1,
+      cancelOrder: 2,
+      authorizer: 2,
+    });
+    const floors = Object.fromEntries(
+      targets(production.api).map(([, t]) => [
+        JSON.stringify(t.Properties.ResourceId).match(/ListOrders|CancelOrder|Authorizer/)![0],
+        [t.Properties.MinCapacity, t.Properties.MaxCapacity],
+      ]),
+    );
+    expect(floors).toEqual({ ListOrders: [1, 4], CancelOrder: [2, 8], Authorizer: [2, 8] });
+    for (const [, target] of targets(production.api)) {
+      expect(target.Properties).toMatchObject({
+        ScalableDimension: 'lambda:function:ProvisionedConcurrency',
+        ServiceNamespace: 'lambda',
+      });
+      expect(JSON.stringify(target.Properties.ResourceId)).toContain(':live');
+    }
+    for (const [, policy] of resources(
+      production.api,
+      'AWS::ApplicationAutoScaling::ScalingPolicy',
+    )) {
+      expect(policy.Properties.TargetTrackingScalingPolicyConfiguration).toMatchObject({
+        TargetValue: 0.7,
+        PredefinedMetricSpecification: {
+          PredefinedMetricType: 'LambdaProvisionedConcurrencyUtilization',
+        },
+      });
+    }
+  });
+
+  it("changes only after the alias's deployment: the floor is the scaling target's, which depends on the alias; the alias itself carries none", () => {
+    for (const [description, name] of [
+      [/^GET/, 'ListOrders'],
+      [/^DELETE/, 'CancelOrder'],
+      [/authorizer/, 'Authorizer'],
+    ] as const) {
+      const [aliasId, alias] = aliasOf(production.api, description);
+      expect(alias.Properties).not.toHaveProperty('ProvisionedConcurrencyConfig');
+      const [, target] = targets(production.api).find(([id]) => id.startsWith(name))!;
+      expect(target.DependsOn).toContain(aliasId);
+    }
+  });
+
+  it('takes a floor per function from context, refuses one listOrders cannot hold or an unknown function', () => {
+    const provisioned = (value: unknown) =>
+      stageConfig(
+        'staging',
+        (key) => (key === 'staging:provisionedConcurrency' ? value : undefined),
+        {},
+      ).concurrency.provisioned;
+    expect(provisioned('{"cancelOrder": 3}')).toEqual({
+      listOrders: 0,
+      cancelOrder: 3,
+      authorizer: 0,
+    });
+    expect(provisioned({ authorizer: 1 })).toEqual({
+      listOrders: 0,
+      cancelOrder: 0,
+      authorizer: 1,
+    });
+    expect(() => provisioned('{"cancelOrders": 3}')).toThrow(/cancelOrders is not a function/);
+    expect(() => provisioned('3')).toThrow(/must be an object such as/);
+    // Staging reserves 10 for listOrders: a floor of 3 scales to 12.
+    expect(() => provisioned({ listOrders: 3 })).toThrow(
+      /listOrders=3 scales up to 12, above listOrders' reserved concurrency of 10/,
+    );
+    const { stages: custom } = testApp({ 'staging:provisionedConcurrency': { cancelOrder: 3 } });
+    const [, target] = resources(
+      templates(custom.staging).api,
+      'AWS::ApplicationAutoScaling::ScalableTarget',
+    )[0]!;
+    expect(target.Properties).toMatchObject({ MinCapacity: 3, MaxCapacity: 12 });
+  });
+});
+
+describe('a hotfix (<stage>:deployIgnoringAlarms)', () => {
+  it('deploys although a deployment alarm is in ALARM: CodeDeploy and the bake ignore the alarms, the pre-traffic call still runs', () => {
+    const { stages: hotfix } = testApp({ 'production:deployIgnoringAlarms': 'true' });
+    const api = templates(hotfix.production).api;
+    const groups = resources(api, 'AWS::CodeDeploy::DeploymentGroup');
+    expect(groups).toHaveLength(3);
+    for (const [, group] of groups) {
+      expect(group.Properties.AlarmConfiguration).toMatchObject({ Enabled: false });
+      // The alarms stay listed: the next deploy without the setting watches them again.
+      expect(
+        (group.Properties.AlarmConfiguration as { Alarms: unknown[] }).Alarms.length,
+      ).toBeGreaterThan(0);
+    }
+    const hooks = resources(api, 'AWS::Lambda::Function').filter(([, f]) =>
+      String(f.Properties.Description).startsWith('CodeDeploy'),
+    );
+    for (const [, hook] of hooks) {
+      expect((hook.Properties.Environment as { Variables: object }).Variables).toMatchObject({
+        IGNORE_ALARMS: 'true',
+      });
+    }
+    expect(JSON.stringify(resources(api, 'AWS::Lambda::Alias')[0]![1].UpdatePolicy)).toContain(
+      'BeforeAllowTrafficHook',
+    );
+    // Only that one deploy: without the setting, the alarms are on.
+    for (const [, group] of resources(production.api, 'AWS::CodeDeploy::DeploymentGroup')) {
+      expect(group.Properties.AlarmConfiguration).toMatchObject({ Enabled: true });
+    }
+    expect(() =>
+      stageConfig(
+        'production',
+        (k) => (k === 'production:deployIgnoringAlarms' ? 'yes' : undefined),
+        {},
+      ),
+    ).toThrow('production:deployIgnoringAlarms must be true or false, got "yes"');
+  });
+});
+
+describe('pages that reach a person (<stage>:alarmSubscriptions)', () => {
+  it('subscribes the e-mail addresses and HTTPS endpoints given to the alarm topic', () => {
+    const { stages: paged } = testApp({
+      'production:alarmSubscriptions': [
+        'oncall@example.com',
+        'https://events.pagerduty.com/integration/abc/enqueue',
+      ],
+      'staging:alarmSubscriptions': 'dev@example.com',
+    });
+    const subscriptions = (stage: typeof paged.staging) =>
+      resources(templates(stage).api, 'AWS::SNS::Subscription').map(([, sub]) => sub.Properties);
+    const topic = (stage: typeof paged.staging) => ({
+      Ref: resources(templates(stage).api, 'AWS::SNS::Topic')[0]![0],
+    });
+    expect(subscriptions(paged.production)).toEqual([
+      { Protocol: 'email', Endpoint: 'oncall@example.com', TopicArn: topic(paged.production) },
+      {
+        Protocol: 'https',
+        Endpoint: 'https://events.pagerduty.com/integration/abc/enqueue',
+        TopicArn: topic(paged.production),
+      },
+    ]);
+    expect(subscriptions(paged.staging)).toEqual([
+      { Protocol: 'email', Endpoint: 'dev@example.com', TopicArn: topic(paged.staging) },
+    ]);
+    expect(resources(production.api, 'AWS::SNS::Subscription')).toEqual([]);
+  });
+
+  it.each(['http://example.com/hook', 'not an address', 'a@b'])('refuses %j', (value) => {
+    expect(() =>
+      stageConfig('staging', (k) => (k === 'staging:alarmSubscriptions' ? value : undefined), {}),
+    ).toThrow(/staging:alarmSubscriptions takes e-mail addresses and https:\/\/ URLs/);
+  });
+});
+
 describe('configuration', () => {
   const context = (values: Record<string, unknown>) => (key: string) => values[key];
 
@@ -511,6 +681,8 @@ describe('configuration', () => {
       { 'staging:accountConcurrencyLimit': '10' },
       /=10 leaves fewer than the 100 unreserved executions .* set it to none/,
     ],
+    [{ 'staging:deploymentBakeMinutes': '13' }, /from 0 to 12, got "13"/],
+    [{ 'staging:versionsKept': '1' }, /versionsKept must be an integer from 2 to 100, got "1"/],
   ])('refuses %j with a clear message', (values, message) => {
     expect(() => stageConfig('staging', context(values), {})).toThrow(message);
   });
@@ -556,13 +728,22 @@ describe('configuration', () => {
       reserved({
         'production:listOrdersReservedConcurrency': '1900',
         'production:accountConcurrencyLimit': '2000',
+        // Provisioned concurrency of the others would come out of the 100 left unreserved.
+        'production:provisionedConcurrency': { cancelOrder: 0, authorizer: 0 },
       }),
     ).toBe(1900);
-    // A new account (limit 10) can reserve nothing: `none` deploys there.
+    // A new account (limit 10) can reserve nothing, nor provision: `none` and 0 deploy there.
+    const newAccount = {
+      'production:listOrdersReservedConcurrency': 'none',
+      'production:accountConcurrencyLimit': '10',
+    };
+    expect(() => reserved(newAccount)).toThrow(
+      'production:provisionedConcurrency scales up to 20 executions, more than the account limit of 10 leaves',
+    );
     expect(
       reserved({
-        'production:listOrdersReservedConcurrency': 'none',
-        'production:accountConcurrencyLimit': '10',
+        ...newAccount,
+        'production:provisionedConcurrency': { listOrders: 0, cancelOrder: 0, authorizer: 0 },
       }),
     ).toBeUndefined();
     const { stages: unreserved } = testApp({ 'staging:listOrdersReservedConcurrency': 'none' });

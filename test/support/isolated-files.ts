@@ -12,6 +12,7 @@ export const ISOLATED_FILES: readonly string[] = [
   // LOG_LEVEL=INFO before the functions' modules load.
   'test/infra/operations.test.ts',
   'test/integration/authorizer-cache.test.ts',
+  'test/integration/deploy-hooks.test.ts',
   'test/integration/dynamodb-calls.test.ts',
   'test/integration/faults.test.ts',
   'test/integration/invocation-scope.test.ts',

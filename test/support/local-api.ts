@@ -25,10 +25,10 @@ export interface RunResult {
 
 const START = join(PROJECT_ROOT, 'local', 'start.ts');
 
-function spawnStart(args: readonly string[], stateFile: string): ChildProcess {
+function spawnStart(args: readonly string[], stateFile: string, logLevel = 'ERROR'): ChildProcess {
   return spawn(process.execPath, [START, ...args], {
     cwd: PROJECT_ROOT,
-    env: { ...process.env, STORE_ORDERS_LOCAL_STATE: stateFile, LOG_LEVEL: 'ERROR' },
+    env: { ...process.env, STORE_ORDERS_LOCAL_STATE: stateFile, LOG_LEVEL: logLevel },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
 }
@@ -65,13 +65,19 @@ export function keysAndSeedArgs(
  * tables of its own; `ownDynamoDb` makes it start its own, as `npm start` does.
  */
 export async function startLocalApi(
-  options: { args?: readonly string[]; ownDynamoDb?: boolean; tablePrefix?: string } = {},
+  options: {
+    args?: readonly string[];
+    ownDynamoDb?: boolean;
+    tablePrefix?: string;
+    /** The functions' LOG_LEVEL (default ERROR: quiet). */
+    logLevel?: string;
+  } = {},
 ): Promise<LocalApi> {
   const tablePrefix = options.tablePrefix ?? uniquePrefix('e2e');
   const stateFile = tempStateFile();
   const args = ['--port', '0', '--table-prefix', tablePrefix, ...(options.args ?? [])];
   if (!options.ownDynamoDb) args.push('--dynamodb-endpoint', dynamodbEndpoint());
-  const child = spawnStart(args, stateFile);
+  const child = spawnStart(args, stateFile, options.logLevel);
   let out = '';
   child.stdout?.on('data', (chunk: Buffer) => (out += chunk.toString()));
   child.stderr?.on('data', (chunk: Buffer) => (out += chunk.toString()));

@@ -1,0 +1,73 @@
+/**
+ * Following one request by its id against `npm start`, as docs/local.md ("Follow one request by
+ * its id") says: the API started at INFO with its output kept, the second block of that section
+ * run as written, and what it prints is the request's access-log line and its function lines.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { DEMO_KEYS } from '../../local/demo-data.ts';
+import { PROJECT_ROOT } from '../../local/local-stack.ts';
+import { startLocalApi, type LocalApi } from '../support/local-api.ts';
+
+const run = promisify(execFile);
+const SECTION = '## Follow one request by its id';
+
+/** The shell blocks of the section, in order. */
+function blocks(): string[] {
+  const text = readFileSync(join(PROJECT_ROOT, 'docs', 'local.md'), 'utf8');
+  const start = text.indexOf(`\n${SECTION}\n`);
+  const rest = text.slice(start + SECTION.length + 2);
+  const section = rest.slice(0, rest.search(/^## /m));
+  return [...section.matchAll(/^```sh\n([\s\S]*?)^```$/gm)].map((m) => m[1]!);
+}
+
+let api: LocalApi;
+beforeAll(async () => {
+  // The section's first block: `LOG_LEVEL=INFO npm start 2>&1 | tee local.log`.
+  expect(blocks()[0]!.trim()).toBe('LOG_LEVEL=INFO npm start 2>&1 | tee local.log');
+  api = await startLocalApi({ logLevel: 'INFO' });
+});
+afterAll(() => api?.stop());
+
+it('finds, by the id the client got, the access-log line and every line of the function', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'follow-request-'));
+  const [, follow] = blocks();
+  const [request, grep] = follow!.trim().split('\n');
+  const env = {
+    ...process.env,
+    API: api.url,
+    KEY: DEMO_KEYS[1]!.key,
+  };
+  const { stdout: id } = await run('bash', ['-e', '-c', `${request}\nprintf '%s' "$REQUEST_ID"`], {
+    cwd: dir,
+    env,
+  });
+  expect(id).toMatch(/^[0-9a-f-]{36}$/);
+  // What `tee local.log` has kept by now: the record of the DynamoDB calls is written last, after
+  // the answer.
+  await expect
+    .poll(
+      () =>
+        api
+          .output()
+          .split('\n')
+          .filter((l) => l.includes(`"correlation_id":"${id}"`)).length,
+    )
+    .toBeGreaterThanOrEqual(2);
+  writeFileSync(join(dir, 'local.log'), api.output());
+  const { stdout } = await run('bash', ['-e', '-c', `REQUEST_ID=${id}\n${grep}`], {
+    cwd: dir,
+    env,
+  });
+  const lines = stdout.trim().split('\n');
+  expect(lines.some((line) => line.includes(`"requestId":"${id}"`))).toBe(true);
+  const own = lines.filter((line) => line.includes(`"correlation_id":"${id}"`));
+  expect(
+    own.map((line) => (JSON.parse(line.slice(line.indexOf('{'))) as { message: string }).message),
+  ).toEqual(expect.arrayContaining(['Answered with an error', 'DynamoDB calls']));
+  expect(stdout).toContain('"code":"ORDER_NOT_FOUND"');
+});

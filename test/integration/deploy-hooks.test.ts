@@ -1,0 +1,404 @@
+/**
+ * CodeDeploy's hooks (functions/deploy-hooks.ts) against the local stack: the real handlers on
+ * DynamoDB Local stand behind a stubbed Lambda (aws-sdk-client-mock), CodeDeploy, Application
+ * Auto Scaling and CloudWatch are stubbed; never AWS. A deliberately broken version (its table
+ * missing: it answers 500, or its invocation fails) gets no traffic; a healthy one passes, and
+ * no order changes. The lines a broken version writes are the ones the deploy alarms' metric
+ * filter counts, by the version that wrote them.
+ */
+import {
+  ApplicationAutoScalingClient,
+  RegisterScalableTargetCommand,
+} from '@aws-sdk/client-application-auto-scaling';
+import {
+  CloudWatchClient,
+  DescribeAlarmsCommand,
+  type StateValue,
+} from '@aws-sdk/client-cloudwatch';
+import {
+  CodeDeployClient,
+  GetDeploymentCommand,
+  PutLifecycleEventHookExecutionStatusCommand,
+} from '@aws-sdk/client-codedeploy';
+import {
+  DeleteFunctionCommand,
+  InvokeCommand,
+  InvokeWithResponseStreamCommand,
+  LambdaClient,
+  ListAliasesCommand,
+  ListVersionsByFunctionCommand,
+  type InvokeWithResponseStreamResponseEvent,
+} from '@aws-sdk/client-lambda';
+import { mockClient } from 'aws-sdk-client-mock';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+
+// The functions' logger reads its level at load (the test setup silences it): the metric filter
+// test reads the lines a broken version writes.
+vi.hoisted(() => {
+  process.env.LOG_LEVEL = 'INFO';
+});
+import { createAuthorizerHandler } from '../../functions/authorizer.ts';
+import { createCancelOrderHandler } from '../../functions/cancel-order.ts';
+import {
+  createDeployHooks,
+  type HookSettings,
+  type HookVerdict,
+} from '../../functions/deploy-hooks.ts';
+import { createListOrdersHandler } from '../../functions/list-orders.ts';
+import { SERVER_ERROR_ANSWER_DIMENSIONS, SERVER_ERROR_ANSWER_PATTERN } from '../../infra/alarms.ts';
+import { DynamoDbKeyStore } from '../../lib/dynamodb/keys-table.ts';
+import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
+import { DynamoDbRateLimiter } from '../../lib/dynamodb/rate-limit-table.ts';
+import { FUNCTION_NAMES, type FunctionName } from '../../lib/functions.ts';
+import type { Order } from '../../lib/orders/order.ts';
+import {
+  createContext,
+  invokeBuffered,
+  invokeStreaming,
+  isStreamingHandler,
+  type LambdaContext,
+} from '../../local/lambda-runtime.ts';
+import { scanAll } from '../admin/support.ts';
+import { createTestTables, type TestTables } from '../support/tables.ts';
+
+const lambda = mockClient(LambdaClient);
+const codeDeploy = mockClient(CodeDeployClient);
+const autoScaling = mockClient(ApplicationAutoScalingClient);
+const cloudWatch = mockClient(CloudWatchClient);
+
+let t: TestTables;
+/** The handler behind each function name the stubbed Lambda is asked for. */
+let deployed: Record<string, unknown> = {};
+
+const ORDERS: Order[] = [
+  { id: 1n, petId: 10n, quantity: 1, status: 'pending' },
+  { id: 2n, status: 'shipped', complete: true },
+];
+
+const fnName = (name: FunctionName) => `store-orders-test-${name}`;
+const VERSION = '7';
+
+function settings(overrides: Partial<HookSettings> = {}): HookSettings {
+  return {
+    targets: Object.fromEntries(
+      FUNCTION_NAMES.map((name) => [
+        name,
+        {
+          functionName: fnName(name),
+          version: VERSION,
+          alarms: [`store-orders-test-${name}NewVersionFailureRate`],
+          provisioned: name !== 'listOrders',
+        },
+      ]),
+    ) as unknown as HookSettings['targets'],
+    bakeSeconds: 60,
+    versionsKept: 3,
+    ignoreAlarms: false,
+    ...overrides,
+  };
+}
+
+/** A clock the bake's waits move (no real waiting). */
+function fakeClock() {
+  let now = 1_800_000_000_000;
+  return { now: () => now, sleep: (ms: number) => Promise.resolve(void (now += ms)) };
+}
+
+function hooks(overrides: Partial<HookSettings> = {}) {
+  return createDeployHooks({
+    codeDeploy: new CodeDeployClient({}),
+    lambda: new LambdaClient({}),
+    autoScaling: new ApplicationAutoScalingClient({}),
+    cloudWatch: new CloudWatchClient({}),
+    settings: settings(overrides),
+    ...fakeClock(),
+  });
+}
+
+function healthy(): Record<FunctionName, unknown> {
+  const orders = new DynamoDbOrderStore(t.client, t.tables.orders);
+  const limiter = new DynamoDbRateLimiter(t.client, t.tables.rateLimits);
+  return {
+    listOrders: createListOrdersHandler({ orders: () => orders, limiter: () => limiter }),
+    cancelOrder: createCancelOrderHandler({ orders: () => orders, limiter: () => limiter }),
+    authorizer: createAuthorizerHandler({
+      keys: () => new DynamoDbKeyStore(t.client, t.tables.apiKeys),
+    }),
+  };
+}
+
+/** Each function with the table it reads missing: what a deploy with a wrong table name ships. */
+function broken(): Record<FunctionName, unknown> {
+  const missing = `${t.prefix}-missing`;
+  const orders = new DynamoDbOrderStore(t.client, missing);
+  const limiter = new DynamoDbRateLimiter(t.client, t.tables.rateLimits);
+  return {
+    listOrders: createListOrdersHandler({ orders: () => orders, limiter: () => limiter }),
+    cancelOrder: createCancelOrderHandler({ orders: () => orders, limiter: () => limiter }),
+    authorizer: createAuthorizerHandler({ keys: () => new DynamoDbKeyStore(t.client, missing) }),
+  };
+}
+
+const context = (name: string): LambdaContext => ({
+  ...createContext(name, 10_000),
+  functionVersion: VERSION,
+});
+
+/** The stubbed Lambda runs the handler deployed under the name it is asked for, as Lambda would. */
+function standInLambda(): void {
+  const handlerOf = (input: { FunctionName?: string; Qualifier?: string }) => {
+    expect(input.Qualifier).toBe(VERSION);
+    return deployed[input.FunctionName ?? ''];
+  };
+  lambda
+    .on(InvokeCommand)
+    .callsFake(async (input: { FunctionName?: string; Payload?: Uint8Array }) => {
+      const handler = handlerOf(input);
+      const event = JSON.parse(Buffer.from(input.Payload!).toString()) as unknown;
+      try {
+        const result = await invokeBuffered(handler, event, context(input.FunctionName!));
+        return { StatusCode: 200, Payload: Buffer.from(JSON.stringify(result)) };
+      } catch (error) {
+        const errorMessage = (error as Error).message;
+        return {
+          StatusCode: 200,
+          FunctionError: 'Unhandled',
+          Payload: Buffer.from(JSON.stringify({ errorMessage })),
+        };
+      }
+    });
+  lambda
+    .on(InvokeWithResponseStreamCommand)
+    .callsFake(async (input: { FunctionName?: string; Payload?: Uint8Array }) => {
+      const handler = handlerOf(input);
+      expect(isStreamingHandler(handler)).toBe(true);
+      const event = JSON.parse(Buffer.from(input.Payload!).toString()) as unknown;
+      const streamed = await invokeStreaming(handler, event, context(input.FunctionName!));
+      async function* events(): AsyncGenerator<InvokeWithResponseStreamResponseEvent> {
+        // What Lambda streams: the HTTP prelude and its 8 NUL bytes, then the body.
+        const prelude = Buffer.from(JSON.stringify(streamed.prelude ?? {}));
+        yield { PayloadChunk: { Payload: Buffer.concat([prelude, Buffer.alloc(8)]) } };
+        try {
+          for await (const chunk of streamed.body) {
+            yield { PayloadChunk: { Payload: Buffer.from(chunk as Buffer) } };
+          }
+          await streamed.done;
+          yield { InvokeComplete: {} };
+        } catch (error) {
+          yield { InvokeComplete: { ErrorCode: 'Unhandled', ErrorDetails: String(error) } };
+        }
+      }
+      return { StatusCode: 200, EventStream: events() };
+    });
+}
+
+/** The verdicts the hooks gave CodeDeploy, in order. */
+function verdicts(): HookVerdict[] {
+  return codeDeploy
+    .commandCalls(PutLifecycleEventHookExecutionStatusCommand)
+    .map((call) => call.args[0].input.status as HookVerdict);
+}
+
+/** The suspensions (true) and resumptions (false) of the scaling of provisioned concurrency. */
+function scaling(): [string, boolean][] {
+  return autoScaling.commandCalls(RegisterScalableTargetCommand).map((call) => {
+    const { ResourceId, SuspendedState } = call.args[0].input;
+    return [ResourceId!, SuspendedState!.DynamicScalingOutSuspended!];
+  });
+}
+
+const hookEvent = (group: FunctionName) => ({
+  DeploymentId: `d-${group}`,
+  LifecycleEventHookExecutionId: `hook-${group}`,
+});
+
+beforeAll(async () => {
+  t = await createTestTables('hooks');
+  await new DynamoDbOrderStore(t.client, t.tables.orders).putOrders(ORDERS);
+});
+afterAll(() => t.drop());
+beforeEach(() => {
+  // The hooks' and the functions' lines (tests that read them capture them).
+  vi.spyOn(process.stdout, 'write').mockReturnValue(true);
+  vi.spyOn(process.stderr, 'write').mockReturnValue(true);
+  standInLambda();
+  codeDeploy.on(GetDeploymentCommand).callsFake((input: { deploymentId?: string }) => ({
+    deploymentInfo: { deploymentGroupName: input.deploymentId!.replace(/^d-/, '') },
+  }));
+  codeDeploy.on(PutLifecycleEventHookExecutionStatusCommand).resolves({});
+  autoScaling.on(RegisterScalableTargetCommand).resolves({});
+});
+afterEach(() => {
+  vi.restoreAllMocks();
+  lambda.reset();
+  codeDeploy.reset();
+  autoScaling.reset();
+  cloudWatch.reset();
+});
+
+describe('the pre-traffic hook, against the local stack', () => {
+  it.each(FUNCTION_NAMES)(
+    'passes a healthy %s after calling its new version as API Gateway would, changing no order',
+    async (group) => {
+      deployed = Object.fromEntries(
+        Object.entries(healthy()).map(([name, h]) => [fnName(name as FunctionName), h]),
+      );
+      const before = await scanAll(t.client, t.tables.orders);
+      expect(await hooks().preTraffic(hookEvent(group))).toBe('Succeeded');
+      expect(verdicts()).toEqual(['Succeeded']);
+      expect(await scanAll(t.client, t.tables.orders)).toEqual(before);
+      const streamed = lambda.commandCalls(InvokeWithResponseStreamCommand).length;
+      expect(streamed).toBe(group === 'listOrders' ? 1 : 0);
+      // Scaling is suspended for the shift (the post-traffic hook resumes it).
+      expect(scaling()).toEqual(
+        group === 'listOrders' ? [] : [[`function:${fnName(group)}:live`, true]],
+      );
+    },
+  );
+
+  it.each(FUNCTION_NAMES)(
+    'fails a %s version whose table is missing (a 500, or a failed invocation): no traffic moves to it',
+    async (group) => {
+      deployed = Object.fromEntries(
+        Object.entries(broken()).map(([name, h]) => [fnName(name as FunctionName), h]),
+      );
+      expect(await hooks().preTraffic(hookEvent(group))).toBe('Failed');
+      expect(verdicts()).toEqual(['Failed']);
+      // Suspended, then resumed: the deployment ends here.
+      expect(scaling()).toEqual(
+        group === 'listOrders'
+          ? []
+          : [
+              [`function:${fnName(group)}:live`, true],
+              [`function:${fnName(group)}:live`, false],
+            ],
+      );
+    },
+  );
+
+  it('gives CodeDeploy a verdict even when it cannot tell which deployment it is in (else CodeDeploy waits an hour)', async () => {
+    codeDeploy.on(GetDeploymentCommand).rejects(new Error('AccessDeniedException'));
+    expect(await hooks().preTraffic(hookEvent('cancelOrder'))).toBe('Failed');
+    expect(verdicts()).toEqual(['Failed']);
+  });
+});
+
+describe('the metric filter of the deploy alarms, on what a broken version writes', () => {
+  /** The deployed filter pattern `{ $.<field> >= <n> }`, applied to a JSON line. */
+  function matches(line: Record<string, unknown>): boolean {
+    const [, field, number] = /^\{ \$\.(\w+) >= (\d+) \}$/.exec(
+      SERVER_ERROR_ANSWER_PATTERN.logPatternString,
+    )!;
+    return typeof line[field!] === 'number' && (line[field!] as number) >= Number(number);
+  }
+
+  it("counts the broken cancelOrder's 500 once, under its function name and the version that ran", async () => {
+    const lines: Record<string, unknown>[] = [];
+    const capture = (text: unknown) => {
+      for (const line of String(text).split('\n').filter(Boolean)) {
+        lines.push(JSON.parse(line) as Record<string, unknown>);
+      }
+      return true;
+    };
+    const out = vi.spyOn(process.stdout, 'write').mockImplementation(capture);
+    const err = vi.spyOn(process.stderr, 'write').mockImplementation(capture);
+    let status: number;
+    try {
+      deployed = { [fnName('cancelOrder')]: broken().cancelOrder };
+      const result = (await invokeBuffered(
+        broken().cancelOrder,
+        {
+          httpMethod: 'DELETE',
+          resource: '/store/orders/{orderId}',
+          path: '/store/orders/5',
+          pathParameters: { orderId: '5' },
+          headers: {},
+          requestContext: {
+            requestId: 'r-1',
+            authorizer: { keyId: 'key_x', plan: 'pro', perMinute: '300', perDay: '10000' },
+          },
+        },
+        context(fnName('cancelOrder')),
+      )) as { statusCode: number };
+      status = result.statusCode;
+    } finally {
+      out.mockRestore();
+      err.mockRestore();
+    }
+    // Lambda's Errors would count nothing: the invocation succeeded, with a 500.
+    expect(status).toBe(500);
+    const counted = lines.filter(matches);
+    expect(counted).toHaveLength(1);
+    const dimension = (path: string) => counted[0]![path.replace(/^\$\./, '')];
+    expect(dimension(SERVER_ERROR_ANSWER_DIMENSIONS.FunctionName)).toBe(fnName('cancelOrder'));
+    expect(dimension(SERVER_ERROR_ANSWER_DIMENSIONS.FunctionVersion)).toBe(VERSION);
+  });
+});
+
+describe('the post-traffic hook', () => {
+  const alarmState = (state: StateValue) =>
+    cloudWatch.on(DescribeAlarmsCommand).resolves({
+      MetricAlarms: [
+        { AlarmName: 'store-orders-test-cancelOrderNewVersionFailureRate', StateValue: state },
+      ],
+    });
+  const versions = (...numbers: string[]) =>
+    lambda.on(ListVersionsByFunctionCommand).resolves({
+      Versions: ['$LATEST', ...numbers].map((Version) => ({ Version })),
+    });
+
+  it('resumes the scaling, watches the alarms for the bake, then deletes the versions beyond the newest 3 that no alias uses', async () => {
+    alarmState('OK');
+    versions('1', '2', '3', '4', '5', '6', '7');
+    // `live` points at 7; an old alias still routes to 2.
+    lambda.on(ListAliasesCommand).resolves({
+      Aliases: [
+        { Name: 'live', FunctionVersion: '7' },
+        {
+          Name: 'old',
+          FunctionVersion: '4',
+          RoutingConfig: { AdditionalVersionWeights: { '2': 0.5 } },
+        },
+      ],
+    });
+    lambda.on(DeleteFunctionCommand).resolves({});
+    expect(await hooks().postTraffic(hookEvent('cancelOrder'))).toBe('Succeeded');
+    expect(scaling()).toEqual([[`function:${fnName('cancelOrder')}:live`, false]]);
+    // 60 s of bake read every 20 s: at 0, 20, 40 and 60 s.
+    expect(cloudWatch.commandCalls(DescribeAlarmsCommand)).toHaveLength(4);
+    const deleted = lambda
+      .commandCalls(DeleteFunctionCommand)
+      .map((call) => [call.args[0].input.FunctionName, call.args[0].input.Qualifier]);
+    expect(deleted).toEqual([
+      [fnName('cancelOrder'), '3'],
+      [fnName('cancelOrder'), '1'],
+    ]);
+    expect(verdicts()).toEqual(['Succeeded']);
+  });
+
+  it('fails the deployment (a rollback) when a deployment alarm is in ALARM after the last shift, and deletes nothing', async () => {
+    alarmState('ALARM');
+    expect(await hooks().postTraffic(hookEvent('cancelOrder'))).toBe('Failed');
+    expect(lambda.commandCalls(DeleteFunctionCommand)).toHaveLength(0);
+    expect(verdicts()).toEqual(['Failed']);
+  });
+
+  it('lets a hotfix through (deployIgnoringAlarms): the alarm in ALARM is logged, not obeyed', async () => {
+    alarmState('ALARM');
+    versions('6', '7');
+    lambda.on(ListAliasesCommand).resolves({ Aliases: [{ Name: 'live', FunctionVersion: '7' }] });
+    expect(await hooks({ ignoreAlarms: true }).postTraffic(hookEvent('cancelOrder'))).toBe(
+      'Succeeded',
+    );
+  });
+
+  it('resumes the scaling after a failed or stopped deployment (EventBridge), and gives no verdict', async () => {
+    const answer = await hooks().postTraffic({
+      'detail-type': 'CodeDeploy Deployment State-change Notification',
+      detail: { deploymentGroup: 'authorizer', state: 'FAILURE' },
+    });
+    expect(answer).toBeUndefined();
+    expect(scaling()).toEqual([[`function:${fnName('authorizer')}:live`, false]]);
+    expect(verdicts()).toEqual([]);
+  });
+});
