@@ -190,7 +190,7 @@ describe.each(STAGE_NAMES)('alarms (%s)', (stage) => {
       };
     };
     const expected = {
-      Orders: ['Query', 'BatchGetItem', 'UpdateItem'],
+      Orders: ['Query', 'BatchGetItem', 'GetItem', 'UpdateItem'],
       ApiKeys: ['GetItem'],
       RateLimits: ['UpdateItem'],
     };
@@ -423,9 +423,10 @@ describe.each(STAGE_NAMES)('dashboard (%s)', (stage) => {
     expect(capacity.filter((s) => s.includes('ConsumedReadCapacityUnits'))).toHaveLength(3);
     expect(capacity.filter((s) => s.includes('ConsumedWriteCapacityUnits'))).toHaveLength(3);
     const errors = series('DynamoDB throttled requests and system errors');
-    // Per table and operation: Orders' Query, BatchGetItem and UpdateItem, the others' one each.
-    expect(errors.filter((s) => s.includes('ThrottledRequests'))).toHaveLength(5);
-    expect(errors.filter((s) => s.includes('SystemErrors'))).toHaveLength(5);
+    // Per table and operation: Orders' Query, BatchGetItem, GetItem and UpdateItem, the others'
+    // one each.
+    expect(errors.filter((s) => s.includes('ThrottledRequests'))).toHaveLength(6);
+    expect(errors.filter((s) => s.includes('SystemErrors'))).toHaveLength(6);
   });
 
   it('shows every alarm, and which API keys hit their limits (Contributor Insights)', () => {

@@ -439,7 +439,7 @@ describe('functions', () => {
       ['dynamodb:UpdateItem', 'RateLimits'],
     ]);
     expect(shape(dynamoStatements(/CancelOrderRole/))).toEqual([
-      ['dynamodb:UpdateItem', 'Orders'],
+      ['dynamodb:GetItem,dynamodb:UpdateItem', 'Orders'],
       ['dynamodb:UpdateItem', 'RateLimits'],
     ]);
     expect(shape(dynamoStatements(/AuthorizerRole/))).toEqual([['dynamodb:GetItem', 'ApiKeys']]);
