@@ -26,5 +26,5 @@ export function isCredentialsError(error: unknown): boolean {
 
 /** The one line of a credential failure, naming what needed them (`to read stack …`). */
 export function describeCredentialsError(firstLine: string, purpose: string): string {
-  return `no AWS credentials ${purpose} (${firstLine}): ${CREDENTIALS_HINT}`;
+  return `AWS credentials missing or refused ${purpose} (${firstLine}): ${CREDENTIALS_HINT}`;
 }

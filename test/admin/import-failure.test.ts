@@ -88,7 +88,7 @@ describe('an import whose batch write fails midway', () => {
     expect(faults.calls()).toBe(calls);
     const written = await stored();
     expect(error.message).toBe(
-      `${PATH}: ${written} of 1000 orders written before ExpiredTokenException: The security token included in the request is expired; run the import again to finish (it is idempotent)`,
+      `${PATH}: ${written} of 1000 orders written before AWS credentials missing or refused to reach DynamoDB (The security token included in the request is expired): set AWS_PROFILE or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, or run aws sso login; run the import again to finish (it is idempotent)`,
     );
     // The seven batches in flight beside the failed one were all written.
     expect(written).toBeGreaterThanOrEqual(7 * 25);
@@ -133,7 +133,9 @@ describe('an import whose batch write fails midway', () => {
       ),
     );
 
-    expect(error.message).toMatch(/^orders\.json: 0 of 100 orders written before ExpiredToken/);
+    expect(error.message).toMatch(
+      /^orders\.json: 0 of 100 orders written before AWS credentials missing or refused to reach DynamoDB \(The security token/,
+    );
     const calls = faults.calls();
     expect(calls).toBeLessThan(10);
     await sleep(1_500);
@@ -192,7 +194,7 @@ describe('the check of which orders are stored', () => {
     );
 
     expect(error.message).toBe(
-      `${PATH}: reading the stored orders failed (ExpiredTokenException: The security token included in the request is expired); nothing was written`,
+      `${PATH}: reading the stored orders failed (AWS credentials missing or refused to reach DynamoDB (The security token included in the request is expired): set AWS_PROFILE or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, or run aws sso login); nothing was written`,
     );
     expect(asked).toBe(false);
     expect(await stored()).toBe(0);

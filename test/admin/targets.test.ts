@@ -383,7 +383,7 @@ describe('--stage with no outputs file: the stack outputs from CloudFormation (s
     expectOneLineError(
       result,
       1,
-      /^error: no AWS credentials to read stack Staging-Data from CloudFormation \(Could not load credentials from any providers\): set AWS_PROFILE/,
+      /^error: AWS credentials missing or refused to read stack Staging-Data from CloudFormation \(Could not load credentials from any providers\): set AWS_PROFILE/,
     );
   });
 
@@ -530,7 +530,7 @@ describe('no AWS credentials, whatever names the tables', () => {
     DYNAMODB_ENDPOINT: undefined,
   });
   const hint =
-    /^error: .*: no AWS credentials to reach DynamoDB \(Could not load credentials from any providers\): set AWS_PROFILE or AWS_ACCESS_KEY_ID\/AWS_SECRET_ACCESS_KEY, or run aws sso login$/;
+    /^error: .*: AWS credentials missing or refused to reach DynamoDB \(Could not load credentials from any providers\): set AWS_PROFILE or AWS_ACCESS_KEY_ID\/AWS_SECRET_ACCESS_KEY, or run aws sso login$/;
 
   it('tables named with --table-keys: one line with what to do, exit 1', async () => {
     const dir = tempDir();

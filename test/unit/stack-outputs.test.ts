@@ -82,7 +82,7 @@ describe('stageOutputs', () => {
         name: 'CredentialsProviderError',
         message: 'Could not load credentials from any providers',
       },
-      /^no AWS credentials to read stack Staging-Data from CloudFormation \(Could not load credentials from any providers\)/,
+      /^AWS credentials missing or refused to read stack Staging-Data from CloudFormation \(Could not load credentials from any providers\)/,
     ],
     [
       { name: 'AccessDenied', message: 'User: x is not authorized to perform: DescribeStacks' },
