@@ -631,6 +631,14 @@ function shellBlocks(file: string, heading: string): string {
     .join('\n');
 }
 
+/** The shell lines of a section but the operator CLI's (`npm …`, which its own tests run). */
+function awsSteps(document: string, heading: string): string {
+  return shellBlocks(document, heading)
+    .split('\n')
+    .filter((line) => !line.startsWith('npm '))
+    .join('\n');
+}
+
 /**
  * A stand-in for the AWS CLI: it logs each call's arguments and answers the calls the runbooks
  * make from the synthesized production stage (query definitions, CodeDeploy names, the stacks'
@@ -837,11 +845,9 @@ describe('the runbooks, run with a stand-in AWS CLI against the synthesized prod
 
   it('restores the orders: the live table from the stack, a restore waited for however long it takes, the copy deleted', async () => {
     // Steps 1, 2 and 7 (3 to 6 are the operator CLI's: test/admin/restore.test.ts).
-    const script = shellBlocks('operations.md', '### Restore the orders to a point in time')
-      .split('\n')
-      .filter((line) => !line.startsWith('npm '))
-      .join('\n');
-    const calls = await runbook(script);
+    const calls = await runbook(
+      awsSteps('operations.md', '### Restore the orders to a point in time'),
+    );
     expect(calls.map((c) => `${c[0]} ${c[1]}`)).toEqual([
       'cloudformation describe-stacks',
       'dynamodb restore-table-to-point-in-time',
@@ -865,11 +871,9 @@ describe('the runbooks, run with a stand-in AWS CLI against the synthesized prod
   });
 
   it("flushes the stage's authorizer cache after a revocation, on the stage's API", async () => {
-    const script = shellBlocks('operations.md', '### A leaked key: make it stop working now')
-      .split('\n')
-      .filter((line) => !line.startsWith('npm '))
-      .join('\n');
-    const calls = await runbook(script);
+    const calls = await runbook(
+      awsSteps('operations.md', '### A leaked key: make it stop working now'),
+    );
     expect(calls.map((c) => `${c[0]} ${c[1]}`)).toEqual([
       'cloudformation describe-stacks',
       'apigateway flush-stage-authorizers-cache',
