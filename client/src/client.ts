@@ -11,6 +11,7 @@ import {
 } from './errors.ts';
 import { type Order, parseInt64 } from './order.ts';
 import { OrderListParser } from './order-list-parser.ts';
+import { orderPageQuery, parseOrderPage, type OrderFilter, type OrderPage } from './order-page.ts';
 import { parseRetryAfter, readRateLimit, type RateLimitInfo } from './rate-limit-headers.ts';
 import { RateLimitPacer, type PacerSnapshot, type Ticket } from './pacer.ts';
 import { wait, Watchdog } from './timers.ts';
@@ -21,6 +22,11 @@ export type HeadersInput = ConstructorParameters<typeof Headers>[0];
 export interface StoreOrdersClientOptions {
   /** Base address, ending in the stage: `https://…/v1`, or `http://127.0.0.1:3000/v1`. */
   readonly baseUrl: string | URL;
+  /**
+   * Base address of v2 (the filtered, paged list): by default `baseUrl` with its last `/v1` as
+   * `/v2` (the two stages of one API, or a custom domain's two base paths).
+   */
+  readonly v2BaseUrl?: string | URL;
   /** The API key (`sok_…`), sent as `Authorization: Bearer <key>`. */
   readonly apiKey: string;
   /** Default per-call settings (each call can override them). */
@@ -74,6 +80,11 @@ export interface ListCallOptions extends CallOptions {
   readonly conditional?: boolean;
 }
 
+export interface PageCallOptions extends ListCallOptions {
+  /** Orders a page holds at most: 1 to 100 (default 50; a larger value is served as 100). */
+  readonly pageSize?: number;
+}
+
 /** The list, and whether it is the one the client kept (the API answered 304 Not Modified). */
 export interface OrderList {
   /** Every order, sorted by id (frozen: it is the client's kept copy too). */
@@ -83,6 +94,9 @@ export interface OrderList {
   /** The list's ETag; undefined when the API sent none (a change was being written). */
   readonly etag: string | undefined;
 }
+
+/** Pages whose ETag a client keeps for conditional requests (the least recently asked go first). */
+const KEPT_PAGES = 1_000;
 
 const DEFAULTS = {
   timeoutMs: 30_000,
@@ -132,18 +146,24 @@ function invalidId(shown: string): never {
 
 export class StoreOrdersClient {
   readonly #base: string;
+  readonly #v2Base: string | undefined;
   readonly #authorization: string;
   readonly #options: StoreOrdersClientOptions;
   readonly #fetch: typeof fetch;
   readonly #pacer: RateLimitPacer;
   /** The last list with an ETag, and the tag: what `If-None-Match` is sent with. */
   #kept: { readonly etag: string; readonly orders: readonly Order[] } | undefined;
+  /** The pages with an ETag, by their query: what a page's `If-None-Match` is sent with. */
+  readonly #keptPages = new Map<string, OrderPage>();
 
   constructor(options: StoreOrdersClientOptions) {
     const base = String(options.baseUrl).replace(/\/+$/, '');
     if (!/^https?:\/\//i.test(base)) throw new TypeError(`baseUrl must be an http(s) URL`);
     if (!options.apiKey) throw new TypeError('apiKey is required');
     this.#base = base;
+    const v2 =
+      options.v2BaseUrl === undefined ? base.replace(/\/v1$/, '/v2') : String(options.v2BaseUrl);
+    this.#v2Base = /\/v2\/*$/.test(v2) ? v2.replace(/\/+$/, '') : undefined;
     this.#authorization = `Bearer ${options.apiKey}`;
     this.#options = options;
     this.#fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
@@ -286,6 +306,96 @@ export class StoreOrdersClient {
   }
 
   /**
+   * The orders a filter selects, one page after another, paced by the rate-limit headers like
+   * every call: a page is one request. Each page is conditional (the client keeps its ETag):
+   * walking an unchanged filter again costs 304s. Breaking out of the loop sends nothing more.
+   *
+   *     for await (const order of client.orders({ status: 'pending' })) console.log(order.id);
+   */
+  async *orders(filter: OrderFilter = {}, options: PageCallOptions = {}): AsyncGenerator<Order> {
+    for await (const page of this.orderPages(filter, options)) yield* page.orders;
+  }
+
+  /** The pages of a filter, first to last (see `orders`). */
+  async *orderPages(
+    filter: OrderFilter = {},
+    options: PageCallOptions = {},
+  ): AsyncGenerator<OrderPage> {
+    let pageToken: string | undefined;
+    do {
+      const page = await this.getOrderPage(filter, { ...options, pageToken });
+      yield page;
+      pageToken = page.nextPageToken;
+    } while (pageToken !== undefined);
+  }
+
+  /**
+   * One page of a filter: the first, or the one `pageToken` names. With `conditional` (the
+   * default) it sends `If-None-Match` with the ETag of the same page got before, and on 304
+   * returns that page (`notModified: true`).
+   */
+  async getOrderPage(
+    filter: OrderFilter = {},
+    options: PageCallOptions & { readonly pageToken?: string | undefined } = {},
+  ): Promise<OrderPage> {
+    const base = this.#v2Base;
+    if (base === undefined) {
+      throw new TypeError('v2 needs v2BaseUrl (a baseUrl that ends in /v1 gives it by itself)');
+    }
+    const query = orderPageQuery(filter, {
+      ...(options.pageSize === undefined ? {} : { pageSize: options.pageSize }),
+      ...(options.pageToken === undefined ? {} : { pageToken: options.pageToken }),
+    });
+    const path = `/store/orders?${query.toString()}`;
+    const conditional = options.conditional ?? this.#options.conditional ?? true;
+    const kept = conditional ? this.#keptPages.get(path) : undefined;
+    const headers = new Headers(options.headers);
+    if (kept?.etag && !headers.has('If-None-Match')) headers.set('If-None-Match', kept.etag);
+    const { response, watchdog } = await this.#call('GET', path, { ...options, headers }, base);
+    const etag = response.headers.get('etag') ?? undefined;
+    let text: string;
+    try {
+      text = response.status === 304 ? '' : await response.text();
+    } finally {
+      watchdog.finish();
+    }
+    if (response.status === 304) {
+      await response.body?.cancel().catch(() => undefined);
+      if (!kept) {
+        throw unexpected(
+          response,
+          'GET /v2/store/orders answered 304, but this client kept no such page.',
+        );
+      }
+      return { ...kept, notModified: true, etag: etag ?? kept.etag };
+    }
+    if (response.status !== 200) {
+      throw unexpected(response, `GET /v2/store/orders answered ${response.status}, not 200.`);
+    }
+    const read = parseOrderPage(
+      text,
+      this.#options.maxOrderLength === undefined
+        ? {}
+        : { maxOrderLength: this.#options.maxOrderLength },
+    );
+    const page: OrderPage = Object.freeze({
+      orders: Object.freeze(read.orders.map((order) => Object.freeze(order))),
+      nextPageToken: read.nextPageToken,
+      pageSize: read.pageSize,
+      notModified: false,
+      etag,
+    });
+    this.#keptPages.delete(path);
+    if (conditional && etag !== undefined) {
+      this.#keptPages.set(path, page);
+      if (this.#keptPages.size > KEPT_PAGES) {
+        this.#keptPages.delete(this.#keptPages.keys().next().value as string);
+      }
+    }
+    return page;
+  }
+
+  /**
    * Cancels a pending order. Resolves when the order is cancelled, including when it already was
    * (the operation is idempotent). Fails with ApiError ORDER_NOT_FOUND, ORDER_ALREADY_SHIPPED or
    * INVALID_ORDER_ID (a malformed id is refused before sending, with `sent: false`).
@@ -310,7 +420,12 @@ export class StoreOrdersClient {
    * attempts and time budget. Resolves with a 2xx answer, whose body is still to be read under
    * the returned watchdog; throws an ApiError for any other.
    */
-  async #call(method: string, path: string, options: CallOptions): Promise<Answer> {
+  async #call(
+    method: string,
+    path: string,
+    options: CallOptions,
+    base: string = this.#base,
+  ): Promise<Answer> {
     const defaults = this.#options;
     const timeoutMs = options.timeoutMs ?? defaults.timeoutMs ?? DEFAULTS.timeoutMs;
     const budgetMs = options.budgetMs ?? defaults.budgetMs ?? DEFAULTS.budgetMs;
@@ -332,7 +447,7 @@ export class StoreOrdersClient {
       attempts++;
       const outcome = await this.#attempt(
         method,
-        path,
+        `${base}${path}`,
         headers,
         ticket,
         timeoutMs,
@@ -351,7 +466,7 @@ export class StoreOrdersClient {
   /** One request: a 2xx answer, or a failure worth retrying; anything else is thrown. */
   async #attempt(
     method: string,
-    path: string,
+    url: string,
     headers: Headers,
     ticket: Ticket,
     timeoutMs: number,
@@ -361,7 +476,7 @@ export class StoreOrdersClient {
     const watchdog = new Watchdog(timeoutMs, signal);
     let response: Response;
     try {
-      response = await this.#fetch(`${this.#base}${path}`, {
+      response = await this.#fetch(url, {
         method,
         headers,
         signal: watchdog.signal,

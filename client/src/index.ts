@@ -8,8 +8,10 @@ export type {
   HeadersInput,
   ListCallOptions,
   OrderList,
+  PageCallOptions,
   StoreOrdersClientOptions,
 } from './client.ts';
+export type { OrderFilter, OrderPage } from './order-page.ts';
 export { ApiError, isApiError, OrderListParseError } from './errors.ts';
 export type { ApiErrorCode, ErrorCode } from './errors.ts';
 export type { Order, OrderStatus } from './order.ts';
