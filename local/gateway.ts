@@ -16,7 +16,9 @@
  *  - gateway responses from the shared definitions, in the Error shape (./gateway-answers.ts) —
  *    also for requests Node's HTTP parser refuses (./http-edge.ts);
  *  - a client that goes away at any moment stops its invocation (queued or running);
- *  - one access log line per request, in the stack's own format (./access-log-context.ts).
+ *  - one access log line per request, in the stack's own format (./access-log-context.ts),
+ *    written once its connection is done with it, naming who cut an answer short: the client
+ *    that left, or the service whose stream failed after its status line.
  * Functions run through an Invoker: containers for `npm start`, in-process handlers in tests.
  */
 import { randomUUID } from 'node:crypto';
@@ -31,7 +33,7 @@ import {
 } from '../lib/api/gateway-responses.ts';
 import type { OperationId } from '../lib/api/routes.ts';
 import { BEARER_KEY_PATTERN, quotableInput } from '../lib/keys/api-key.ts';
-import { accessLogLine, newExchange, type Exchange } from './access-log-context.ts';
+import { accessLogLine, cutShort, newExchange, type Exchange } from './access-log-context.ts';
 import { sendGatewayAnswer, sendGatewayResponse } from './gateway-answers.ts';
 import {
   BODY_FAILURE_MESSAGES,
@@ -179,25 +181,26 @@ export function createGateway(options: GatewayOptions): GatewayListener {
     if (noAnswer) refuse(response, exchange, noAnswer);
   }
 
+  /**
+   * A request from its arrival to its access log line, written once its connection is done with
+   * it: its answer out whole, or cut short (by the client, or by the service).
+   */
   const listener = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
     const protocol = `HTTP/${request.httpVersion}`;
     const exchange = arrived(request.method ?? '-', protocol, request.socket.remoteAddress);
-    // Watched from the first moment: a client may leave while the request is still queued.
-    const left = new AbortController();
-    response.on('close', () => {
-      if (!response.writableFinished) left.abort(new Error('the client went away'));
-    });
+    const { left, closed } = watchForDeparture(response, exchange);
     try {
-      await handle(request, response, exchange, left.signal);
+      await handle(request, response, exchange, left);
     } catch (error) {
       options.log?.(`gateway error: ${quotableInput((error as Error).message, 200)}`);
-      if (!response.headersSent) refuse(response, exchange, 'DEFAULT_5XX');
-      else response.destroy();
+      if (!response.headersSent) {
+        refuse(response, exchange, 'DEFAULT_5XX');
+      } else {
+        cutShort(exchange, 'service');
+        response.destroy();
+      }
     }
-    if (left.signal.aborted) {
-      // Nobody is left to answer; what was sent (if anything) stays as it was.
-      exchange.errorMessage = 'The client went away: its invocation was stopped.';
-    }
+    await closed;
     accessLog(exchange);
   };
 
@@ -224,6 +227,28 @@ export function createGateway(options: GatewayOptions): GatewayListener {
   };
 
   return Object.assign(listener, { clientError, connect });
+}
+
+/**
+ * Watches a response from the first moment (a client may leave while its request is still
+ * queued): its connection closing before the answer went out whole is the client's leaving —
+ * unless the service cut it first — which stops the invocation (`left`). `closed` settles when
+ * the connection is done with the response: the answer out whole, or cut short.
+ */
+function watchForDeparture(
+  response: ServerResponse,
+  exchange: Exchange,
+): { left: AbortSignal; closed: Promise<void> } {
+  const departure = new AbortController();
+  const closed = new Promise<void>((resolve) => {
+    response.once('close', () => {
+      if (!response.writableFinished && cutShort(exchange, 'client')) {
+        departure.abort(new Error('the client went away'));
+      }
+      resolve();
+    });
+  });
+  return { left: departure.signal, closed };
 }
 
 /**

@@ -8,7 +8,7 @@ import type { ServerResponse } from 'node:http';
 import type { RouteDefinition } from '../lib/api/routes.ts';
 import { FUNCTIONS, type FunctionName } from '../lib/functions.ts';
 import { quotableInput } from '../lib/keys/api-key.ts';
-import type { Exchange } from './access-log-context.ts';
+import { cutShort, type Exchange } from './access-log-context.ts';
 import { sendWhole } from './gateway-answers.ts';
 import type { Invocation, Invoker } from './invoker.ts';
 
@@ -77,7 +77,7 @@ export async function integrate(
   }
   switch (invocation.kind) {
     case 'streaming':
-      await passStream(response, exchange, invocation);
+      await passStream(response, exchange, name, invocation, settings.log);
       return undefined;
     case 'returned': {
       const answer = proxyAnswer(invocation.result);
@@ -102,12 +102,16 @@ export async function integrate(
 /**
  * A streamed answer passed through as the function writes it, its bytes untouched: the status
  * line as soon as the function's prelude is in, as with API Gateway. A failure after the status
- * line can only cut the connection short, as in AWS.
+ * line (the function's, or its time running out) can only cut the connection short, as in AWS:
+ * the exchange records the cut as the service's — unless the client had left first, which is
+ * what stopped the function — and the emulator notes why.
  */
 async function passStream(
   response: ServerResponse,
   exchange: Exchange,
+  name: FunctionName,
   invocation: Extract<Invocation, { kind: 'streaming' }>,
+  log: ((line: string) => void) | undefined,
 ): Promise<void> {
   const status = invocation.prelude?.statusCode ?? 200;
   exchange.status = status;
@@ -117,10 +121,17 @@ async function passStream(
     'x-amzn-RequestId': exchange.requestId,
   });
   response.flushHeaders();
+  const cut = (error: unknown): void => {
+    if (cutShort(exchange, 'service')) {
+      const reason = error instanceof Error ? error.message : String(error);
+      log?.(`function ${name} failed after its status line: ${quotableInput(reason, 200)}`);
+    }
+    response.destroy();
+  };
   invocation.body.on('data', (chunk: Uint8Array) => {
     exchange.responseLength += chunk.byteLength;
   });
-  invocation.body.on('error', () => response.destroy());
+  invocation.body.on('error', cut);
   invocation.body.pipe(response);
-  await invocation.done.catch(() => response.destroy());
+  await invocation.done.catch(cut);
 }

@@ -151,6 +151,9 @@ export function invokeStreaming(
       responseStream.pause();
       const { prelude, rest } = splitPrelude(head);
       const body = new PassThrough();
+      // A failure is the caller's through `done` too: one that comes before the caller listens
+      // to the body (a handler that throws right after its prelude) must not go unhandled.
+      body.on('error', () => undefined);
       if (rest.length > 0) body.write(rest);
       responseStream.on('error', (error) => body.destroy(error));
       responseStream.pipe(body);
