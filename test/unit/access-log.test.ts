@@ -5,10 +5,7 @@
  * deployed.
  */
 import { once } from 'node:events';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { accessLogFormat } from '../../infra/access-log.ts';
 import {
@@ -23,6 +20,7 @@ import { ContainerPool } from '../../local/container-pool.ts';
 import { createGateway, type GatewayOptions } from '../../local/gateway.ts';
 import { installLambdaRuntimeGlobals } from '../../local/lambda-runtime.ts';
 import { rawRequest } from '../support/raw-http.ts';
+import { standInModule } from '../support/stand-in-module.ts';
 
 installLambdaRuntimeGlobals();
 
@@ -379,20 +377,21 @@ describe('the emulator’s access log of a streamed list that ends early', () =>
   });
 
   it('names the service’s cut of a list whose function fails mid-stream in a container (npm start)', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'failing-list-'));
+    const failingList = standInModule(
+      `export const handler = awslambda.streamifyResponse(async (_event, stream) => {
+        const out = awslambda.HttpResponseStream.from(stream, { statusCode: 200, headers: {} });
+        out.write('[{"id":1}');
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        throw new Error('orders table timed out');
+      });`,
+    );
     try {
-      const entry = join(dir, 'failing-list.mjs');
-      writeFileSync(
-        entry,
-        `export const handler = awslambda.streamifyResponse(async (_event, stream) => {
-          const out = awslambda.HttpResponseStream.from(stream, { statusCode: 200, headers: {} });
-          out.write('[{"id":1}');
-          await new Promise((resolve) => setTimeout(resolve, 50));
-          throw new Error('orders table timed out');
-        });`,
-      );
       const lines: string[] = [];
-      pool = new ContainerPool({ env: {}, entries: { listOrders: entry }, maxContainers: 1 });
+      pool = new ContainerPool({
+        env: {},
+        entries: { listOrders: failingList.path },
+        maxContainers: 1,
+      });
       const url = await listAt(lines, {
         invoker: {
           // The stand-in authorizer in this process, the list in its container.
@@ -413,7 +412,7 @@ describe('the emulator’s access log of a streamed list that ends early', () =>
         'function listOrders failed after its status line: orders table timed out',
       );
     } finally {
-      rmSync(dir, { recursive: true, force: true });
+      failingList.remove();
     }
   });
 });
