@@ -6,7 +6,7 @@
  *    with `Allow`;
  *  - a TOKEN authorizer on `Authorization` (./token-authorizer.ts): a missing header, or one
  *    that fails the identity validation expression, is refused (401) without invoking it; a
- *    Deny policy → ACCESS_DENIED (401 here); policies cached per token for the TTL;
+ *    Deny policy → ACCESS_DENIED (401 here); policies cached per stage and token for the TTL;
  *  - REST v1 proxy events with `requestContext.authorizer` (./proxy-event.ts), and
  *    `requestTimeEpoch` stamped when the request arrived (before its body, the key check or a
  *    wait for a container);
