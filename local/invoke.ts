@@ -15,6 +15,7 @@ import {
   parseFlags,
 } from '../lib/config/flags.ts';
 import { UsageError } from '../lib/config/usage-error.ts';
+import { FUNCTION_NAMES, type FunctionName } from '../lib/functions.ts';
 import { requestTimeText } from './access-log-context.ts';
 import { createContext, invokeStreaming, isStreamingHandler } from './lambda-runtime.ts';
 import {
@@ -36,10 +37,13 @@ const FLAGS = {
 
 const USAGE = `Usage: npm run invoke -- <function> <event.json> ${flagsSynopsis(FLAGS)}
 
-Functions: listOrders, cancelOrder, authorizer. Sample events are in events/.
+Functions: ${FUNCTION_NAMES.join(', ')}. Sample events are in events/.
 
 Options:
 ${describeFlags(FLAGS)}`;
+
+const isFunctionName = (name: string): name is FunctionName =>
+  (FUNCTION_NAMES as readonly string[]).includes(name);
 
 /** The event as if its request arrived now: `requestContext`'s request time, when it has one. */
 export function arrivingNow(event: unknown, now: number = Date.now()): unknown {
@@ -62,11 +66,10 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   const [name, eventFile] = positionals;
-  const names = ['listOrders', 'cancelOrder', 'authorizer'];
   if (!name || !eventFile || positionals.length > 2)
     throw new UsageError(`expected <function> <event.json>\n${USAGE}`);
-  if (!names.includes(name))
-    throw new UsageError(`unknown function "${name}" (one of ${names.join(', ')})`);
+  if (!isFunctionName(name))
+    throw new UsageError(`unknown function "${name}" (one of ${FUNCTION_NAMES.join(', ')})`);
   let event: unknown;
   try {
     event = JSON.parse(await readFile(eventFile, 'utf8'));
@@ -94,7 +97,7 @@ async function main(argv: string[]): Promise<number> {
   }
   try {
     const functions: LocalFunctions = await loadFunctions(stack);
-    const handler = functions[name as keyof LocalFunctions];
+    const handler = functions[name];
     const context = createContext(name);
     try {
       if (isStreamingHandler(handler)) {

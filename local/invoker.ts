@@ -53,7 +53,7 @@ function failedWith(error: unknown): Invocation {
 /** Runs a function's handler on an event in this thread, with its timeout. */
 export async function invokeHandler(
   handler: unknown,
-  name: string,
+  name: FunctionName,
   event: unknown,
   options: InvokeOptions,
 ): Promise<Invocation> {

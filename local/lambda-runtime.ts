@@ -6,6 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { PassThrough, Readable } from 'node:stream';
+import { FUNCTIONS, type FunctionName } from '../lib/functions.ts';
 
 const STREAMING = Symbol.for('aws.lambda.runtime.handler.streaming');
 const PRELUDE_DELIMITER = Buffer.alloc(8);
@@ -51,13 +52,28 @@ export interface LambdaContext {
   [key: string]: unknown;
 }
 
+/** What Lambda gives a function deployed without a memory setting. */
+const LAMBDA_DEFAULT_MEMORY_MB = 128;
+
+/**
+ * A function's memory setting, as its context reports it: for the service's functions the one
+ * lib/functions.ts gives the stack and the emulator; for a stand-in (a handler a test or a
+ * benchmark runs under a name of its own) Lambda's default.
+ */
+function memorySettingMb(functionName: string): number {
+  return Object.hasOwn(FUNCTIONS, functionName)
+    ? FUNCTIONS[functionName as FunctionName].memoryMb
+    : LAMBDA_DEFAULT_MEMORY_MB;
+}
+
+/** The context Lambda hands a function's handler: its name, memory setting and deadline. */
 export function createContext(functionName: string, timeoutMs = 29_000): LambdaContext {
   const deadline = Date.now() + timeoutMs;
   return {
     functionName,
     functionVersion: '$LATEST',
     invokedFunctionArn: `arn:aws:lambda:local:000000000000:function:${functionName}`,
-    memoryLimitInMB: '1024',
+    memoryLimitInMB: String(memorySettingMb(functionName)),
     awsRequestId: randomUUID(),
     logGroupName: `/aws/lambda/${functionName}`,
     logStreamName: 'local',
@@ -151,6 +167,9 @@ export function invokeStreaming(
       responseStream.pause();
       const { prelude, rest } = splitPrelude(head);
       const body = new PassThrough();
+      // A failure is the caller's through `done` too: one that comes before the caller listens
+      // to the body (a handler that throws right after its prelude) must not go unhandled.
+      body.on('error', () => undefined);
       if (rest.length > 0) body.write(rest);
       responseStream.on('error', (error) => body.destroy(error));
       responseStream.pipe(body);

@@ -2,7 +2,8 @@
  * API Gateway's TOKEN authorizer as the local emulator (./gateway.ts) applies it: the answer the
  * authorizer must give (a principal, a policy, a flat context), whether that policy allows a
  * method ARN (an explicit Deny wins, then any Allow), and the answers — Allow and Deny alike —
- * cached per token for the TTL. `Unauthorized` is answered 401; a failure, a timeout or an
+ * cached per token for the TTL, in a cache of each stage's own (as API Gateway keeps one per
+ * stage: a stage-wide policy of one stage never answers for another). `Unauthorized` is answered 401; a failure, a timeout or an
  * unusable answer is AUTHORIZER_CONFIGURATION_ERROR; neither is cached.
  */
 import type { GatewayResponseType } from '../lib/api/gateway-responses.ts';
@@ -58,6 +59,9 @@ export interface TokenAuthorizerOptions {
   readonly now: () => number;
 }
 
+/** The API and stage a method ARN names (`arn:…:local/v1/GET/store/orders` → `arn:…:local/v1`). */
+const stageOfMethodArn = (methodArn: string): string => methodArn.split('/', 2).join('/');
+
 /** The authorizer's verdict on a token for a method ARN: its cached answer, or a new one. */
 export function tokenAuthorizer(
   options: TokenAuthorizerOptions,
@@ -65,7 +69,8 @@ export function tokenAuthorizer(
   const { invoker, ttlSeconds, timeoutMs, now } = options;
   const cache = new Map<string, { result: AuthorizerResult; expires: number }>();
   return async (token, methodArn) => {
-    const cached = ttlSeconds > 0 ? cache.get(token) : undefined;
+    const cacheKey = `${stageOfMethodArn(methodArn)} ${token}`;
+    const cached = ttlSeconds > 0 ? cache.get(cacheKey) : undefined;
     let result = cached && cached.expires > now() ? cached.result : undefined;
     if (!result) {
       const invocation = await invoker.invoke(
@@ -81,7 +86,7 @@ export function tokenAuthorizer(
         return { ok: false, answer: 'AUTHORIZER_CONFIGURATION_ERROR' };
       }
       result = invocation.result;
-      if (ttlSeconds > 0) cache.set(token, { result, expires: now() + ttlSeconds * 1000 });
+      if (ttlSeconds > 0) cache.set(cacheKey, { result, expires: now() + ttlSeconds * 1000 });
     }
     return policyAllows(result, methodArn)
       ? { ok: true, result }

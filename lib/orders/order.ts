@@ -113,7 +113,7 @@ export function compareIds(a: bigint, b: bigint): number {
 /**
  * The JSON text of one order, fields in schema order (ORDER_FIELDS), absent fields omitted, int64
  * digits exact. Written out field by field rather than looped over ORDER_FIELDS: it runs once per
- * order of every list, and the loop takes three times as long.
+ * order of every list, where a loop over the fields is markedly slower.
  */
 export function orderToJson(order: Order): string {
   let json = `{"id":${order.id}`;

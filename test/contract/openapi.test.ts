@@ -38,7 +38,8 @@ import {
   orderToJson,
   type Order,
 } from '../../lib/orders/order.ts';
-import { createGateway } from '../../local/gateway.ts';
+import { createGateway, createGatewayServer, type GatewayListener } from '../../local/gateway.ts';
+import { MAX_HEADER_BYTES } from '../../local/http-edge.ts';
 import { loadFunctions } from '../../local/local-stack.ts';
 import { failDynamoDbCalls, invokeHttp, proxyEvent, type HttpResult } from '../support/lambda.ts';
 import {
@@ -48,6 +49,7 @@ import {
   HTTP_METHODS,
   loadOpenApiDocument,
   OPENAPI_PATH,
+  openApiRequestErrors,
   openApiResponseErrors,
   RATE_LIMIT_HEADERS,
   type OpenApiDocument,
@@ -55,6 +57,7 @@ import {
   type ResponseObject,
   type Schema,
 } from '../support/openapi.ts';
+import { rawRequest } from '../support/raw-http.ts';
 import { createTestTables, type TestTables } from '../support/tables.ts';
 
 let document: OpenApiDocument;
@@ -820,6 +823,7 @@ describe('real responses, through the local API Gateway emulator', () => {
     { id: 9223372036854775807n, petId: 9223372036854775806n, status: 'pending' },
   ];
   let tables: TestTables;
+  let handle: GatewayListener;
   let server: Server;
   let baseUrl: string;
 
@@ -835,7 +839,7 @@ describe('real responses, through the local API Gateway emulator', () => {
       new Date(),
     );
     const functions = await loadFunctions({ endpoint: tables.endpoint, tables: tables.tables });
-    const handle = createGateway({
+    handle = createGateway({
       functions,
       authorizer: functions.authorizer,
       authorizerTtlSeconds: 0,
@@ -927,6 +931,93 @@ describe('real responses, through the local API Gateway emulator', () => {
     expect((await call('GET', '/pets/1')).status).toBe(404);
     expect((await call('POST', '/store/orders')).status).toBe(405);
     expect((await call('GET', '/store/orders/1')).status).toBe(405);
+  });
+
+  /**
+   * Accept-Encoding and If-None-Match: the service reads them (RFC 9110) and restricts neither;
+   * only HTTP's grammar and the head's size limit bound them. What the API serves, the document
+   * must allow: a validating proxy or a generated client would refuse it otherwise.
+   */
+  describe('headers the service reads without restricting them', () => {
+    let edge: Server;
+    let port: number;
+    beforeAll(async () => {
+      // npm start's server in front of the same gateway: API Gateway's limits on a request's head.
+      edge = createGatewayServer(() => handle);
+      await new Promise<void>((resolve) => edge.listen(0, '127.0.0.1', resolve));
+      port = (edge.address() as AddressInfo).port;
+    });
+    afterAll(() => {
+      edge.closeAllConnections();
+      edge.close();
+    });
+
+    const bytes = (from: number, to: number) =>
+      Array.from({ length: to - from + 1 }, (_, i) => from + i);
+    /** Every byte HTTP carries in a field value, between letters (a value's edges lose spaces). */
+    const EVERY_FIELD_VALUE_BYTE = Buffer.from([
+      0x78,
+      0x09,
+      ...bytes(0x20, 0x7e),
+      ...bytes(0x80, 0xff),
+      0x78,
+    ]);
+    const SERVED: [string, Buffer][] = [
+      ['every byte HTTP allows in a field value', EVERY_FIELD_VALUE_BYTE],
+      ['non-ASCII text (UTF-8)', Buffer.from('gzip;q=0.9, identité, 圧縮, W/"ÉTAG"', 'utf8')],
+      // Far past the limits the document once declared (1,024 and 8,192 characters), within
+      // the head's 10,240 bytes with the request's other headers.
+      ['a long value', Buffer.from('gzip, br;q=0.5, '.repeat((MAX_HEADER_BYTES - 512) / 16))],
+    ];
+    const HEADERS = ['Accept-Encoding', 'If-None-Match'];
+
+    /** A list request with one more header, its value sent byte for byte. */
+    const listWith = (name: string, value: Buffer) =>
+      rawRequest(
+        port,
+        Buffer.concat([
+          Buffer.from(
+            `GET /${API_STAGE}/store/orders HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${key}\r\n` +
+              `Connection: close\r\n${name}: `,
+          ),
+          value,
+          Buffer.from('\r\n\r\n'),
+        ]),
+      );
+    /** What the document says of the same request, the value as the service reads it. */
+    const documentErrors = (name: string, value: Buffer) =>
+      openApiRequestErrors({
+        method: 'GET',
+        path: '/store/orders',
+        headers: { Authorization: `Bearer ${key}`, [name]: value.toString('latin1') },
+      });
+
+    it.each(HEADERS.flatMap((name) => SERVED.map(([what, value]) => [name, what, value] as const)))(
+      '%s with %s: served, and valid by the document',
+      async (name, _, value) => {
+        expect((await listWith(name, value)).status).toBe(200);
+        expect(await documentErrors(name, value)).toEqual([]);
+      },
+    );
+
+    it.each(HEADERS)(
+      '%s with a byte HTTP does not allow in a field value: refused, and invalid by the document',
+      async (name) => {
+        for (const byte of [0x01, 0x7f]) {
+          const value = Buffer.from([0x78, byte, 0x78]);
+          expect((await listWith(name, value)).status).toBe(400);
+          expect(await documentErrors(name, value)).not.toEqual([]);
+        }
+      },
+    );
+
+    it.each(HEADERS)('%s: the document bounds it by no less than the head’s limit', (name) => {
+      const [, item] = Object.entries(document.paths).find(([path]) => path === '/store/orders')!;
+      const parameter = (item.get!.parameters as { name: string; schema: Schema }[]).find(
+        (p) => p.name === name,
+      );
+      expect(parameter?.schema.maxLength ?? Infinity).toBeGreaterThanOrEqual(MAX_HEADER_BYTES);
+    });
   });
 });
 

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TIME_BUDGETS } from '../../lib/config/budgets.ts';
 import { generateApiKey } from '../../lib/keys/api-key.ts';
+import { CUT_SHORT_MESSAGES } from '../../local/access-log-context.ts';
 import type { LocalState } from '../../local/local-stack.ts';
 import { startLocalApi, tempStateFile, type LocalApi } from '../support/local-api.ts';
 
@@ -141,6 +142,18 @@ describe('DynamoDB Local paused for longer than the budget', () => {
       }
       expect(cut).toBe(true);
       expect(performance.now() - cutStarted).toBeLessThan(TIME_BUDGETS.listPageMs + 2_000);
+      // Its access log line names the cut as the service's: the client was reading.
+      const requestId = listing.headers.get('x-amzn-requestid');
+      const accessLogLine = () =>
+        api
+          .output()
+          .split('\n')
+          .filter((line) => line.startsWith('{"requestId"'))
+          .map((line) => JSON.parse(line) as Record<string, string>)
+          .find((line) => line.requestId === requestId);
+      await expect
+        .poll(accessLogLine, { timeout: 10_000 })
+        .toMatchObject({ status: '200', errorMessage: CUT_SHORT_MESSAGES.service });
     } finally {
       process.kill(javaPid, 'SIGCONT');
     }

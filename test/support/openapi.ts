@@ -403,6 +403,24 @@ export async function openApiResponseErrors(input: ResponseToCheck): Promise<str
   return problems;
 }
 
+export interface RequestToCheck {
+  readonly method: string;
+  /** A stage-relative path (`/store/orders`). */
+  readonly path: string;
+  /** Header values as the service reads them (bytes 0x80–0xFF as one character each). */
+  readonly headers: Record<string, string>;
+}
+
+/**
+ * Human-readable problems of a request's parameters against the OpenAPI document (what a
+ * validating proxy or a generated client would refuse); empty when it conforms.
+ */
+export async function openApiRequestErrors(input: RequestToCheck): Promise<string[]> {
+  const api = await backend();
+  const result = api.validator.validateRequest({ ...input, query: {} });
+  return describeSchemaErrors(`${input.method} ${input.path} `, result.errors ?? []);
+}
+
 /** Fails the test, listing every problem, when the response does not conform to the document. */
 export async function expectValidAgainstOpenApi(
   response: Response,

@@ -1,6 +1,12 @@
 /** The emulator's access log context: what an exchange logs, from its `$context` variables. */
 import { describe, expect, it } from 'vitest';
-import { accessLogLine, newExchange, requestTimeText } from '../../local/access-log-context.ts';
+import {
+  accessLogLine,
+  CUT_SHORT_MESSAGES,
+  cutShort,
+  newExchange,
+  requestTimeText,
+} from '../../local/access-log-context.ts';
 
 const ARRIVED = Date.UTC(2026, 10, 3, 4, 5, 6, 789);
 
@@ -62,5 +68,23 @@ describe('an exchange', () => {
       errorType: 'ACCESS_DENIED',
       errorMessage: 'User is not authorized',
     });
+  });
+
+  it('cut short is logged as cut by whoever cut it first: the other side’s close that follows changes nothing', () => {
+    for (const [first, then] of [
+      ['service', 'client'],
+      ['client', 'service'],
+    ] as const) {
+      const exchange = newExchange('r-3', ARRIVED, 'GET', 'HTTP/1.1', '127.0.0.1');
+      Object.assign(exchange, { status: 200, integrationStatus: 200 });
+      expect(cutShort(exchange, first)).toBe(true);
+      expect(cutShort(exchange, then)).toBe(false);
+      expect(JSON.parse(accessLogLine(exchange, ARRIVED + 9))).toMatchObject({
+        status: '200',
+        errorType: '-',
+        errorMessage: CUT_SHORT_MESSAGES[first],
+      });
+    }
+    expect(CUT_SHORT_MESSAGES.service).not.toBe(CUT_SHORT_MESSAGES.client);
   });
 });

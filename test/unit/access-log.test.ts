@@ -15,9 +15,12 @@ import {
   renderAccessLog,
 } from '../../lib/api/access-log.ts';
 import { generateApiKey } from '../../lib/keys/api-key.ts';
-import { createGateway } from '../../local/gateway.ts';
+import { CUT_SHORT_MESSAGES } from '../../local/access-log-context.ts';
+import { ContainerPool } from '../../local/container-pool.ts';
+import { createGateway, type GatewayOptions } from '../../local/gateway.ts';
 import { installLambdaRuntimeGlobals } from '../../local/lambda-runtime.ts';
 import { rawRequest } from '../support/raw-http.ts';
+import { standInModule } from '../support/stand-in-module.ts';
 
 installLambdaRuntimeGlobals();
 
@@ -206,5 +209,210 @@ describe('the emulator’s access log', () => {
     expect(fields).toMatchObject({ status: '200', responseLength: '2', protocol: 'HTTP/1.1' });
     for (const name of ['responseLatencyMs', 'integrationLatencyMs', 'authorizerLatencyMs'])
       expect(Number(fields[name])).toBeGreaterThanOrEqual(0);
+  });
+});
+
+describe('the emulator’s access log of a streamed list that ends early', () => {
+  let server: Server | undefined;
+  let pool: ContainerPool | undefined;
+  afterEach(async () => {
+    server?.closeAllConnections();
+    server?.close();
+    await pool?.close();
+    pool = undefined;
+  });
+
+  const caller = generateApiKey();
+  const allow = {
+    principalId: 'key_caller',
+    policyDocument: {
+      Statement: [{ Action: 'execute-api:Invoke', Effect: 'Allow', Resource: '*' }],
+    },
+  };
+  type Stream = NodeJS.WritableStream & { destroy(error?: Error): void };
+  const { streamifyResponse, HttpResponseStream } = globalThis.awslambda;
+  /** A listOrders whose body is `write`'s doing, after a 200 prelude. */
+  const streaming = (write: (out: Stream) => Promise<void>) =>
+    streamifyResponse(async (_event, stream) => {
+      await write(HttpResponseStream.from(stream, { statusCode: 200, headers: {} }) as Stream);
+    });
+  const MiB = 'm'.repeat(1024 * 1024);
+
+  /** The gateway, its access log and notes in `lines`; the list's URL. */
+  async function listAt(lines: string[], options: Partial<GatewayOptions>): Promise<string> {
+    const listener = createGateway({
+      authorizer: () => Promise.resolve(allow),
+      authorizerTtlSeconds: 0,
+      log: (line) => lines.push(line),
+      ...options,
+    });
+    server = createServer((req, res) => void listener(req, res));
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    return `http://127.0.0.1:${(server.address() as { port: number }).port}/v1/store/orders`;
+  }
+  const headers = { Authorization: `Bearer ${caller}` };
+
+  /** The one access log line, once the gateway has written it. */
+  async function accessLogOf(lines: string[]): Promise<Record<string, string>> {
+    const logged = () => lines.filter((line) => line.startsWith('{'));
+    await expect.poll(() => logged().length).toBe(1);
+    return JSON.parse(logged()[0]!) as Record<string, string>;
+  }
+  const notes = (lines: string[]) => lines.filter((line) => !line.startsWith('{'));
+
+  /**
+   * Reads a body to its end, calling `afterFirstRead` once its first read is over; 'cut' when
+   * the connection ends before the body does.
+   */
+  async function readToEnd(
+    response: Response,
+    afterFirstRead: () => void = () => undefined,
+  ): Promise<'whole' | 'cut'> {
+    const reader = response.body!.getReader();
+    try {
+      for (let reads = 1; ; reads++) {
+        const { done } = await reader.read().finally(() => reads === 1 && afterFirstRead());
+        if (done) return 'whole';
+      }
+    } catch {
+      return 'cut';
+    }
+  }
+
+  it('writes nothing of a cut when the list arrived whole', async () => {
+    const lines: string[] = [];
+    const url = await listAt(lines, {
+      functions: {
+        listOrders: streaming((out) => {
+          out.end('[]');
+          return Promise.resolve();
+        }),
+      },
+    });
+    expect(await readToEnd(await fetch(url, { headers }))).toBe('whole');
+    expect(await accessLogOf(lines)).toMatchObject({ status: '200', errorMessage: '-' });
+  });
+
+  // Each way a function fails after its status line, however that falls against the client's
+  // reading: the cut is the service's, never the client's, never missing.
+  it.each<[string, (out: Stream, clientRead: Promise<void>) => Promise<void>]>([
+    [
+      'throws at once after its first bytes',
+      (out) => {
+        out.write('[{"id":1}');
+        return Promise.reject(new Error('orders table timed out'));
+      },
+    ],
+    [
+      'throws once the client has read its first bytes',
+      async (out, clientRead) => {
+        out.write('[{"id":1}');
+        await clientRead;
+        throw new Error('orders table timed out');
+      },
+    ],
+    [
+      'throws with megabytes unread by the client',
+      (out) => {
+        for (let i = 0; i < 8; i++) out.write(MiB);
+        return Promise.reject(new Error('orders table timed out'));
+      },
+    ],
+    [
+      'destroys its stream with an error and returns',
+      async (out, clientRead) => {
+        out.write('[{"id":1}');
+        await clientRead;
+        out.destroy(new Error('orders table timed out'));
+      },
+    ],
+  ])('names the service’s cut when the function %s', async (_, write) => {
+    const lines: string[] = [];
+    const clientRead = Promise.withResolvers<void>();
+    const url = await listAt(lines, {
+      functions: { listOrders: streaming((out) => write(out, clientRead.promise)) },
+    });
+    const response = await fetch(url, { headers });
+    expect(response.status).toBe(200);
+    expect(await readToEnd(response, () => clientRead.resolve())).toBe('cut');
+    expect(await accessLogOf(lines)).toMatchObject({
+      status: '200',
+      errorType: '-',
+      errorMessage: CUT_SHORT_MESSAGES.service,
+    });
+    expect(notes(lines)).toEqual([
+      'function listOrders failed after its status line: orders table timed out',
+    ]);
+  });
+
+  it.each<[string, (out: Stream) => Promise<void>]>([
+    [
+      'while the function still writes',
+      async (out) => {
+        // Far more than any socket buffer: only a reader could take it all.
+        for (let i = 0; i < 10_000; i++) if (!out.write(MiB)) await once(out, 'drain');
+      },
+    ],
+    [
+      'after the function has written all and returned',
+      (out) => {
+        for (let i = 0; i < 16; i++) out.write(MiB);
+        out.end();
+        return Promise.resolve();
+      },
+    ],
+  ])('names the client’s leaving %s', async (_, write) => {
+    const lines: string[] = [];
+    const url = await listAt(lines, { functions: { listOrders: streaming(write) } });
+    const controller = new AbortController();
+    const response = await fetch(url, { headers, signal: controller.signal });
+    await response.body!.getReader().read();
+    controller.abort();
+    expect(await accessLogOf(lines)).toMatchObject({
+      status: '200',
+      errorMessage: CUT_SHORT_MESSAGES.client,
+    });
+    expect(notes(lines)).toEqual([]);
+  });
+
+  it('names the service’s cut of a list whose function fails mid-stream in a container (npm start)', async () => {
+    const failingList = standInModule(
+      `export const handler = awslambda.streamifyResponse(async (_event, stream) => {
+        const out = awslambda.HttpResponseStream.from(stream, { statusCode: 200, headers: {} });
+        out.write('[{"id":1}');
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        throw new Error('orders table timed out');
+      });`,
+    );
+    try {
+      const lines: string[] = [];
+      pool = new ContainerPool({
+        env: {},
+        entries: { listOrders: failingList.path },
+        maxContainers: 1,
+      });
+      const url = await listAt(lines, {
+        invoker: {
+          // The stand-in authorizer in this process, the list in its container.
+          invoke: (name, event, options) =>
+            name === 'authorizer'
+              ? Promise.resolve({ kind: 'returned', result: allow })
+              : pool!.invoke(name, event, options),
+        },
+      });
+      const response = await fetch(url, { headers });
+      expect(response.status).toBe(200);
+      expect(await readToEnd(response)).toBe('cut');
+      expect(await accessLogOf(lines)).toMatchObject({
+        status: '200',
+        errorMessage: CUT_SHORT_MESSAGES.service,
+      });
+      expect(notes(lines)).toContain(
+        'function listOrders failed after its status line: orders table timed out',
+      );
+    } finally {
+      failingList.remove();
+    }
   });
 });

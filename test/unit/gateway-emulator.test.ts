@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createGateway, type GatewayOptions } from '../../local/gateway.ts';
+import { API_STAGE, ROUTES } from '../../lib/api/routes.ts';
 import { generateApiKey } from '../../lib/keys/api-key.ts';
 import {
   BUFFERED_RESPONSE_LIMIT_BYTES,
@@ -295,5 +296,51 @@ describe('integration emulation', () => {
     const timedOut = await fetch(`${url}/store/orders/1`, { ...auth(), method: 'DELETE' });
     expect(timedOut.status).toBe(503);
     expect(await timedOut.json()).toMatchObject({ code: 'SERVICE_UNAVAILABLE' });
+  });
+});
+
+describe('stages', () => {
+  it('serves a second stage from its own route table: its function and authorizer see that stage', async () => {
+    const arns: string[] = [];
+    const events: Record<string, unknown>[] = [];
+    const url = await gateway({
+      authorizerTtlSeconds: 0,
+      stages: {
+        [API_STAGE]: ROUTES,
+        beta: [{ operationId: 'listOrders', method: 'GET', path: '/pets', streaming: false }],
+      },
+      authorizer: (event: { methodArn: string }) => {
+        arns.push(event.methodArn);
+        const policy = allowAll();
+        policy.policyDocument.Statement[0]!.Resource = '*';
+        return Promise.resolve(policy);
+      },
+      functions: {
+        listOrders: (event: Record<string, unknown>) => {
+          events.push(event);
+          return Promise.resolve({ statusCode: 200, headers: {}, body: '[]' });
+        },
+        cancelOrder: () => Promise.resolve({ statusCode: 204, headers: {}, body: '' }),
+      },
+    });
+    const origin = new URL(url).origin;
+    expect((await fetch(`${origin}/beta/pets`, auth())).status).toBe(200);
+    expect((await fetch(`${origin}/beta/store/orders`, auth())).status).toBe(404);
+    expect((await fetch(`${origin}/v1/pets`, auth())).status).toBe(404);
+    expect((await fetch(`${origin}/v1/store/orders`, auth())).status).toBe(200);
+    expect(arns).toEqual([
+      'arn:aws:execute-api:local:000000000000:local/beta/GET/pets',
+      'arn:aws:execute-api:local:000000000000:local/v1/GET/store/orders',
+    ]);
+    expect(
+      events.map(({ resource, path, requestContext }) => ({ resource, path, requestContext })),
+    ).toMatchObject([
+      { resource: '/pets', path: '/pets', requestContext: { stage: 'beta', path: '/beta/pets' } },
+      {
+        resource: '/store/orders',
+        path: '/store/orders',
+        requestContext: { stage: 'v1', path: '/v1/store/orders' },
+      },
+    ]);
   });
 });

@@ -121,4 +121,14 @@ describe('the answer cache', () => {
     await authorize('a', ARN);
     expect(calls).toHaveLength(2);
   });
+
+  it('keeps each stage’s answers apart, and a stage’s answer for all its routes', async () => {
+    const { authorize, calls } = counted(60);
+    await authorize('a', ARN);
+    await authorize('a', 'arn:aws:execute-api:local:000000000000:local/v1/DELETE/store/orders/1');
+    expect(calls).toHaveLength(1);
+    await authorize('a', 'arn:aws:execute-api:local:000000000000:local/v2/GET/store/orders');
+    await authorize('a', 'arn:aws:execute-api:local:000000000000:local/v2/DELETE/store/orders/1');
+    expect(calls).toHaveLength(2);
+  });
 });
