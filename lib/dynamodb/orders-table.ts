@@ -25,6 +25,7 @@ import {
 import { malformedItem, numberText } from './attributes.ts';
 import { DynamoDbListVersion, type DynamoDbListVersionOptions } from './list-version.ts';
 import { isConditionFailure, send } from './errors.ts';
+import { derivedIndexAttributes } from './order-index-keys.ts';
 import {
   BatchWriteFailed,
   getInBatches,
@@ -48,7 +49,7 @@ const DEPENDENCY = 'orders table';
 type Item = Record<string, unknown>;
 
 export function orderToItem(order: Order): Item {
-  return { shard: orderShard(order.id), ...order };
+  return { shard: orderShard(order.id), ...order, ...derivedIndexAttributes(order) };
 }
 
 /**
@@ -244,7 +245,9 @@ export class DynamoDbOrderStore implements OrderImportStore {
   ): Promise<'moved' | 'not-found' | 'shipped' | 'cancelled'> {
     const names: Record<string, string> = { '#status': 'status', '#id': 'id' };
     const values: Record<string, unknown> = { ':pending': 'pending' };
-    const sets = Object.entries(changes).map(([attribute, value], i) => {
+    // With the status goes its index key (the new status's statusKey; no ship date, no dateKey).
+    const indexed = { ...changes, ...derivedIndexAttributes({ id, status: changes.status }) };
+    const sets = Object.entries(indexed).map(([attribute, value], i) => {
       names[`#a${i}`] = attribute;
       values[`:v${i}`] = value;
       return `#a${i} = :v${i}`;
