@@ -304,8 +304,8 @@ describe('writes and the tag', () => {
     } finally {
       t.client.middlewareStack.remove(name);
     }
-    // No in-flight entries: only the retag, one new nonce per version item.
-    expect(marks).toEqual(Array(LIST_VERSION_ITEMS).fill('SET #n = :n'));
+    // No in-flight entries: only the retag, one new nonce (and its change time) per version item.
+    expect(marks).toEqual(Array(LIST_VERSION_ITEMS).fill('SET #n = :n, #c = :c'));
     expect((await get({ 'If-None-Match': tag })).statusCode).toBe(200);
   });
 
