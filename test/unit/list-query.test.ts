@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { ERROR_CATALOGUE, type ErrorCode } from '../../lib/api/errors.ts';
 import { parseInstant } from '../../lib/orders/instant.ts';
 import {
   fromMultiValue,
@@ -13,6 +14,7 @@ import {
   parseListQuery,
   type ListQuery,
   type ListQueryError,
+  type ListQueryErrorCode,
 } from '../../lib/orders/list-query.ts';
 import {
   comparePositions,
@@ -189,6 +191,19 @@ describe('the list query', () => {
       ['pageSize', '5'],
       ['pageToken', 'new'],
     ]);
+  });
+});
+
+describe('the codes of a refused query', () => {
+  it('are in the error catalogue, each a 400', () => {
+    // A code the catalogue lacks does not compile here.
+    const codes: Record<ListQueryErrorCode, ErrorCode> = {
+      UNKNOWN_PARAMETER: 'UNKNOWN_PARAMETER',
+      INVALID_PARAMETER: 'INVALID_PARAMETER',
+      INVALID_DATE_RANGE: 'INVALID_DATE_RANGE',
+      INVALID_PAGE_TOKEN: 'INVALID_PAGE_TOKEN',
+    };
+    for (const code of Object.values(codes)) expect(ERROR_CATALOGUE[code].status).toBe(400);
   });
 });
 
