@@ -385,7 +385,10 @@ export class DynamoDbOrderPages implements OrderPageReader {
    * nearly always complete after one round for at most 2N + k keys evaluated. Where the
    * partitions hold different statuses, whose orders are far from evenly spread (most shipped,
    * few pending), the 2N are shared out by what the container's last pages of the source took
-   * from each status (a status that took none gets 1 a partition).
+   * from each status. Each partition asks for 2 at least: a partition that holds one item in the
+   * range then answers that it has no more (at a Limit of 1 DynamoDB answers that it may have,
+   * and the merge would wait for it); what is evaluated is what the partition holds, so the
+   * minimum costs the sparse statuses little.
    */
   private firstLimits(plan: DynamoDbPagePlan, pageSize: number): Map<string, number> {
     const sizes = new Map<string, number>();
@@ -399,7 +402,7 @@ export class DynamoDbOrderPages implements OrderPageReader {
     );
     [...sizes].forEach(([group, size], i) => {
       const share = total ? learned[i]! / total : size / plan.partitions;
-      limits.set(group, Math.floor((2 * pageSize * share) / size) + 1);
+      limits.set(group, Math.max(2, Math.floor((2 * pageSize * share) / size) + 1));
     });
     return limits;
   }
