@@ -17,10 +17,13 @@
  * that may hold more has read less far than it (its frontier: the last key it evaluated).
  * When that leaves fewer than N, the partitions that hold the merge back are read further, each
  * by an estimate of what it still needs from its density so far, until N or the end. Index
- * queries give keys: the page's candidates are then read with one strongly consistent
- * BatchGetItem and every filter is checked on the fresh item; an order that no longer matches
- * (the index lags a write) is dropped, so a page may be short. The next page starts after the
- * last candidate, so a dropped order is not read again.
+ * queries give keys: the candidates are then read by key (BatchGetItem, strongly consistent, 100
+ * keys a call, in parallel) and every filter is checked on the fresh item. A candidate that does
+ * not match is left out and the page reads on: rare where the index's key holds every filter (the
+ * index lagging a write); the rule where it does not (status or complete with a pet, complete
+ * with a status), where the page reads on by the share that matched so far until it has N, or
+ * until its budget (PAGE_READ_BUDGET) is spent and it is served short. The next page starts after
+ * the page's last order, or, when served short, after the last candidate read.
  *
  * Exactness: a table page is strongly consistent. An index page shows no order that does not
  * match when read; an order whose change to match is younger than the index's propagation lag
@@ -72,11 +75,13 @@ const DEPENDENCY = 'orders table (pages)';
 /** The most items one Query of a page asks for. */
 const MAX_QUERY_LIMIT = 1_000;
 /**
- * A page stops reading after this many rounds or items evaluated, and is served short, ending
- * where every partition has been read to (a filter DynamoDB cannot narrow — complete — over a
- * store where few orders match: each page costs at most this much).
+ * A page stops reading after this many rounds of queries, keys or items evaluated, or orders read
+ * by key, and is served short, ending where it has read to: a filter no key narrows (complete on
+ * the table; status or complete with a pet) over a store where few orders match costs each page
+ * at most this much (about 10,000 × 150 B strongly consistent, 370 RCU, for the table; 2,500 RCU
+ * of items read by key).
  */
-export const PAGE_READ_BUDGET = { rounds: 10, evaluated: 10_000 } as const;
+export const PAGE_READ_BUDGET = { rounds: 10, evaluated: 10_000, fetched: 2_500 } as const;
 /**
  * How much a later round's estimate of what a partition still needs is raised (and 2 added):
  * an index key costs little (KEYS_ONLY items are tens of bytes), a round trip costs the page its
@@ -89,6 +94,8 @@ const END_MARGIN = 0.5;
 const SHARE_SAMPLE_MIN = 10;
 /** The weight of a page in the moving average of the shares. */
 const SHARE_WEIGHT = 0.3;
+/** Keys of one BatchGetItem, at most. */
+const BATCH_GET_KEYS = 100;
 /** Attempts of the page's BatchGetItem while keys come back unprocessed. */
 const BATCH_GET_ATTEMPTS = 6;
 
@@ -354,6 +361,178 @@ function estimatedEnd(partitions: readonly PartitionState[], pageSize: number): 
   return BigInt(Math.ceil(high + (high - behind) * END_MARGIN));
 }
 
+/** What one take of a page's candidates gave. */
+interface Taken {
+  /** The next candidates in the sort order. */
+  readonly candidates: readonly Candidate[];
+  /** Whether candidates may remain after these. */
+  readonly more: boolean;
+  /**
+   * The page's read budget ran out first: these are every candidate up to `bound`, where every
+   * partition has been read to (fewer than asked).
+   */
+  readonly cut: boolean;
+  readonly bound?: PagePosition;
+}
+
+/**
+ * A page's candidates in sort order, from its partitions: each take hands out the next ones,
+ * reading partitions further only as far as the merge needs (see the header).
+ */
+class CandidateStream {
+  private readonly client: DynamoDBDocumentClient;
+  private readonly tableName: string;
+  private readonly plan: DynamoDbPagePlan;
+  private readonly request: PageRequest;
+  private readonly cost: { evaluated: number; queries: number; rounds: number };
+  private readonly signal: AbortSignal | undefined;
+  private readonly partitions: PartitionState[];
+  private started = false;
+
+  constructor(
+    client: DynamoDBDocumentClient,
+    tableName: string,
+    plan: DynamoDbPagePlan,
+    request: PageRequest,
+    limits: ReadonlyMap<string, number>,
+    cost: { evaluated: number; queries: number; rounds: number },
+    signal: AbortSignal | undefined,
+  ) {
+    this.client = client;
+    this.tableName = tableName;
+    this.plan = plan;
+    this.request = request;
+    this.cost = cost;
+    this.signal = signal;
+    const { start, filter } = request;
+    const origin =
+      start !== undefined
+        ? numeric(start)
+        : plan.order === 'shipDate'
+          ? filter.shipDate?.from
+          : undefined;
+    this.partitions = plan.partitionValues.map((value, i) => ({
+      value,
+      group: plan.partitionGroups[i]!,
+      exhausted: false,
+      buffered: [],
+      evaluated: 0,
+      matched: 0,
+      limit: limits.get(plan.partitionGroups[i]!)!,
+      ...(origin !== undefined ? { origin } : {}),
+    }));
+  }
+
+  private async query(partition: PartitionState): Promise<void> {
+    const { plan, request, cost } = this;
+    const base = partitionQuery(
+      this.tableName,
+      plan,
+      request.filter,
+      partition.value,
+      request.start,
+    );
+    if (!base) {
+      partition.exhausted = true;
+      return;
+    }
+    cost.queries++;
+    const result = await send(
+      DEPENDENCY,
+      (abortSignal) =>
+        this.client.send(
+          new QueryCommand({
+            ...base,
+            Limit: partition.limit,
+            ...(partition.startKey ? { ExclusiveStartKey: partition.startKey } : {}),
+          }),
+          { abortSignal },
+        ),
+      this.signal,
+    ).catch((error: unknown) => {
+      throw indexFailure(error, plan.source);
+    });
+    cost.evaluated += result.ScannedCount ?? 0;
+    partition.evaluated += result.ScannedCount ?? 0;
+    for (const item of result.Items ?? []) {
+      const position = keyPosition(plan, item);
+      partition.origin ??= numeric(position);
+      partition.buffered.push({ position, group: partition.group, item });
+      partition.matched++;
+    }
+    if (result.LastEvaluatedKey) {
+      partition.startKey = result.LastEvaluatedKey;
+      partition.frontier = keyPosition(plan, result.LastEvaluatedKey);
+    } else {
+      partition.exhausted = true;
+    }
+  }
+
+  private async round(targets: readonly PartitionState[]): Promise<void> {
+    this.cost.rounds++;
+    await Promise.all(targets.map((partition) => this.query(partition)));
+  }
+
+  /** The next `count` candidates (fewer at the end, or when the page's budget runs out). */
+  async take(count: number): Promise<Taken> {
+    if (!this.started) {
+      this.started = true;
+      await this.round(this.partitions);
+    }
+    for (;;) {
+      const active = this.partitions.filter((p) => !p.exhausted);
+      const bound = active
+        .map((p) => p.frontier!)
+        .reduce<PagePosition | undefined>(
+          (low, f) => (low === undefined || comparePositions(f, low) < 0 ? f : low),
+          undefined,
+        );
+      const all = this.partitions
+        .flatMap((p) => p.buffered)
+        .sort((a, b) => comparePositions(a.position, b.position));
+      const known = bound ? all.filter((c) => comparePositions(c.position, bound) <= 0) : all;
+      const budgetSpent =
+        this.cost.rounds >= PAGE_READ_BUDGET.rounds ||
+        this.cost.evaluated >= PAGE_READ_BUDGET.evaluated;
+      if (known.length >= count || active.length === 0 || budgetSpent) {
+        const cut = known.length < count && active.length > 0;
+        const taken = cut ? known : known.slice(0, count);
+        const end = taken.at(-1)?.position;
+        for (const p of this.partitions) {
+          while (
+            p.buffered.length > 0 &&
+            end &&
+            comparePositions(p.buffered[0]!.position, end) <= 0
+          ) {
+            p.buffered.shift();
+          }
+        }
+        const more = active.length > 0 || this.partitions.some((p) => p.buffered.length > 0);
+        return { candidates: taken, more, cut, ...(cut ? { bound: bound! } : {}) };
+      }
+      // Read on from every partition that is behind where the take will likely end: the
+      // count-th item known so far, or, with fewer known, where the partitions' densities put it.
+      const target =
+        all.length >= count
+          ? numeric(all[count - 1]!.position)
+          : estimatedEnd(this.partitions, count);
+      const behind = active.filter((p) => target === undefined || numeric(p.frontier!) < target);
+      for (const p of behind) {
+        const d = density(p);
+        let estimate = 8 * p.limit;
+        if (d !== undefined && target !== undefined) {
+          const want = d * Number(target - numeric(p.frontier!));
+          const perMatch = (p.evaluated + 1) / (p.matched + 1);
+          estimate = Math.ceil(want * perMatch * ESTIMATE_MARGIN) + 2;
+        }
+        // An estimate from a density goes as far as it says; without one, 8 times the last.
+        p.limit = Math.min(MAX_QUERY_LIMIT, Math.max(2, estimate));
+      }
+      await this.round(behind);
+    }
+  }
+}
+
 export interface DynamoDbOrderPagesOptions {
   /** The indexes the stage has (lib/dynamodb/order-indexes.ts, from ORDERS_INDEXES). */
   readonly indexes: ReadonlySet<OrderIndexName>;
@@ -432,73 +611,22 @@ export class DynamoDbOrderPages implements OrderPageReader {
     options: OrderStreamOptions = {},
   ): Promise<DynamoDbOrderPage> {
     const plan = this.plan(request.filter);
-    const { filter, start, pageSize } = request;
+    const { filter, pageSize } = request;
     const { signal } = options;
-    const cost = { evaluated: 0, queries: 0, batchGets: 0, rounds: 0 };
-    const origin =
-      start !== undefined
-        ? numeric(start)
-        : plan.order === 'shipDate'
-          ? filter.shipDate?.from
-          : undefined;
-    const limits = this.firstLimits(plan, pageSize);
-    const partitions: PartitionState[] = plan.partitionValues.map((value, i) => ({
-      value,
-      group: plan.partitionGroups[i]!,
-      exhausted: false,
-      buffered: [],
-      evaluated: 0,
-      matched: 0,
-      limit: limits.get(plan.partitionGroups[i]!)!,
-      ...(origin !== undefined ? { origin } : {}),
-    }));
-
-    const query = async (partition: PartitionState): Promise<void> => {
-      const base = partitionQuery(this.tableName, plan, filter, partition.value, start);
-      if (!base) {
-        partition.exhausted = true;
-        return;
-      }
-      cost.queries++;
-      const result = await send(
-        DEPENDENCY,
-        (abortSignal) =>
-          this.client.send(
-            new QueryCommand({
-              ...base,
-              Limit: partition.limit,
-              ...(partition.startKey ? { ExclusiveStartKey: partition.startKey } : {}),
-            }),
-            { abortSignal },
-          ),
-        signal,
-      ).catch((error: unknown) => {
-        throw indexFailure(error, plan.source);
-      });
-      cost.evaluated += result.ScannedCount ?? 0;
-      partition.evaluated += result.ScannedCount ?? 0;
-      for (const item of result.Items ?? []) {
-        const position = keyPosition(plan, item);
-        partition.origin ??= numeric(position);
-        partition.buffered.push({ position, group: partition.group, item });
-        partition.matched++;
-      }
-      if (result.LastEvaluatedKey) {
-        partition.startKey = result.LastEvaluatedKey;
-        partition.frontier = keyPosition(plan, result.LastEvaluatedKey);
-      } else {
-        partition.exhausted = true;
-      }
-    };
-
-    const round = (targets: readonly PartitionState[]) => {
-      cost.rounds++;
-      return Promise.all(targets.map(query));
-    };
+    const cost = { evaluated: 0, fetched: 0, queries: 0, batchGets: 0, rounds: 0 };
+    const candidates = new CandidateStream(
+      this.client,
+      this.tableName,
+      plan,
+      request,
+      this.firstLimits(plan, pageSize),
+      cost,
+      signal,
+    );
     // The marker is read beside the first round (once a container has seen it, from memory).
-    const [ready] = await Promise.all([
+    const [ready, first] = await Promise.all([
       plan.needsReadiness ? this.readiness.isReady(signal) : Promise.resolve(true),
-      round(partitions),
+      candidates.take(pageSize),
     ]);
     if (!ready) {
       throw indexNotReady(
@@ -506,82 +634,91 @@ export class DynamoDbOrderPages implements OrderPageReader {
         'not every order holds its index attributes yet (run orders reindex)',
       );
     }
+    this.learnShares(plan, first.candidates);
+    const check = (candidate: Candidate, item: Item | undefined) =>
+      this.recheck(plan, filter, candidate, item, options);
 
-    let candidates: Candidate[];
-    let next: PagePosition | undefined;
-    for (;;) {
-      const active = partitions.filter((p) => !p.exhausted);
-      const bound = active
-        .map((p) => p.frontier!)
-        .reduce<PagePosition | undefined>(
-          (low, f) => (low === undefined || comparePositions(f, low) < 0 ? f : low),
-          undefined,
-        );
-      const all = partitions
-        .flatMap((p) => p.buffered)
-        .sort((a, b) => comparePositions(a.position, b.position));
-      const known = bound ? all.filter((c) => comparePositions(c.position, bound) <= 0) : all;
-      if (known.length >= pageSize || active.length === 0) {
-        candidates = known.slice(0, pageSize);
-        const more = all.length > candidates.length || active.length > 0;
-        next = more ? candidates.at(-1)?.position : undefined;
-        break;
-      }
-      if (cost.rounds >= PAGE_READ_BUDGET.rounds || cost.evaluated >= PAGE_READ_BUDGET.evaluated) {
-        // Served short: everything up to the bound is known, the next page starts after it.
-        candidates = known;
-        next = bound;
-        break;
-      }
-      // Read on from every partition that is behind where the page will likely end: the N-th
-      // item known so far, or, with fewer known, where the partitions' densities put it.
-      const target =
-        all.length >= pageSize
-          ? numeric(all[pageSize - 1]!.position)
-          : estimatedEnd(partitions, pageSize);
-      const behind = active.filter((p) => target === undefined || numeric(p.frontier!) < target);
-      for (const p of behind) {
-        const d = density(p);
-        let estimate = 8 * p.limit;
-        if (d !== undefined && target !== undefined) {
-          const want = d * Number(target - numeric(p.frontier!));
-          const perMatch = (p.evaluated + 1) / (p.matched + 1);
-          estimate = Math.ceil(want * perMatch * ESTIMATE_MARGIN) + 2;
-        }
-        p.limit = Math.min(MAX_QUERY_LIMIT, 8 * p.limit, Math.max(2, estimate));
-      }
-      await round(behind);
+    if (plan.source === 'table') {
+      // The table's own items: the FilterExpression has matched them, strongly consistent.
+      const orders = first.candidates.flatMap((c) => check(c, c.item) ?? []);
+      const end = first.cut ? first.bound : first.candidates.at(-1)?.position;
+      const next = first.cut ? first.bound : first.more ? end : undefined;
+      return { orders, ...(next ? { next } : {}), ...(end ? { end } : {}), plan, cost };
     }
 
-    this.learnShares(plan, candidates);
-    const end = candidates.at(-1)?.position;
-    const orders =
-      plan.source === 'table'
-        ? this.recheck(plan, filter, candidates, (c) => c.item, options)
-        : this.recheck(
-            plan,
-            filter,
-            candidates,
-            await this.fetch(candidates, cost, signal),
-            options,
-          );
-    return {
-      orders,
-      ...(next ? { next } : {}),
-      ...(end ? { end } : {}),
-      plan,
-      cost,
-    };
+    // An index gives keys: read the candidates' items and check every filter on them. Filters
+    // the index's key does not hold (status or complete on a pet's index, complete on a status
+    // index) leave most candidates out: read on, by the share that matched so far, until the
+    // page has N or the page's budget is spent.
+    const orders: Order[] = [];
+    let taken = first;
+    let seen = 0;
+    let last: PagePosition | undefined;
+    for (;;) {
+      const items = await this.fetch(taken.candidates, cost, signal);
+      let full = false;
+      let examined = 0;
+      for (const candidate of taken.candidates) {
+        examined++;
+        last = candidate.position;
+        const order = check(candidate, items(candidate));
+        if (order) orders.push(order);
+        if (orders.length === pageSize) {
+          full = true;
+          break;
+        }
+      }
+      seen += examined;
+      if (full) {
+        const more = examined < taken.candidates.length || taken.more;
+        return { orders, ...(more ? { next: last! } : {}), end: last!, plan, cost };
+      }
+      if (!taken.more) return { orders, ...(last ? { end: last } : {}), plan, cost };
+      if (taken.cut || cost.fetched >= PAGE_READ_BUDGET.fetched) {
+        // Served short: every candidate up to here was read; the next page starts after it.
+        const next = taken.cut ? taken.bound! : last!;
+        return { orders, next, end: next, plan, cost };
+      }
+      const need = pageSize - orders.length;
+      const rate = (orders.length + 1) / (seen + 1);
+      const want = Math.min(
+        PAGE_READ_BUDGET.fetched - cost.fetched,
+        Math.max(need, Math.ceil((need / rate) * ESTIMATE_MARGIN)),
+      );
+      taken = await candidates.take(want);
+    }
   }
 
   /** The candidates' items, read strongly consistent (BatchGetItem, at most 100 keys). */
   private async fetch(
     candidates: readonly Candidate[],
-    cost: { batchGets: number },
+    cost: { batchGets: number; fetched: number },
     signal: AbortSignal | undefined,
   ): Promise<(candidate: Candidate) => Item | undefined> {
     const found = new Map<string, Item>();
-    let keys = candidates.map((c) => ({ shard: orderShard(c.position.id), id: c.position.id }));
+    cost.fetched += candidates.length;
+    const all = candidates.map((c) => ({ shard: orderShard(c.position.id), id: c.position.id }));
+    await Promise.all(
+      Array.from({ length: Math.ceil(all.length / BATCH_GET_KEYS) }, (_, i) =>
+        this.fetchBatch(
+          all.slice(i * BATCH_GET_KEYS, (i + 1) * BATCH_GET_KEYS),
+          found,
+          cost,
+          signal,
+        ),
+      ),
+    );
+    return (candidate) => found.get(candidate.position.id.toString());
+  }
+
+  /** One BatchGetItem of at most 100 keys, and again for the keys it leaves unprocessed. */
+  private async fetchBatch(
+    batchKeys: { shard: number; id: bigint }[],
+    found: Map<string, Item>,
+    cost: { batchGets: number },
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
+    let keys = batchKeys;
     for (let attempt = 1; keys.length > 0; attempt++) {
       if (attempt > BATCH_GET_ATTEMPTS) {
         throw new DependencyFailure('transient', DEPENDENCY, 'throttled', {
@@ -610,38 +747,32 @@ export class DynamoDbOrderPages implements OrderPageReader {
       }
       keys = (result.UnprocessedKeys?.[this.tableName]?.Keys ?? []) as typeof keys;
     }
-    return (candidate) => found.get(candidate.position.id.toString());
   }
 
   /**
-   * The orders of the candidates whose item (fresh) still matches every filter and stands where
-   * the index put it (a ship date changed since would put it elsewhere in the order).
+   * The order of a candidate if its item (fresh) matches every filter and stands where the
+   * index put it (a ship date changed since would put it elsewhere in the order).
    */
   private recheck(
     plan: DynamoDbPagePlan,
     filter: OrderFilter,
-    candidates: readonly Candidate[],
-    itemOf: (candidate: Candidate) => Item | undefined,
+    candidate: Candidate,
+    item: Item | undefined,
     options: OrderStreamOptions,
-  ): Order[] {
-    const orders: Order[] = [];
-    for (const candidate of candidates) {
-      const item = itemOf(candidate);
-      if (!item) continue;
-      const { order, unreadable } = readOrderItem(item);
-      if (unreadable.length > 0) {
-        const id = numberText(item.id);
-        options.onUnreadable?.({
-          ...(id !== undefined ? { id } : {}),
-          fields: unreadable,
-          skipped: order === undefined,
-        });
-      }
-      if (!order || !orderMatches(filter, order)) continue;
-      const position = positionOf(order, plan.order);
-      if (!position || comparePositions(position, candidate.position) !== 0) continue;
-      orders.push(order);
+  ): Order | undefined {
+    if (!item) return undefined;
+    const { order, unreadable } = readOrderItem(item);
+    if (unreadable.length > 0) {
+      const id = numberText(item.id);
+      options.onUnreadable?.({
+        ...(id !== undefined ? { id } : {}),
+        fields: unreadable,
+        skipped: order === undefined,
+      });
     }
-    return orders;
+    if (!order || !orderMatches(filter, order)) return undefined;
+    const position = positionOf(order, plan.order);
+    if (!position || comparePositions(position, candidate.position) !== 0) return undefined;
+    return order;
   }
 }

@@ -40,6 +40,8 @@ export interface PagePlan {
 export interface PageCost {
   /** Items the storage evaluated for the page (DynamoDB's ScannedCount, summed). */
   readonly evaluated: number;
+  /** Orders read by key to check them (BatchGetItem, strongly consistent). */
+  readonly fetched: number;
   readonly queries: number;
   readonly batchGets: number;
   /** Rounds of queries sent one after another. */
