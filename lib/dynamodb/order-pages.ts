@@ -66,7 +66,7 @@ import {
   readDateKey,
   statusPartition,
 } from './order-index-keys.ts';
-import { readOrderItem } from './orders-table.ts';
+import { LISTED_ATTRIBUTES, readOrderItem } from './orders-table.ts';
 import { ORDER_INDEX_ATTRIBUTES, ORDER_SHARDS, orderShard, type OrderIndexName } from './tables.ts';
 
 /** How failures of the pages are named in logs. */
@@ -239,16 +239,20 @@ export function partitionQuery(
 ): QueryCommandInput | undefined {
   const range = sortKeyRange(plan, filter, start, end);
   if (range === 'empty') return undefined;
-  const filtered = plan.source === 'table' && filter.complete !== undefined;
+  const table = plan.source === 'table';
+  const filtered = table && filter.complete !== undefined;
   return {
     TableName: tableName,
-    ...(plan.source === 'table' ? { ConsistentRead: true } : { IndexName: plan.source }),
+    ...(table
+      ? { ConsistentRead: true, ProjectionExpression: LISTED_ATTRIBUTES.projection }
+      : { IndexName: plan.source }),
     KeyConditionExpression: `#pk = :pk${range.condition}`,
     ...(filtered ? { FilterExpression: '#complete = :complete' } : {}),
     ExpressionAttributeNames: {
       '#pk': plan.partitionKey,
       ...(range.condition ? { '#sk': plan.sortKey } : {}),
       ...(filtered ? { '#complete': 'complete' } : {}),
+      ...(table ? LISTED_ATTRIBUTES.names : {}),
     },
     ExpressionAttributeValues: {
       ':pk': partition,

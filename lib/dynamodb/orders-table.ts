@@ -9,7 +9,13 @@ import {
 import { TIME_BUDGETS } from '../config/budgets.ts';
 import type { CallOptions } from '../failures.ts';
 import { mergeSortedBatches } from '../orders/merge.ts';
-import { compareIds, readOrderFields, type Order, type OrderField } from '../orders/order.ts';
+import {
+  compareIds,
+  ORDER_FIELDS,
+  readOrderFields,
+  type Order,
+  type OrderField,
+} from '../orders/order.ts';
 import {
   OrdersPartlyWritten,
   type CancelOutcome,
@@ -88,6 +94,19 @@ export function isOrderItem(item: Item): boolean {
 }
 
 /**
+ * What a list reads of an item: its key and the order's fields (ORDER_FIELDS), not the
+ * attributes the v2 list's indexes are keyed by (lib/dynamodb/order-index-keys.ts), which would
+ * add a third to what is read and parsed (DynamoDB charges the whole item either way).
+ */
+export const LISTED_ATTRIBUTES = {
+  projection: ['#fs', ...ORDER_FIELDS.map((_, i) => `#f${i}`)].join(', '),
+  names: {
+    '#fs': 'shard',
+    ...Object.fromEntries(ORDER_FIELDS.map((field, i) => [`#f${i}`, field])),
+  },
+};
+
+/**
  * The Query of one page of one shard, in id order (also what `npm run bench:list` reads raw).
  * Strongly consistent: a list must show every write acknowledged before its version was read
  * (lib/dynamodb/list-version.ts), which an eventually consistent read may not yet return.
@@ -101,7 +120,8 @@ export function shardPageQuery(
   return {
     TableName: tableName,
     KeyConditionExpression: '#shard = :shard',
-    ExpressionAttributeNames: { '#shard': 'shard' },
+    ProjectionExpression: LISTED_ATTRIBUTES.projection,
+    ExpressionAttributeNames: { '#shard': 'shard', ...LISTED_ATTRIBUTES.names },
     ExpressionAttributeValues: { ':shard': shard },
     ExclusiveStartKey: startKey,
     Limit: limit,
