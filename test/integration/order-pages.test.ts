@@ -34,6 +34,7 @@ import {
   type PagePosition,
 } from '../../lib/orders/order-filter.ts';
 import { INT64_MAX, INT64_MIN, ORDER_STATUSES, type Order } from '../../lib/orders/order.ts';
+import { INDEX_SETTLE_MS, pageEntityTag } from '../../lib/orders/page-tag.ts';
 import { localTableNames } from '../../local/local-stack.ts';
 import { createTestTables, uniquePrefix, type TestTables } from '../support/tables.ts';
 
@@ -477,6 +478,30 @@ describe("a container's view of the readiness marker", () => {
       100,
     );
     expect(all.orders).toHaveLength(STORE.length);
+  });
+});
+
+describe('the tag of a page read from an index', () => {
+  it('waits INDEX_SETTLE_MS after the write the list version last recorded; a table page does not', async () => {
+    const own = await createTestTables('pages-tag');
+    try {
+      const store = new DynamoDbOrderStore(own.client, own.tables.orders);
+      await store.putOrders([{ id: 1n, status: 'pending' }], { beforeServing: true });
+      const before = Date.now();
+      await store.cancel(1n);
+      const version = await store.readListVersion();
+      expect(version.lastChangeAt).toBeGreaterThanOrEqual(before);
+      expect(version.lastChangeAt).toBeLessThanOrEqual(Date.now());
+      const pages = new DynamoDbOrderPages(own.client, own.tables.orders, { indexes: ALL });
+      const tag = (filter: OrderFilter, now: number) =>
+        pageEntityTag({ version, filter, pageSize: 50, plan: pages.plan(filter), now });
+      const cancelled: OrderFilter = { statuses: ['cancelled'] };
+      expect(tag(cancelled, Date.now())).toBeUndefined();
+      expect(tag(cancelled, version.lastChangeAt! + INDEX_SETTLE_MS)).toMatch(/^[\w-]{22}$/);
+      expect(tag({}, Date.now())).toMatch(/^[\w-]{22}$/);
+    } finally {
+      await own.drop();
+    }
   });
 });
 
