@@ -12,12 +12,20 @@ export const ORDERS_INDEXES_ENV = 'ORDERS_INDEXES';
 /** The value for a stage without any of them (an empty variable reads as unset). */
 const NONE = 'none';
 
-/** The environment that names the first `count` indexes (a stage's `ordersIndexes`). */
-export function ordersIndexesEnv(count: number = ORDER_INDEX_NAMES.length): Record<string, string> {
+/**
+ * The indexes a stage with `ordersIndexes` = count has: the first ones (what its function may be
+ * granted `dynamodb:Query` on, index by index: `<table ARN>/index/<name>`).
+ */
+export function stageOrderIndexes(count: number = ORDER_INDEX_NAMES.length): OrderIndexName[] {
   if (!Number.isInteger(count) || count < 0 || count > ORDER_INDEX_NAMES.length) {
     throw new RangeError(`ordersIndexes must be 0 to ${ORDER_INDEX_NAMES.length}, got ${count}`);
   }
-  const names = ORDER_INDEX_NAMES.slice(0, count);
+  return ORDER_INDEX_NAMES.slice(0, count);
+}
+
+/** The environment that names the first `count` indexes (a stage's `ordersIndexes`). */
+export function ordersIndexesEnv(count: number = ORDER_INDEX_NAMES.length): Record<string, string> {
+  const names = stageOrderIndexes(count);
   return { [ORDERS_INDEXES_ENV]: names.length > 0 ? names.join(',') : NONE };
 }
 

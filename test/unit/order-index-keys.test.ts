@@ -17,7 +17,11 @@ import {
   readDateKey,
   statusKey,
 } from '../../lib/dynamodb/order-index-keys.ts';
-import { deployedOrderIndexes, ordersIndexesEnv } from '../../lib/dynamodb/order-indexes.ts';
+import {
+  deployedOrderIndexes,
+  ordersIndexesEnv,
+  stageOrderIndexes,
+} from '../../lib/dynamodb/order-indexes.ts';
 import { ORDER_INDEX_NAMES } from '../../lib/dynamodb/tables.ts';
 
 const sign = (n: number) => Math.sign(n);
@@ -185,6 +189,7 @@ describe('ORDERS_INDEXES', () => {
     }
     expect(ordersIndexesEnv(0)).toEqual({ ORDERS_INDEXES: 'none' });
     expect(ordersIndexesEnv(2)).toEqual({ ORDERS_INDEXES: 'byPet,byStatus' });
+    expect(stageOrderIndexes(3)).toEqual(['byPet', 'byStatus', 'byStatusDate']);
     expect(() => ordersIndexesEnv(5)).toThrow(/0 to 4/);
   });
 
