@@ -8,6 +8,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { BatchWriteOptions } from '../lib/dynamodb/batch-write.ts';
 import { DynamoDbOrderStore } from '../lib/dynamodb/orders-table.ts';
+import { reindexOrders } from '../lib/dynamodb/reindex.ts';
 import { readOrderId, shipOrder } from '../lib/orders/operations.ts';
 import { formatProblem, parseOrders } from '../lib/orders/order-input.ts';
 import { ordersToWrite, planImport, type OrderConflict } from '../lib/orders/import.ts';
@@ -27,7 +28,7 @@ import {
 } from './common.ts';
 import { defineCommand, type Command } from './command.ts';
 import { confirmChange } from './confirm.ts';
-import { progressBar } from './progress.ts';
+import { progressBar, progressLine } from './progress.ts';
 import { withTable, type Target, type TargetValues } from './target.ts';
 
 /**
@@ -344,4 +345,52 @@ write, or until this command runs. It writes only the list's version items, neve
   },
 );
 
-export const ORDER_COMMANDS: readonly Command[] = [importOrders, ship, exportOrders, retag];
+const reindex = defineCommand(
+  {
+    name: 'orders reindex',
+    summary:
+      "write the v2 list's index attributes onto every order that lacks them, then mark the indexes ready (once per deploy that brings them; re-runnable)",
+    description: `Reads every order (a parallel Scan, strongly consistent) and writes the attributes the v2
+list's indexes are keyed by (statusKey, dateKey) onto each order that lacks them or holds stale
+ones: the orders stored before the release that writes them. Each write is conditional on the
+status and ship date it was derived from, so a cancel, ship or import racing it never leaves a
+stale key (the order is read again and written anew). Then it gives the list's version items the
+change time they lack (no ETag changes) and writes the marker that lets the indexes byStatus,
+byStatusDate and byPetDate serve. It changes no order's fields and no ETag.
+
+Run it after the deploy that brings the code writing the attributes has finished (no older
+version of a function still running): docs/deploy.md, "The v2 list's indexes". Running it again
+writes nothing but the marker.`,
+    flags: {},
+    positionals: [],
+  },
+  async (parsed, io) => {
+    await withTable(parsed.values, 'orders', async (client, table, target) => {
+      await confirmChange(
+        target,
+        `write the index attributes of the orders in ${table}`,
+        parsed.values.yes,
+        io,
+      );
+      const line = progressLine(io.stderr);
+      const started = performance.now();
+      const result = await reindexOrders(client, table, {
+        onProgress: ({ scanned, updated }) =>
+          line.update(`${scanned} items read, ${updated} orders written`),
+      }).finally(() => line.clear());
+      const seconds = (performance.now() - started) / 1000;
+      print(
+        io.stdout,
+        `Reindexed ${table} on ${target.description} in ${seconds.toFixed(1)} s: ${result.orders} orders read, ${result.updated} written (${result.raced} again after a concurrent change), ${result.versionItemsStamped} version items given a change time; the indexes are marked ready.`,
+      );
+    });
+  },
+);
+
+export const ORDER_COMMANDS: readonly Command[] = [
+  importOrders,
+  ship,
+  exportOrders,
+  retag,
+  reindex,
+];

@@ -44,3 +44,27 @@ export function progressBar(
     },
   };
 }
+
+/**
+ * Progress of work whose total is not known in advance: a line redrawn in place (at most ten
+ * times a second) on a terminal, nothing otherwise; `clear` erases it before the summary.
+ */
+export function progressLine(
+  stream: NodeJS.WriteStream,
+  clock: () => number = () => performance.now(),
+): { update(text: string): void; clear(): void } {
+  const interactive = stream.isTTY === true;
+  let drawnAt = -Infinity;
+  return {
+    update(text) {
+      if (!interactive) return;
+      const now = clock();
+      if (now - drawnAt < 100) return;
+      drawnAt = now;
+      stream.write(`\r${text}\x1b[K`);
+    },
+    clear() {
+      if (interactive && drawnAt > -Infinity) stream.write('\r\x1b[K');
+    },
+  };
+}

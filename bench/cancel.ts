@@ -1,9 +1,12 @@
 /**
- * `npm run bench:cancel [-- --cancels N]`: what a cancel costs, through the local API as `npm
- * start` runs it (API Gateway emulation, functions in containers, DynamoDB Local): N cancels of
- * pending orders sent one after another on one keep-alive connection (after a warm-up), with
- * their latency (p50, p90, p99, mean), and the DynamoDB calls one cancel makes (counted on the
- * handler run in this process with the same stores: every call, and each kind).
+ * `npm run bench:cancel [-- --cancels N] [--orders-indexes K]`: what a cancel costs, through the
+ * local API as `npm start` runs it (API Gateway emulation, functions in containers, DynamoDB
+ * Local): N cancels of pending orders sent one after another on one keep-alive connection (after
+ * a warm-up), with their latency (p50, p90, p99, mean), the DynamoDB calls one cancel makes
+ * (counted on the handler run in this process with the same stores: every call, and each kind),
+ * and the write units of its order write, the table's and each index's (ReturnConsumedCapacity
+ * INDEXES, added to that call by the count). The orders table has the first K of its indexes
+ * (default all 4): runs with 0 and 4 say what the v2 list's indexes add to a cancel.
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -11,6 +14,9 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { valueFlag } from '../lib/config/flags.ts';
+import { wholeNumberSetting } from '../lib/config/integers.ts';
+import { ORDER_INDEX_NAMES } from '../lib/dynamodb/tables.ts';
 import { benchFlags, countFlag, countOf } from './command-line.ts';
 import { createCancelOrderHandler } from '../functions/cancel-order.ts';
 import {
@@ -66,11 +72,24 @@ function cancel(
   });
 }
 
-/** The DynamoDB calls of one cancel, counted on the handler in this process. */
-async function callsPerCancel(endpoint: string, prefix: string): Promise<string[]> {
+interface Capacity {
+  readonly Table?: { readonly CapacityUnits?: number };
+  readonly GlobalSecondaryIndexes?: Record<string, { readonly CapacityUnits?: number }>;
+}
+
+/**
+ * The DynamoDB calls of one cancel, counted on the handler in this process, and the write units
+ * of its order write (the UpdateItem of an order's partition, 0 and up: the list version's items
+ * are below 0).
+ */
+async function callsPerCancel(
+  endpoint: string,
+  prefix: string,
+): Promise<{ calls: string[]; capacity: Capacity | undefined }> {
   installLambdaRuntimeGlobals();
   const tables = localTableNames(prefix);
   const calls: string[] = [];
+  let capacity: Capacity | undefined;
   const counted = <T extends ReturnType<typeof createDocumentClient>>(client: T): T => {
     client.middlewareStack.add(
       (next, context) => (args) => {
@@ -82,6 +101,22 @@ async function callsPerCancel(endpoint: string, prefix: string): Promise<string[
     return client;
   };
   const orders = counted(createDocumentClient({ endpoint }));
+  orders.middlewareStack.add(
+    (next, context) => async (args) => {
+      const input = args.input as { Key?: { shard?: unknown }; ReturnConsumedCapacity?: string };
+      // The key as given, or already marshalled ({ N: '3' }), whichever this step sees.
+      const raw = input.Key?.shard as { N?: string } | number | undefined;
+      const shard = Number(typeof raw === 'object' ? raw.N : raw);
+      const orderWrite = /^Update(Item)?Command$/.test(context.commandName ?? '') && shard >= 0;
+      if (orderWrite) input.ReturnConsumedCapacity = 'INDEXES';
+      const result = await next(args);
+      if (orderWrite) {
+        capacity = (result.output as { ConsumedCapacity?: Capacity }).ConsumedCapacity;
+      }
+      return result;
+    },
+    { step: 'initialize', name: 'orderWriteCapacity' },
+  );
   const limiter = counted(createSingleAttemptClient({ endpoint }));
   const store = new DynamoDbOrderStore(orders, tables.orders);
   await store.putOrders(pendingOrders(2, 9_000_001));
@@ -109,14 +144,27 @@ async function callsPerCancel(endpoint: string, prefix: string): Promise<string[
   if (result.statusCode !== 204) throw new Error(`in-process cancel answered ${result.statusCode}`);
   orders.destroy();
   limiter.destroy();
-  return [...calls];
+  return { calls: [...calls], capacity };
 }
 
 async function main(): Promise<void> {
   const values = benchFlags('bench:cancel', 'Cancel latency through the local API.', {
     cancels: countFlag('cancels to time', 2000),
+    'orders-indexes': valueFlag(
+      'K',
+      `the orders table's first K indexes, 0 to ${ORDER_INDEX_NAMES.length} (default ${ORDER_INDEX_NAMES.length})`,
+    ),
   });
   const count = countOf('bench:cancel', 'cancels', values.cancels, 2000);
+  const ordersIndexes = wholeNumberSetting(
+    values['orders-indexes'],
+    { min: 0, max: ORDER_INDEX_NAMES.length },
+    ORDER_INDEX_NAMES.length,
+    (expected) => {
+      console.error(`error: --orders-indexes must be ${expected} (npm run bench:cancel -- --help)`);
+      process.exit(2);
+    },
+  );
   const warmUp = Math.min(300, count);
 
   const dynamo = await startDynamoDbLocal();
@@ -128,7 +176,7 @@ async function main(): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'bench-cancel-'));
   let server: ReturnType<typeof spawn> | undefined;
   try {
-    await ensureTables(client, localTableNames(prefix));
+    await ensureTables(client, localTableNames(prefix), { ordersIndexes });
     const key = generateApiKey();
     await writeFile(
       join(dir, 'keys.json'),
@@ -174,19 +222,24 @@ async function main(): Promise<void> {
       latencies.push(ms);
     }
     agent.destroy();
-    const calls = await callsPerCancel(dynamo.endpoint, prefix);
+    const { calls, capacity } = await callsPerCancel(dynamo.endpoint, prefix);
 
     latencies.sort((a, b) => a - b);
     const mean = latencies.reduce((a, b) => a + b, 0) / latencies.length;
     const kinds = new Map<string, number>();
     for (const call of calls) kinds.set(call, (kinds.get(call) ?? 0) + 1);
+    const indexes = Object.entries(capacity?.GlobalSecondaryIndexes ?? {})
+      .map(([index, { CapacityUnits }]) => `${index} ${CapacityUnits ?? '?'}`)
+      .join(', ');
     console.log(
-      `\nbench:cancel — ${count} sequential cancels through the local API (after ${warmUp} to warm up)\n`,
+      `\nbench:cancel — ${count} sequential cancels through the local API (after ${warmUp} to warm up); the orders table with ${ordersIndexes} of its indexes (${ORDER_INDEX_NAMES.slice(0, ordersIndexes).join(', ') || 'none'})\n`,
     );
-    console.log('| p50 ms | p90 ms | p99 ms | mean ms | DynamoDB calls per cancel |');
-    console.log('|---|---|---|---|---|');
     console.log(
-      `| ${percentile(latencies, 50).toFixed(2)} | ${percentile(latencies, 90).toFixed(2)} | ${percentile(latencies, 99).toFixed(2)} | ${mean.toFixed(2)} | ${calls.length} (${[...kinds].map(([kind, n]) => `${n} × ${kind.replace(/Command$/, '')}`).join(', ')}) |`,
+      '| p50 ms | p90 ms | p99 ms | mean ms | DynamoDB calls per cancel | WCU of the order write: table + indexes |',
+    );
+    console.log('|---|---|---|---|---|---|');
+    console.log(
+      `| ${percentile(latencies, 50).toFixed(2)} | ${percentile(latencies, 90).toFixed(2)} | ${percentile(latencies, 99).toFixed(2)} | ${mean.toFixed(2)} | ${calls.length} (${[...kinds].map(([kind, n]) => `${n} × ${kind.replace(/Command$/, '')}`).join(', ')}) | ${capacity?.Table?.CapacityUnits ?? '?'}${indexes ? ` + ${indexes}` : ''} |`,
     );
   } finally {
     server?.kill('SIGTERM');

@@ -25,13 +25,13 @@ import { CONTENT_CODINGS, type Coding } from '../lib/api/content-coding.ts';
 import { attemptTimeouts, createDocumentClient } from '../lib/dynamodb/client.ts';
 import { ensureTables } from '../lib/dynamodb/create-table.ts';
 import { DynamoDbKeyStore } from '../lib/dynamodb/keys-table.ts';
-import { ORDER_PAGE_SIZE } from '../lib/dynamodb/orders-table.ts';
+import { isOrderItem, LISTED_ATTRIBUTES, ORDER_PAGE_SIZE } from '../lib/dynamodb/orders-table.ts';
 import { ORDER_SHARDS } from '../lib/dynamodb/tables.ts';
 import { STREAMING_LIMITS } from '../lib/config/streaming.ts';
 import { generateApiKey } from '../lib/keys/api-key.ts';
 import { valueFlag } from '../lib/config/flags.ts';
 import { benchFlags, countFlag, countOf } from './command-line.ts';
-import { createDecompressor, isOrderItem, loadOrders } from './raw-orders.ts';
+import { createDecompressor, loadOrders } from './raw-orders.ts';
 import { registerKeys } from '../lib/keys/plaintext-keys.ts';
 import type { Order } from '../lib/orders/order.ts';
 import { startDynamoDbLocal } from '../local/dynamodb-local.ts';
@@ -190,8 +190,10 @@ async function main(): Promise<void> {
           new QueryCommand({
             TableName: tables.orders,
             KeyConditionExpression: '#shard = :shard',
+            // As the list reads: the order's fields, not the v2 indexes' attributes.
+            ProjectionExpression: LISTED_ATTRIBUTES.projection,
             // `shard` is one of DynamoDB's reserved words.
-            ExpressionAttributeNames: { '#shard': 'shard' },
+            ExpressionAttributeNames: { '#shard': 'shard', ...LISTED_ATTRIBUTES.names },
             ExpressionAttributeValues: { ':shard': shard },
             ExclusiveStartKey: startKey,
             Limit: ORDER_PAGE_SIZE,

@@ -1,13 +1,11 @@
 /**
  * The orders table as the benchmarks (and the tests that borrow their stores) reach it without
- * the store's machinery: a bulk load that leaves the list's version to one retag at the end,
- * which items are orders (the table also holds the list's version items,
- * lib/dynamodb/list-version.ts), and the decoder of a compressed list.
+ * the store's machinery: a bulk load that leaves the list's version to one retag at the end, and
+ * the decoder of a compressed list.
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import zlib from 'node:zlib';
 import type { ContentCoding } from '../lib/api/content-coding.ts';
-import { numberText } from '../lib/dynamodb/attributes.ts';
 import { writeInBatches } from '../lib/dynamodb/batch-write.ts';
 import { DynamoDbOrderStore, orderToItem } from '../lib/dynamodb/orders-table.ts';
 import type { Order } from '../lib/orders/order.ts';
@@ -25,11 +23,6 @@ export async function loadOrders(
 ): Promise<void> {
   await writeInBatches(client, tableName, orders.map(orderToItem), { concurrency });
   await new DynamoDbOrderStore(client, tableName).retag();
-}
-
-/** Whether an item of the orders table is an order (not one of the list's version items). */
-export function isOrderItem(item: Record<string, unknown>): boolean {
-  return Number(numberText(item.shard)) >= 0;
 }
 
 /** The decoder of a coding: what reads a list the function compressed. */

@@ -7,6 +7,7 @@ import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { wholeNumberSetting } from '../lib/config/integers.ts';
 import { STREAMING_LIMITS } from '../lib/config/streaming.ts';
 import { STAGE_THROTTLES, type StageName } from '../lib/deployment.ts';
+import { ORDER_INDEX_NAMES } from '../lib/dynamodb/tables.ts';
 import { FUNCTION_NAMES, type FunctionName } from '../lib/functions.ts';
 import {
   DEFAULT_LIMITER_SETTINGS,
@@ -76,6 +77,14 @@ export interface StageConfig {
     readonly listResponseBytes: number;
   };
   readonly logLevel: 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
+  /**
+   * How many of the orders table's global indexes the stage has: the first ones of
+   * TABLES.orders.globalIndexes (0 to all). CloudFormation adds at most one index to a table per
+   * update, so a live stage takes them one deploy at a time (docs/deploy.md, "The v2 list's
+   * indexes"); the functions learn which are there from ORDERS_INDEXES
+   * (lib/dynamodb/order-indexes.ts). Not given: 0, what every stage had before them.
+   */
+  readonly ordersIndexes: number;
   /** Optional custom domain: base URL `https://<domainName>/v1`. */
   readonly customDomain?: { readonly domainName: string; readonly certificateArn: string };
   /**
@@ -152,7 +161,10 @@ const RATE_LIMITER: StageConfig['rateLimiter'] = {
   banSeconds: DEFAULT_LIMITER_SETTINGS.banMs / 1000,
 };
 
-type Defaults = Omit<StageConfig, 'stage' | 'env' | 'apiGatewayAccountRole' | 'alarmSubscriptions'>;
+type Defaults = Omit<
+  StageConfig,
+  'stage' | 'env' | 'apiGatewayAccountRole' | 'alarmSubscriptions' | 'ordersIndexes'
+>;
 
 const DEFAULTS: Record<StageName, Defaults> = {
   staging: {
@@ -285,8 +297,9 @@ function stageSettings(stage: StageName, context: ContextReader) {
  * `apiGatewayAccountRole` (true or false),
  * `certificateArn`, `listOrdersReservedConcurrency` (a number, or `none`),
  * `accountConcurrencyLimit`, `provisionedConcurrency` (per function), `alarmSubscriptions`,
- * `deploymentBakeMinutes`, `versionsKept`, `deployIgnoringAlarms` (true or false). Account and
- * region fall back to CDK_DEFAULT_ACCOUNT / CDK_DEFAULT_REGION.
+ * `deploymentBakeMinutes`, `versionsKept`, `deployIgnoringAlarms` (true or false),
+ * `ordersIndexes` (0 to the number of the orders table's indexes). Account and region fall back
+ * to CDK_DEFAULT_ACCOUNT / CDK_DEFAULT_REGION.
  */
 export function stageConfig(
   stage: StageName,
@@ -355,6 +368,7 @@ export function stageConfig(
     ...(domainName && certificateArn ? { customDomain: { domainName, certificateArn } } : {}),
     env: { ...(account ? { account } : {}), ...(region ? { region } : {}) },
     authorizerCacheTtl: Duration.seconds(ttl),
+    ordersIndexes: whole('ordersIndexes', 0, ORDER_INDEX_NAMES.length, 0),
     rateLimiter: {
       failureMode,
       banAfterRefusals: whole(

@@ -1,4 +1,7 @@
-/** The stateful part of a stage: the three tables, from the shared table definitions. */
+/**
+ * The stateful part of a stage: the three tables, from the shared table definitions; the orders
+ * table with the first `ordersIndexes` of its indexes (infra/config.ts).
+ */
 import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
 import {
   AttributeType,
@@ -56,14 +59,21 @@ export class DataStack extends Stack {
               },
             }
           : {}),
-        globalSecondaryIndexes: (definition.globalIndexes ?? []).map((index) => ({
-          indexName: index.name,
-          partitionKey: {
-            name: index.partitionKey.name,
-            type: attributeType(index.partitionKey.type),
-          },
-          projectionType: ProjectionType[index.projection],
-        })),
+        globalSecondaryIndexes: (definition.globalIndexes ?? [])
+          .slice(0, name === 'orders' ? config.ordersIndexes : undefined)
+          .map((index) => ({
+            indexName: index.name,
+            partitionKey: {
+              name: index.partitionKey.name,
+              type: attributeType(index.partitionKey.type),
+            },
+            ...(index.sortKey
+              ? {
+                  sortKey: { name: index.sortKey.name, type: attributeType(index.sortKey.type) },
+                }
+              : {}),
+            projectionType: ProjectionType[index.projection],
+          })),
         billing: Billing.onDemand(),
         pointInTimeRecoverySpecification: {
           pointInTimeRecoveryEnabled: definition.pointInTimeRecovery,

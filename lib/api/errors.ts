@@ -9,6 +9,23 @@ export const ERROR_CATALOGUE = {
     status: 400,
     message: 'The order id must be a base-10 integer in the int64 range.',
   },
+  UNKNOWN_PARAMETER: {
+    status: 400,
+    message: 'The request has a query parameter the list does not take.',
+  },
+  INVALID_PARAMETER: {
+    status: 400,
+    message: 'A query parameter has a malformed value, or is given more than once.',
+  },
+  INVALID_DATE_RANGE: {
+    status: 400,
+    message: 'shipDateFrom must be before shipDateTo: the date range is empty or inverted.',
+  },
+  INVALID_PAGE_TOKEN: {
+    status: 400,
+    message:
+      'The page token was altered or cut short, is of an unknown version, or was issued for other filters.',
+  },
   UNAUTHORIZED: { status: 401, message: 'The API key is missing or invalid.' },
   ORDER_NOT_FOUND: { status: 404, message: 'The order was not found.' },
   ROUTE_NOT_FOUND: { status: 404, message: 'No resource exists at this path.' },

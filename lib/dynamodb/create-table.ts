@@ -7,11 +7,17 @@ import {
   type CreateTableCommandInput,
 } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { markIndexesReady } from './index-readiness.ts';
 import { TABLES, type TableDefinition, type TableName, type TableNames } from './tables.ts';
 
+/**
+ * `globalIndexes`: how many of the table's global indexes to create, the first ones (all by
+ * default; a deployed stage may have fewer: infra/config.ts `ordersIndexes`).
+ */
 export function createTableInput(
   definition: TableDefinition,
   tableName: string,
+  globalIndexes: number = definition.globalIndexes?.length ?? 0,
 ): CreateTableCommandInput {
   const attributes = new Map<string, string>();
   const keyOf = (key: { name: string; type: string }) => {
@@ -21,9 +27,14 @@ export function createTableInput(
   const keySchema = [{ AttributeName: keyOf(definition.partitionKey), KeyType: 'HASH' as const }];
   if (definition.sortKey)
     keySchema.push({ AttributeName: keyOf(definition.sortKey), KeyType: 'RANGE' as never });
-  const indexes = (definition.globalIndexes ?? []).map((index) => ({
+  const indexes = (definition.globalIndexes ?? []).slice(0, globalIndexes).map((index) => ({
     IndexName: index.name,
-    KeySchema: [{ AttributeName: keyOf(index.partitionKey), KeyType: 'HASH' as const }],
+    KeySchema: [
+      { AttributeName: keyOf(index.partitionKey), KeyType: 'HASH' as const },
+      ...(index.sortKey
+        ? [{ AttributeName: keyOf(index.sortKey), KeyType: 'RANGE' as const }]
+        : []),
+    ],
     Projection: { ProjectionType: index.projection },
   }));
   return {
@@ -48,10 +59,16 @@ async function tableExists(client: DynamoDBDocumentClient, tableName: string): P
   }
 }
 
-/** Creates the tables that do not exist yet; returns those it created. Existing tables are left as they are. */
+/**
+ * Creates the tables that do not exist yet; returns those it created. Existing tables are left as
+ * they are. A new orders table gets the index readiness marker (./index-readiness.ts): every item
+ * it will hold is written by this code, which writes the derived index attributes.
+ * `ordersIndexes`: how many of the orders table's indexes a new one gets (all by default).
+ */
 export async function ensureTables(
   client: DynamoDBDocumentClient,
   names: TableNames,
+  options: { readonly ordersIndexes?: number } = {},
 ): Promise<TableName[]> {
   const created: TableName[] = [];
   for (const table of Object.keys(TABLES) as TableName[]) {
@@ -59,7 +76,8 @@ export async function ensureTables(
     const tableName = names[table];
     if (await tableExists(client, tableName)) continue;
     try {
-      await client.send(new CreateTableCommand(createTableInput(definition, tableName)));
+      const indexes = table === 'orders' ? options.ordersIndexes : undefined;
+      await client.send(new CreateTableCommand(createTableInput(definition, tableName, indexes)));
       created.push(table);
     } catch (error) {
       if (!(error instanceof ResourceInUseException)) throw error;
@@ -73,6 +91,7 @@ export async function ensureTables(
         }),
       );
     }
+    if (table === 'orders') await markIndexesReady(client, tableName, 'table-created');
   }
   return created;
 }

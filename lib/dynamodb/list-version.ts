@@ -7,8 +7,11 @@
  * the mark puts an in-flight entry `w_<random>` on one version item chosen at random, valued at
  * its lease (a time by which the write has surely landed or never will); the release removes it
  * and, when the write changed something (or its outcome is unknown), gives the item's nonce `n`
- * a new random value. A reader reads every item in one strongly consistent BatchGetItem: no tag
- * while a lease runs, else a hash of everything the items hold.
+ * a new random value and records when in `c`. A reader reads every item in one strongly
+ * consistent BatchGetItem: no tag while a lease runs, else a hash of everything the items hold
+ * but `c` (which changes only with the nonce, or from absent to present: see stampChangeTimes);
+ * and the time of the last change, for the v2 list's pages read from eventually consistent
+ * indexes (lib/orders/page-tag.ts).
  *
  * The invariant: a tag read before a list's first page covers no write that the list lacks, so
  * no 304 follows a change. The proof, its one assumption, what a tag does not promise, and why
@@ -24,7 +27,7 @@ import {
 import { TIME_BUDGETS } from '../config/budgets.ts';
 import type { ListVersion } from '../orders/order-store.ts';
 import { numberText } from './attributes.ts';
-import { send } from './errors.ts';
+import { isConditionFailure, send } from './errors.ts';
 import { LIST_VERSION_ITEMS, listVersionKey } from './tables.ts';
 
 /** How failures of the version items are named in logs. */
@@ -32,6 +35,10 @@ const DEPENDENCY = 'orders table (list version)';
 
 /** The prefix of an in-flight entry's attribute name. */
 const ENTRY_PREFIX = 'w_';
+
+/** The nonce, and when it last changed (ms since the epoch). */
+const NONCE = 'n';
+const CHANGED_AT = 'c';
 
 /**
  * What changes every tag at once: the version of the list's representation (bump it when the
@@ -79,7 +86,9 @@ function valueText(value: unknown): string {
  * (its first mark was released without a change) reads as an absent one: the same version.
  */
 function canonical(item: Item | undefined): string {
-  const names = Object.keys(item ?? {}).filter((name) => name !== 'shard' && name !== 'id');
+  const names = Object.keys(item ?? {}).filter(
+    (name) => name !== 'shard' && name !== 'id' && name !== CHANGED_AT,
+  );
   if (!item || names.length === 0) return '-';
   return names
     .sort()
@@ -98,13 +107,39 @@ function hasRunningLease(item: Item | undefined, now: number): boolean {
   });
 }
 
+/**
+ * When the writes an item covers changed the list, at the latest: its `c`, or the lease of an
+ * entry whose release never came (its write landed by then, if ever); 0 for an item no write
+ * changed; undefined when unknown (a nonce without `c`, or an unreadable lease).
+ */
+function lastChangeOf(item: Item | undefined): number | undefined {
+  if (!item) return 0;
+  let last = 0;
+  for (const [name, value] of Object.entries(item)) {
+    if (name !== CHANGED_AT && !name.startsWith(ENTRY_PREFIX)) continue;
+    const at = Number(numberText(value));
+    if (!Number.isFinite(at)) return undefined;
+    last = Math.max(last, at);
+  }
+  return item[NONCE] !== undefined && item[CHANGED_AT] === undefined ? undefined : last;
+}
+
 /** The tag of the items read: a hash of what they hold, or undefined while a write is in flight. */
 export function listVersionOf(items: readonly (Item | undefined)[], now: number): ListVersion {
   if (items.some((item) => hasRunningLease(item, now))) return { tag: undefined };
   const hash = createHash('sha256').update(REPRESENTATION);
-  for (const item of items) hash.update(`\n${canonical(item)}`);
+  let lastChangeAt: number | undefined = 0;
+  for (const item of items) {
+    hash.update(`\n${canonical(item)}`);
+    const changed = lastChangeOf(item);
+    lastChangeAt =
+      lastChangeAt === undefined || changed === undefined
+        ? undefined
+        : Math.max(lastChangeAt, changed);
+  }
   // 132 bits, base64url: every character is an etagc.
-  return { tag: hash.digest('base64url').slice(0, 22) };
+  const tag = hash.digest('base64url').slice(0, 22);
+  return lastChangeAt === undefined ? { tag } : { tag, lastChangeAt };
 }
 
 export class DynamoDbListVersion {
@@ -191,13 +226,15 @@ export class DynamoDbListVersion {
     changed: boolean,
     signal: AbortSignal | undefined,
   ): Promise<void> {
-    const names: Record<string, string> = changed ? { '#e': entry, '#n': 'n' } : { '#e': entry };
+    const names: Record<string, string> = changed
+      ? { '#e': entry, '#n': NONCE, '#c': CHANGED_AT }
+      : { '#e': entry };
     try {
       await this.update(
         key,
-        changed ? 'REMOVE #e SET #n = :n' : 'REMOVE #e',
+        changed ? 'REMOVE #e SET #n = :n, #c = :c' : 'REMOVE #e',
         names,
-        changed ? { ':n': nonce() } : undefined,
+        changed ? { ':n': nonce(), ':c': this.now() } : undefined,
         signal?.aborted ? AbortSignal.timeout(RELEASE_GRACE_MS) : signal,
       );
     } catch (error) {
@@ -209,9 +246,51 @@ export class DynamoDbListVersion {
   async retag(signal?: AbortSignal): Promise<void> {
     await Promise.all(
       Array.from({ length: LIST_VERSION_ITEMS }, (_, index) =>
-        this.update(listVersionKey(index), 'SET #n = :n', { '#n': 'n' }, { ':n': nonce() }, signal),
+        this.update(
+          listVersionKey(index),
+          'SET #n = :n, #c = :c',
+          { '#n': NONCE, '#c': CHANGED_AT },
+          { ':n': nonce(), ':c': this.now() },
+          signal,
+        ),
       ),
     );
+  }
+
+  /**
+   * Records now as the change time of every version item that has a nonce but no change time
+   * (its changes were made by code that did not record them), without changing any tag (`c` is
+   * not hashed). Only true once no such code writes any more: the reindex command runs it, after
+   * the deploy that brings this code has finished. Returns how many items it stamped.
+   */
+  async stampChangeTimes(signal?: AbortSignal): Promise<number> {
+    const stamped = await Promise.all(
+      Array.from({ length: LIST_VERSION_ITEMS }, (_, index) =>
+        send(
+          DEPENDENCY,
+          (abortSignal) =>
+            this.client.send(
+              new UpdateCommand({
+                TableName: this.tableName,
+                Key: listVersionKey(index),
+                UpdateExpression: 'SET #c = :c',
+                ConditionExpression: 'attribute_exists(#n) AND attribute_not_exists(#c)',
+                ExpressionAttributeNames: { '#n': NONCE, '#c': CHANGED_AT },
+                ExpressionAttributeValues: { ':c': this.now() },
+              }),
+              { abortSignal },
+            ),
+          signal,
+        ).then(
+          () => 1,
+          (error: unknown) => {
+            if (isConditionFailure(error)) return 0;
+            throw error;
+          },
+        ),
+      ),
+    );
+    return stamped.reduce((a, b) => a + b, 0);
   }
 
   private async update(

@@ -10,7 +10,13 @@ import {
 import { TIME_BUDGETS } from '../config/budgets.ts';
 import type { CallOptions } from '../failures.ts';
 import { mergeSortedBatches } from '../orders/merge.ts';
-import { compareIds, readOrderFields, type Order, type OrderField } from '../orders/order.ts';
+import {
+  compareIds,
+  ORDER_FIELDS,
+  readOrderFields,
+  type Order,
+  type OrderField,
+} from '../orders/order.ts';
 import {
   OrdersPartlyWritten,
   type CancelOutcome,
@@ -25,6 +31,7 @@ import {
 import { malformedItem, numberText } from './attributes.ts';
 import { DynamoDbListVersion, type DynamoDbListVersionOptions } from './list-version.ts';
 import { isConditionFailure, send } from './errors.ts';
+import { derivedIndexAttributes } from './order-index-keys.ts';
 import {
   BatchWriteFailed,
   getInBatches,
@@ -48,7 +55,7 @@ const DEPENDENCY = 'orders table';
 type Item = Record<string, unknown>;
 
 export function orderToItem(order: Order): Item {
-  return { shard: orderShard(order.id), ...order };
+  return { shard: orderShard(order.id), ...order, ...derivedIndexAttributes(order) };
 }
 
 /**
@@ -82,6 +89,19 @@ function readForList(
 }
 
 /**
+ * What a list reads of an item: its key and the order's fields (ORDER_FIELDS), not the
+ * attributes the v2 list's indexes are keyed by (lib/dynamodb/order-index-keys.ts), which would
+ * add a third to what is read and parsed (DynamoDB charges the whole item either way).
+ */
+export const LISTED_ATTRIBUTES = {
+  projection: ['#fs', ...ORDER_FIELDS.map((_, i) => `#f${i}`)].join(', '),
+  names: {
+    '#fs': 'shard',
+    ...Object.fromEntries(ORDER_FIELDS.map((field, i) => [`#f${i}`, field])),
+  },
+};
+
+/**
  * The Query of one page of one shard, in id order. Strongly consistent: a list must show every
  * write acknowledged before its version was read (lib/dynamodb/list-version.ts), which an
  * eventually consistent read may not yet return.
@@ -95,12 +115,21 @@ function shardPageQuery(
   return {
     TableName: tableName,
     KeyConditionExpression: '#shard = :shard',
-    ExpressionAttributeNames: { '#shard': 'shard' },
+    ProjectionExpression: LISTED_ATTRIBUTES.projection,
+    ExpressionAttributeNames: { '#shard': 'shard', ...LISTED_ATTRIBUTES.names },
     ExpressionAttributeValues: { ':shard': shard },
     ExclusiveStartKey: startKey,
     Limit: limit,
     ConsistentRead: true,
   };
+}
+
+/**
+ * Whether an item of the orders table is an order: the list's version items and the indexes'
+ * readiness marker stand in partitions no order uses (a negative `shard`).
+ */
+export function isOrderItem(item: Item): boolean {
+  return Number(numberText(item.shard)) >= 0;
 }
 
 export class DynamoDbOrderStore implements OrderImportStore {
@@ -244,7 +273,9 @@ export class DynamoDbOrderStore implements OrderImportStore {
     if (current !== 'pending') return current;
     const names: Record<string, string> = { '#status': 'status', '#id': 'id' };
     const values: Record<string, unknown> = { ':pending': 'pending' };
-    const sets = Object.entries(changes).map(([attribute, value], i) => {
+    // With the status goes its index key (the new status's statusKey; no ship date, no dateKey).
+    const indexed = { ...changes, ...derivedIndexAttributes({ id, status: changes.status }) };
+    const sets = Object.entries(indexed).map(([attribute, value], i) => {
       names[`#a${i}`] = attribute;
       values[`:v${i}`] = value;
       return `#a${i} = :v${i}`;

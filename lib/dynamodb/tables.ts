@@ -5,18 +5,25 @@
  */
 export type KeyType = 'S' | 'N';
 
+export interface GlobalIndexDefinition {
+  readonly name: string;
+  readonly partitionKey: { readonly name: string; readonly type: KeyType };
+  readonly sortKey?: { readonly name: string; readonly type: KeyType };
+  /** KEYS_ONLY: the index holds its key and the table's key, nothing else. */
+  readonly projection: 'ALL' | 'KEYS_ONLY';
+}
+
 export interface TableDefinition {
   /** Construct id in CDK and suffix of the local table name. */
   readonly id: string;
   readonly envVar: string;
   readonly partitionKey: { readonly name: string; readonly type: KeyType };
   readonly sortKey?: { readonly name: string; readonly type: KeyType };
-  readonly globalIndexes?: readonly {
-    readonly name: string;
-    readonly partitionKey: { readonly name: string; readonly type: KeyType };
-    /** KEYS_ONLY: the index holds its key and the table's key, nothing else. */
-    readonly projection: 'ALL' | 'KEYS_ONLY';
-  }[];
+  /**
+   * In the order a live table gets them: CloudFormation adds at most one global index to a table
+   * per update, so a stack that deploys only some of them deploys the first ones.
+   */
+  readonly globalIndexes?: readonly GlobalIndexDefinition[];
   readonly timeToLiveAttribute?: string;
   /** Keep continuous backups (point-in-time recovery). */
   readonly pointInTimeRecovery: boolean;
@@ -46,12 +53,44 @@ export function listVersionKey(index: number): { readonly shard: number; readonl
   return { shard: -1 - index, id: 0 };
 }
 
+/**
+ * The item that says every order item holds its derived index attributes (written by
+ * `npm run admin -- orders reindex`, or when the table is created by this code): a partition of
+ * its own that no order and no version item uses; the list reads shards 0 to ORDER_SHARDS − 1.
+ */
+export const INDEX_READINESS_KEY = { shard: -100, id: 0 } as const;
+
+/**
+ * Attributes derived from an order for the indexes below, written with the order by every write
+ * of the store (lib/dynamodb/order-index-keys.ts computes them):
+ * - `statusKey`: `<status>#<shard>`, the effective status (absent = pending) and the order's
+ *   shard, so that each status is spread over ORDER_SHARDS index partitions, as the table is;
+ * - `dateKey`: the ship date's instant and the id in fixed-width digits, so that its byte order
+ *   is the order of (instant, id); absent when the ship date is not an RFC 3339 date-time.
+ */
+export const ORDER_INDEX_ATTRIBUTES = { statusKey: 'statusKey', dateKey: 'dateKey' } as const;
+
+const petId = { name: 'petId', type: 'N' } as const;
+const orderId = { name: 'id', type: 'N' } as const;
+const statusKey = { name: ORDER_INDEX_ATTRIBUTES.statusKey, type: 'S' } as const;
+const dateKey = { name: ORDER_INDEX_ATTRIBUTES.dateKey, type: 'S' } as const;
+
 export const TABLES = {
   orders: {
     id: 'Orders',
     envVar: 'ORDERS_TABLE',
     partitionKey: { name: 'shard', type: 'N' },
-    sortKey: { name: 'id', type: 'N' },
+    sortKey: orderId,
+    // The v2 list's indexes (lib/dynamodb/order-pages.ts), KEYS_ONLY: an entry is rewritten only
+    // when its key changes, so a cancel or a ship rewrites the two status indexes and never the
+    // pet ones. byPet comes first: it needs no derived attribute, so DynamoDB's own backfill
+    // covers the orders stored before it.
+    globalIndexes: [
+      { name: 'byPet', partitionKey: petId, sortKey: orderId, projection: 'KEYS_ONLY' },
+      { name: 'byStatus', partitionKey: statusKey, sortKey: orderId, projection: 'KEYS_ONLY' },
+      { name: 'byStatusDate', partitionKey: statusKey, sortKey: dateKey, projection: 'KEYS_ONLY' },
+      { name: 'byPetDate', partitionKey: petId, sortKey: dateKey, projection: 'KEYS_ONLY' },
+    ],
     pointInTimeRecovery: true,
   },
   apiKeys: {
@@ -74,6 +113,12 @@ export const TABLES = {
 } as const satisfies Record<string, TableDefinition>;
 
 export type TableName = keyof typeof TABLES;
+
+/** The orders table's global indexes, in the order a live table gets them. */
+export type OrderIndexName = (typeof TABLES.orders.globalIndexes)[number]['name'];
+export const ORDER_INDEX_NAMES: readonly OrderIndexName[] = TABLES.orders.globalIndexes.map(
+  (index) => index.name,
+);
 export type TableNames = Record<TableName, string>;
 
 /** Shard of an order id (ids may be negative: the remainder is taken non-negative). */

@@ -49,6 +49,13 @@ export interface OrderStreamOptions extends CallOptions {
  */
 export interface ListVersion {
   readonly tag: string | undefined;
+  /**
+   * When the last write the tag covers changed the list (ms since the epoch; 0 when none ever
+   * did); undefined when a write in flight leaves no tag, or when the time is unknown (a change
+   * recorded before change times were). Pages read from eventually consistent indexes wait for
+   * it to settle before they are tagged (./page-tag.ts).
+   */
+  readonly lastChangeAt?: number;
 }
 
 /** The port the order operations need from storage. */

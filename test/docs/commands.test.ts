@@ -36,6 +36,7 @@ const PROGRAMS: Readonly<Record<string, string>> = {
   smoke: 'smoke/smoke.ts',
   invoke: 'local/invoke.ts',
   'bench:list': 'bench/list.ts',
+  'bench:list-v2': 'bench/list-v2.ts',
   'bench:cancel': 'bench/cancel.ts',
   'bench:compression': 'bench/compression-levels.ts',
   'bench:cold-init': 'bench/cold-init.ts',

@@ -1,0 +1,114 @@
+/**
+ * Whether every order item holds its derived index attributes (`statusKey`, `dateKey`;
+ * lib/dynamodb/order-index-keys.ts), so that the indexes keyed by them (byStatus, byStatusDate,
+ * byPetDate) hold every order. DynamoDB's backfill of a new index covers only the items that
+ * already hold its key: the orders stored before the code that writes the attributes are not in
+ * those indexes until `npm run admin -- orders reindex` has written the attributes onto them.
+ * It then writes this item (INDEX_READINESS_KEY), as does the creation of a table by this code
+ * (every item such a table will ever hold is written by code that writes the attributes).
+ *
+ * The marker names the format of the attributes: a release that changes their encoding bumps
+ * DERIVED_ATTRIBUTES_FORMAT, and the indexes keyed by them wait for a reindex in the new format.
+ */
+import { GetCommand, PutCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { numberText } from './attributes.ts';
+import { send } from './errors.ts';
+import { DERIVED_ATTRIBUTES_FORMAT } from './order-index-keys.ts';
+import { INDEX_READINESS_KEY } from './tables.ts';
+
+/** How failures of the marker are named in logs. */
+const DEPENDENCY = 'orders table (index readiness)';
+
+/** How long a reader that saw no marker waits before it reads it again. */
+export const READINESS_RECHECK_MS = 5_000;
+
+/** Who wrote the marker: the reindex command, or the creation of the table. */
+export type ReadinessSource = 'reindex' | 'table-created';
+
+/** Writes the marker: every order item holds the derived attributes, in the current format. */
+export async function markIndexesReady(
+  client: DynamoDBDocumentClient,
+  tableName: string,
+  source: ReadinessSource,
+  now: Date = new Date(),
+  signal?: AbortSignal,
+): Promise<void> {
+  await send(
+    DEPENDENCY,
+    (abortSignal) =>
+      client.send(
+        new PutCommand({
+          TableName: tableName,
+          Item: {
+            ...INDEX_READINESS_KEY,
+            format: DERIVED_ATTRIBUTES_FORMAT,
+            source,
+            at: now.toISOString(),
+          },
+        }),
+        { abortSignal },
+      ),
+    signal,
+  );
+}
+
+/** The marker as stored: whether it says the attributes are complete in the current format. */
+export async function readIndexReadiness(
+  client: DynamoDBDocumentClient,
+  tableName: string,
+  signal?: AbortSignal,
+): Promise<boolean> {
+  const { Item: item } = await send(
+    DEPENDENCY,
+    (abortSignal) =>
+      client.send(
+        new GetCommand({ TableName: tableName, Key: INDEX_READINESS_KEY, ConsistentRead: true }),
+        { abortSignal },
+      ),
+    signal,
+  );
+  return item !== undefined && numberText(item.format) === String(DERIVED_ATTRIBUTES_FORMAT);
+}
+
+/**
+ * The marker as a container sees it: read strongly consistent when first needed; once seen, ready
+ * for the container's life (nothing takes it back but a release with a new format, which is a
+ * new container); while not seen, read again at most every `recheckMs`. Concurrent callers share
+ * one read.
+ */
+export class IndexReadiness {
+  private readonly client: DynamoDBDocumentClient;
+  private readonly tableName: string;
+  private readonly recheckMs: number;
+  private readonly now: () => number;
+  private ready = false;
+  private checkedAt = -Infinity;
+  private reading: Promise<boolean> | undefined;
+
+  constructor(
+    client: DynamoDBDocumentClient,
+    tableName: string,
+    options: { readonly recheckMs?: number; readonly now?: () => number } = {},
+  ) {
+    this.client = client;
+    this.tableName = tableName;
+    this.recheckMs = options.recheckMs ?? READINESS_RECHECK_MS;
+    this.now = options.now ?? Date.now;
+  }
+
+  async isReady(signal?: AbortSignal): Promise<boolean> {
+    if (this.ready) return true;
+    if (this.reading) return this.reading;
+    if (this.now() - this.checkedAt < this.recheckMs) return false;
+    this.reading = readIndexReadiness(this.client, this.tableName, signal).then((ready) => {
+      this.ready = ready;
+      this.checkedAt = this.now();
+      return ready;
+    });
+    try {
+      return await this.reading;
+    } finally {
+      this.reading = undefined;
+    }
+  }
+}

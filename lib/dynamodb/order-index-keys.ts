@@ -1,0 +1,111 @@
+/**
+ * The attributes an order item carries for the v2 list's indexes (tables.ts,
+ * ORDER_INDEX_ATTRIBUTES), computed in this one place for every write of orders: a put
+ * (orderToItem), a cancel and a ship (their new `statusKey`), and the reindex command.
+ *
+ * - `statusKey` = `<status>#<shard>`: the effective status (an order stored without one is
+ *   pending) and the order's shard (orderShard(id)), so that each status is spread over
+ *   ORDER_SHARDS index partitions, as the table is, and no partition takes every pending order.
+ * - `dateKey` = `<instant>#<id>`: the ship date's instant (lib/orders/instant.ts, nanoseconds)
+ *   plus 10^20 in 21 digits, and the id plus 2^63 in 20 digits. Fixed widths of digits, so the
+ *   keys' byte order (how DynamoDB orders a string sort key) is the order of (instant, id). An
+ *   order whose ship date is absent or not an RFC 3339 date-time has no dateKey and is in no
+ *   date index: no date range matches it.
+ */
+import { parseInstant } from '../orders/instant.ts';
+import { INT64_MAX, INT64_MIN, isOrderStatus, type OrderStatus } from '../orders/order.ts';
+import { orderShard } from './tables.ts';
+
+/**
+ * The format of the derived attributes. A release that changes how they are computed bumps it:
+ * the readiness marker (./index-readiness.ts) then no longer matches, and the indexes keyed by
+ * them wait for `orders reindex`.
+ */
+export const DERIVED_ATTRIBUTES_FORMAT = 1;
+
+const INSTANT_OFFSET = 10n ** 20n;
+const INSTANT_DIGITS = 21;
+const ID_OFFSET = 2n ** 63n;
+const ID_DIGITS = 20;
+const SEPARATOR = '#';
+
+/** An instant as fixed-width digits whose byte order is the instants' order. */
+export function encodeInstant(instant: bigint): string {
+  const shifted = instant + INSTANT_OFFSET;
+  if (shifted < 0n || shifted >= 10n ** BigInt(INSTANT_DIGITS)) {
+    throw new RangeError(`instant ${instant} is outside what a date-time can write`);
+  }
+  return shifted.toString().padStart(INSTANT_DIGITS, '0');
+}
+
+/** An int64 as fixed-width digits whose byte order is the ids' order. */
+export function encodeId(id: bigint): string {
+  if (id < INT64_MIN || id > INT64_MAX) throw new RangeError(`id ${id} is not an int64`);
+  return (id + ID_OFFSET).toString().padStart(ID_DIGITS, '0');
+}
+
+/** The dateKey of an order shipping at `instant`. */
+export function dateKey(instant: bigint, id: bigint): string {
+  return `${encodeInstant(instant)}${SEPARATOR}${encodeId(id)}`;
+}
+
+/** The (instant, id) a dateKey holds, or undefined when the text is not one. */
+export function readDateKey(key: string): { instant: bigint; id: bigint } | undefined {
+  const match = /^(\d{21})#(\d{20})$/.exec(key);
+  if (!match) return undefined;
+  const id = BigInt(match[2]!) - ID_OFFSET;
+  if (id > INT64_MAX) return undefined;
+  return { instant: BigInt(match[1]!) - INSTANT_OFFSET, id };
+}
+
+/**
+ * The smallest dateKey after (instant, id): the same instant with the next id, or, after the
+ * largest id, the next instant's bare prefix (which sorts before every key of that instant).
+ * Nothing lies between a key and its successor, so `>= successor` is `> key`.
+ */
+export function dateKeyAfter(instant: bigint, id: bigint): string {
+  return id < INT64_MAX ? dateKey(instant, id + 1n) : encodeInstant(instant + 1n);
+}
+
+/**
+ * The bound of a range of instants as a dateKey bound: the bare prefix, which sorts before every
+ * key of that instant. As a lower bound (`>=`) it includes the instant; as an upper one (`<=`)
+ * it excludes it.
+ */
+export function dateKeyBound(instant: bigint): string {
+  return encodeInstant(instant);
+}
+
+/** The index partition of one status in one shard. */
+export function statusPartition(status: OrderStatus, shard: number): string {
+  return `${status}${SEPARATOR}${shard}`;
+}
+
+/** The statusKey of an order with this (effective) status. */
+export function statusKey(status: OrderStatus, id: bigint): string {
+  return statusPartition(status, orderShard(id));
+}
+
+/** What the derived attributes are computed from: the id, the status as stored, the ship date. */
+export interface IndexedFields {
+  readonly id: bigint;
+  /** As stored: undefined (pending), a status, or anything else (no status index holds it). */
+  readonly status?: unknown;
+  readonly shipDate?: unknown;
+}
+
+/**
+ * The derived attributes of an order: `statusKey` unless its stored status is not one the
+ * service knows; `dateKey` when its ship date is an RFC 3339 date-time.
+ */
+export function derivedIndexAttributes(order: IndexedFields): {
+  statusKey?: string;
+  dateKey?: string;
+} {
+  const status = order.status === undefined ? 'pending' : order.status;
+  const instant = typeof order.shipDate === 'string' ? parseInstant(order.shipDate) : undefined;
+  return {
+    ...(isOrderStatus(status) ? { statusKey: statusKey(status, order.id) } : {}),
+    ...(instant !== undefined ? { dateKey: dateKey(instant, order.id) } : {}),
+  };
+}

@@ -1,0 +1,520 @@
+/**
+ * The v2 list's pages on DynamoDB Local (lib/dynamodb/order-pages.ts): every walk of random
+ * filters and page sizes over a random store gives the sorted, filtered reference; what a page
+ * costs; an index that lags a write never shows an order that no longer matches; and an index
+ * that is not there yet, still backfilling or not yet complete fails transient, not as a bug.
+ */
+import {
+  DeleteCommand,
+  GetCommand,
+  PutCommand,
+  type DynamoDBDocumentClient,
+} from '@aws-sdk/lib-dynamodb';
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ensureTables } from '../../lib/dynamodb/create-table.ts';
+import { IndexReadiness, markIndexesReady } from '../../lib/dynamodb/index-readiness.ts';
+import { derivedIndexAttributes, statusKey } from '../../lib/dynamodb/order-index-keys.ts';
+import { DynamoDbOrderPages, PAGE_READ_BUDGET } from '../../lib/dynamodb/order-pages.ts';
+import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
+import {
+  INDEX_READINESS_KEY,
+  ORDER_INDEX_NAMES,
+  ORDER_SHARDS,
+  orderShard,
+} from '../../lib/dynamodb/tables.ts';
+import { DependencyFailure } from '../../lib/failures.ts';
+import { parseInstant } from '../../lib/orders/instant.ts';
+import {
+  comparePositions,
+  orderMatches,
+  positionOf,
+  sortOrderOf,
+  type OrderFilter,
+  type PagePosition,
+} from '../../lib/orders/order-filter.ts';
+import { INT64_MAX, INT64_MIN, ORDER_STATUSES, type Order } from '../../lib/orders/order.ts';
+import { INDEX_SETTLE_MS, pageEntityTag } from '../../lib/orders/page-tag.ts';
+import { localTableNames } from '../../local/local-stack.ts';
+import { loadOrders } from '../../bench/raw-orders.ts';
+import { createTestTables, uniquePrefix, type TestTables } from '../support/tables.ts';
+
+let t: TestTables;
+const ALL = new Set(ORDER_INDEX_NAMES);
+const DAY = 86_400_000_000_000n;
+const FIRST_DAY = parseInstant('2026-11-01T00:00:00Z')!;
+
+/** A seeded generator: the same store every run. */
+function random(seed: number): () => number {
+  let a = seed;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let r = Math.imul(a ^ (a >>> 15), 1 | a);
+    r = (r + Math.imul(r ^ (r >>> 7), 61 | r)) ^ r;
+    return ((r ^ (r >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/**
+ * 300 orders as a store may hold them: ids of both signs and at both ends of int64; 12 pets,
+ * skewed; most shipped; ship dates over 30 days written with offsets and fractions, some equal
+ * (ties broken by id), some absent or not a date; some without a status (pending), a petId or
+ * `complete`.
+ */
+function randomStore(count = 300): Order[] {
+  const next = random(36);
+  const pick = (n: number) => Math.floor(next() * n);
+  const ids = new Set<bigint>([INT64_MAX, INT64_MIN, 0n, -1n]);
+  while (ids.size < count) ids.add(BigInt(pick(4000) - 1000) * (next() < 0.05 ? 2n ** 50n : 1n));
+  return [...ids].map((id) => {
+    const r = next();
+    const status = r < 0.15 ? 'pending' : r < 0.25 ? 'cancelled' : r < 0.3 ? undefined : 'shipped';
+    const hour = pick(30 * 24);
+    const minutes = [0, 60, -90, 330][pick(4)]!;
+    const local = new Date(Date.UTC(2026, 10, 1) + hour * 3_600_000 + minutes * 60_000);
+    const sign = minutes < 0 ? '-' : '+';
+    const offset =
+      minutes === 0
+        ? 'Z'
+        : `${sign}${String(Math.floor(Math.abs(minutes) / 60)).padStart(2, '0')}:${String(Math.abs(minutes) % 60).padStart(2, '0')}`;
+    const fraction = next() < 0.2 ? `.${String(pick(1e9)).padStart(9, '0')}` : '';
+    const shipDate =
+      next() < 0.05
+        ? undefined
+        : next() < 0.02
+          ? '2026-02-30T00:00:00Z'
+          : `${local.toISOString().slice(0, 19)}${fraction}${offset}`;
+    return {
+      id,
+      ...(next() < 0.95 ? { petId: BigInt(Math.floor(next() ** 2 * 12)) } : {}),
+      quantity: 1 + pick(3),
+      ...(shipDate ? { shipDate } : {}),
+      ...(next() < 0.9 ? { complete: status === 'shipped' } : {}),
+      ...(status ? { status } : {}),
+    };
+  });
+}
+
+const STORE = randomStore();
+
+/** What a walk must give: the orders matching, sorted as the filter sorts them. */
+function reference(filter: OrderFilter): Order[] {
+  const order = sortOrderOf(filter);
+  return STORE.map((o) => ({ ...o, status: o.status ?? 'pending' }))
+    .filter((o) => orderMatches(filter, o))
+    .sort((a, b) => comparePositions(positionOf(a, order)!, positionOf(b, order)!));
+}
+
+async function walk(
+  pages: DynamoDbOrderPages,
+  filter: OrderFilter,
+  pageSize: number,
+): Promise<{ orders: Order[]; pages: number }> {
+  const orders: Order[] = [];
+  let start: PagePosition | undefined;
+  for (let n = 1; ; n++) {
+    const page = await pages.readPage({ filter, pageSize, ...(start ? { start } : {}) });
+    expect(page.orders.length).toBeLessThanOrEqual(pageSize);
+    orders.push(...page.orders);
+    if (!page.next) return { orders, pages: n };
+    if (start) expect(comparePositions(page.next, start)).toBe(1);
+    start = page.next;
+  }
+}
+
+const ids = (orders: readonly Order[]) => orders.map((o) => o.id.toString());
+
+async function failure(work: () => Promise<unknown>): Promise<DependencyFailure> {
+  const error = await work().then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  if (!(error instanceof DependencyFailure))
+    throw new Error(`expected a DependencyFailure, got ${String(error)}`);
+  return error;
+}
+
+beforeAll(async () => {
+  t = await createTestTables('pages');
+  await loadOrders(t.client, t.tables.orders, STORE);
+});
+afterAll(() => t.drop());
+
+describe('walking every page of a filter', () => {
+  const status = fc.subarray([...ORDER_STATUSES], { minLength: 1 });
+  const day = fc.integer({ min: -2, max: 32 }).map((d) => FIRST_DAY + BigInt(d) * DAY);
+  const range = fc
+    .tuple(fc.option(day, { nil: undefined }), fc.option(day, { nil: undefined }))
+    .filter(
+      ([from, to]) =>
+        (from !== undefined || to !== undefined) &&
+        !(from !== undefined && to !== undefined && from >= to),
+    )
+    .map(([from, to]) => ({
+      ...(from !== undefined ? { from } : {}),
+      ...(to !== undefined ? { to } : {}),
+    }));
+  const filter: fc.Arbitrary<OrderFilter> = fc.record(
+    {
+      statuses: status,
+      petId: fc.integer({ min: 0, max: 12 }).map(BigInt),
+      shipDate: range,
+      complete: fc.boolean(),
+    },
+    { requiredKeys: [] },
+  );
+
+  it('gives every matching order once, in order: the sorted, filtered store (random filters and page sizes)', async () => {
+    const pages = new DynamoDbOrderPages(t.client, t.tables.orders, { indexes: ALL });
+    await fc.assert(
+      fc.asyncProperty(filter, fc.integer({ min: 4, max: 60 }), async (f, pageSize) => {
+        const { orders } = await walk(pages, f, pageSize);
+        expect(ids(orders)).toEqual(ids(reference(f)));
+        // Every field as stored, int64 exact.
+        expect(orders).toEqual(reference(f));
+      }),
+      { numRuns: 40 },
+    );
+  });
+
+  it('with one order a page, and with a page larger than the filter, gives the same', async () => {
+    const pages = new DynamoDbOrderPages(t.client, t.tables.orders, { indexes: ALL });
+    const f: OrderFilter = { statuses: ['cancelled'], shipDate: { from: FIRST_DAY + 3n * DAY } };
+    const expected = ids(reference(f));
+    expect(expected.length).toBeGreaterThan(5);
+    expect(ids((await walk(pages, f, 1)).orders)).toEqual(expected);
+    const whole = await walk(pages, f, 100);
+    expect(ids(whole.orders)).toEqual(expected);
+    expect(whole.pages).toBe(1);
+  });
+});
+
+describe('what a page costs', () => {
+  it('reads one index partition per status and shard, or one per pet, and evaluates 2N + k a page on average', async () => {
+    const pages = new DynamoDbOrderPages(t.client, t.tables.orders, { indexes: ALL });
+    const cases: [OrderFilter, string, number][] = [
+      [{ statuses: ['shipped'] }, 'byStatus', ORDER_SHARDS],
+      [{ statuses: ['shipped', 'pending'] }, 'byStatus', 2 * ORDER_SHARDS],
+      [{ petId: 0n }, 'byPet', 1],
+      [{ petId: 0n, shipDate: { to: FIRST_DAY + 20n * DAY } }, 'byPetDate', 1],
+      [{ statuses: ['shipped'], shipDate: { from: FIRST_DAY } }, 'byStatusDate', ORDER_SHARDS],
+      [{ shipDate: { from: FIRST_DAY } }, 'byStatusDate', 3 * ORDER_SHARDS],
+      [{}, 'table', ORDER_SHARDS],
+    ];
+    const N = 20;
+    for (const [filter, source, k] of cases) {
+      let start: PagePosition | undefined;
+      const costs = [];
+      do {
+        const page = await pages.readPage({ filter, pageSize: N, ...(start ? { start } : {}) });
+        expect(page.plan).toMatchObject({ source, partitions: k, consistent: source === 'table' });
+        expect(page.cost.batchGets).toBe(source === 'table' ? 0 : 1);
+        costs.push(page.cost);
+        start = page.next;
+      } while (start);
+      const rounds = costs.map((c) => c.rounds);
+      const evaluated = costs.map((c) => c.evaluated);
+      // One partition: one round of N + 1 keys, always. Several: a first round of at most
+      // 2N + k keys, then, on the pages whose merge still waits for a partition (several
+      // statuses of other sizes), a second (a third, rarely) for the few it needs.
+      if (k === 1) expect(rounds.every((r) => r === 1)).toBe(true);
+      if (k === 1) expect(Math.max(...evaluated)).toBeLessThanOrEqual(N + 1);
+      expect(Math.max(...rounds), source).toBeLessThanOrEqual(3);
+      const mean = evaluated.reduce((a, b) => a + b, 0) / costs.length;
+      expect(mean, source).toBeLessThanOrEqual(2 * N + k);
+    }
+  });
+
+  it('with a filter its index does not hold reads on until the page is full: a pet’s pending orders', async () => {
+    const pages = new DynamoDbOrderPages(t.client, t.tables.orders, { indexes: ALL });
+    const filter: OrderFilter = { petId: 0n, statuses: ['pending'] };
+    const expected = reference(filter);
+    expect(expected.length).toBeGreaterThan(4);
+    const page = await pages.readPage({ filter, pageSize: 2 });
+    expect(ids(page.orders)).toEqual(ids(expected.slice(0, 2)));
+    // Every order of the pet up to its 2nd pending one was read by key to be checked.
+    const pets = reference({ petId: 0n });
+    const upTo = pets.findIndex((o) => o.id === expected[1]!.id) + 1;
+    expect(page.cost.fetched).toBeGreaterThanOrEqual(upTo);
+    expect(page.next).toEqual({ id: expected[1]!.id });
+    const { orders, pages: walked } = await walk(pages, filter, 2);
+    expect(ids(orders)).toEqual(ids(expected));
+    // Every page full but the last (which may be empty: only a missing token is the end).
+    expect(walked).toBeGreaterThanOrEqual(Math.ceil(expected.length / 2));
+    expect(walked).toBeLessThanOrEqual(Math.ceil(expected.length / 2) + 1);
+  });
+
+  it('of `complete` alone is read from the table and may evaluate far more than it holds, up to its budget', async () => {
+    const pages = new DynamoDbOrderPages(t.client, t.tables.orders, { indexes: ALL });
+    const page = await pages.readPage({ filter: { complete: false }, pageSize: 30 });
+    expect(page.plan.source).toBe('table');
+    expect(page.orders.every((o) => o.complete === false)).toBe(true);
+    expect(page.cost.evaluated).toBeGreaterThan(2 * 30 + ORDER_SHARDS);
+    expect(page.cost.rounds).toBeLessThanOrEqual(PAGE_READ_BUDGET.rounds);
+  });
+});
+
+describe('an index that lags a write', () => {
+  it('never puts an order that no longer matches on a page: the page reads on past it', async () => {
+    const own = await createTestTables('pages-lag');
+    try {
+      const orders: Order[] = Array.from({ length: 30 }, (_, i) => ({
+        id: BigInt(i + 1),
+        status: 'pending',
+        shipDate: '2026-11-02T00:00:00Z',
+      }));
+      await new DynamoDbOrderStore(own.client, own.tables.orders).putOrders(orders);
+      // Order 8 was cancelled, but the index still holds it as pending (as a lagging index would).
+      const stale = { ...orders[7]!, status: 'cancelled' as const };
+      await own.client.send(
+        new PutCommand({
+          TableName: own.tables.orders,
+          Item: {
+            shard: orderShard(8n),
+            ...stale,
+            ...derivedIndexAttributes({ ...stale, status: 'pending' }),
+          },
+        }),
+      );
+      const pages = new DynamoDbOrderPages(own.client, own.tables.orders, { indexes: ALL });
+      for (const filter of [
+        { statuses: ['pending'] },
+        { statuses: ['pending'], shipDate: { from: 0n } },
+      ] as OrderFilter[]) {
+        const first = await pages.readPage({ filter, pageSize: 10 });
+        expect(ids(first.orders)).toEqual(['1', '2', '3', '4', '5', '6', '7', '9', '10', '11']);
+        expect(first.next?.id).toBe(11n);
+        // Ten read, one dropped, then one more wanted: read by the share that matched (10 of 11),
+        // with a margin of a quarter, rounded up.
+        expect(first.cost.fetched).toBe(12);
+        const { orders: rest } = await walk(pages, filter, 10);
+        expect(rest).toHaveLength(29);
+        expect(rest.map((o) => o.status)).not.toContain('cancelled');
+      }
+    } finally {
+      await own.drop();
+    }
+  });
+});
+
+describe('the derived index attributes', () => {
+  const raw = async (client: DynamoDBDocumentClient, table: string, id: bigint) =>
+    (await client.send(new GetCommand({ TableName: table, Key: { shard: orderShard(id), id } })))
+      .Item;
+
+  it('are written by a put, a cancel and a ship, and follow the status', async () => {
+    const own = await createTestTables('pages-writes');
+    try {
+      const store = new DynamoDbOrderStore(own.client, own.tables.orders);
+      await store.putOrders([
+        { id: -3n, shipDate: '2026-11-02T00:00:00.5+01:00' },
+        { id: 4n, status: 'pending' },
+      ]);
+      expect(await raw(own.client, own.tables.orders, -3n)).toMatchObject({
+        statusKey: statusKey('pending', -3n),
+        dateKey: derivedIndexAttributes({ id: -3n, shipDate: '2026-11-02T00:00:00.5+01:00' })
+          .dateKey,
+      });
+      expect(await raw(own.client, own.tables.orders, 4n)).not.toHaveProperty('dateKey');
+      await store.cancel(-3n);
+      await store.ship(4n);
+      expect((await raw(own.client, own.tables.orders, -3n))?.statusKey).toBe('cancelled#5');
+      expect((await raw(own.client, own.tables.orders, -3n))?.dateKey).toBeDefined();
+      expect((await raw(own.client, own.tables.orders, 4n))?.statusKey).toBe('shipped#4');
+      const pages = new DynamoDbOrderPages(own.client, own.tables.orders, { indexes: ALL });
+      const cancelled = await pages.readPage({ filter: { statuses: ['cancelled'] }, pageSize: 5 });
+      expect(ids(cancelled.orders)).toEqual(['-3']);
+    } finally {
+      await own.drop();
+    }
+  });
+});
+
+describe('an index that is not ready', () => {
+  it('not in ORDERS_INDEXES: transient index-not-ready, before any read', async () => {
+    const pages = new DynamoDbOrderPages(t.client, t.tables.orders, {
+      indexes: new Set(['byPet']),
+    });
+    for (const filter of [
+      { statuses: ['pending'] },
+      { petId: 1n, shipDate: { from: 0n } },
+    ] as OrderFilter[]) {
+      expect(() => pages.plan(filter)).toThrow(DependencyFailure);
+      const error = await failure(() => pages.readPage({ filter, pageSize: 5 }));
+      expect(error).toMatchObject({ kind: 'transient', reason: 'index-not-ready' });
+      expect(error.message).toContain('not deployed yet');
+    }
+    // What is deployed serves: byPet, and the table.
+    expect(
+      (await pages.readPage({ filter: { petId: 1n }, pageSize: 5 })).orders.length,
+    ).toBeGreaterThan(0);
+    expect((await pages.readPage({ filter: {}, pageSize: 5 })).orders).toHaveLength(5);
+  });
+
+  it('still backfilling: transient index-not-ready, as DynamoDB refuses the Query', async () => {
+    const pages = new DynamoDbOrderPages(t.client, t.tables.orders, { indexes: ALL });
+    const name = `backfilling-${Math.random()}`;
+    t.client.middlewareStack.add(
+      (next) => (args) => {
+        if ((args.input as { IndexName?: string }).IndexName !== 'byStatus') return next(args);
+        return Promise.reject(
+          Object.assign(
+            new Error('Cannot read from backfilling global secondary index: byStatus'),
+            {
+              name: 'ValidationException',
+              $fault: 'client',
+              $metadata: { httpStatusCode: 400 },
+            },
+          ),
+        );
+      },
+      { step: 'finalizeRequest', name, priority: 'low' },
+    );
+    try {
+      const error = await failure(() =>
+        pages.readPage({ filter: { statuses: ['shipped'] }, pageSize: 5 }),
+      );
+      expect(error).toMatchObject({ kind: 'transient', reason: 'index-not-ready' });
+      expect(error.message).toContain('backfilling');
+    } finally {
+      t.client.middlewareStack.remove(name);
+    }
+  });
+
+  it('named in ORDERS_INDEXES but missing from the table: permanent index-missing (a misconfigured stage)', async () => {
+    const names = localTableNames(uniquePrefix('pages-one-index'));
+    await ensureTables(t.client, names, { ordersIndexes: 1 });
+    try {
+      const pages = new DynamoDbOrderPages(t.client, names.orders, { indexes: ALL });
+      const error = await failure(() =>
+        pages.readPage({ filter: { statuses: ['pending'] }, pageSize: 5 }),
+      );
+      expect(error).toMatchObject({ kind: 'permanent', reason: 'index-missing' });
+      expect((await pages.readPage({ filter: { petId: 1n }, pageSize: 5 })).orders).toEqual([]);
+    } finally {
+      const { DeleteTableCommand } = await import('@aws-sdk/client-dynamodb');
+      await Promise.all(
+        Object.values(names).map((TableName) =>
+          t.client.send(new DeleteTableCommand({ TableName })),
+        ),
+      );
+    }
+  });
+
+  it('without the readiness marker: transient for the indexes keyed by derived attributes, byPet and the table serve', async () => {
+    const own = await createTestTables('pages-marker');
+    try {
+      await new DynamoDbOrderStore(own.client, own.tables.orders).putOrders(STORE.slice(0, 40));
+      await own.client.send(
+        new DeleteCommand({ TableName: own.tables.orders, Key: INDEX_READINESS_KEY }),
+      );
+      const pages = new DynamoDbOrderPages(own.client, own.tables.orders, { indexes: ALL });
+      for (const filter of [
+        { statuses: ['pending'] },
+        { shipDate: { from: 0n } },
+        { petId: 1n, shipDate: { from: 0n } },
+      ] as OrderFilter[]) {
+        const error = await failure(() => pages.readPage({ filter, pageSize: 5 }));
+        expect(error).toMatchObject({ kind: 'transient', reason: 'index-not-ready' });
+        expect(error.message).toContain('run orders reindex');
+      }
+      expect((await pages.readPage({ filter: { petId: 1n }, pageSize: 50 })).plan.source).toBe(
+        'byPet',
+      );
+      expect((await pages.readPage({ filter: {}, pageSize: 5 })).orders).toHaveLength(5);
+    } finally {
+      await own.drop();
+    }
+  });
+});
+
+describe("a container's view of the readiness marker", () => {
+  it('reads it again at most every recheckMs while it is missing, and keeps ready once seen', async () => {
+    const own = await createTestTables('pages-readiness');
+    try {
+      await own.client.send(
+        new DeleteCommand({ TableName: own.tables.orders, Key: INDEX_READINESS_KEY }),
+      );
+      let now = 0;
+      let reads = 0;
+      const name = `count-${Math.random()}`;
+      own.client.middlewareStack.add(
+        (next, context) => (args) => {
+          if (/^Get(Item)?Command$/.test(context.commandName ?? '')) reads++;
+          return next(args);
+        },
+        { step: 'initialize', name },
+      );
+      const readiness = new IndexReadiness(own.client, own.tables.orders, {
+        recheckMs: 5_000,
+        now: () => now,
+      });
+      expect(await readiness.isReady()).toBe(false);
+      now = 4_999;
+      expect(await readiness.isReady()).toBe(false);
+      expect(reads).toBe(1);
+      await markIndexesReady(own.client, own.tables.orders, 'reindex');
+      now = 5_000;
+      expect(await readiness.isReady()).toBe(true);
+      expect(reads).toBe(2);
+      await own.client.send(
+        new DeleteCommand({ TableName: own.tables.orders, Key: INDEX_READINESS_KEY }),
+      );
+      now = 1e9;
+      expect(await readiness.isReady()).toBe(true);
+      expect(reads).toBe(2);
+    } finally {
+      await own.drop();
+    }
+  });
+
+  it('is written with every new table, in the current format, in a partition the list never reads', async () => {
+    const { Item } = await t.client.send(
+      new GetCommand({ TableName: t.tables.orders, Key: INDEX_READINESS_KEY }),
+    );
+    expect(Item).toMatchObject({ source: 'table-created' });
+    const all = await walk(
+      new DynamoDbOrderPages(t.client, t.tables.orders, { indexes: ALL }),
+      {},
+      100,
+    );
+    expect(all.orders).toHaveLength(STORE.length);
+  });
+});
+
+describe('the tag of a page read from an index', () => {
+  it('waits INDEX_SETTLE_MS after the write the list version last recorded; a table page does not', async () => {
+    const own = await createTestTables('pages-tag');
+    try {
+      const store = new DynamoDbOrderStore(own.client, own.tables.orders);
+      await loadOrders(own.client, own.tables.orders, [{ id: 1n, status: 'pending' }]);
+      const before = Date.now();
+      await store.cancel(1n);
+      const version = await store.readListVersion();
+      expect(version.lastChangeAt).toBeGreaterThanOrEqual(before);
+      expect(version.lastChangeAt).toBeLessThanOrEqual(Date.now());
+      const pages = new DynamoDbOrderPages(own.client, own.tables.orders, { indexes: ALL });
+      const tag = (filter: OrderFilter, now: number) =>
+        pageEntityTag({ version, filter, pageSize: 50, plan: pages.plan(filter), now });
+      const cancelled: OrderFilter = { statuses: ['cancelled'] };
+      expect(tag(cancelled, Date.now())).toBeUndefined();
+      expect(tag(cancelled, version.lastChangeAt! + INDEX_SETTLE_MS)).toMatch(/^[\w-]{22}$/);
+      expect(tag({}, Date.now())).toMatch(/^[\w-]{22}$/);
+    } finally {
+      await own.drop();
+    }
+  });
+});
+
+describe('a page past its deadline', () => {
+  it('fails transient (timeout), as every read of lib/dynamodb', async () => {
+    const pages = new DynamoDbOrderPages(t.client, t.tables.orders, { indexes: ALL });
+    const error = await failure(() =>
+      pages.readPage(
+        { filter: { statuses: ['pending'] }, pageSize: 5 },
+        { signal: AbortSignal.abort() },
+      ),
+    );
+    expect(error).toMatchObject({ kind: 'transient', reason: 'timeout' });
+  });
+});

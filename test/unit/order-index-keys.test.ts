@@ -1,0 +1,208 @@
+/**
+ * The v2 list's keys: RFC 3339 date-times as exact instants, and the derived index attributes
+ * whose byte order must be the order of what they encode (DynamoDB orders a string sort key by
+ * its UTF-8 bytes); which indexes ORDERS_INDEXES names.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { INSTANT_MAX, INSTANT_MIN, parseInstant } from '../../lib/orders/instant.ts';
+import { INT64_MAX, INT64_MIN } from '../../lib/orders/order.ts';
+import {
+  dateKey,
+  dateKeyAfter,
+  dateKeyBound,
+  derivedIndexAttributes,
+  encodeId,
+  encodeInstant,
+  readDateKey,
+  statusKey,
+} from '../../lib/dynamodb/order-index-keys.ts';
+import {
+  deployedOrderIndexes,
+  ordersIndexesEnv,
+  stageOrderIndexes,
+} from '../../lib/dynamodb/order-indexes.ts';
+import { ORDER_INDEX_NAMES } from '../../lib/dynamodb/tables.ts';
+
+const sign = (n: number) => Math.sign(n);
+const compareText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+const compareBig = (a: bigint, b: bigint) => (a < b ? -1 : a > b ? 1 : 0);
+
+const int64 = fc.bigInt({ min: INT64_MIN, max: INT64_MAX });
+const instant = fc.bigInt({ min: INSTANT_MIN, max: INSTANT_MAX });
+/** Instants in a small range, so that equal instants (ties broken by id) come up often. */
+const nearInstant = fc.bigInt({ min: -3n, max: 3n });
+
+/** An instant written as an RFC 3339 date-time at an offset of `minutes`, to the nanosecond. */
+function writeAt(ns: bigint, minutes: number): string {
+  const local = ns + BigInt(minutes) * 60_000_000_000n;
+  const second = local / 1_000_000_000n - (local % 1_000_000_000n < 0n ? 1n : 0n);
+  const nanos = local - second * 1_000_000_000n;
+  const text = new Date(Number(second) * 1000).toISOString().slice(0, 19);
+  const hours = String(Math.floor(Math.abs(minutes) / 60)).padStart(2, '0');
+  const offset =
+    minutes === 0
+      ? 'Z'
+      : `${minutes < 0 ? '-' : '+'}${hours}:${String(Math.abs(minutes) % 60).padStart(2, '0')}`;
+  return `${text}.${nanos.toString().padStart(9, '0')}${offset}`;
+}
+
+describe('parseInstant', () => {
+  it.each([
+    ['1970-01-01T00:00:00Z', 0n],
+    ['1970-01-01T00:00:00.5Z', 500_000_000n],
+    ['1970-01-01T00:00:00.123456789Z', 123_456_789n],
+    ['1970-01-01T01:00:00+01:00', 0n],
+    ['1969-12-31T23:00:00-01:00', 0n],
+    ['1970-01-01t00:00:01z', 1_000_000_000n],
+    ['1970-01-01T00:00:00-00:00', 0n],
+    ['2024-02-29T00:00:00Z', 1_709_164_800_000_000_000n],
+    ['0000-01-01T00:00:00Z', -62_167_219_200_000_000_000n],
+    ['9999-12-31T23:59:59Z', 253_402_300_799_000_000_000n],
+  ])('reads %s as %s ns', (text, expected) => {
+    expect(parseInstant(text)).toBe(expected);
+  });
+
+  it.each([
+    '2026-02-30T00:00:00Z',
+    '2026-02-29T00:00:00Z',
+    '2026-04-31T00:00:00Z',
+    '2026-13-01T00:00:00Z',
+    '2026-00-10T00:00:00Z',
+    '2026-01-01T24:00:00Z',
+    '2026-01-01T23:60:00Z',
+    '2026-12-31T23:59:60Z',
+    '2026-01-01T00:00:00+24:00',
+    '2026-01-01T00:00:00+01:60',
+    '2026-01-01T00:00:00',
+    '2026-01-01 00:00:00Z',
+    '2026-01-01T00:00:00.1234567891Z',
+    '2026-01-01T00:00:00.Z',
+    '2026-01-01T00:00Z',
+    '2026-01-01',
+    '+2026-01-01T00:00:00Z',
+    '2026-01-01T00:00:00+0100',
+    '２０２６-01-01T00:00:00Z',
+  ])('refuses %j', (text) => {
+    expect(parseInstant(text)).toBeUndefined();
+  });
+
+  it('reads every instant a Date writes, to the millisecond', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: -62_167_219_200_000, max: 253_402_300_799_999 }), (ms) => {
+        expect(parseInstant(new Date(ms).toISOString())).toBe(BigInt(ms) * 1_000_000n);
+      }),
+    );
+  });
+
+  it('reads the same instant whatever the offset and however many fraction digits it is written with', () => {
+    // Instants whose local time at any offset is in the years 0000 to 9999.
+    const inner = fc.bigInt({
+      min: parseInstant('0000-01-02T00:00:00Z')!,
+      max: parseInstant('9999-12-30T23:59:59.999999999Z')!,
+    });
+    fc.assert(
+      fc.property(inner, fc.integer({ min: -1439, max: 1439 }), (ns, minutes) => {
+        expect(parseInstant(writeAt(ns, minutes))).toBe(ns);
+      }),
+    );
+  });
+});
+
+describe('the derived index keys', () => {
+  it('encode ids in 20 digits whose byte order is the ids’ order', () => {
+    fc.assert(
+      fc.property(int64, int64, (a, b) => {
+        expect(encodeId(a)).toHaveLength(20);
+        expect(sign(compareText(encodeId(a), encodeId(b)))).toBe(compareBig(a, b));
+      }),
+    );
+    expect(encodeId(INT64_MIN)).toBe('00000000000000000000');
+    expect(encodeId(INT64_MAX)).toBe('18446744073709551615');
+  });
+
+  it('encode instants in 21 digits whose byte order is the instants’ order', () => {
+    fc.assert(
+      fc.property(instant, instant, (a, b) => {
+        expect(encodeInstant(a)).toHaveLength(21);
+        expect(sign(compareText(encodeInstant(a), encodeInstant(b)))).toBe(compareBig(a, b));
+      }),
+    );
+  });
+
+  it('order dateKeys by instant, then id, and read back what they hold', () => {
+    const pair = fc.tuple(fc.oneof(instant, nearInstant), int64);
+    fc.assert(
+      fc.property(pair, pair, ([ia, a], [ib, b]) => {
+        const expected = compareBig(ia, ib) || compareBig(a, b);
+        expect(sign(compareText(dateKey(ia, a), dateKey(ib, b)))).toBe(expected);
+        expect(readDateKey(dateKey(ia, a))).toEqual({ instant: ia, id: a });
+      }),
+    );
+  });
+
+  it('put nothing between a dateKey and its successor, nor the bare prefix of an instant inside it', () => {
+    const pair = fc.tuple(
+      nearInstant,
+      fc.oneof(int64, fc.constant(INT64_MAX), fc.constant(INT64_MIN)),
+    );
+    fc.assert(
+      fc.property(pair, pair, ([ia, a], [ib, b]) => {
+        const key = dateKey(ia, a);
+        const after = dateKeyAfter(ia, a);
+        const other = dateKey(ib, b);
+        expect(after > key).toBe(true);
+        // Every key above `key` is at or above its successor: `>= successor` is `> key`.
+        if (other > key) expect(other >= after).toBe(true);
+        // An instant's bare prefix sorts before every key of that instant, after every earlier one.
+        expect(dateKeyBound(ib) < other).toBe(true);
+        if (ia < ib) expect(dateKey(ia, a) < dateKeyBound(ib)).toBe(true);
+      }),
+    );
+  });
+
+  it('are the effective status and the shard, and a dateKey only for an RFC 3339 ship date', () => {
+    expect(
+      derivedIndexAttributes({ id: 9n, status: 'shipped', shipDate: '1970-01-01T00:00:00Z' }),
+    ).toEqual({
+      statusKey: 'shipped#1',
+      dateKey: `${'1'.padEnd(21, '0')}#${encodeId(9n)}`,
+    });
+    // No status is pending; a negative id's shard is taken non-negative.
+    expect(derivedIndexAttributes({ id: -1n })).toEqual({ statusKey: 'pending#7' });
+    expect(statusKey('cancelled', -9n)).toBe('cancelled#7');
+    // A status the service does not know is in no status index; a ship date Date.parse rolls over is in no date index.
+    expect(
+      derivedIndexAttributes({ id: 1n, status: 'lost', shipDate: '2026-02-30T00:00:00Z' }),
+    ).toEqual({});
+    expect(derivedIndexAttributes({ id: 1n, status: 'pending', shipDate: 7 })).toEqual({
+      statusKey: 'pending#1',
+    });
+  });
+});
+
+describe('ORDERS_INDEXES', () => {
+  it('names the first N indexes, or none, and reads back as the same set', () => {
+    for (let count = 0; count <= ORDER_INDEX_NAMES.length; count++) {
+      const env = ordersIndexesEnv(count);
+      expect([...deployedOrderIndexes(env)]).toEqual(ORDER_INDEX_NAMES.slice(0, count));
+    }
+    expect(ordersIndexesEnv(0)).toEqual({ ORDERS_INDEXES: 'none' });
+    expect(ordersIndexesEnv(2)).toEqual({ ORDERS_INDEXES: 'byPet,byStatus' });
+    expect(stageOrderIndexes(3)).toEqual(['byPet', 'byStatus', 'byStatusDate']);
+    expect(() => ordersIndexesEnv(5)).toThrow(/0 to 4/);
+  });
+
+  it('fails fast, naming the variable, when it is unset or names an index the table lacks', () => {
+    expect(() => deployedOrderIndexes({})).toThrow(
+      'Environment variable ORDERS_INDEXES is not set',
+    );
+    expect(() => deployedOrderIndexes({ ORDERS_INDEXES: 'byPet,byOwner' })).toThrow(
+      /ORDERS_INDEXES names unknown indexes \(byOwner\)/,
+    );
+    expect([...deployedOrderIndexes({ ORDERS_INDEXES: ' byStatus , byPet ' })]).toEqual([
+      'byStatus',
+      'byPet',
+    ]);
+  });
+});

@@ -1,0 +1,120 @@
+/**
+ * The entity tag of a v2 page (lib/orders/page-tag.ts) and the list version's change time it
+ * relies on (lib/dynamodb/list-version.ts listVersionOf): one tag per version and request; none
+ * for a page read from an index until the list's last change has settled.
+ */
+import { describe, expect, it } from 'vitest';
+import { NumberValue } from '@aws-sdk/lib-dynamodb';
+import { listVersionOf } from '../../lib/dynamodb/list-version.ts';
+import { INDEX_SETTLE_MS, pageEntityTag, type PageTagInput } from '../../lib/orders/page-tag.ts';
+
+const NOW = 1_800_000_000_000;
+const base: PageTagInput = {
+  version: { tag: 'v1', lastChangeAt: NOW - INDEX_SETTLE_MS },
+  filter: { statuses: ['pending'] },
+  pageSize: 50,
+  plan: { consistent: false },
+  now: NOW,
+};
+
+describe('the tag of a page', () => {
+  it('is 22 base64url characters, the same for the same version and request', () => {
+    const tag = pageEntityTag(base);
+    expect(tag).toMatch(/^[A-Za-z0-9_-]{22}$/);
+    expect(pageEntityTag({ ...base })).toBe(tag);
+  });
+
+  it('differs with the version, the filters, the start and the page size', () => {
+    const tags = [
+      pageEntityTag(base),
+      pageEntityTag({ ...base, version: { tag: 'v2', lastChangeAt: 0 } }),
+      pageEntityTag({ ...base, filter: { statuses: ['shipped'] } }),
+      pageEntityTag({ ...base, start: { id: 7n } }),
+      pageEntityTag({ ...base, start: { id: 8n } }),
+      pageEntityTag({ ...base, pageSize: 49 }),
+      pageEntityTag({
+        ...base,
+        filter: { shipDate: { from: 0n } },
+        start: { instant: 1n, id: 7n },
+      }),
+    ];
+    expect(new Set(tags).size).toBe(tags.length);
+  });
+
+  it('is absent while a write is in flight (no version tag)', () => {
+    expect(pageEntityTag({ ...base, version: { tag: undefined } })).toBeUndefined();
+    expect(
+      pageEntityTag({ ...base, plan: { consistent: true }, version: { tag: undefined } }),
+    ).toBeUndefined();
+  });
+
+  it('of a page read from an index waits until the last change is INDEX_SETTLE_MS old, or known', () => {
+    const changedAt = (ms: number | undefined) => ({
+      ...base,
+      version: ms === undefined ? { tag: 'v1' } : { tag: 'v1', lastChangeAt: ms },
+    });
+    expect(pageEntityTag(changedAt(NOW - INDEX_SETTLE_MS + 1))).toBeUndefined();
+    expect(pageEntityTag(changedAt(NOW - INDEX_SETTLE_MS))).toBeDefined();
+    expect(pageEntityTag(changedAt(undefined))).toBeUndefined();
+    // A page read strongly consistent (the table) needs no settling.
+    expect(pageEntityTag({ ...changedAt(NOW), plan: { consistent: true } })).toBeDefined();
+    expect(pageEntityTag({ ...changedAt(undefined), plan: { consistent: true } })).toBeDefined();
+  });
+});
+
+describe("the list version's change time", () => {
+  const key = { shard: new NumberValue('-1'), id: new NumberValue('0') };
+
+  it('is the latest change recorded, 0 when nothing changed', () => {
+    expect(listVersionOf([undefined, undefined], NOW)).toEqual({
+      tag: expect.any(String) as unknown,
+      lastChangeAt: 0,
+    });
+    const version = listVersionOf(
+      [
+        { ...key, n: 'a', c: new NumberValue(String(NOW - 5)) },
+        { ...key, n: 'b', c: new NumberValue(String(NOW - 9)) },
+        undefined,
+      ],
+      NOW,
+    );
+    expect(version.lastChangeAt).toBe(NOW - 5);
+  });
+
+  it('counts a write whose release never came as changed when its lease ended', () => {
+    const version = listVersionOf(
+      [
+        {
+          ...key,
+          n: 'a',
+          c: new NumberValue(String(NOW - 50)),
+          w_x: new NumberValue(String(NOW - 1)),
+        },
+      ],
+      NOW,
+    );
+    expect(version).toMatchObject({ lastChangeAt: NOW - 1 });
+    expect(version.tag).toBeDefined();
+  });
+
+  it('is unknown for a nonce without a change time (written before they were recorded)', () => {
+    const version = listVersionOf(
+      [
+        { ...key, n: 'a' },
+        { ...key, n: 'b', c: 1 },
+      ],
+      NOW,
+    );
+    expect(version.tag).toBeDefined();
+    expect(version.lastChangeAt).toBeUndefined();
+  });
+
+  it('does not enter the tag: stamping a change time changes no v1 tag', () => {
+    const without = listVersionOf([{ ...key, n: 'a' }, undefined], NOW);
+    const stamped = listVersionOf([{ ...key, n: 'a', c: new NumberValue('123') }, undefined], NOW);
+    expect(stamped.tag).toBe(without.tag);
+    expect(listVersionOf([{ ...key, n: 'b', c: 123 }], NOW).tag).not.toBe(
+      listVersionOf([{ ...key, n: 'a', c: 123 }], NOW).tag,
+    );
+  });
+});
