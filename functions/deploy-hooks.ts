@@ -44,7 +44,7 @@ import {
 } from '@aws-sdk/client-lambda';
 import type { Context } from 'aws-lambda';
 import { randomBytes } from 'node:crypto';
-import { API_STAGE, ROUTES } from '../lib/api/routes.ts';
+import { API_STAGE, API_STAGES, STAGE_ROUTES, type ApiStage } from '../lib/api/routes.ts';
 import { LIVE_ALIAS } from '../lib/deployment.ts';
 import { FUNCTION_NAMES, type FunctionName } from '../lib/functions.ts';
 import { generateApiKey } from '../lib/keys/api-key.ts';
@@ -113,12 +113,20 @@ export interface ProbeAnswer {
 
 /** The proxy event of a route, as API Gateway sends it, from the probe caller. */
 function proxyEvent(
-  operationId: 'listOrders' | 'cancelOrder',
-  options: { pathParameters?: Record<string, string>; headers?: Record<string, string> },
+  operationId: 'listOrders' | 'listOrderPages' | 'cancelOrder',
+  options: {
+    pathParameters?: Record<string, string>;
+    headers?: Record<string, string>;
+    query?: Record<string, string>;
+  },
   requestId: string,
   now: number,
 ) {
-  const route = ROUTES.find((r) => r.operationId === operationId)!;
+  // The first version that serves the operation, and its route.
+  const stage: ApiStage = API_STAGES.find((s) =>
+    STAGE_ROUTES[s].some((r) => r.operationId === operationId),
+  )!;
+  const route = STAGE_ROUTES[stage].find((r) => r.operationId === operationId)!;
   const path = route.path.replace(
     /\{(\w+)\}/g,
     (_, name: string) => options.pathParameters![name]!,
@@ -130,18 +138,20 @@ function proxyEvent(
     httpMethod: route.method,
     headers,
     multiValueHeaders: Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, [v]])),
-    queryStringParameters: null,
-    multiValueQueryStringParameters: null,
+    queryStringParameters: options.query ?? null,
+    multiValueQueryStringParameters: options.query
+      ? Object.fromEntries(Object.entries(options.query).map(([k, v]) => [k, [v]]))
+      : null,
     pathParameters: options.pathParameters ?? null,
     stageVariables: null,
     requestContext: {
       authorizer: PROBE_CALLER,
       httpMethod: route.method,
-      path: `/${API_STAGE}${path}`,
+      path: `/${stage}${path}`,
       requestId,
       requestTimeEpoch: now,
       resourcePath: route.path,
-      stage: API_STAGE,
+      stage,
     },
     body: null,
     isBase64Encoded: false,
@@ -198,6 +208,18 @@ export const PROBES: Readonly<Record<FunctionName, Probe>> = {
     // The list's version is read and matches `*`: 304, no order read (200 while a write's lease runs).
     event: (requestId, now) =>
       proxyEvent('listOrders', { headers: { 'If-None-Match': '*' } }, requestId, now),
+    judge: statusIs(304, 200),
+  },
+  listOrderPages: {
+    streaming: true,
+    // One order's page of the table (no index needed): the version is read and matches `*`, 304.
+    event: (requestId, now) =>
+      proxyEvent(
+        'listOrderPages',
+        { headers: { 'If-None-Match': '*' }, query: { pageSize: '1' } },
+        requestId,
+        now,
+      ),
     judge: statusIs(304, 200),
   },
 };

@@ -17,36 +17,19 @@ import { executionModeStreamifyResponse } from '@middy/core/StreamifyResponse';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
 import type { Readable } from 'node:stream';
 import { negotiateCoding, type Coding } from '../lib/api/content-coding.ts';
-import {
-  formatEntityTag,
-  isConditional,
-  notModified,
-  parseIfNoneMatch,
-  type EntityTag,
-  type IfNoneMatch,
-} from '../lib/api/etag.ts';
-import { jsonStream, notModifiedResponse, type HttpResponse } from '../lib/api/responses.ts';
+import { isConditional, parseIfNoneMatch, type IfNoneMatch } from '../lib/api/etag.ts';
+import { jsonStream, type HttpResponse } from '../lib/api/responses.ts';
 import type { CallOptions } from '../lib/failures.ts';
-import { METRIC_NAMES } from '../lib/metrics.ts';
 import type { ListVersion, OrderStore } from '../lib/orders/order-store.ts';
 import { httpStoresFromEnv } from './shared/stores.ts';
 import { ApiError } from './shared/http-errors.ts';
 import { httpFunction, type HttpRequest } from './shared/http-function.ts';
 import { listBody, ListReport } from './shared/list-body.ts';
-import { logger } from './shared/logger.ts';
-import { metrics, MetricUnit } from './shared/metrics.ts';
 import type { RateLimitDependencies } from './shared/rate-limit.ts';
+import { requestHeader, validate } from './shared/validators.ts';
 
 /** Every answer that depends on Accept-Encoding says so (for caches): the 200, 304 and 406. */
 const VARIES = { Vary: 'Accept-Encoding' } as const;
-
-/**
- * Caches may keep the list but must ask the service (a conditional request) before each use
- * (`no-cache`), and only a client's own cache may keep it (`private`: it answers a request with
- * an API key; RFC 9111 §3.5 keeps shared caches from reusing it anyway, `private` says so to
- * those that do not follow that rule).
- */
-const CACHE_CONTROL = { 'Cache-Control': 'private, no-cache' } as const;
 
 export interface ListOrdersDependencies extends RateLimitDependencies {
   readonly orders: () => OrderStore;
@@ -63,39 +46,11 @@ interface ListRequest {
 
 type ListAnswer = HttpResponse<Readable | string>;
 
-function tagOf(version: ListVersion): EntityTag | undefined {
-  return version.tag === undefined ? undefined : { weak: true, opaque: version.tag };
-}
-
-function header(event: APIGatewayProxyEvent, name: string): string | undefined {
-  for (const [key, values] of Object.entries(event.multiValueHeaders ?? {})) {
-    if (key.toLowerCase() === name && values) return values.join(', ');
-  }
-  for (const [key, value] of Object.entries(event.headers ?? {})) {
-    if (key.toLowerCase() === name) return value;
-  }
-  return undefined;
-}
-
 /** The request's preconditions: 406 when no coding is acceptable, before any (RFC 9110 §13.2.1). */
 function readListRequest(event: APIGatewayProxyEvent): ListRequest {
-  const coding = negotiateCoding(header(event, 'accept-encoding'));
+  const coding = negotiateCoding(requestHeader(event, 'accept-encoding'));
   if (coding === undefined) throw new ApiError('NOT_ACCEPTABLE', { headers: VARIES });
-  return { condition: parseIfNoneMatch(header(event, 'if-none-match')), coding };
-}
-
-/** The list's validators at `version`, and its 304 when the request's tag still matches. */
-function validate({ condition }: ListRequest, version: ListVersion) {
-  const tag = tagOf(version);
-  const validators = {
-    ...(tag ? { ETag: formatEntityTag(tag) } : {}),
-    ...CACHE_CONTROL,
-    ...VARIES,
-  };
-  if (!notModified(condition, tag)) return { validators, notModified: undefined };
-  logger.info('List not modified', { etag: validators.ETag });
-  metrics.addMetric(METRIC_NAMES.listNotModified, MetricUnit.Count, 1);
-  return { validators, notModified: notModifiedResponse(validators) };
+  return { condition: parseIfNoneMatch(requestHeader(event, 'if-none-match')), coding };
 }
 
 export function createListOrdersHandler(deps: ListOrdersDependencies) {
@@ -103,10 +58,8 @@ export function createListOrdersHandler(deps: ListOrdersDependencies) {
   const versionNow = (options: CallOptions) => deps.orders().readListVersion(options);
 
   const act = async (request: ListRequest, { signal }: HttpRequest): Promise<ListAnswer> => {
-    const { validators, notModified: unchanged } = validate(
-      request,
-      request.version ?? (await versionNow({ signal })),
-    );
+    const version = request.version ?? (await versionNow({ signal }));
+    const { validators, notModified: unchanged } = validate(request.condition, version.tag, VARIES);
     if (unchanged) return unchanged;
     const report = new ListReport();
     const orders = await deps.orders().openOrderStream({
@@ -126,7 +79,7 @@ export function createListOrdersHandler(deps: ListOrdersDependencies) {
       applies: (request) => isConditional(request.condition),
       answer: async (request, { signal }) => {
         const version = await versionNow({ signal });
-        const { notModified: unchanged } = validate(request, version);
+        const { notModified: unchanged } = validate(request.condition, version.tag, VARIES);
         return unchanged ? { free: unchanged } : { counted: { ...request, version } };
       },
     },

@@ -19,7 +19,7 @@ import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import { LIVE_ALIAS } from '../lib/deployment.ts';
 import { TABLES } from '../lib/dynamodb/tables.ts';
 import { FUNCTIONS, type FunctionName } from '../lib/functions.ts';
-import { ROUTES } from '../lib/api/routes.ts';
+import { API_STAGES, STAGE_ROUTES } from '../lib/api/routes.ts';
 import { METRIC_NAMES, stageMetricsNamespace } from '../lib/metrics.ts';
 import type { ServiceFunction } from './constructs/service-function.ts';
 import { FUNCTION_LOG_FIELDS } from './log-queries.ts';
@@ -176,8 +176,15 @@ export function addAlarms(monitoring: Monitoring, topic: ITopic): Alarm[] {
 /** Deployment alarms evaluate one minute: a canary's first minutes decide. */
 export const DEPLOYMENT_ALARM_PERIOD = Duration.minutes(1);
 
-/** Functions whose duration is their latency (listOrders streams: its duration is the list's). */
-const BUFFERED: ReadonlySet<FunctionName> = new Set(['cancelOrder', 'authorizer']);
+/**
+ * Functions whose duration is their latency: the answer is done when they are (listOrders
+ * streams a whole list: its duration is the list's; a v2 page is one short write).
+ */
+const BUFFERED: ReadonlySet<FunctionName> = new Set([
+  'listOrderPages',
+  'cancelOrder',
+  'authorizer',
+]);
 
 /**
  * The lines of a 5XX answer (every error answer logs its `status`, functions/shared/http-errors.ts):
@@ -240,7 +247,9 @@ function newVersionServerErrorAnswers(
 }
 
 /** The functions that answer HTTP requests (the authorizer answers policies). */
-const HTTP_FUNCTIONS: ReadonlySet<FunctionName> = new Set(ROUTES.map((r) => r.operationId));
+const HTTP_FUNCTIONS: ReadonlySet<FunctionName> = new Set(
+  API_STAGES.flatMap((apiStage) => STAGE_ROUTES[apiStage].map((r) => r.operationId)),
+);
 
 /**
  * The alarms that stop a deploy and roll it back (infra/deployments.ts), per function: the new

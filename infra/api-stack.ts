@@ -9,9 +9,11 @@
 import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
 import {
   AuthorizationType,
+  AwsIntegration,
   DomainName,
   EndpointType,
   IdentitySource,
+  Integration,
   LambdaIntegration,
   LogGroupLogDestination,
   MethodLoggingLevel,
@@ -21,8 +23,10 @@ import {
   ResponseType,
   RestApi,
   SecurityPolicy,
+  Stage as ApiGatewayStage,
   TokenAuthorizer,
 } from 'aws-cdk-lib/aws-apigateway';
+import { ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Certificate } from 'aws-cdk-lib/aws-certificatemanager';
 import { LogGroup, type ILogGroup } from 'aws-cdk-lib/aws-logs';
 import { Topic } from 'aws-cdk-lib/aws-sns';
@@ -36,17 +40,22 @@ import {
 } from '../lib/api/gateway-responses.ts';
 import {
   API_STAGE,
+  API_STAGES,
   methodsByPath,
-  ROUTES,
+  STAGE_ROUTES,
+  type ApiStage,
+  type HttpMethod,
   type OperationId,
   type RouteDefinition,
 } from '../lib/api/routes.ts';
+import { ordersIndexesEnv, stageOrderIndexes } from '../lib/dynamodb/order-indexes.ts';
 import {
   executionLogGroupName,
   FUNCTION_OUTPUTS,
   LOG_GROUP_OUTPUTS,
   logGroupName,
   STACK_OUTPUTS,
+  API_URL_OUTPUTS,
   type LogSource,
 } from '../lib/deployment.ts';
 import { FUNCTIONS, type FunctionName } from '../lib/functions.ts';
@@ -65,8 +74,11 @@ import { Monitoring } from './monitoring.ts';
 export interface ApiStackProps extends StackProps {
   readonly config: StageConfig;
   readonly tables: StageTables;
-  /** The route table (default: the service's); a parameter so tests can prove the API follows it. */
-  readonly routes?: readonly RouteDefinition[];
+  /**
+   * Each version's route table (default: the service's); a parameter so tests can prove the API
+   * follows it.
+   */
+  readonly stageRoutes?: Readonly<Record<ApiStage, readonly RouteDefinition[]>>;
   readonly gatewayResponses?: readonly GatewayResponseDefinition[];
 }
 
@@ -84,8 +96,124 @@ const MOCK_CONTENT_TYPES = [
   'application/octet-stream',
 ];
 
+/** A path and method of the API, and the route each version (stage) serves it with. */
+interface RouteSlot {
+  readonly path: string;
+  readonly method: HttpMethod;
+  readonly byStage: Readonly<Record<ApiStage, RouteDefinition>>;
+  /** Whether every version serves it with the same function. */
+  readonly shared: boolean;
+}
+
+/**
+ * The route of a path and method in every version. API Gateway's stages share one tree of
+ * methods, so every version must serve the same paths and methods, streamed the same way.
+ */
+function routeSlot(
+  stageRoutes: Readonly<Record<ApiStage, readonly RouteDefinition[]>>,
+  path: string,
+  method: HttpMethod,
+): RouteSlot {
+  const byStage = {} as Record<ApiStage, RouteDefinition>;
+  for (const apiStage of API_STAGES) {
+    const route = stageRoutes[apiStage].find((r) => r.path === path && r.method === method);
+    if (!route) throw new Error(`${method} ${path} is in ${API_STAGE} but not in ${apiStage}`);
+    if (route.streaming !== byStage[API_STAGE]?.streaming && apiStage !== API_STAGE) {
+      throw new Error(`${method} ${path} streams in one version and not in another`);
+    }
+    byStage[apiStage] = route;
+  }
+  const operations = new Set(API_STAGES.map((apiStage) => byStage[apiStage].operationId));
+  return { path, method, byStage, shared: operations.size === 1 };
+}
+
+/** The stage variable that names the function of a path and method whose function differs by version. */
+function functionVariable(slot: Pick<RouteSlot, 'path' | 'method'>): string {
+  return `${slot.method}${slot.path.replace(/[^A-Za-z0-9]+/g, '_')}Function`;
+}
+
+/** A version's stage variables: the function of each path and method whose function differs. */
+function stageVariables(
+  stageRoutes: Readonly<Record<ApiStage, readonly RouteDefinition[]>>,
+  apiStage: ApiStage,
+  functions: Readonly<Record<FunctionName, ServiceFunction>>,
+): Record<string, string> {
+  const variables: Record<string, string> = {};
+  for (const [path, methods] of methodsByPath(stageRoutes[API_STAGE])) {
+    for (const method of methods) {
+      const slot = routeSlot(stageRoutes, path, method);
+      if (!slot.shared) {
+        variables[functionVariable(slot)] =
+          functions[slot.byStage[apiStage].operationId].live.functionArn;
+      }
+    }
+  }
+  return variables;
+}
+
+/**
+ * The integration of a path and method, and API Gateway's permission to invoke its function in
+ * each version, through the function's `live` alias (which deploys move: ./deployments.ts). The
+ * alias's ARN (`…:function:<name>:live`) goes in the invocation path: Lambda's Invoke and
+ * InvokeWithResponseStream (the lists stream) both take a name with a qualifier. One function in
+ * every version: its ARN, as it is; a function that differs by version: the stage variable that
+ * names it (API Gateway substitutes it per stage).
+ */
+function integrationOf(
+  api: RestApi,
+  slot: RouteSlot,
+  functions: Readonly<Record<FunctionName, ServiceFunction>>,
+): Integration {
+  const route = slot.byStage[API_STAGE];
+  const options = {
+    responseTransferMode: route.streaming
+      ? ResponseTransferMode.STREAM
+      : ResponseTransferMode.BUFFERED,
+    ...(route.streaming
+      ? {
+          timeout: Duration.seconds(
+            Math.max(
+              ...API_STAGES.map((s) => FUNCTIONS[slot.byStage[s].operationId].timeoutSeconds),
+            ),
+          ),
+        }
+      : {}),
+  };
+  const principal = new ServicePrincipal('apigateway.amazonaws.com');
+  const permit = (apiStage: ApiStage) =>
+    functions[slot.byStage[apiStage].operationId].live.addPermission(
+      `ApiPermission.${apiStage}.${slot.method}${slot.path.replace(/[^A-Za-z0-9]+/g, '.')}`,
+      {
+        principal,
+        // A path parameter is any value: `{orderId}` → `*`, as API Gateway's method ARNs match.
+        sourceArn: api.arnForExecuteApi(
+          slot.method,
+          slot.path.replace(/\{[^}]+\}/g, '*'),
+          apiStage,
+        ),
+      },
+    );
+  if (slot.shared) {
+    // The integration permits its method in v1's stage; the other versions' stages too.
+    for (const apiStage of API_STAGES.filter((s) => s !== API_STAGE)) permit(apiStage);
+    return new LambdaIntegration(functions[route.operationId].live, { proxy: true, ...options });
+  }
+  for (const apiStage of API_STAGES) permit(apiStage);
+  const target = `\${stageVariables.${functionVariable(slot)}}`;
+  return new AwsIntegration({
+    proxy: true,
+    service: 'lambda',
+    path: route.streaming
+      ? `2021-11-15/functions/${target}/response-streaming-invocations`
+      : `2015-03-31/functions/${target}/invocations`,
+    options,
+  });
+}
+
 export class ApiStack extends Stack {
   readonly api: RestApi;
+  /** The API's stage of each version (`v1`: its deployment stage). */
+  readonly apiStages: Readonly<Record<ApiStage, ApiGatewayStage>>;
   readonly functions: Readonly<Record<OperationId | 'authorizer', ServiceFunction>>;
   readonly authorizer: TokenAuthorizer;
   /** Where every alarm of the stage notifies (alarm and OK). */
@@ -97,7 +225,7 @@ export class ApiStack extends Stack {
   constructor(scope: Construct, id: string, props: ApiStackProps) {
     super(scope, id, props);
     const { config, tables } = props;
-    const routes = props.routes ?? ROUTES;
+    const stageRoutes = props.stageRoutes ?? STAGE_ROUTES;
 
     // ── Functions ────────────────────────────────────────────────────────────────────────────
     const common = {
@@ -134,13 +262,30 @@ export class ApiStack extends Stack {
       // GetItem: whether the cancel would change anything, read before the version's mark.
       .useTable('orders', tables.orders, ['dynamodb:GetItem', 'dynamodb:UpdateItem'])
       .useTable('rateLimits', tables.rateLimits, ['dynamodb:UpdateItem']);
+    // The v2 list: the table's shards, and the indexes the stage has (one per deploy: config.ts).
+    const listOrderPages = new ServiceFunction(this, 'ListOrderPages', {
+      ...common,
+      logGroupName: logGroupName(config.stage, 'listOrderPages'),
+      definition: FUNCTIONS.listOrderPages,
+      environment: { ...limiterEnvironment, ...ordersIndexesEnv(config.ordersIndexes) },
+      provisionedConcurrency: config.concurrency.provisioned.listOrderPages,
+    })
+      // Query: the shards and the indexes; BatchGetItem: the version items and a page's orders
+      // by key (strongly consistent); GetItem: the indexes' readiness marker.
+      .useTable(
+        'orders',
+        tables.orders,
+        ['dynamodb:Query', 'dynamodb:BatchGetItem', 'dynamodb:GetItem'],
+        { queriedIndexes: stageOrderIndexes(config.ordersIndexes) },
+      )
+      .useTable('rateLimits', tables.rateLimits, ['dynamodb:UpdateItem']);
     const authorizerFunction = new ServiceFunction(this, 'Authorizer', {
       ...common,
       logGroupName: logGroupName(config.stage, 'authorizer'),
       definition: FUNCTIONS.authorizer,
       provisionedConcurrency: config.concurrency.provisioned.authorizer,
     }).useTable('apiKeys', tables.apiKeys, ['dynamodb:GetItem']);
-    const functions = { listOrders, cancelOrder, authorizer: authorizerFunction };
+    const functions = { listOrders, listOrderPages, cancelOrder, authorizer: authorizerFunction };
     this.functions = functions;
 
     // ── API ──────────────────────────────────────────────────────────────────────────────────
@@ -148,6 +293,21 @@ export class ApiStack extends Stack {
       logGroupName: logGroupName(config.stage, 'access'),
       retention: config.logRetention,
       removalPolicy: config.removalPolicy,
+    });
+    // One REST API, a stage per version of it (lib/api/routes.ts): the same throttle, tracing,
+    // logs and access-log format in each; a path and method whose function differs by version
+    // names it in a stage variable (below).
+    const stageOptions = (apiStage: ApiStage) => ({
+      tracingEnabled: true,
+      metricsEnabled: true,
+      loggingLevel: MethodLoggingLevel.ERROR,
+      dataTraceEnabled: false,
+      throttlingRateLimit: config.throttling.rateLimit,
+      throttlingBurstLimit: config.throttling.burstLimit,
+      accessLogDestination: new LogGroupLogDestination(accessLogs),
+      // JSON access logs with the caller's key id and the stage; never the Authorization header.
+      accessLogFormat: accessLogFormat(),
+      variables: stageVariables(stageRoutes, apiStage, functions),
     });
     const api = new RestApi(this, 'Api', {
       restApiName: `store-orders-${config.stage}`,
@@ -159,29 +319,35 @@ export class ApiStack extends Stack {
       ...(config.apiGatewayAccountRole
         ? { cloudWatchRole: true, cloudWatchRoleRemovalPolicy: RemovalPolicy.RETAIN }
         : { cloudWatchRole: false }),
-      deployOptions: {
-        stageName: API_STAGE,
-        tracingEnabled: true,
-        metricsEnabled: true,
-        loggingLevel: MethodLoggingLevel.ERROR,
-        dataTraceEnabled: false,
-        throttlingRateLimit: config.throttling.rateLimit,
-        throttlingBurstLimit: config.throttling.burstLimit,
-        accessLogDestination: new LogGroupLogDestination(accessLogs),
-        // JSON access logs with the caller's key id; never the Authorization header.
-        accessLogFormat: accessLogFormat(),
-      },
+      deployOptions: { stageName: API_STAGE, ...stageOptions(API_STAGE) },
     });
     this.api = api;
-    // API Gateway's execution log (loggingLevel ERROR: why a request failed before or between
-    // the functions, by request id) goes to a group named by API Gateway's rule: created here
-    // first, so that it is kept as long as the stage's other logs and listed in the outputs.
-    const executionLogs = new LogGroup(this, 'ExecutionLogs', {
-      logGroupName: executionLogGroupName(api.restApiId),
-      retention: config.logRetention,
-      removalPolicy: config.removalPolicy,
-    });
-    api.deploymentStage.node.addDependency(executionLogs);
+    const apiStages: Record<ApiStage, ApiGatewayStage> = {
+      v1: api.deploymentStage,
+      v2: new ApiGatewayStage(this, 'StageV2', {
+        deployment: api.latestDeployment!,
+        stageName: 'v2',
+        ...stageOptions('v2'),
+      }),
+    };
+    this.apiStages = apiStages;
+    // API Gateway's execution log of each version (loggingLevel ERROR: why a request failed
+    // before or between the functions, by request id) goes to a group named by API Gateway's
+    // rule: created here first, so that it is kept as long as the stage's other logs and listed
+    // in the outputs.
+    const executionLogs = {} as Record<ApiStage, LogGroup>;
+    for (const apiStage of API_STAGES) {
+      executionLogs[apiStage] = new LogGroup(
+        this,
+        apiStage === API_STAGE ? 'ExecutionLogs' : `ExecutionLogs${apiStage.toUpperCase()}`,
+        {
+          logGroupName: executionLogGroupName(api.restApiId, apiStage),
+          retention: config.logRetention,
+          removalPolicy: config.removalPolicy,
+        },
+      );
+      apiStages[apiStage].node.addDependency(executionLogs[apiStage]);
+    }
 
     // A header that cannot hold a key is refused with 401 before the authorizer runs: junk
     // costs no invocation and no key-store read.
@@ -194,29 +360,17 @@ export class ApiStack extends Stack {
     });
     this.authorizer = authorizer;
 
-    for (const [path, methods] of methodsByPath(routes)) {
+    for (const [path, methods] of methodsByPath(stageRoutes[API_STAGE])) {
       const resource = api.root.resourceForPath(path);
-      for (const route of routes.filter((r) => r.path === path)) {
-        resource.addMethod(
-          route.method,
-          // The alias's ARN (`…:function:<name>:live`) in the invocation path: Lambda's Invoke and
-          // InvokeWithResponseStream (listOrders streams) both take a name with a qualifier
-          // (their FunctionName shape, NamespacedFunctionName, allows `:<alias>`).
-          new LambdaIntegration(functions[route.operationId].live, {
-            proxy: true,
-            responseTransferMode: route.streaming
-              ? ResponseTransferMode.STREAM
-              : ResponseTransferMode.BUFFERED,
-            ...(route.streaming
-              ? { timeout: Duration.seconds(FUNCTIONS[route.operationId].timeoutSeconds) }
-              : {}),
-          }),
-          {
-            authorizer,
-            authorizationType: AuthorizationType.CUSTOM,
-            operationName: route.operationId,
-          },
-        );
+      for (const method of methods) {
+        const slot = routeSlot(stageRoutes, path, method);
+        const { operationId } = slot.byStage[API_STAGE];
+        resource.addMethod(method, integrationOf(api, slot, functions), {
+          authorizer,
+          authorizationType: AuthorizationType.CUSTOM,
+          // The same in every version (a test holds them to it), as the OpenAPI documents name it.
+          operationName: operationId,
+        });
       }
       // Any other method on a known path: 405 with Allow, before authentication.
       const answer = methodNotAllowedAnswer(methods);
@@ -270,7 +424,13 @@ export class ApiStack extends Stack {
       });
     }
 
-    let baseUrl = `https://${api.restApiId}.execute-api.${this.region}.${this.urlSuffix}/${API_STAGE}`;
+    // Each version's base URL: the stage's own address, or the custom domain's base path.
+    const baseUrls = Object.fromEntries(
+      API_STAGES.map((apiStage) => [
+        apiStage,
+        `https://${api.restApiId}.execute-api.${this.region}.${this.urlSuffix}/${apiStage}`,
+      ]),
+    ) as Record<ApiStage, string>;
     if (config.customDomain) {
       const domain = new DomainName(this, 'Domain', {
         domainName: config.customDomain.domainName,
@@ -282,17 +442,21 @@ export class ApiStack extends Stack {
         endpointType: EndpointType.REGIONAL,
         securityPolicy: SecurityPolicy.TLS_1_2,
       });
-      domain.addBasePathMapping(api, { basePath: API_STAGE, stage: api.deploymentStage });
-      baseUrl = `https://${config.customDomain.domainName}/${API_STAGE}`;
+      for (const apiStage of API_STAGES) {
+        domain.addBasePathMapping(api, { basePath: apiStage, stage: apiStages[apiStage] });
+        baseUrls[apiStage] = `https://${config.customDomain.domainName}/${apiStage}`;
+      }
       new CfnOutput(this, 'CustomDomainTarget', {
         value: domain.domainNameAliasDomainName,
         description: `Point ${config.customDomain.domainName} here (CNAME or alias)`,
       });
     }
-    new CfnOutput(this, STACK_OUTPUTS.apiUrl, {
-      value: baseUrl,
-      description: 'Base URL of the API (ends in /v1)',
-    });
+    for (const apiStage of API_STAGES) {
+      new CfnOutput(this, API_URL_OUTPUTS[apiStage], {
+        value: baseUrls[apiStage],
+        description: `Base URL of the API's ${apiStage} (ends in /${apiStage})`,
+      });
+    }
 
     this.alarmTopic = new Topic(this, 'Alarms', {
       displayName: `Store Orders ${config.stage} alarms`,
@@ -332,14 +496,17 @@ export class ApiStack extends Stack {
     const logGroups: Record<LogSource, ILogGroup> = {
       access: accessLogs,
       listOrders: listOrders.logs,
+      listOrderPages: listOrderPages.logs,
       cancelOrder: cancelOrder.logs,
       authorizer: authorizerFunction.logs,
       deployHooks: this.deployments.hooks.logs,
-      execution: executionLogs,
+      execution: executionLogs.v1,
+      executionV2: executionLogs.v2,
     };
     const what: Partial<Record<LogSource, string>> = {
-      access: 'the API access log',
-      execution: "API Gateway's execution log (errors)",
+      access: 'the API access log (every version)',
+      execution: "API Gateway's execution log of v1 (errors)",
+      executionV2: "API Gateway's execution log of v2 (errors)",
       deployHooks: 'the deploy hooks',
     };
     for (const [source, group] of Object.entries(logGroups) as [LogSource, ILogGroup][]) {

@@ -178,7 +178,7 @@ const DEFAULTS: Record<StageName, Defaults> = {
     concurrency: {
       listOrdersReserved: 10,
       accountLimit: 1_000,
-      provisioned: { listOrders: 0, cancelOrder: 0, authorizer: 0 },
+      provisioned: { listOrders: 0, listOrderPages: 0, cancelOrder: 0, authorizer: 0 },
     },
     alarms: {
       serverErrorRate: 0.05,
@@ -218,7 +218,7 @@ const DEFAULTS: Record<StageName, Defaults> = {
     concurrency: {
       listOrdersReserved: 100,
       accountLimit: 1_000,
-      provisioned: { listOrders: 1, cancelOrder: 2, authorizer: 2 },
+      provisioned: { listOrders: 1, listOrderPages: 1, cancelOrder: 2, authorizer: 2 },
     },
     alarms: {
       serverErrorRate: 0.01,

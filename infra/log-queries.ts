@@ -37,7 +37,7 @@ export interface LogQuery {
 }
 
 /** The functions that answer requests (the authorizer's lines carry no request id). */
-const HTTP_FUNCTIONS: readonly LogSource[] = ['listOrders', 'cancelOrder'];
+const HTTP_FUNCTIONS: readonly LogSource[] = ['listOrders', 'listOrderPages', 'cancelOrder'];
 
 export const LOG_QUERIES: readonly LogQuery[] = [
   {
@@ -45,7 +45,7 @@ export const LOG_QUERIES: readonly LogQuery[] = [
     // request, in order: the request id is the client's x-amzn-RequestId, the access log's
     // requestId, the functions' correlation_id, and starts each execution-log message.
     name: 'request-by-id',
-    sources: ['access', ...HTTP_FUNCTIONS, 'execution'],
+    sources: ['access', ...HTTP_FUNCTIONS, 'execution', 'executionV2'],
     query: new QueryString({
       fields: [
         '@timestamp',
@@ -122,7 +122,7 @@ export const LOG_QUERIES: readonly LogQuery[] = [
   {
     // The slowest invocations of each function, from Lambda's REPORT lines.
     name: 'slowest-invocations',
-    sources: ['listOrders', 'cancelOrder', 'authorizer'],
+    sources: [...HTTP_FUNCTIONS, 'authorizer'],
     query: new QueryString({
       fields: ['@timestamp', '@log', '@requestId', '@duration', '@initDuration', '@maxMemoryUsed'],
       filterStatements: ['@type = "REPORT"'],

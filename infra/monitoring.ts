@@ -83,7 +83,11 @@ export class Monitoring extends Construct {
     }));
     this.rateLimitRefusals = new LogContributorRule(this, 'RateLimitRefusals', {
       ruleName: `store-orders-${props.config.stage}-rate-limit-refusals`,
-      logGroups: [props.functions.listOrders.logs, props.functions.cancelOrder.logs],
+      logGroups: [
+        props.functions.listOrders.logs,
+        props.functions.listOrderPages.logs,
+        props.functions.cancelOrder.logs,
+      ],
       keys: [RATE_LIMIT_REFUSAL_LOG.keyIdPath],
       filters: [{ field: '$.message', in: [RATE_LIMIT_REFUSAL_LOG.message] }],
     });

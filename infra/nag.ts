@@ -25,7 +25,7 @@ export const NAG_ACKNOWLEDGEMENTS = {
   requestValidation: {
     id: 'AwsSolutions-APIG2',
     reason:
-      'No operation takes a body or query parameters; the one path parameter (orderId) is validated by the function, which answers 400 INVALID_ORDER_ID with a precise message.',
+      'No operation takes a body; the path parameter (orderId) and the query parameters of v2 are validated by the functions, which answer 400 with a precise code and message (an API Gateway validator would answer its own 400 without either).',
   },
   waf: {
     id: 'AwsSolutions-APIG3',
@@ -71,7 +71,7 @@ function qualifiedArnsOf(fn: IFunction): string {
 }
 
 export function acknowledgeNagFindings(stage: StoreOrdersStage): void {
-  const { api, functions, deployments } = stage.api;
+  const { api, apiStages, functions, deployments } = stage.api;
   for (const fn of Object.values(functions)) {
     Validations.of(fn.role!).acknowledge(NAG_ACKNOWLEDGEMENTS.xrayWildcard);
   }
@@ -96,7 +96,9 @@ export function acknowledgeNagFindings(stage: StoreOrdersStage): void {
   if (cloudWatchRole)
     Validations.of(cloudWatchRole).acknowledge(NAG_ACKNOWLEDGEMENTS.apiGatewayLogsRole);
   Validations.of(api).acknowledge(NAG_ACKNOWLEDGEMENTS.requestValidation);
-  Validations.of(api.deploymentStage).acknowledge(NAG_ACKNOWLEDGEMENTS.waf);
+  for (const apiStage of Object.values(apiStages)) {
+    Validations.of(apiStage).acknowledge(NAG_ACKNOWLEDGEMENTS.waf);
+  }
   for (const method of api.methods) {
     Validations.of(method).acknowledge(NAG_ACKNOWLEDGEMENTS.cognito);
     if (method.httpMethod === 'ANY')

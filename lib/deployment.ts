@@ -2,7 +2,7 @@
  * Names shared by the CDK app and the operator CLI: the deployment stages, their stack names and
  * the stack outputs that `cdk deploy --outputs-file` writes and the CLI reads.
  */
-import { API_STAGE } from './api/routes.ts';
+import type { ApiStage } from './api/routes.ts';
 import type { FunctionName } from './functions.ts';
 
 export const STAGES = ['staging', 'production'] as const;
@@ -57,6 +57,7 @@ export const STACK_OUTPUTS = {
   apiKeysTable: 'ApiKeysTableName',
   rateLimitsTable: 'RateLimitsTableName',
   apiUrl: 'ApiUrl',
+  apiUrlV2: 'ApiUrlV2',
   accessLogGroup: 'AccessLogGroupName',
   listOrdersLogGroup: 'ListOrdersLogGroupName',
   cancelOrderLogGroup: 'CancelOrderLogGroupName',
@@ -64,46 +65,68 @@ export const STACK_OUTPUTS = {
   deployHooksLogGroup: 'DeployHooksLogGroupName',
   executionLogGroup: 'ExecutionLogGroupName',
   deploymentApplication: 'DeploymentApplicationName',
+  executionV2LogGroup: 'ExecutionV2LogGroupName',
+  listOrderPagesLogGroup: 'ListOrderPagesLogGroupName',
   restApiId: 'RestApiId',
   listOrdersFunction: 'ListOrdersFunctionName',
+  listOrderPagesFunction: 'ListOrderPagesFunctionName',
   cancelOrderFunction: 'CancelOrderFunctionName',
   authorizerFunction: 'AuthorizerFunctionName',
 } as const;
 
+/** The stack output that gives each version's base URL (`…/v1`, `…/v2`). */
+export const API_URL_OUTPUTS: Readonly<Record<ApiStage, string>> = {
+  v1: STACK_OUTPUTS.apiUrl,
+  v2: STACK_OUTPUTS.apiUrlV2,
+};
+
 /** The stack output that names each function (`aws lambda … --function-name`). */
 export const FUNCTION_OUTPUTS: Readonly<Record<FunctionName, string>> = {
   listOrders: STACK_OUTPUTS.listOrdersFunction,
+  listOrderPages: STACK_OUTPUTS.listOrderPagesFunction,
   cancelOrder: STACK_OUTPUTS.cancelOrderFunction,
   authorizer: STACK_OUTPUTS.authorizerFunction,
 };
 
 /**
- * What writes a log group of a stage: the API's access log, one of the functions, the deploy
- * hooks, or API Gateway's execution log.
+ * What writes a log group of a stage: the API's access log (both versions'), one of the
+ * functions, the deploy hooks, or API Gateway's execution log of one version (`execution`: v1,
+ * `executionV2`: v2).
  */
-export type LogSource = 'access' | FunctionName | 'deployHooks' | 'execution';
+export type LogSource = 'access' | FunctionName | 'deployHooks' | 'execution' | 'executionV2';
+
+/** API Gateway's execution log of each version (an API stage). */
+export const EXECUTION_LOG_SOURCES: Readonly<Record<ApiStage, 'execution' | 'executionV2'>> = {
+  v1: 'execution',
+  v2: 'executionV2',
+};
 
 /** The stack output that names each log group (`Staging-Api`, `Production-Api`). */
 export const LOG_GROUP_OUTPUTS: Readonly<Record<LogSource, string>> = {
   access: STACK_OUTPUTS.accessLogGroup,
   listOrders: STACK_OUTPUTS.listOrdersLogGroup,
+  listOrderPages: STACK_OUTPUTS.listOrderPagesLogGroup,
   cancelOrder: STACK_OUTPUTS.cancelOrderLogGroup,
   authorizer: STACK_OUTPUTS.authorizerLogGroup,
   deployHooks: STACK_OUTPUTS.deployHooksLogGroup,
   execution: STACK_OUTPUTS.executionLogGroup,
+  executionV2: STACK_OUTPUTS.executionV2LogGroup,
 };
 
 /** A stage's log group: `/store-orders/<stage>/<source>` (e.g. `/store-orders/production/access`). */
-export function logGroupName(stage: StageName, source: Exclude<LogSource, 'execution'>): string {
+export function logGroupName(
+  stage: StageName,
+  source: Exclude<LogSource, 'execution' | 'executionV2'>,
+): string {
   return `/store-orders/${stage}/${source}`;
 }
 
 /**
- * The group API Gateway writes a stage's execution logs to, by its own rule (the stack creates
- * it first, so that it has a retention): `API-Gateway-Execution-Logs_<restApiId>/v1`.
+ * The group API Gateway writes an API stage's execution logs to, by its own rule (the stack
+ * creates it first, so that it has a retention): `API-Gateway-Execution-Logs_<restApiId>/v1`.
  */
-export function executionLogGroupName(restApiId: string): string {
-  return `API-Gateway-Execution-Logs_${restApiId}/${API_STAGE}`;
+export function executionLogGroupName(restApiId: string, apiStage: ApiStage): string {
+  return `API-Gateway-Execution-Logs_${restApiId}/${apiStage}`;
 }
 
 /** The prefix of a stage's saved Logs Insights queries (`store-orders/<stage>/…`). */

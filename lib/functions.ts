@@ -23,7 +23,15 @@ export const FUNCTIONS: Readonly<Record<FunctionName, FunctionDefinition>> = {
     memoryMb: 1769,
     timeoutSeconds: 900,
   },
-  // One DynamoDB call each (after the limiter's): 512 MB keeps cold starts short. Their own
+  // A page of at most 100 orders: a version read, a few Queries and one BatchGetItem, after the
+  // limiter's. Its answer is small and its work mostly waiting: 512 MB, as the cancel.
+  listOrderPages: {
+    entry: 'list-order-pages.ts',
+    description: 'GET /v2/store/orders: the orders a query selects, a page at a time',
+    memoryMb: 512,
+    timeoutSeconds: 10,
+  },
+  // A few DynamoDB calls each, one after another: 512 MB keeps cold starts short. Their own
   // budgets end DynamoDB work within seconds; the timeout is a backstop.
   cancelOrder: {
     entry: 'cancel-order.ts',

@@ -13,6 +13,7 @@ export interface Exchange {
   readonly method: string;
   readonly protocol: string;
   readonly sourceIp: string | undefined;
+  stage?: string;
   resourcePath?: string;
   principalId?: string;
   status?: number;
@@ -79,6 +80,7 @@ export function accessLogLine(exchange: Exchange, endedAt: number): string {
     'authorizer.principalId': exchange.principalId,
     'identity.sourceIp': exchange.sourceIp,
     httpMethod: exchange.method,
+    stage: exchange.stage,
     resourcePath: exchange.resourcePath,
     protocol: exchange.protocol,
     status: exchange.status,

@@ -159,6 +159,7 @@ export function createGateway(options: GatewayOptions): GatewayListener {
       return sendGatewayAnswer(response, exchange, methodNotAllowedAnswer(resolution.allow));
     }
     const { routed } = resolution;
+    exchange.stage = routed.stage;
     exchange.resourcePath = routed.route.path;
 
     // The body, whole, before anything is invoked.

@@ -10,6 +10,7 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { createOperatorClient, LOCAL_REGION, tableEnv } from '../lib/dynamodb/client.ts';
 import { ensureTables } from '../lib/dynamodb/create-table.ts';
 import { DynamoDbKeyStore } from '../lib/dynamodb/keys-table.ts';
+import { ordersIndexesEnv } from '../lib/dynamodb/order-indexes.ts';
 import { DynamoDbOrderStore } from '../lib/dynamodb/orders-table.ts';
 import { TABLES, type TableName, type TableNames } from '../lib/dynamodb/tables.ts';
 import type { KeyEntry } from '../lib/keys/key-input.ts';
@@ -112,6 +113,8 @@ export function functionEnvironment(
     ...tableEnv(stack.tables),
     DYNAMODB_ENDPOINT: stack.endpoint,
     AWS_REGION: LOCAL_REGION,
+    // The local tables have every index of the v2 list (lib/dynamodb/create-table.ts).
+    ...ordersIndexesEnv(),
     LOG_LEVEL: process.env.LOG_LEVEL ?? 'WARN',
     // CloudWatch embedded metrics would only clutter the terminal here.
     METRICS_DISABLED: process.env.METRICS_DISABLED ?? 'true',
@@ -126,13 +129,15 @@ export async function loadFunctions(
 ): Promise<LocalFunctions> {
   Object.assign(process.env, functionEnvironment(stack));
   installLambdaRuntimeGlobals();
-  const [listOrders, cancelOrder, authorizer] = await Promise.all([
+  const [listOrders, listOrderPages, cancelOrder, authorizer] = await Promise.all([
     import('../functions/list-orders.ts'),
+    import('../functions/list-order-pages.ts'),
     import('../functions/cancel-order.ts'),
     import('../functions/authorizer.ts'),
   ]);
   return {
     listOrders: listOrders.handler,
+    listOrderPages: listOrderPages.handler,
     cancelOrder: cancelOrder.handler,
     authorizer: authorizer.handler,
   };

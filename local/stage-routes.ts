@@ -6,9 +6,8 @@
  * it, with its table, to the stages the gateway is given (SERVICE_STAGES by default).
  */
 import {
-  API_STAGE,
   resolveRoute,
-  ROUTES,
+  STAGE_ROUTES,
   type HttpMethod,
   type RouteDefinition,
   type RouteMatch,
@@ -18,7 +17,7 @@ import {
 export type StageRoutes = Readonly<Record<string, readonly RouteDefinition[]>>;
 
 /** The stages the service deploys, each with its route table. */
-export const SERVICE_STAGES: StageRoutes = { [API_STAGE]: ROUTES };
+export const SERVICE_STAGES: StageRoutes = STAGE_ROUTES;
 
 /** A request routed to an operation of a stage. */
 export interface RoutedRequest extends RouteMatch {

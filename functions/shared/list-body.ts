@@ -35,8 +35,11 @@ export class ListReport {
     this.firstUnreadable ??= problem;
   };
 
-  /** Once, when the list has ended (complete, failed, or its client gone). */
-  publish(coding: string, outcome: string): void {
+  /**
+   * Once, when the list has ended (complete, failed, or its client gone); `page`: what a v2
+   * page was read from and what it cost, for its line.
+   */
+  publish(coding: string, outcome: string, page?: Readonly<Record<string, unknown>>): void {
     if (this.unreadable > 0) {
       logger.warn('Stored orders could not be read whole: listed without the unreadable fields', {
         unreadableOrders: this.unreadable,
@@ -44,7 +47,13 @@ export class ListReport {
       });
       metrics.addMetric(METRIC_NAMES.unreadableOrders, MetricUnit.Count, this.unreadable);
     }
-    logger.info('List sent', { orders: this.orders, bytes: this.bytes, coding, outcome });
+    logger.info('List sent', {
+      orders: this.orders,
+      bytes: this.bytes,
+      coding,
+      outcome,
+      ...(page ? { page } : {}),
+    });
     metrics.addMetric(METRIC_NAMES.listOrdersSent, MetricUnit.Count, this.orders);
     metrics.addMetric(METRIC_NAMES.listResponseBytes, MetricUnit.Bytes, this.bytes);
   }

@@ -13,6 +13,8 @@ import {
 } from '../../lib/dynamodb/client.ts';
 import { deliveryWatchingAgents } from '../../lib/dynamodb/undelivered.ts';
 import { DynamoDbKeyStore } from '../../lib/dynamodb/keys-table.ts';
+import { DynamoDbOrderPages } from '../../lib/dynamodb/order-pages.ts';
+import { deployedOrderIndexes } from '../../lib/dynamodb/order-indexes.ts';
 import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
 import { TABLES } from '../../lib/dynamodb/tables.ts';
 import { DynamoDbRateLimiter } from '../../lib/dynamodb/rate-limit-table.ts';
@@ -76,16 +78,25 @@ function rateLimiterFromEnv(limiterClient: DocumentClient): DynamoDbRateLimiter 
   });
 }
 
+/** The v2 list's pages, from the indexes the stage has (ORDERS_INDEXES). */
+function orderPagesFromEnv(): DynamoDbOrderPages {
+  return new DynamoDbOrderPages(client, requireEnv(TABLES.orders.envVar), {
+    indexes: deployedOrderIndexes(),
+  });
+}
+
 /**
  * The stores of a function that counts requests: the rate limiter's client (one attempt a call)
- * created now, at load; the orders and the limiter at their first use.
+ * created now, at load; the orders, the pages and the limiter at their first use.
  */
 export function httpStoresFromEnv() {
   const limiterClient = recordCalls(createSingleAttemptClient(connectionFromEnv(), agents));
   let orders: DynamoDbOrderStore | undefined;
+  let pages: DynamoDbOrderPages | undefined;
   let limiter: DynamoDbRateLimiter | undefined;
   return {
     orders: () => (orders ??= orderStoreFromEnv()),
+    pages: () => (pages ??= orderPagesFromEnv()),
     limiter: () => (limiter ??= rateLimiterFromEnv(limiterClient)),
   };
 }

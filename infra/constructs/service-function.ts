@@ -189,14 +189,28 @@ export class ServiceFunction extends NodejsFunction {
 
   /**
    * Hands the function a table: its name in the table's variable, and only these actions on the
-   * table itself (not its indexes, which no function reads).
+   * table itself — and on the indexes named, only `dynamodb:Query` (no other index is read).
    */
-  useTable(name: TableName, table: ITableV2, actions: readonly `dynamodb:${string}`[]): this {
+  useTable(
+    name: TableName,
+    table: ITableV2,
+    actions: readonly `dynamodb:${string}`[],
+    options: { readonly queriedIndexes?: readonly string[] } = {},
+  ): this {
     this.tableUses.push({ name, table, actions });
     this.addEnvironment(TABLES[name].envVar, table.tableName);
     this.addToRolePolicy(
       new PolicyStatement({ actions: [...actions], resources: [table.tableArn] }),
     );
+    const indexes = options.queriedIndexes ?? [];
+    if (indexes.length > 0) {
+      this.addToRolePolicy(
+        new PolicyStatement({
+          actions: ['dynamodb:Query'],
+          resources: indexes.map((index) => `${table.tableArn}/index/${index}`),
+        }),
+      );
+    }
     return this;
   }
 }

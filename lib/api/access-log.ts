@@ -22,6 +22,8 @@ export const ACCESS_LOG_FIELDS = {
   keyId: '$context.authorizer.principalId',
   sourceIp: '$context.identity.sourceIp',
   httpMethod: '$context.httpMethod',
+  // Which version of the API was called (`v1`, `v2`): the stages share one access log.
+  stage: '$context.stage',
   resourcePath: '$context.resourcePath',
   protocol: '$context.protocol',
   status: '$context.status',

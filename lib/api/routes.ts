@@ -1,14 +1,25 @@
 /**
- * The route table of the API: the one place where paths, methods and operations are declared.
- * The local emulator routes with it, the CDK stack builds API Gateway resources from it, and the
- * tests check the OpenAPI document against it.
+ * The route tables of the API: the one place where stages, paths, methods and operations are
+ * declared. The local emulator routes with them, the CDK stack builds API Gateway's resources and
+ * stages from them, and the tests check the OpenAPI documents against them.
+ *
+ * Each version of the API is a stage of one REST API, its name the last segment of the base
+ * address (`…/v1`, `…/v2`). API Gateway's stages share one tree of resources and methods: a path
+ * and method that several stages serve has one integration, which a stage variable points at
+ * each stage's function (infra/api-stack.ts), so that it streams the same way in every stage.
  */
-export const API_STAGE = 'v1';
+export const API_STAGES = ['v1', 'v2'] as const;
+export type ApiStage = (typeof API_STAGES)[number];
+
+/** The first version's stage: the base address of v1. */
+export const API_STAGE: ApiStage = 'v1';
 
 export type HttpMethod = 'GET' | 'DELETE';
 
+export type OperationId = 'listOrders' | 'cancelOrder' | 'listOrderPages';
+
 export interface RouteDefinition {
-  readonly operationId: 'listOrders' | 'cancelOrder';
+  readonly operationId: OperationId;
   readonly method: HttpMethod;
   /** Resource path in API Gateway syntax, e.g. `/store/orders/{orderId}`. */
   readonly path: string;
@@ -16,17 +27,33 @@ export interface RouteDefinition {
   readonly streaming: boolean;
 }
 
-export const ROUTES = [
-  { operationId: 'listOrders', method: 'GET', path: '/store/orders', streaming: true },
-  {
-    operationId: 'cancelOrder',
-    method: 'DELETE',
-    path: '/store/orders/{orderId}',
-    streaming: false,
-  },
-] as const satisfies readonly RouteDefinition[];
+const CANCEL_ORDER: RouteDefinition = {
+  operationId: 'cancelOrder',
+  method: 'DELETE',
+  path: '/store/orders/{orderId}',
+  streaming: false,
+};
 
-export type OperationId = (typeof ROUTES)[number]['operationId'];
+/** v1: every order as one streamed array, and the cancel. */
+export const ROUTES: readonly RouteDefinition[] = [
+  { operationId: 'listOrders', method: 'GET', path: '/store/orders', streaming: true },
+  CANCEL_ORDER,
+];
+
+/**
+ * v2: the orders a query selects, a page at a time (the same path as v1's list, so it streams as
+ * v1's does: one integration serves both stages), and the cancel, unchanged.
+ */
+export const ROUTES_V2: readonly RouteDefinition[] = [
+  { operationId: 'listOrderPages', method: 'GET', path: '/store/orders', streaming: true },
+  CANCEL_ORDER,
+];
+
+/** Each stage's route table. */
+export const STAGE_ROUTES: Readonly<Record<ApiStage, readonly RouteDefinition[]>> = {
+  v1: ROUTES,
+  v2: ROUTES_V2,
+};
 
 export interface RouteMatch {
   readonly route: RouteDefinition;

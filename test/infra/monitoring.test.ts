@@ -42,9 +42,11 @@ function expectedThresholds(c: StageConfig): Record<string, number> {
     ServerErrorRate: a.serverErrorRate,
     LatencyP99: a.p99LatencyMs,
     ListOrdersErrors: a.functionErrors,
+    ListOrderPagesErrors: a.functionErrors,
     CancelOrderErrors: a.functionErrors,
     AuthorizerErrors: a.authorizerErrors,
     ListOrdersThrottles: a.throttles,
+    ListOrderPagesThrottles: a.throttles,
     CancelOrderThrottles: a.throttles,
     AuthorizerThrottles: a.throttles,
     OrdersTableThrottledRequests: a.tableThrottledRequests,
@@ -60,6 +62,8 @@ function expectedThresholds(c: StageConfig): Record<string, number> {
     ListResponseBytes: a.listResponseBytes,
     // What rolls a deploy back (infra/deployments.ts): the new version's failure rate and p99 duration.
     ListOrdersNewVersionFailureRate: c.deployment.newVersionFailureRate,
+    ListOrderPagesNewVersionFailureRate: c.deployment.newVersionFailureRate,
+    ListOrderPagesNewVersionLatencyP99: c.deployment.newVersionP99DurationMs,
     CancelOrderNewVersionFailureRate: c.deployment.newVersionFailureRate,
     AuthorizerNewVersionFailureRate: c.deployment.newVersionFailureRate,
     CancelOrderNewVersionLatencyP99: c.deployment.newVersionP99DurationMs,
@@ -249,7 +253,8 @@ describe.each(STAGE_NAMES)('what a deploy is judged by (%s)', (stage) => {
 
   it("counts each 5XX answer of an HTTP function by the function's name and version (a metric filter on its log lines)", () => {
     const filters = resources(api[stage], 'AWS::Logs::MetricFilter');
-    expect(filters).toHaveLength(2);
+    // One per HTTP function: both lists and the cancel.
+    expect(filters).toHaveLength(3);
     for (const [, filter] of filters) {
       expect(filter.Properties).toMatchObject({
         FilterPattern: '{ $.status >= 500 }',
@@ -270,11 +275,12 @@ describe.each(STAGE_NAMES)('what a deploy is judged by (%s)', (stage) => {
     const groups = filters.map(([, f]) => JSON.stringify(f.Properties.LogGroupName)).sort();
     expect(groups).toEqual([
       expect.stringMatching(/CancelOrderLogs/),
+      expect.stringMatching(/ListOrderPagesLogs/),
       expect.stringMatching(/ListOrdersLogs/),
     ]);
   });
 
-  it.each(['ListOrders', 'CancelOrder'])(
+  it.each(['ListOrders', 'ListOrderPages', 'CancelOrder'])(
     "rolls %s back on its new version's failed share of invocations (5XX answers, crashes), from a minimum count on",
     (fn) => {
       const name = `${fn}NewVersionFailureRate`;
@@ -406,12 +412,13 @@ describe.each(STAGE_NAMES)('dashboard (%s)', (stage) => {
   });
 
   it('shows function durations and concurrency, with the listOrders reservation', () => {
-    expect(series('Function duration (ms): p99 and max')).toHaveLength(6);
+    // p99 and max of each of the four functions.
+    expect(series('Function duration (ms): p99 and max')).toHaveLength(8);
     expect(new Set(series('Function duration (ms): p99 and max'))).toEqual(
       new Set(['AWS/Lambda Duration FunctionName TOKEN']),
     );
     expect(series('Concurrent executions (max)')).toEqual(
-      Array(3).fill('AWS/Lambda ConcurrentExecutions FunctionName TOKEN'),
+      Array(4).fill('AWS/Lambda ConcurrentExecutions FunctionName TOKEN'),
     );
     expect(byTitle('Concurrent executions (max)').annotations?.horizontal[0]?.value).toBe(
       config(stage).concurrency.listOrdersReserved,
@@ -455,6 +462,7 @@ describe.each(STAGE_NAMES)('which API keys hit their limits (%s)', (stage) => {
       Schema: { Name: 'CloudWatchLogRule', Version: 1 },
       LogGroupNames: [
         expect.stringMatching(/^\{'Ref':'ListOrdersLogs[0-9A-F]{8}'\}$/),
+        expect.stringMatching(/^\{'Ref':'ListOrderPagesLogs[0-9A-F]{8}'\}$/),
         expect.stringMatching(/^\{'Ref':'CancelOrderLogs[0-9A-F]{8}'\}$/),
       ],
       LogFormat: 'JSON',

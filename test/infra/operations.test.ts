@@ -4,6 +4,7 @@
  * every function invoked through its `live` alias and deployed by CodeDeploy with rollback on
  * alarms, and what `cdk destroy` deletes and keeps in each stage (as docs/operations.md says).
  */
+import { API_STAGES } from '../../lib/api/routes.ts';
 import { execFile } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -101,10 +102,12 @@ function outputsOf(template: Template, values: Record<string, string>): Record<s
 const SOURCES: readonly LogSource[] = [
   'access',
   'listOrders',
+  'listOrderPages',
   'cancelOrder',
   'authorizer',
   'deployHooks',
   'execution',
+  'executionV2',
 ];
 const docs = (file: string) => readFileSync(join(PROJECT_ROOT, 'docs', file), 'utf8');
 
@@ -118,8 +121,17 @@ describe.each(STAGES)('logs you can query (%s)', (stage) => {
   const groupId = (source: LogSource) => idOf(stage, logGroupOf(stage, source));
   /** A group's name as the template gives it (the execution log's holds the API's id). */
   const expectedName = (source: LogSource) =>
-    source === 'execution'
-      ? { 'Fn::Join': ['', ['API-Gateway-Execution-Logs_', ref(idOf(stage, stack.api)), '/v1']] }
+    source === 'execution' || source === 'executionV2'
+      ? {
+          'Fn::Join': [
+            '',
+            [
+              'API-Gateway-Execution-Logs_',
+              ref(idOf(stage, stack.api)),
+              source === 'execution' ? '/v1' : '/v2',
+            ],
+          ],
+        }
       : logGroupName(stage, source);
 
   it('names each log group for the stage, keeps it as long as the stage keeps logs, and lists it in the outputs', () => {
@@ -184,6 +196,7 @@ function logGroupOf(stage: StageName, source: LogSource): { node: { defaultChild
   const stack = stages[stage].api;
   if (source === 'access') return stack.node.findChild('AccessLogs');
   if (source === 'execution') return stack.node.findChild('ExecutionLogs');
+  if (source === 'executionV2') return stack.node.findChild('ExecutionLogsV2');
   if (source === 'deployHooks') return stack.deployments.hooks.logs;
   return stack.functions[source].logs;
 }
@@ -286,7 +299,14 @@ describe('the saved queries', () => {
         'function_version',
       ]),
     );
-    expect(byId.sources).toEqual(['access', 'listOrders', 'cancelOrder', 'execution']);
+    expect(byId.sources).toEqual([
+      'access',
+      'listOrders',
+      'listOrderPages',
+      'cancelOrder',
+      'execution',
+      'executionV2',
+    ]);
   });
 
   it('count every error answer of a function by its code: one line each, whatever the error', async () => {
@@ -378,17 +398,35 @@ describe.each(STAGES)('safe deployments (%s)', (stage) => {
       ([, m]) => (m.Properties.Integration as { Type: string }).Type === 'AWS_PROXY',
     );
     expect(methods.length).toBe(2);
+    // Each stage (version) of the API, by name, with its stage variables.
+    const stageVariables = Object.fromEntries(
+      resources(api, 'AWS::ApiGateway::Stage').map(([, st]) => [
+        st.Properties.StageName as string,
+        (st.Properties.Variables ?? {}) as Record<string, unknown>,
+      ]),
+    );
+    expect(Object.keys(stageVariables).sort()).toEqual([...API_STAGES]);
     for (const [id, method] of methods) {
       const uri = (method.Properties.Integration as { Uri: unknown }).Uri;
-      const fnTargets = targets(uri).filter((t) => aliasIds.has(t) || functionIds.has(t));
-      expect(fnTargets, id).toHaveLength(1);
-      expect(aliasIds.has(fnTargets[0]!), id).toBe(true);
+      const variable = /\$\{stageVariables\.(\w+)\}/.exec(JSON.stringify(uri))?.[1];
+      // An alias named in the URI, or in a stage variable the URI names, in every stage.
+      const named = variable
+        ? API_STAGES.map((apiStage) => targets(stageVariables[apiStage]![variable]))
+        : [targets(uri)];
+      for (const found of named) {
+        const fnTargets = found.filter((t) => aliasIds.has(t) || functionIds.has(t));
+        expect(fnTargets, id).toHaveLength(1);
+        expect(aliasIds.has(fnTargets[0]!), id).toBe(true);
+      }
     }
-    // listOrders streams through its alias: the streaming invocation path, the alias's ARN.
+    // The lists stream through their aliases: the streaming invocation path, and in each stage
+    // the alias of its version's list (v1: listOrders, v2: listOrderPages).
     const [, list] = methods.find(([, m]) => m.Properties.HttpMethod === 'GET')!;
     const listUri = JSON.stringify((list.Properties.Integration as { Uri: unknown }).Uri);
     expect(listUri).toContain('/response-streaming-invocations');
-    expect(listUri).toContain(`{"Ref":"${aliasId('listOrders')}"}`);
+    const listVariable = /\$\{stageVariables\.(\w+)\}/.exec(listUri)![1]!;
+    expect(stageVariables.v1![listVariable]).toEqual({ Ref: aliasId('listOrders') });
+    expect(stageVariables.v2![listVariable]).toEqual({ Ref: aliasId('listOrderPages') });
     const [[, authorizer]] = resources(api, 'AWS::ApiGateway::Authorizer') as [[string, Resource]];
     expect(targets(authorizer.Properties.AuthorizerUri)).toContain(aliasId('authorizer'));
     expect(targets(authorizer.Properties.AuthorizerUri).some((t) => functionIds.has(t))).toBe(
@@ -721,7 +759,12 @@ describe('the runbooks, run with a stand-in AWS CLI against the synthesized prod
   const dir = mkdtempSync(join(tmpdir(), 'runbook-aws-'));
   // A name holding the API's id (the execution log's) as a deployed stack would have it.
   const named = (name: unknown) =>
-    typeof name === 'string' ? name : executionLogGroupName(STAND_IN_REST_API_ID);
+    typeof name === 'string'
+      ? name
+      : executionLogGroupName(
+          STAND_IN_REST_API_ID,
+          JSON.stringify(name).includes('/v2') ? 'v2' : 'v1',
+        );
   const groupNames = Object.fromEntries(
     resources(api, 'AWS::Logs::LogGroup').map(([id, g]) => [id, named(g.Properties.LogGroupName)]),
   );
@@ -798,8 +841,10 @@ describe('the runbooks, run with a stand-in AWS CLI against the synthesized prod
     expect(groups).toEqual([
       logGroupName('production', 'access'),
       logGroupName('production', 'listOrders'),
+      logGroupName('production', 'listOrderPages'),
       logGroupName('production', 'cancelOrder'),
-      executionLogGroupName(STAND_IN_REST_API_ID),
+      executionLogGroupName(STAND_IN_REST_API_ID, 'v1'),
+      executionLogGroupName(STAND_IN_REST_API_ID, 'v2'),
     ]);
     const [from, to] = [Number(after(start, '--start-time')), Number(after(start, '--end-time'))];
     // An hour back from now: the two `date` calls may fall in different seconds.

@@ -15,7 +15,13 @@ import {
   gatewayAnswer,
   methodNotAllowedAnswer,
 } from '../../lib/api/gateway-responses.ts';
-import { methodsByPath, resolveRoute, ROUTES, type RouteDefinition } from '../../lib/api/routes.ts';
+import {
+  methodsByPath,
+  resolveRoute,
+  ROUTES,
+  ROUTES_V2,
+  type RouteDefinition,
+} from '../../lib/api/routes.ts';
 import { createGateway } from '../../local/gateway.ts';
 import { STACK_OUTPUTS, stackNames } from '../../lib/deployment.ts';
 import { TABLES } from '../../lib/dynamodb/tables.ts';
@@ -489,20 +495,28 @@ describe('provisioned concurrency on live (<stage>:provisionedConcurrency)', () 
         JSON.stringify({ Ref: functionId(template, fnDescription) }),
     )!;
 
-  it('is 0 in staging (no scaling target) and 1, 2, 2 in production, each with target tracking at 70% up to 4 times the floor', () => {
+  it('is 0 in staging (no scaling target) and 1, 1, 2, 2 in production, each with target tracking at 70% up to 4 times the floor', () => {
     expect(targets(staging.api)).toEqual([]);
     expect(stageConfig('production', () => undefined, {}).concurrency.provisioned).toEqual({
       listOrders: 1,
+      listOrderPages: 1,
       cancelOrder: 2,
       authorizer: 2,
     });
     const floors = Object.fromEntries(
       targets(production.api).map(([, t]) => [
-        JSON.stringify(t.Properties.ResourceId).match(/ListOrders|CancelOrder|Authorizer/)![0],
+        JSON.stringify(t.Properties.ResourceId).match(
+          /ListOrderPages|ListOrders|CancelOrder|Authorizer/,
+        )![0],
         [t.Properties.MinCapacity, t.Properties.MaxCapacity],
       ]),
     );
-    expect(floors).toEqual({ ListOrders: [1, 4], CancelOrder: [2, 8], Authorizer: [2, 8] });
+    expect(floors).toEqual({
+      ListOrders: [1, 4],
+      ListOrderPages: [1, 4],
+      CancelOrder: [2, 8],
+      Authorizer: [2, 8],
+    });
     for (const [, target] of targets(production.api)) {
       expect(target.Properties).toMatchObject({
         ScalableDimension: 'lambda:function:ProvisionedConcurrency',
@@ -545,11 +559,13 @@ describe('provisioned concurrency on live (<stage>:provisionedConcurrency)', () 
       ).concurrency.provisioned;
     expect(provisioned('{"cancelOrder": 3}')).toEqual({
       listOrders: 0,
+      listOrderPages: 0,
       cancelOrder: 3,
       authorizer: 0,
     });
     expect(provisioned({ authorizer: 1 })).toEqual({
       listOrders: 0,
+      listOrderPages: 0,
       cancelOrder: 0,
       authorizer: 1,
     });
@@ -573,7 +589,8 @@ describe('a hotfix (<stage>:deployIgnoringAlarms)', () => {
     const { stages: hotfix } = testApp({ 'production:deployIgnoringAlarms': 'true' });
     const api = templates(hotfix.production).api;
     const groups = resources(api, 'AWS::CodeDeploy::DeploymentGroup');
-    expect(groups).toHaveLength(3);
+    // One per function.
+    expect(groups).toHaveLength(4);
     for (const [, group] of groups) {
       expect(group.Properties.AlarmConfiguration).toMatchObject({ Enabled: false });
       // The alarms stay listed: the next deploy without the setting watches them again.
@@ -702,7 +719,8 @@ describe('configuration', () => {
             ?.Variables,
       )
       .filter((vars) => vars?.[TABLES.rateLimits.envVar] !== undefined);
-    expect(counted).toHaveLength(2);
+    // The functions that count requests: both lists and the cancel.
+    expect(counted).toHaveLength(3);
     for (const vars of counted) {
       expect(vars).toMatchObject({
         RATE_LIMIT_BAN_AFTER_REFUSALS: '3',
@@ -729,7 +747,7 @@ describe('configuration', () => {
         'production:listOrdersReservedConcurrency': '1900',
         'production:accountConcurrencyLimit': '2000',
         // Provisioned concurrency of the others would come out of the 100 left unreserved.
-        'production:provisionedConcurrency': { cancelOrder: 0, authorizer: 0 },
+        'production:provisionedConcurrency': { listOrderPages: 0, cancelOrder: 0, authorizer: 0 },
       }),
     ).toBe(1900);
     // A new account (limit 10) can reserve nothing, nor provision: `none` and 0 deploy there.
@@ -738,12 +756,17 @@ describe('configuration', () => {
       'production:accountConcurrencyLimit': '10',
     };
     expect(() => reserved(newAccount)).toThrow(
-      'production:provisionedConcurrency scales up to 20 executions, more than the account limit of 10 leaves',
+      'production:provisionedConcurrency scales up to 24 executions, more than the account limit of 10 leaves',
     );
     expect(
       reserved({
         ...newAccount,
-        'production:provisionedConcurrency': { listOrders: 0, cancelOrder: 0, authorizer: 0 },
+        'production:provisionedConcurrency': {
+          listOrders: 0,
+          listOrderPages: 0,
+          cancelOrder: 0,
+          authorizer: 0,
+        },
       }),
     ).toBeUndefined();
     const { stages: unreserved } = testApp({ 'staging:listOrdersReservedConcurrency': 'none' });
@@ -820,17 +843,19 @@ describe('one source for the stack and the emulator', () => {
     const scratch = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
     const config = stageConfig('staging', () => undefined, {});
     const data = new DataStack(scratch, 'D', { config });
-    const routes = [
-      ...ROUTES,
-      {
-        operationId: 'cancelOrder' as const,
-        method: 'DELETE' as const,
-        path: '/store/orders/{orderId}/hold',
-        streaming: false,
-      },
-    ];
+    const hold = {
+      operationId: 'cancelOrder' as const,
+      method: 'DELETE' as const,
+      path: '/store/orders/{orderId}/hold',
+      streaming: false,
+    };
+    const routes = [...ROUTES, hold];
     const template = Template.fromStack(
-      new ApiStack(scratch, 'A', { config, tables: data.tables, routes }),
+      new ApiStack(scratch, 'A', {
+        config,
+        tables: data.tables,
+        stageRoutes: { v1: routes, v2: [...ROUTES_V2, hold] },
+      }),
     );
     template.hasResourceProperties('AWS::ApiGateway::Resource', { PathPart: 'hold' });
     expect(

@@ -44,11 +44,14 @@ import {
   type HookSettings,
   type HookVerdict,
 } from '../../functions/deploy-hooks.ts';
+import { createListOrderPagesHandler } from '../../functions/list-order-pages.ts';
 import { createListOrdersHandler } from '../../functions/list-orders.ts';
 import { SERVER_ERROR_ANSWER_DIMENSIONS, SERVER_ERROR_ANSWER_PATTERN } from '../../infra/alarms.ts';
 import { DynamoDbKeyStore } from '../../lib/dynamodb/keys-table.ts';
+import { DynamoDbOrderPages } from '../../lib/dynamodb/order-pages.ts';
 import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
 import { DynamoDbRateLimiter } from '../../lib/dynamodb/rate-limit-table.ts';
+import { ORDER_INDEX_NAMES } from '../../lib/dynamodb/tables.ts';
 import { FUNCTION_NAMES, type FunctionName } from '../../lib/functions.ts';
 import type { Order } from '../../lib/orders/order.ts';
 import {
@@ -115,11 +118,20 @@ function hooks(overrides: Partial<HookSettings> = {}) {
   });
 }
 
+/** The v2 list's pages on a table, with every index (as the local tables have them). */
+const pages = (table: string) =>
+  new DynamoDbOrderPages(t.client, table, { indexes: new Set(ORDER_INDEX_NAMES) });
+
 function healthy(): Record<FunctionName, unknown> {
   const orders = new DynamoDbOrderStore(t.client, t.tables.orders);
   const limiter = new DynamoDbRateLimiter(t.client, t.tables.rateLimits);
   return {
     listOrders: createListOrdersHandler({ orders: () => orders, limiter: () => limiter }),
+    listOrderPages: createListOrderPagesHandler({
+      orders: () => orders,
+      pages: () => pages(t.tables.orders),
+      limiter: () => limiter,
+    }),
     cancelOrder: createCancelOrderHandler({ orders: () => orders, limiter: () => limiter }),
     authorizer: createAuthorizerHandler({
       keys: () => new DynamoDbKeyStore(t.client, t.tables.apiKeys),
@@ -134,6 +146,11 @@ function broken(): Record<FunctionName, unknown> {
   const limiter = new DynamoDbRateLimiter(t.client, t.tables.rateLimits);
   return {
     listOrders: createListOrdersHandler({ orders: () => orders, limiter: () => limiter }),
+    listOrderPages: createListOrderPagesHandler({
+      orders: () => orders,
+      pages: () => pages(missing),
+      limiter: () => limiter,
+    }),
     cancelOrder: createCancelOrderHandler({ orders: () => orders, limiter: () => limiter }),
     authorizer: createAuthorizerHandler({ keys: () => new DynamoDbKeyStore(t.client, missing) }),
   };

@@ -28,6 +28,7 @@ describe('an exchange', () => {
       keyId: '-',
       sourceIp: '-',
       httpMethod: 'GET',
+      stage: '-',
       resourcePath: '-',
       protocol: 'HTTP/1.1',
       status: '-',
@@ -46,6 +47,7 @@ describe('an exchange', () => {
   it('is logged with what the gateway filled in, in the stack’s format', () => {
     const exchange = newExchange('r-2', ARRIVED, 'DELETE', 'HTTP/1.1', '127.0.0.1');
     Object.assign(exchange, {
+      stage: 'v1',
       resourcePath: '/store/orders/{orderId}',
       principalId: 'anonymous',
       status: 401,
@@ -59,6 +61,7 @@ describe('an exchange', () => {
       keyId: 'anonymous',
       sourceIp: '127.0.0.1',
       httpMethod: 'DELETE',
+      stage: 'v1',
       resourcePath: '/store/orders/{orderId}',
       status: '401',
       responseLength: '80',

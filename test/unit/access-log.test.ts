@@ -37,6 +37,7 @@ const KEY_FREE_VARIABLES: Record<string, string> = {
   'authorizer.principalId': 'the key id (or anonymous) the authorizer returned, never the key',
   'identity.sourceIp': 'the TCP peer',
   httpMethod: 'one of the methods API Gateway accepts',
+  stage: "one of the API's stages (a request to any other path has no stage)",
   resourcePath: 'the route template (/store/orders/{orderId}), not the path as sent',
   protocol: 'HTTP version',
   status: 'a number',

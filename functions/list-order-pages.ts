@@ -1,0 +1,148 @@
+/**
+ * GET /v2/store/orders — the orders a query selects, one page at a time: filters (`status`,
+ * `petId`, `shipDateFrom`/`shipDateTo`, `complete`), `pageSize` and `pageToken`
+ * (lib/orders/list-query.ts). The body is `{"orders": [...], "nextPageToken": "…", "pageSize": N}`,
+ * with `Link: <…>; rel="next"` beside the token; the last page has neither.
+ *
+ * Decided, then done (./shared/http-function.ts): a malformed query is refused 400 once the
+ * request is counted; a conditional request is first admitted by the key's free allowance, and
+ * its page's tag needs only the list's version (lib/orders/page-tag.ts): a 304 reads no order.
+ * A page comes from the index its filter needs (lib/dynamodb/order-pages.ts); one not deployed,
+ * or still being built, is answered 503 with Retry-After.
+ */
+import middy from '@middy/core';
+import { executionModeStreamifyResponse } from '@middy/core/StreamifyResponse';
+import type { APIGatewayProxyEvent } from 'aws-lambda';
+import { isConditional, parseIfNoneMatch, type IfNoneMatch } from '../lib/api/etag.ts';
+import { JSON_CONTENT_TYPE, type HttpResponse } from '../lib/api/responses.ts';
+import {
+  fromMultiValue,
+  nextPageParameters,
+  parseListQuery,
+  type ListQuery,
+} from '../lib/orders/list-query.ts';
+import { orderToJson } from '../lib/orders/order.ts';
+import type { OrderPageReader } from '../lib/orders/order-pages.ts';
+import type { ListVersion, OrderStore } from '../lib/orders/order-store.ts';
+import { pageEntityTag } from '../lib/orders/page-tag.ts';
+import { encodePageToken } from '../lib/orders/page-token.ts';
+import { ApiError } from './shared/http-errors.ts';
+import { httpFunction, type HttpRequest } from './shared/http-function.ts';
+import { ListReport } from './shared/list-body.ts';
+import type { RateLimitDependencies } from './shared/rate-limit.ts';
+import { httpStoresFromEnv } from './shared/stores.ts';
+import { requestHeader, validate } from './shared/validators.ts';
+
+export interface ListOrderPagesDependencies extends RateLimitDependencies {
+  /** The list's version (its tag covers a page read after it). */
+  readonly orders: () => OrderStore;
+  readonly pages: () => OrderPageReader;
+  readonly now?: () => number;
+}
+
+/** What a page request asks; `version`: the list's, once a conditional request's check read it. */
+interface PageRequest {
+  readonly query: ListQuery;
+  /** The query's parameters as sent, for the next page's link. */
+  readonly parameters: readonly (readonly [string, string])[];
+  /** The path as the client sent it (its stage included): the next page's link. */
+  readonly path: string;
+  readonly condition: IfNoneMatch;
+  readonly version?: ListVersion;
+}
+
+type PageAnswer = HttpResponse<string>;
+
+function readPageRequest(event: APIGatewayProxyEvent): PageRequest {
+  const parameters = fromMultiValue(event.multiValueQueryStringParameters);
+  const parsed = parseListQuery(parameters);
+  if ('error' in parsed) {
+    throw new ApiError(parsed.error.code, { message: parsed.error.message });
+  }
+  return {
+    query: parsed.ok,
+    parameters,
+    path: event.requestContext?.path ?? event.path,
+    condition: parseIfNoneMatch(requestHeader(event, 'if-none-match')),
+  };
+}
+
+/** The page's body: the orders' exact JSON, the next token when there is one, the size served. */
+function pageBody(orders: readonly string[], nextPageToken: string | undefined, pageSize: number) {
+  const token =
+    nextPageToken === undefined ? '' : `,"nextPageToken":${JSON.stringify(nextPageToken)}`;
+  return `{"orders":[${orders.join(',')}]${token},"pageSize":${pageSize}}`;
+}
+
+export function createListOrderPagesHandler(deps: ListOrderPagesDependencies) {
+  const now = () => deps.now?.() ?? Date.now();
+
+  /** The page's validators at `version`, and its 304 when the request's tag still matches. */
+  const check = (request: PageRequest, version: ListVersion) => {
+    const { filter, start, pageSize } = request.query;
+    const plan = deps.pages().plan(filter);
+    const tag = pageEntityTag({
+      version,
+      filter,
+      ...(start ? { start } : {}),
+      pageSize,
+      plan,
+      now: now(),
+    });
+    return validate(request.condition, tag, {});
+  };
+
+  const act = async (request: PageRequest, { signal }: HttpRequest): Promise<PageAnswer> => {
+    const version = request.version ?? (await deps.orders().readListVersion({ signal }));
+    const { validators, notModified } = check(request, version);
+    if (notModified) return notModified;
+    const { filter, start, pageSize } = request.query;
+    const report = new ListReport();
+    const page = await deps
+      .pages()
+      .readPage(
+        { filter, ...(start ? { start } : {}), pageSize },
+        { signal, onUnreadable: report.addUnreadable },
+      );
+    const nextPageToken = page.next ? encodePageToken(filter, page.next) : undefined;
+    const body = pageBody(page.orders.map(orderToJson), nextPageToken, pageSize);
+    report.orders = page.orders.length;
+    report.bytes = Buffer.byteLength(body);
+    report.publish('identity', 'complete', { source: page.plan.source, ...page.cost });
+    const next = nextPageToken
+      ? `<${request.path}?${new URLSearchParams(nextPageParameters(request.parameters, nextPageToken)).toString()}>; rel="next"`
+      : undefined;
+    return {
+      statusCode: 200,
+      headers: {
+        'Content-Type': JSON_CONTENT_TYPE,
+        ...validators,
+        ...(next ? { Link: next } : {}),
+      },
+      body,
+    };
+  };
+
+  const list = httpFunction<PageRequest, string>(deps, {
+    read: readPageRequest,
+    free: {
+      applies: (request) => isConditional(request.condition),
+      answer: async (request, { signal }) => {
+        const version = await deps.orders().readListVersion({ signal });
+        const { notModified } = check(request, version);
+        return notModified ? { free: notModified } : { counted: { ...request, version } };
+      },
+    },
+    act,
+  });
+  // API Gateway streams this path in every stage (lib/api/routes.ts): a page is one small write.
+  return middy<APIGatewayProxyEvent>({
+    executionMode: executionModeStreamifyResponse,
+    timeoutEarlyInMillis: 0,
+  }).handler(list);
+}
+
+// The limiter's client is created at load (Lambda's init, outside the handler); the stores at
+// the first call.
+const stores = httpStoresFromEnv();
+export const handler = createListOrderPagesHandler({ ...stores, freeAllowance: stores.limiter });

@@ -1,0 +1,51 @@
+/**
+ * What a conditional answer needs, for every list the API serves (v1's list, v2's pages): the
+ * request's headers, the validators of an answer, and the 304 when the request's tag still
+ * matches (RFC 9110 §13.1.2: weak comparison).
+ */
+import type { APIGatewayProxyEvent } from 'aws-lambda';
+import { formatEntityTag, notModified, type IfNoneMatch } from '../../lib/api/etag.ts';
+import { notModifiedResponse, type HttpResponse } from '../../lib/api/responses.ts';
+import { METRIC_NAMES } from '../../lib/metrics.ts';
+import { logger } from './logger.ts';
+import { metrics, MetricUnit } from './metrics.ts';
+
+/**
+ * Caches may keep a list but must ask the service (a conditional request) before each use
+ * (`no-cache`), and only a client's own cache may keep it (`private`: it answers a request with
+ * an API key; RFC 9111 §3.5 keeps shared caches from reusing it anyway, `private` says so to
+ * those that do not follow that rule).
+ */
+export const CACHE_CONTROL = { 'Cache-Control': 'private, no-cache' } as const;
+
+/** A request header, by its lower-case name, whatever case the client sent (repeats joined). */
+export function requestHeader(event: APIGatewayProxyEvent, name: string): string | undefined {
+  for (const [key, values] of Object.entries(event.multiValueHeaders ?? {})) {
+    if (key.toLowerCase() === name && values) return values.join(', ');
+  }
+  for (const [key, value] of Object.entries(event.headers ?? {})) {
+    if (key.toLowerCase() === name) return value;
+  }
+  return undefined;
+}
+
+/**
+ * The validators of an answer whose weak tag is `opaque` (none: the answer has no tag now), with
+ * `headers` beside them, and its 304 when the request's condition still matches.
+ */
+export function validate(
+  condition: IfNoneMatch,
+  opaque: string | undefined,
+  headers: Readonly<Record<string, string>>,
+): { validators: Record<string, string>; notModified: HttpResponse | undefined } {
+  const tag = opaque === undefined ? undefined : { weak: true, opaque };
+  const validators = {
+    ...(tag ? { ETag: formatEntityTag(tag) } : {}),
+    ...CACHE_CONTROL,
+    ...headers,
+  };
+  if (!notModified(condition, tag)) return { validators, notModified: undefined };
+  logger.info('List not modified', { etag: validators.ETag });
+  metrics.addMetric(METRIC_NAMES.listNotModified, MetricUnit.Count, 1);
+  return { validators, notModified: notModifiedResponse(validators) };
+}
