@@ -354,6 +354,8 @@ async function main(argv: string[]): Promise<void> {
     stack.keys === DEMO_KEYS
       ? `Try: curl -H "Authorization: Bearer ${DEMO_KEYS[0]?.key}" ${apiUrl}/store/orders`
       : `Try: curl -H "Authorization: Bearer <your key>" ${apiUrl}/store/orders`,
+    // v2 beside v1: the filtered, paged list (and the same cancel).
+    `v2 (filtered pages, beta): http://127.0.0.1:${port}/v2/store/orders?status=pending`,
     `Listening on ${apiUrl}`,
   ];
   console.log(lines.join('\n'));

@@ -21,10 +21,17 @@ import ajv2020Module, { type ErrorObject } from 'ajv/dist/2020.js';
 import ajvFormatsModule from 'ajv-formats';
 import { OpenAPIBackend, type Document } from 'openapi-backend';
 import { expect } from 'vitest';
+import type { ApiStage } from '../../lib/api/routes.ts';
 import { INT64_MAX, INT64_MIN } from '../../lib/orders/order.ts';
 import type { SourceReviver } from '../../lib/orders/order-input.ts';
 
 export const OPENAPI_PATH = fileURLToPath(new URL('../../openapi/openapi.yaml', import.meta.url));
+
+/** Each version's document: v1's, and v2's (which refers to v1's components). */
+export const OPENAPI_PATHS: Readonly<Record<ApiStage, string>> = {
+  v1: OPENAPI_PATH,
+  v2: fileURLToPath(new URL('../../openapi/openapi-v2.yaml', import.meta.url)),
+};
 
 export const HTTP_METHODS = [
   'get',
@@ -98,12 +105,16 @@ export const RATE_LIMIT_HEADERS = [
   'RateLimit',
 ] as const;
 
-let documentPromise: Promise<OpenApiDocument> | undefined;
+const documentPromises = new Map<ApiStage, Promise<OpenApiDocument>>();
 
-/** The document, dereferenced (shared: do not modify it). */
-export function loadOpenApiDocument(): Promise<OpenApiDocument> {
-  documentPromise ??= dereference(OPENAPI_PATH) as unknown as Promise<OpenApiDocument>;
-  return documentPromise;
+/** A version's document (v1's by default), dereferenced (shared: do not modify it). */
+export function loadOpenApiDocument(version: ApiStage = 'v1'): Promise<OpenApiDocument> {
+  let document = documentPromises.get(version);
+  if (!document) {
+    document = dereference(OPENAPI_PATHS[version]) as unknown as Promise<OpenApiDocument>;
+    documentPromises.set(version, document);
+  }
+  return document;
 }
 
 /** The `const` a schema (through `allOf`) gives one of its properties. */
@@ -127,48 +138,54 @@ export function componentStatus(response: ResponseObject): number {
 const Ajv2020 = ajv2020Module.default;
 const addFormats = ajvFormatsModule.default;
 
-let backendPromise: Promise<OpenAPIBackend> | undefined;
+const backendPromises = new Map<ApiStage, Promise<OpenAPIBackend>>();
 
 /**
- * openapi-backend over the document. API Gateway's own answers, which belong to no operation, are
- * added as operations of their own (`gateway:RouteNotFound`…) so that they are validated alike.
+ * openapi-backend over a version's document. API Gateway's own answers, which belong to no
+ * operation, are added as operations of their own (`gateway:RouteNotFound`…) so that they are
+ * validated alike: they are v1's components, whichever version answers.
  */
-function backend(): Promise<OpenAPIBackend> {
-  backendPromise ??= loadOpenApiDocument().then(async (document) => {
-    const gatewayPaths = Object.fromEntries(
-      Object.entries(document.components.responses).map(([name, response]) => [
-        `/~gateway/${name}`,
-        {
-          get: {
-            operationId: `gateway:${name}`,
-            responses: { [componentStatus(response)]: response },
+function backend(version: ApiStage = 'v1'): Promise<OpenAPIBackend> {
+  const known = backendPromises.get(version);
+  if (known) return known;
+  const made = Promise.all([loadOpenApiDocument(version), loadOpenApiDocument('v1')]).then(
+    async ([document, v1]) => {
+      const gatewayPaths = Object.fromEntries(
+        Object.entries(v1.components.responses).map(([name, response]) => [
+          `/~gateway/${name}`,
+          {
+            get: {
+              operationId: `gateway:${name}`,
+              responses: { [componentStatus(response)]: response },
+            },
           },
+        ]),
+      );
+      const api = new OpenAPIBackend({
+        definition: {
+          ...document,
+          paths: { ...document.paths, ...gatewayPaths },
+        } as unknown as Document,
+        quick: true,
+        customizeAjv: (_draft07, options) => {
+          // strict: false lets the document's own keywords (`example`, `x-stability`) through.
+          const ajv = new Ajv2020({ ...options, strict: false, allErrors: true });
+          addFormats(ajv);
+          ajv.addFormat('int32', {
+            type: 'number',
+            validate: (n: number) => Number.isInteger(n) && n >= -(2 ** 31) && n < 2 ** 31,
+          });
+          // The range is checked on the source text (parseJson): a double cannot tell.
+          ajv.addFormat('int64', { type: 'number', validate: Number.isInteger });
+          return ajv;
         },
-      ]),
-    );
-    const api = new OpenAPIBackend({
-      definition: {
-        ...document,
-        paths: { ...document.paths, ...gatewayPaths },
-      } as unknown as Document,
-      quick: true,
-      customizeAjv: (_draft07, options) => {
-        // strict: false lets the document's own keywords (`example`, `x-stability`) through.
-        const ajv = new Ajv2020({ ...options, strict: false, allErrors: true });
-        addFormats(ajv);
-        ajv.addFormat('int32', {
-          type: 'number',
-          validate: (n: number) => Number.isInteger(n) && n >= -(2 ** 31) && n < 2 ** 31,
-        });
-        // The range is checked on the source text (parseJson): a double cannot tell.
-        ajv.addFormat('int64', { type: 'number', validate: Number.isInteger });
-        return ajv;
-      },
-    });
-    await api.init();
-    return api;
-  });
-  return backendPromise;
+      });
+      await api.init();
+      return api;
+    },
+  );
+  backendPromises.set(version, made);
+  return made;
 }
 
 /** Schema errors, at most ten, each with where it is and what it names. */
@@ -275,6 +292,8 @@ function rateLimitHeaderProblems(headers: HeaderLookup, status: number): string[
 }
 
 export interface ResponseToCheck {
+  /** The version whose document the response is checked against (v1 by default). */
+  readonly version?: ApiStage;
   readonly method: string;
   /** A path template of the document or a stage-relative path (`/store/orders/42`). */
   readonly path: string;
@@ -343,7 +362,8 @@ function responseProblems(
  * Human-readable problems of a response against the OpenAPI document; empty when it conforms.
  */
 export async function openApiResponseErrors(input: ResponseToCheck): Promise<string[]> {
-  const [api, document] = await Promise.all([backend(), loadOpenApiDocument()]);
+  // API Gateway's own answers are v1's components, whichever version answers.
+  const [api, document] = await Promise.all([backend(input.version), loadOpenApiDocument('v1')]);
   const method = input.method.toUpperCase();
   const all = Object.fromEntries(new Headers(input.headers));
   const headers = { all, get: (name: string) => all[name.toLowerCase()] ?? null };
@@ -427,8 +447,10 @@ export async function expectValidAgainstOpenApi(
   body: string,
   method: string,
   path: string,
+  version: ApiStage = 'v1',
 ): Promise<void> {
   const problems = await openApiResponseErrors({
+    version,
     method,
     path,
     status: response.status,

@@ -1,0 +1,238 @@
+/**
+ * v2's OpenAPI document (openapi/openapi-v2.yaml) against the code — v2's route table, the list's
+ * query parameters and page sizes, the error catalogue — and against real answers of the
+ * handlers behind the local API Gateway emulator, on DynamoDB Local with every index.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { compileErrors, validate } from '@readme/openapi-parser';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ERROR_CATALOGUE } from '../../lib/api/errors.ts';
+import { ROUTES_V2 } from '../../lib/api/routes.ts';
+import { DynamoDbKeyStore } from '../../lib/dynamodb/keys-table.ts';
+import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
+import { apiKeyFromBody } from '../../lib/keys/api-key.ts';
+import { registerKeys } from '../../lib/keys/plaintext-keys.ts';
+import {
+  LIST_PARAMETERS,
+  PAGE_SIZE_DEFAULT,
+  PAGE_SIZE_MAX,
+  type ListQueryErrorCode,
+} from '../../lib/orders/list-query.ts';
+import type { Order } from '../../lib/orders/order.ts';
+import { createGateway, type GatewayListener } from '../../local/gateway.ts';
+import { loadFunctions } from '../../local/local-stack.ts';
+import {
+  expectValidAgainstOpenApi,
+  HTTP_METHODS,
+  loadOpenApiDocument,
+  OPENAPI_PATHS,
+  type OpenApiDocument,
+  type OperationObject,
+  type Schema,
+} from '../support/openapi.ts';
+import { createTestTables, type TestTables } from '../support/tables.ts';
+
+let document: OpenApiDocument;
+
+beforeAll(async () => {
+  document = await loadOpenApiDocument('v2');
+});
+
+function operations(): { method: string; path: string; operation: OperationObject }[] {
+  return Object.entries(document.paths).flatMap(([path, item]) =>
+    HTTP_METHODS.flatMap((method) => {
+      const operation = item[method];
+      return operation ? [{ method: method.toUpperCase(), path, operation }] : [];
+    }),
+  );
+}
+
+const list = () => document.paths['/store/orders']!.get!;
+
+/** The four codes a refused query answers with, as the code names them. */
+const QUERY_CODES: readonly ListQueryErrorCode[] = [
+  'UNKNOWN_PARAMETER',
+  'INVALID_PARAMETER',
+  'INVALID_DATE_RANGE',
+  'INVALID_PAGE_TOKEN',
+];
+
+describe("v2's OpenAPI document", () => {
+  it('is valid OpenAPI, per a real validator', async () => {
+    const result = await validate(OPENAPI_PATHS.v2);
+    expect(result.valid, result.valid ? '' : compileErrors(result)).toBe(true);
+    expect(result.warnings).toEqual([]);
+  });
+
+  it('is OpenAPI 3.1.x, version 2.0.0, every server base address ending in /v2', () => {
+    expect(document.openapi).toMatch(/^3\.1\.\d+$/);
+    expect(document.info.version).toBe('2.0.0');
+    expect(document.servers?.length).toBeGreaterThan(0);
+    for (const server of document.servers ?? []) expect(server.url).toMatch(/\/v2$/);
+  });
+
+  it("has exactly the operations of v2's route table: the list beta, the cancel stable", () => {
+    const documented = operations().map(({ method, path, operation }) => ({
+      method,
+      path,
+      operationId: operation.operationId,
+      stability: operation['x-stability'],
+    }));
+    expect(documented).toEqual(
+      ROUTES_V2.map(({ method, path, operationId }) => ({
+        method,
+        path,
+        operationId,
+        stability: operationId === 'listOrderPages' ? 'beta' : 'stable',
+      })),
+    );
+    for (const { operation } of operations()) {
+      expect(operation.security).toEqual([{ bearerAuth: [] }]);
+    }
+  });
+
+  it("takes exactly the list's query parameters, with the code's page sizes", () => {
+    const parameters = (list().parameters as { name: string; in: string; schema: Schema }[]) ?? [];
+    const query = parameters.filter((p) => p.in === 'query');
+    expect(query.map((p) => p.name)).toEqual([...LIST_PARAMETERS]);
+    const pageSize = query.find((p) => p.name === 'pageSize')!.schema;
+    expect(pageSize).toMatchObject({ minimum: 1, default: PAGE_SIZE_DEFAULT });
+    const body = list().responses!['200']!.content!['application/json']!.schema!;
+    const served = (body.properties as Record<string, Schema>).pageSize!;
+    expect(served).toMatchObject({ minimum: 1, maximum: PAGE_SIZE_MAX });
+  });
+
+  it('answers a refused query with exactly the four codes of the list, each 400 in the catalogue', () => {
+    const refused = list().responses!['400']!.content!['application/json']!.schema!;
+    const codes = ((refused.allOf as Schema[])[1]!.properties as Record<string, Schema>).code!
+      .enum as string[];
+    expect([...codes].sort()).toEqual([...QUERY_CODES].sort());
+    for (const code of QUERY_CODES) expect(ERROR_CATALOGUE[code].status).toBe(400);
+  });
+});
+
+describe('real answers of v2, through the local API Gateway emulator', () => {
+  const key = apiKeyFromBody('OpenApiContractV2Key000000000000');
+  const orders: Order[] = [
+    ...Array.from({ length: 7 }, (_, i) => ({
+      id: BigInt(i + 1),
+      petId: 10n,
+      quantity: 1,
+      shipDate: `2026-12-0${i + 1}T09:00:00Z`,
+      complete: false,
+      status: 'pending' as const,
+    })),
+    { id: 8n, petId: 20n, complete: true, status: 'shipped' },
+    { id: 9223372036854775807n, petId: 9223372036854775806n, status: 'pending' },
+  ];
+  let tables: TestTables;
+  let handle: GatewayListener;
+  let server: Server;
+  let origin: string;
+
+  beforeAll(async () => {
+    tables = await createTestTables('openapi-v2');
+    await new DynamoDbOrderStore(tables.client, tables.tables.orders).putOrders(orders);
+    await registerKeys(
+      new DynamoDbKeyStore(tables.client, tables.tables.apiKeys),
+      [{ key, plan: 'enterprise', limits: { perMinute: 10_000, perDay: 100_000 } }],
+      new Date(),
+    );
+    const functions = await loadFunctions({ endpoint: tables.endpoint, tables: tables.tables });
+    handle = createGateway({
+      functions,
+      authorizer: functions.authorizer,
+      authorizerTtlSeconds: 0,
+    });
+    server = createServer((request, response) => void handle(request, response));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+
+  afterAll(async () => {
+    await new Promise((resolve) => server?.close(resolve));
+    await tables?.drop();
+  });
+
+  /** A request to v2 (`target`: the path after /v2, with its query), checked against the document. */
+  async function call(method: string, target: string, headers: Record<string, string> = {}) {
+    const response = await fetch(`${origin}/v2${target}`, {
+      method,
+      headers: { Authorization: `Bearer ${key}`, ...headers },
+    });
+    const body = await response.text();
+    await expectValidAgainstOpenApi(response, body, method, target.split('?')[0]!, 'v2');
+    return { status: response.status, body, headers: response.headers };
+  }
+
+  it('walks a filter page by page through the Link headers to the last page, int64 exact', async () => {
+    const seen: string[] = [];
+    let target: string | undefined = '/store/orders?pageSize=3';
+    let pages = 0;
+    while (target) {
+      const page = await call('GET', target);
+      expect(page.status).toBe(200);
+      pages++;
+      const body = JSON.parse(page.body) as { orders: unknown[]; nextPageToken?: string };
+      expect(body.orders.length).toBeLessThanOrEqual(3);
+      for (const match of page.body.matchAll(/"id":(-?\d+)/g)) seen.push(match[1]!);
+      const link = page.headers.get('link');
+      expect(link === null).toBe(body.nextPageToken === undefined);
+      target = link ? /^<\/v2([^>]+)>; rel="next"$/.exec(link)![1] : undefined;
+    }
+    // Three full pages; the last may be followed by an empty one (only a missing token ends).
+    expect(pages).toBeGreaterThanOrEqual(3);
+    expect(pages).toBeLessThanOrEqual(4);
+    expect(seen).toEqual(['1', '2', '3', '4', '5', '6', '7', '8', '9223372036854775807']);
+  });
+
+  it('serves a filter by ship date in date order, and a 304 for the tag of an unchanged page', async () => {
+    const page = await call(
+      'GET',
+      '/store/orders?shipDateFrom=2026-12-03T00:00:00Z&shipDateTo=2026-12-05T00:00:00Z',
+    );
+    expect(page.status).toBe(200);
+    expect([...page.body.matchAll(/"id":(\d+)/g)].map((m) => m[1])).toEqual(['3', '4']);
+    // A page of the table itself (no index) is tagged at once.
+    const first = await call('GET', '/store/orders?pageSize=2');
+    const tag = first.headers.get('etag')!;
+    expect(tag).toMatch(/^W\/"/);
+    const again = await call('GET', '/store/orders?pageSize=2', { 'If-None-Match': tag });
+    expect(again.status).toBe(304);
+    expect(again.body).toBe('');
+  });
+
+  it.each([
+    ['/store/orders?sort=id', 'UNKNOWN_PARAMETER'],
+    ['/store/orders?status=lost', 'INVALID_PARAMETER'],
+    ['/store/orders?petId=12.5', 'INVALID_PARAMETER'],
+    ['/store/orders?pageSize=0', 'INVALID_PARAMETER'],
+    ['/store/orders?petId=1&petId=2', 'INVALID_PARAMETER'],
+    [
+      '/store/orders?shipDateFrom=2026-12-05T00:00:00Z&shipDateTo=2026-12-05T00:00:00Z',
+      'INVALID_DATE_RANGE',
+    ],
+    ['/store/orders?pageToken=not-a-token', 'INVALID_PAGE_TOKEN'],
+  ])('answers %s with 400 %s, as documented', async (target, code) => {
+    const answer = await call('GET', target);
+    expect(answer.status).toBe(400);
+    expect(JSON.parse(answer.body)).toMatchObject({ code, status: 400 });
+  });
+
+  it('refuses a token with other filters than the page that issued it', async () => {
+    const first = await call('GET', '/store/orders?status=pending&pageSize=1');
+    const token = (JSON.parse(first.body) as { nextPageToken: string }).nextPageToken;
+    const other = await call('GET', `/store/orders?status=shipped&pageToken=${token}`);
+    expect(other.status).toBe(400);
+    expect(JSON.parse(other.body)).toMatchObject({ code: 'INVALID_PAGE_TOKEN' });
+  });
+
+  it("cancels as v1 does, and answers API Gateway's 405 and 404 on v2's paths", async () => {
+    expect((await call('DELETE', '/store/orders/1')).status).toBe(204);
+    expect((await call('DELETE', '/store/orders/8')).status).toBe(409);
+    expect((await call('DELETE', '/store/orders/99')).status).toBe(404);
+    expect((await call('POST', '/store/orders')).status).toBe(405);
+    expect((await call('GET', '/pets')).status).toBe(404);
+  });
+});
