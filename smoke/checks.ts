@@ -1,7 +1,8 @@
 /**
  * The smoke suite: black-box checks of a running API (a deployed stage or `npm start`) over
- * HTTP(S), by its base address (ending in /v1) and one API key. Read-only unless given a pending
- * order to cancel. About ten requests, five of them counted against the key's limits.
+ * HTTP(S), by its base addresses (v1's, ending in /v1, and v2's) and one API key. Read-only
+ * unless given a pending order to cancel. About fifteen requests, nine of them counted against
+ * the key's limits.
  */
 import { methodsByPath, ROUTES } from '../lib/api/routes.ts';
 import { WWW_AUTHENTICATE } from '../lib/api/gateway-responses.ts';
@@ -10,6 +11,8 @@ import { generateApiKey } from '../lib/keys/api-key.ts';
 export interface SmokeOptions {
   /** Base address, e.g. `https://abc123.execute-api.eu-west-1.amazonaws.com/v1`. */
   readonly baseUrl: string;
+  /** v2's base address (`…/v2`); without it v2's checks are skipped. */
+  readonly v2BaseUrl?: string;
   readonly apiKey: string;
   /** Id of a pending order: only then is an order really cancelled. */
   readonly pendingOrder?: bigint;
@@ -56,12 +59,8 @@ const LIST_PATH = ROUTES.find((r) => r.operationId === 'listOrders')!.path;
 const ORDER_PATH = ROUTES.find((r) => r.operationId === 'cancelOrder')!.path;
 const orderPath = (id: string) => ORDER_PATH.replace(/\{\w+\}/, encodeURIComponent(id));
 
-/**
- * Parses a list body with int64 ids exact: `id` and `petId` are read from their source text
- * (JSON.parse source text access, Node 24), never through a JS number.
- */
-export function parseOrders(text: string): Order[] {
-  const inexact: string[] = [];
+/** JSON.parse of an answer whose `id` and `petId` are read exact; `inexact` gets those that are not. */
+function parseExact(text: string, inexact: string[]): unknown {
   const reviver = (key: string, value: unknown, context?: { source?: string }): unknown => {
     if ((key === 'id' || key === 'petId') && typeof value === 'number') {
       const source = context?.source ?? '';
@@ -75,14 +74,15 @@ export function parseOrders(text: string): Order[] {
     }
     return value;
   };
-  let body: unknown;
   try {
-    body = JSON.parse(text, reviver);
+    return JSON.parse(text, reviver);
   } catch (error) {
     throw new CheckFailure(`the body is not JSON (${(error as Error).message})`);
   }
-  expect(Array.isArray(body), 'the body is not a JSON array');
-  expect(inexact.length === 0, `not int64 integers: ${inexact.slice(0, 3).join(', ')}`);
+}
+
+/** Orders that are objects with an integer id, sorted by id. */
+function expectSortedOrders(body: unknown[]): Order[] {
   body.forEach((order: unknown, i) => {
     expect(
       typeof order === 'object' && order !== null && typeof (order as Order).id === 'bigint',
@@ -97,6 +97,47 @@ export function parseOrders(text: string): Order[] {
     );
   }
   return orders;
+}
+
+/** A v2 page: `{"orders": [...], "nextPageToken"?, "pageSize"}`, its orders sorted, ids exact. */
+export function parsePage(text: string): {
+  orders: Order[];
+  nextPageToken?: string;
+  pageSize: number;
+} {
+  const inexact: string[] = [];
+  const body = parseExact(text, inexact) as {
+    orders?: unknown;
+    nextPageToken?: unknown;
+    pageSize?: unknown;
+  };
+  expect(
+    typeof body === 'object' && body !== null && Array.isArray(body.orders),
+    'the body is not a page',
+  );
+  expect(inexact.length === 0, `not int64 integers: ${inexact.slice(0, 3).join(', ')}`);
+  expect(
+    body.nextPageToken === undefined || typeof body.nextPageToken === 'string',
+    'nextPageToken is not a string',
+  );
+  expect(Number.isInteger(body.pageSize), 'pageSize is not an integer');
+  return {
+    orders: expectSortedOrders(body.orders as unknown[]),
+    ...(typeof body.nextPageToken === 'string' ? { nextPageToken: body.nextPageToken } : {}),
+    pageSize: body.pageSize as number,
+  };
+}
+
+/**
+ * Parses a list body with int64 ids exact: `id` and `petId` are read from their source text
+ * (JSON.parse source text access, Node 24), never through a JS number.
+ */
+export function parseOrders(text: string): Order[] {
+  const inexact: string[] = [];
+  const body = parseExact(text, inexact);
+  expect(Array.isArray(body), 'the body is not a JSON array');
+  expect(inexact.length === 0, `not int64 integers: ${inexact.slice(0, 3).join(', ')}`);
+  return expectSortedOrders(body);
 }
 
 /** An id no listed order has: above the largest, or the first free one from 1 up. */
@@ -179,10 +220,11 @@ export async function runSmoke(
     path: string,
     authorization?: string,
     headers: Record<string, string> = {},
+    origin: string = base,
   ): Promise<Answer> => {
     let response: Response;
     try {
-      response = await fetch(`${base}${path}`, {
+      response = await fetch(`${origin}${path}`, {
         method,
         headers:
           authorization === undefined ? headers : { ...headers, Authorization: authorization },
@@ -299,6 +341,57 @@ export async function runSmoke(
       400,
       'INVALID_ORDER_ID',
     ),
+  );
+
+  // ── v2: a page, the next one by its token, a refused query, a conditional page ───────────
+  const v2 = options.v2BaseUrl?.replace(/\/+$/, '');
+  const v2Request = (target: string, headers: Record<string, string> = {}) =>
+    request('GET', target, bearer, headers, v2);
+  let firstPage: Answer | undefined;
+  const page = await check('v2: 200 a page of two orders, sorted, int64 ids exact', async () => {
+    if (!v2) throw new Skip('no v2 base address');
+    firstPage = await v2Request(`${LIST_PATH}?pageSize=2`);
+    expect(firstPage.status === 200, `status ${firstPage.status}: ${firstPage.text.slice(0, 120)}`);
+    const read = parsePage(firstPage.text);
+    expect(read.orders.length <= 2, `${read.orders.length} orders on a page of 2`);
+    expect(read.pageSize === 2, `pageSize ${read.pageSize}`);
+    expectRateLimitHeaders(firstPage);
+    return read;
+  });
+  await check("v2: the next page, at the Link header's address, after the first", async () => {
+    if (!v2 || !page || !firstPage) throw new Skip('the first page failed');
+    if (page.nextPageToken === undefined) throw new Skip('the store holds one page of two');
+    const link = /^<([^>]+)>; rel="next"$/.exec(firstPage.headers.get('link') ?? '');
+    expect(link, `Link ${JSON.stringify(firstPage.headers.get('link'))}`);
+    expect(link[1]!.includes(`pageToken=${page.nextPageToken}`), 'the Link is not the next page');
+    const next = await v2Request(`${LIST_PATH}?pageSize=2&pageToken=${page.nextPageToken}`);
+    expect(next.status === 200, `status ${next.status}: ${next.text.slice(0, 120)}`);
+    const read = parsePage(next.text);
+    const last = page.orders.at(-1)?.id;
+    expect(
+      last === undefined || read.orders.every((o) => o.id > last),
+      'the next page repeats an order of the first',
+    );
+  });
+  await check('v2: 400 INVALID_PARAMETER for an unknown status', async () => {
+    if (!v2) throw new Skip('no v2 base address');
+    expectError(await v2Request(`${LIST_PATH}?status=lost`), 400, 'INVALID_PARAMETER');
+  });
+  await check(
+    "v2: 304 Not Modified for a page's ETag (or 200 if the store changed since)",
+    async () => {
+      if (!v2 || !firstPage || firstPage.status !== 200) throw new Skip('the first page failed');
+      const etag = firstPage.headers.get('etag');
+      if (etag === null)
+        throw new Skip('the page came without an ETag (a change was being written)');
+      const answer = await v2Request(`${LIST_PATH}?pageSize=2`, { 'If-None-Match': etag });
+      if (answer.status === 200) {
+        expect(answer.headers.get('etag') !== etag, `200 with the same ETag ${etag}`);
+        return;
+      }
+      expect(answer.status === 304, `status ${answer.status}: ${answer.text.slice(0, 120)}`);
+      expectHeader(answer, 'ETag', etag);
+    },
   );
 
   const pending = options.pendingOrder;

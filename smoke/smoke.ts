@@ -2,14 +2,15 @@
  * `npm run smoke -- (--base-url URL | --stage STAGE) --api-key KEY [--pending-order ID]
  * [--timeout SECONDS]`: the smoke suite (smoke/checks.ts) against any base address: a deployed
  * stage (`https://…/v1`, the ApiUrl output, given or read from the stage's stack outputs) or the
- * local API (`http://127.0.0.1:3000/v1`).
+ * local API (`http://127.0.0.1:3000/v1`); v2's checks against v2's address (the ApiUrlV2 output,
+ * or the base address with its `/v1` as `/v2`).
  * One line per check; exit 0 when all pass, 1 on a failure, 2 on a bad command line.
  * The key is sent only in the Authorization header and never printed.
  */
 import { parseArgs } from 'node:util';
 import {
+  API_URL_OUTPUTS,
   isStageName,
-  STACK_OUTPUTS,
   stackNames,
   STAGES,
   type StageName,
@@ -20,8 +21,8 @@ import { runSmoke, type CheckResult } from './checks.ts';
 export const USAGE = `usage: npm run smoke -- (--base-url URL | --stage STAGE) --api-key KEY [--pending-order ID] [--timeout SECONDS]
 
   --base-url URL       the API's base address, ending in /v1 (a deployed stage's ApiUrl output,
-                       or http://127.0.0.1:3000/v1 for npm start)
-  --stage STAGE        ${STAGES.join('|')}: the ApiUrl output of its API stack, from
+                       or http://127.0.0.1:3000/v1 for npm start); v2's is the same with /v2
+  --stage STAGE        ${STAGES.join('|')}: the ApiUrl and ApiUrlV2 outputs of its API stack, from
                        cdk-outputs.<stage>.json (or --outputs FILE) if present, else from
                        CloudFormation (your AWS credentials; --region REGION or AWS_REGION)
   --region REGION      with --stage: the region CloudFormation is asked in
@@ -35,6 +36,8 @@ const INT64 = /^-?(0|[1-9]\d*)$/;
 
 interface Command {
   readonly baseUrl: string;
+  /** v2's base address, once resolved. */
+  readonly v2BaseUrl?: string;
   /** Set when the base URL is to be read from this stage's outputs (baseUrl is then ''). */
   readonly stage?: {
     readonly name: StageName;
@@ -146,20 +149,28 @@ export function formatResult(result: CheckResult): string {
 }
 
 /**
- * The base URL of a command: given, or the ApiUrl output of its stage's API stack. Throws
- * OutputsUnavailable (one line) when the outputs cannot be read or lack it.
+ * The base URLs of a command, v1's and v2's: given (v2's is v1's with its `/v1` as `/v2`), or the
+ * ApiUrl and ApiUrlV2 outputs of its stage's API stack. Throws OutputsUnavailable (one line) when
+ * the outputs cannot be read or lack one.
  */
-export async function resolveBaseUrl(command: Command): Promise<string> {
-  if (!command.stage) return command.baseUrl;
+export async function resolveBaseUrls(
+  command: Command,
+): Promise<{ baseUrl: string; v2BaseUrl?: string }> {
+  if (!command.stage) {
+    const v2 = command.baseUrl.replace(/\/v1$/, '/v2');
+    return { baseUrl: command.baseUrl, ...(v2 !== command.baseUrl ? { v2BaseUrl: v2 } : {}) };
+  }
   const stack = stackNames(command.stage.name).api;
   const found = await stageOutputs(command.stage.name, stack, command.stage);
-  const url = (await found.read(stack))[STACK_OUTPUTS.apiUrl];
-  if (!url) {
-    throw new OutputsUnavailable(
-      `the outputs of ${stack} (${found.source}) have no ${STACK_OUTPUTS.apiUrl}`,
-    );
-  }
-  return url.replace(/\/+$/, '');
+  const outputs = await found.read(stack);
+  const [url, v2] = [API_URL_OUTPUTS.v1, API_URL_OUTPUTS.v2].map((name) => {
+    const value = outputs[name];
+    if (!value) {
+      throw new OutputsUnavailable(`the outputs of ${stack} (${found.source}) have no ${name}`);
+    }
+    return value.replace(/\/+$/, '');
+  }) as [string, string];
+  return { baseUrl: url, v2BaseUrl: v2 };
 }
 
 async function main(): Promise<number> {
@@ -174,7 +185,7 @@ async function main(): Promise<number> {
   }
   let command: Command;
   try {
-    command = { ...parsed, baseUrl: await resolveBaseUrl(parsed) };
+    command = { ...parsed, ...(await resolveBaseUrls(parsed)) };
   } catch (error) {
     if (!(error instanceof OutputsUnavailable)) throw error;
     console.error(`error: ${error.message}`);

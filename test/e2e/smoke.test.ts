@@ -47,6 +47,10 @@ const READ_ONLY_CHECKS = [
   "ok   304 Not Modified for the list's ETag (or 200 if the list changed since)",
   'ok   404 ORDER_NOT_FOUND cancelling an order that does not exist',
   'ok   400 INVALID_ORDER_ID for a malformed order id',
+  'ok   v2: 200 a page of two orders, sorted, int64 ids exact',
+  "ok   v2: the next page, at the Link header's address, after the first",
+  'ok   v2: 400 INVALID_PARAMETER for an unknown status',
+  "ok   v2: 304 Not Modified for a page's ETag (or 200 if the store changed since)",
 ];
 
 let api: LocalApi;

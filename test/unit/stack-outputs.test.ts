@@ -13,7 +13,7 @@ import { mockClient } from 'aws-sdk-client-mock';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../../local/local-stack.ts';
 import { describeCloudFormationFailure, stageOutputs } from '../../lib/stack-outputs.ts';
-import { parseCommandLine, resolveBaseUrl } from '../../smoke/smoke.ts';
+import { parseCommandLine, resolveBaseUrls } from '../../smoke/smoke.ts';
 
 const cloudFormation = mockClient(CloudFormationClient);
 afterEach(() => cloudFormation.reset());
@@ -110,12 +110,13 @@ describe('stageOutputs', () => {
 });
 
 describe('npm run smoke -- --stage', () => {
-  it('takes the base URL from the ApiUrl output of the stage API stack', async () => {
-    cloudFormation
-      .on(DescribeStacksCommand, { StackName: 'Staging-Api' })
-      .resolves(
-        stackOf('Staging-Api', { ApiUrl: 'https://abc.execute-api.eu-west-1.amazonaws.com/v1/' }),
-      );
+  it("takes v1's and v2's base URLs from the ApiUrl and ApiUrlV2 outputs of the stage API stack", async () => {
+    cloudFormation.on(DescribeStacksCommand, { StackName: 'Staging-Api' }).resolves(
+      stackOf('Staging-Api', {
+        ApiUrl: 'https://abc.execute-api.eu-west-1.amazonaws.com/v1/',
+        ApiUrlV2: 'https://abc.execute-api.eu-west-1.amazonaws.com/v2',
+      }),
+    );
     const command = parseCommandLine([
       '--stage',
       'staging',
@@ -125,9 +126,19 @@ describe('npm run smoke -- --stage', () => {
       'k',
     ]);
     if (command === 'help' || 'error' in command) throw new Error(JSON.stringify(command));
-    expect(await resolveBaseUrl(command)).toBe(
-      'https://abc.execute-api.eu-west-1.amazonaws.com/v1',
-    );
+    expect(await resolveBaseUrls(command)).toEqual({
+      baseUrl: 'https://abc.execute-api.eu-west-1.amazonaws.com/v1',
+      v2BaseUrl: 'https://abc.execute-api.eu-west-1.amazonaws.com/v2',
+    });
+  });
+
+  it("takes v2's base URL from a v1 base URL given", async () => {
+    const command = parseCommandLine(['--base-url', 'http://127.0.0.1:3000/v1', '--api-key', 'k']);
+    if (command === 'help' || 'error' in command) throw new Error(JSON.stringify(command));
+    expect(await resolveBaseUrls(command)).toEqual({
+      baseUrl: 'http://127.0.0.1:3000/v1',
+      v2BaseUrl: 'http://127.0.0.1:3000/v2',
+    });
   });
 
   it.each([
