@@ -555,3 +555,90 @@ describe('the kept list', () => {
     expect(await c.listAllOrders()).toEqual(ORDERS);
   });
 });
+
+describe("v2's filtered pages", () => {
+  /** Pages of the scripted store: `{"orders": [...], "nextPageToken"?, "pageSize"}`. */
+  const page = (ids: string[], next?: string) =>
+    `{"orders":[${ids.map((id) => `{"id":${id},"status":"pending"}`).join(',')}]${next ? `,"nextPageToken":"${next}"` : ''},"pageSize":2}`;
+
+  it('walks a filter page by page at v2’s address, the query exact, ids exact', async () => {
+    const api = await scripted((req, res) => {
+      const url = new URL(req.url!, 'http://x');
+      const token = url.searchParams.get('pageToken');
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(
+        token === null
+          ? page(['1', '9007199254740993'], 'tok1')
+          : token === 'tok1'
+            ? page([], 'tok2')
+            : page(['9223372036854775807']),
+      );
+    });
+    const ids: bigint[] = [];
+    for await (const order of client(api.url).orders(
+      { status: ['pending', 'cancelled'], petId: 9007199254740995n, complete: false },
+      { pageSize: 2 },
+    )) {
+      ids.push(order.id);
+    }
+    expect(ids).toEqual([1n, 9007199254740993n, 9223372036854775807n]);
+    const query =
+      'status=pending&status=cancelled&petId=9007199254740995&complete=false&pageSize=2';
+    expect(api.requests).toEqual([
+      `GET /v2/store/orders?${query}`,
+      `GET /v2/store/orders?${query}&pageToken=tok1`,
+      `GET /v2/store/orders?${query}&pageToken=tok2`,
+    ]);
+  });
+
+  it('sends each page’s kept tag, and takes a 304 as the kept page', async () => {
+    const api = await scripted((req, res) => {
+      if (req.headers['if-none-match'] === 'W/"p1"') {
+        res.writeHead(304, { etag: 'W/"p1"' });
+        res.end();
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'application/json', etag: 'W/"p1"' });
+      res.end(page(['1', '2']));
+    });
+    const c = client(api.url);
+    const first = await c.getOrderPage({ status: 'pending' });
+    const again = await c.getOrderPage({ status: 'pending' });
+    expect(first).toMatchObject({ notModified: false, etag: 'W/"p1"', pageSize: 2 });
+    expect(again).toMatchObject({ notModified: true, etag: 'W/"p1"' });
+    expect(again.orders).toBe(first.orders);
+    // Another filter is another page: asked in full.
+    await c.getOrderPage({ status: 'shipped' });
+    expect(api.requests.at(-1)).toBe('GET /v2/store/orders?status=shipped');
+  });
+
+  it('refuses a filter the API would refuse for its type, before sending anything', async () => {
+    const api = await scripted((_req, res) => json(res, 500, error('INTERNAL_ERROR', 500)));
+    const c = client(api.url);
+    for (const call of [
+      () => c.getOrderPage({ status: 'lost' as 'pending' }),
+      () => c.getOrderPage({ petId: '9223372036854775808' }),
+      () => c.getOrderPage({}, { pageSize: 0 }),
+      () => c.getOrderPage({ shipDateFrom: new Date(Number.NaN) }),
+    ]) {
+      expect(await rejection(call())).toBeInstanceOf(TypeError);
+    }
+    expect(api.requests).toEqual([]);
+  });
+
+  it('types the API’s refusal of a query by its code', async () => {
+    const api = await scripted((_req, res) => json(res, 400, error('INVALID_DATE_RANGE', 400)));
+    const failure = await rejection(
+      client(api.url).getOrderPage({
+        shipDateFrom: '2026-12-05T00:00:00Z',
+        shipDateTo: '2026-12-01T00:00:00Z',
+      }),
+    );
+    expect(isApiError(failure, 'INVALID_DATE_RANGE')).toBe(true);
+  });
+
+  it('needs v2’s address when the base address does not end in /v1', async () => {
+    const c = new StoreOrdersClient({ baseUrl: 'http://127.0.0.1:1/api', apiKey: 'sok_test' });
+    expect(await rejection(c.getOrderPage())).toBeInstanceOf(TypeError);
+  });
+});

@@ -135,6 +135,22 @@ describe('listOrders', () => {
   });
 });
 
+describe("orders(filter): v2's filtered pages", () => {
+  it('walks the pending orders page by page, in id order, ids exact', async () => {
+    const listed: Order[] = [];
+    for await (const order of client().orders({ status: 'pending' }, { pageSize: 2 })) {
+      listed.push(order);
+    }
+    expect(listed).toEqual(EXPECTED.filter((o) => o.status === 'pending'));
+  });
+
+  it('finds a pet’s order by its exact int64 id, above 2^53', async () => {
+    const listed: Order[] = [];
+    for await (const order of client().orders({ petId: 9007199254740995n })) listed.push(order);
+    expect(listed.map((o) => o.id)).toEqual([9007199254740993n]);
+  });
+});
+
 describe('the kept list (If-None-Match)', () => {
   it('answers the second call from a 304: the flag set, the data identical, nothing downloaded, nothing counted', async () => {
     const sent: (string | null)[] = [];
