@@ -244,6 +244,7 @@ describe('the README\'s "Try it", against npm start', () => {
       .flatMap((block) => block.text.split('\n'))
       .map((line) => {
         if (line.startsWith('API=')) return `API=${api.url}`;
+        if (line.startsWith('V2=')) return `V2=${api.url.replace(/\/v1$/, '/v2')}`;
         const checked = /^curl -i (.*?)\s+# (\d{3})\b/.exec(line);
         if (!checked) return line;
         expected.push({ line, status: checked[2] as string });
