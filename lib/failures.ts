@@ -34,6 +34,12 @@ export class DependencyFailure extends Error {
   }
 }
 
+/**
+ * The reason of a transient failure whose cause takes more than a moment to pass: an index the
+ * request needs is not deployed, is still being built, or does not yet hold every item.
+ */
+export const INDEX_NOT_READY = 'index-not-ready';
+
 /** Options of a call to a store: the deadline its work must meet (aborts at the deadline). */
 export interface CallOptions {
   readonly signal?: AbortSignal;

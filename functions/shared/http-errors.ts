@@ -11,12 +11,13 @@ import type { MiddlewareObj } from '@middy/core';
 import httpErrorHandler from '@middy/http-error-handler';
 import {
   DEFAULT_RETRY_AFTER_SECONDS,
+  INDEX_NOT_READY_RETRY_AFTER_SECONDS,
   ERROR_ANSWER_LOG,
   ERROR_CATALOGUE,
   type ErrorBody,
   type ErrorCode,
 } from '../../lib/api/errors.ts';
-import { DependencyFailure } from '../../lib/failures.ts';
+import { DependencyFailure, INDEX_NOT_READY } from '../../lib/failures.ts';
 import { RateLimitRefusal } from '../../lib/limits/limiter.ts';
 import { METRIC_NAMES } from '../../lib/metrics.ts';
 import { InvalidOrderId, OrderAlreadyShipped, OrderNotFound } from '../../lib/orders/operations.ts';
@@ -142,6 +143,14 @@ export function toApiError(error: unknown): ApiError {
       ...answered('SERVICE_UNAVAILABLE'),
     });
     metrics.addMetric(METRIC_NAMES.serviceUnavailable, MetricUnit.Count, 1);
+    if (error.reason === INDEX_NOT_READY) {
+      // Not a hiccup: the index the filter needs is being built (a deploy added it).
+      return new ApiError('SERVICE_UNAVAILABLE', {
+        message: `The index this filter needs is being built: retry after ${INDEX_NOT_READY_RETRY_AFTER_SECONDS} seconds, or list without status, petId and ship dates meanwhile.`,
+        headers: { 'Retry-After': String(INDEX_NOT_READY_RETRY_AFTER_SECONDS) },
+        cause: error,
+      });
+    }
     return new ApiError('SERVICE_UNAVAILABLE', { headers: RETRY_LATER, cause: error });
   }
   logger.error('Request failed: answering 500', {

@@ -64,6 +64,12 @@ export interface ErrorBody {
 /** Seconds a client should wait after a 503, when nothing better is known. */
 export const DEFAULT_RETRY_AFTER_SECONDS = 1;
 
+/**
+ * Seconds a client should wait after a 503 of a v2 filter whose index is not ready: an index is
+ * built (backfilled) in minutes to hours after the deploy that adds it, not in a second.
+ */
+export const INDEX_NOT_READY_RETRY_AFTER_SECONDS = 60;
+
 export function errorBody(code: ErrorCode, message?: string): ErrorBody {
   const entry = ERROR_CATALOGUE[code];
   return { code, message: message ?? entry.message, status: entry.status };

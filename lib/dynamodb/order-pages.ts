@@ -43,7 +43,7 @@ import {
   type QueryCommandInput,
 } from '@aws-sdk/lib-dynamodb';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { DependencyFailure } from '../failures.ts';
+import { DependencyFailure, INDEX_NOT_READY } from '../failures.ts';
 import {
   comparePositions,
   orderMatches,
@@ -282,7 +282,7 @@ function malformedKey(plan: DynamoDbPagePlan, what: string): DependencyFailure {
 }
 
 function indexNotReady(source: string, why: string, cause?: unknown): DependencyFailure {
-  return new DependencyFailure('transient', DEPENDENCY, 'index-not-ready', {
+  return new DependencyFailure('transient', DEPENDENCY, INDEX_NOT_READY, {
     message: `${DEPENDENCY}: index ${source} is not ready: ${why} (transient)`,
     ...(cause !== undefined ? { cause } : {}),
   });

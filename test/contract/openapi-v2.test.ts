@@ -9,8 +9,13 @@ import { compileErrors, validate } from '@readme/openapi-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERROR_CATALOGUE } from '../../lib/api/errors.ts';
 import { ROUTES_V2 } from '../../lib/api/routes.ts';
+import { createListOrderPagesHandler } from '../../functions/list-order-pages.ts';
+import { createListOrdersHandler } from '../../functions/list-orders.ts';
 import { DynamoDbKeyStore } from '../../lib/dynamodb/keys-table.ts';
+import { DynamoDbOrderPages } from '../../lib/dynamodb/order-pages.ts';
 import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
+import { DynamoDbRateLimiter } from '../../lib/dynamodb/rate-limit-table.ts';
+import { ORDER_INDEX_NAMES, type OrderIndexName } from '../../lib/dynamodb/tables.ts';
 import { apiKeyFromBody } from '../../lib/keys/api-key.ts';
 import { registerKeys } from '../../lib/keys/plaintext-keys.ts';
 import {
@@ -27,10 +32,12 @@ import {
   HTTP_METHODS,
   loadOpenApiDocument,
   OPENAPI_PATHS,
+  openApiResponseErrors,
   type OpenApiDocument,
   type OperationObject,
   type Schema,
 } from '../support/openapi.ts';
+import { invokeHttp, proxyEvent } from '../support/lambda.ts';
 import { createTestTables, type TestTables } from '../support/tables.ts';
 
 let document: OpenApiDocument;
@@ -234,5 +241,71 @@ describe('real answers of v2, through the local API Gateway emulator', () => {
     expect((await call('DELETE', '/store/orders/99')).status).toBe(404);
     expect((await call('POST', '/store/orders')).status).toBe(405);
     expect((await call('GET', '/pets')).status).toBe(404);
+  });
+});
+
+describe('v2 beside v1', () => {
+  let tables: TestTables;
+  beforeAll(async () => {
+    tables = await createTestTables('v2-beside-v1');
+    await new DynamoDbOrderStore(tables.client, tables.tables.orders).putOrders([
+      { id: 1n, status: 'pending' },
+    ]);
+  });
+  afterAll(() => tables?.drop());
+
+  const caller = { keyId: 'key_v1v2', plan: 'free', perMinute: '60', perDay: '1000' };
+  const event = (path: string, query: Record<string, string> | null = null) => ({
+    ...proxyEvent({ method: 'GET', resource: '/store/orders', path, authorizer: caller }),
+    multiValueQueryStringParameters: query
+      ? Object.fromEntries(Object.entries(query).map(([k, v]) => [k, [v]]))
+      : null,
+  });
+  const stores = (indexes: ReadonlySet<OrderIndexName>) => {
+    const orders = new DynamoDbOrderStore(tables.client, tables.tables.orders);
+    const limiter = new DynamoDbRateLimiter(tables.client, tables.tables.rateLimits);
+    return {
+      orders: () => orders,
+      pages: () => new DynamoDbOrderPages(tables.client, tables.tables.orders, { indexes }),
+      limiter: () => limiter,
+    };
+  };
+
+  it("counts a key's v1 lists and v2 pages together, against one limit", async () => {
+    const deps = stores(new Set(ORDER_INDEX_NAMES));
+    const v1 = createListOrdersHandler(deps);
+    const v2 = createListOrderPagesHandler(deps);
+    const remaining = [];
+    for (const [handler, path] of [
+      [v1, '/store/orders'],
+      [v2, '/store/orders'],
+      [v1, '/store/orders'],
+      [v2, '/store/orders'],
+    ] as const) {
+      const answer = await invokeHttp(handler, event(path));
+      expect(answer.statusCode).toBe(200);
+      remaining.push(Number(answer.headers['X-RateLimit-Remaining']));
+    }
+    expect(remaining).toEqual([59, 58, 57, 56]);
+  });
+
+  it('answers 503 with Retry-After, as documented, while the index a filter needs is not there', async () => {
+    const v2 = createListOrderPagesHandler(stores(new Set()));
+    const answer = await invokeHttp(v2, event('/store/orders', { status: 'pending' }));
+    expect(answer.statusCode).toBe(503);
+    expect(JSON.parse(answer.body)).toMatchObject({ code: 'SERVICE_UNAVAILABLE', status: 503 });
+    // An index is built in minutes, not a second: a minute's wait.
+    expect(answer.headers['Retry-After']).toBe('60');
+    const problems = await openApiResponseErrors({
+      version: 'v2',
+      method: 'GET',
+      path: '/store/orders',
+      status: answer.statusCode,
+      headers: answer.headers,
+      body: answer.body,
+    });
+    expect(problems).toEqual([]);
+    // The table itself needs no index.
+    expect((await invokeHttp(v2, event('/store/orders'))).statusCode).toBe(200);
   });
 });
