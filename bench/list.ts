@@ -389,13 +389,13 @@ async function main(): Promise<void> {
       `| conditional hit (304, If-None-Match) | ${(hitMedian / 1000).toFixed(4)} (median of ${CONDITIONAL_HITS}; best ${hitMs[0]!.toFixed(1)} ms, worst ${hitMs.at(-1)!.toFixed(1)} ms) | ${(hitMedian / 1000 / querySeconds).toFixed(4)} | ${(hitMedian / 1000 / scanSeconds).toFixed(4)} | ${hitMedian.toFixed(0)} | 0 | 0.0% | | | 0.00 |`,
     );
     console.log(
-      `\nConditional hit: median ${hitMedian.toFixed(1)} ms, ${(identity.seconds / (hitMedian / 1000)).toFixed(0)}× faster than the full identity list (${identity.seconds.toFixed(2)} s); no order read (the list's version items and the key's allowance, one round trip).`,
+      `\nConditional hit: median ${hitMedian.toFixed(1)} ms, ${(identity.seconds / (hitMedian / 1000)).toFixed(0)}× faster than the full identity list (${identity.seconds.toFixed(2)} s); no order read (the key's free allowance, then the list's version items: two round trips).`,
     );
     const r = STREAMING_LIMITS;
     console.log(
       `\nModel (AWS docs): a streamed Lambda response is uncapped for its first ${r.lambdaUncappedBytes / MB} MB, then at most ${r.cappedBytesPerSecond / MB} MB/s ` +
         `(API Gateway REST streaming: uncapped for ${r.apiGatewayUncappedBytes / MB} MB, then ${r.cappedBytesPerSecond / MB} MB/s; Lambda's rule binds first), ` +
-        `at most ${r.ceilingBytes / MB} MB and ${r.maxSeconds / 60} minutes; the uncapped part at a ${values['link-mbps']} Mbit/s client link. Transfer only: reading the table is on top.`,
+        `at most ${r.ceilingBytes / MB} MB and ${r.maxSeconds / 60} minutes; the uncapped part at a ${linkMbps} Mbit/s client link. Transfer only: reading the table is on top.`,
     );
     console.log(
       `\nCeilings: orders in one response (${r.ceilingBytes / MB} MB; ${r.maxSeconds / 60} minutes at the capped rate would allow more):`,
