@@ -44,7 +44,7 @@ import { startDynamoDbLocal } from '../local/dynamodb-local.ts';
 import { localTableNames } from '../local/local-stack.ts';
 import { benchFlags, countFlag, countOf } from './command-line.ts';
 import { loadOrders } from './raw-orders.ts';
-import { percentile } from './statistics.ts';
+import { percentile, seeded } from './statistics.ts';
 
 const PETS = 5_000;
 const FIRST_DAY = Date.UTC(2025, 0, 1);
@@ -53,24 +53,13 @@ const DAY_MS = 86_400_000;
 /** Walks of at most this many pages are repeated (`--runs`), the median counting. */
 const SHORT_WALK = 20;
 
-/** A small, seeded generator: the same orders every run. */
-function random(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /**
  * The store of issue #36: ids rising with gaps from a 13-digit base; 5,000 pets drawn by Zipf's
  * law (the pet of rank r with weight 1/r: the first holds about 11% of the orders); ship dates
  * uniform over 2025–2026, to the second; 2% pending, 1% cancelled, the rest shipped and complete.
  */
 export function v2BenchOrders(count: number): Order[] {
-  const next = random(20261126);
+  const next = seeded(20261126);
   const pick = (n: number) => Math.floor(next() * n);
   const pets = Array.from({ length: PETS }, (_, rank) => BigInt(1_000 + rank * 7 + pick(7)));
   const cumulative: number[] = [];

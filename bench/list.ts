@@ -36,6 +36,7 @@ import { registerKeys } from '../lib/keys/plaintext-keys.ts';
 import type { Order } from '../lib/orders/order.ts';
 import { startDynamoDbLocal } from '../local/dynamodb-local.ts';
 import { localTableNames, PROJECT_ROOT } from '../local/local-stack.ts';
+import { seeded } from './statistics.ts';
 
 const MB = 1_000_000;
 /** Conditional hits measured (after one to warm up). */
@@ -53,24 +54,13 @@ export function modelledTransferSeconds(bytes: number, linkBytesPerSecond: numbe
   return (bytes - capped) / linkBytesPerSecond + capped / r.cappedBytesPerSecond;
 }
 
-/** A small, seeded generator: the same orders every run. */
-function random(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /**
  * Orders as a store has them: ids rising with gaps, from a high base (13 digits); 1,000 pets;
  * small quantities; ship dates on the hour over a year; every status. The last order has the
  * largest int64, so that exactness is checked at the top of the range.
  */
 export function benchOrders(count: number): Order[] {
-  const next = random(20261123);
+  const next = seeded(20261123);
   const pick = (n: number) => Math.floor(next() * n);
   const pets = Array.from({ length: 1_000 }, () => BigInt(1 + pick(1_000_000)));
   const statuses = ['pending', 'shipped', 'cancelled'] as const;

@@ -13,8 +13,11 @@ export function median(values: readonly number[]): number {
   );
 }
 
-/** A small seeded generator (mulberry32): the same interval for the same samples, run to run. */
-function seeded(seed: number): () => number {
+/**
+ * A small seeded generator (mulberry32), numbers in [0, 1): the same sequence for the same seed,
+ * run to run (the same interval for the same samples; the same generated store).
+ */
+export function seeded(seed: number): () => number {
   let state = seed >>> 0;
   return () => {
     state = (state + 0x6d2b79f5) >>> 0;

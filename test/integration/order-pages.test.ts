@@ -37,23 +37,13 @@ import { INT64_MAX, INT64_MIN, ORDER_STATUSES, type Order } from '../../lib/orde
 import { INDEX_SETTLE_MS, pageEntityTag } from '../../lib/orders/page-tag.ts';
 import { localTableNames } from '../../local/local-stack.ts';
 import { loadOrders } from '../../bench/raw-orders.ts';
+import { seeded } from '../../bench/statistics.ts';
 import { createTestTables, uniquePrefix, type TestTables } from '../support/tables.ts';
 
 let t: TestTables;
 const ALL = new Set(ORDER_INDEX_NAMES);
 const DAY = 86_400_000_000_000n;
 const FIRST_DAY = parseInstant('2026-11-01T00:00:00Z')!;
-
-/** A seeded generator: the same store every run. */
-function random(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let r = Math.imul(a ^ (a >>> 15), 1 | a);
-    r = (r + Math.imul(r ^ (r >>> 7), 61 | r)) ^ r;
-    return ((r ^ (r >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /**
  * 300 orders as a store may hold them: ids of both signs and at both ends of int64; 12 pets,
@@ -62,7 +52,7 @@ function random(seed: number): () => number {
  * `complete`.
  */
 function randomStore(count = 300): Order[] {
-  const next = random(36);
+  const next = seeded(36);
   const pick = (n: number) => Math.floor(next() * n);
   const ids = new Set<bigint>([INT64_MAX, INT64_MIN, 0n, -1n]);
   while (ids.size < count) ids.add(BigInt(pick(4000) - 1000) * (next() < 0.05 ? 2n ** 50n : 1n));
