@@ -1,6 +1,8 @@
 /**
  * Fault injection at every DynamoDB call site — the authorizer's GetItem, the limiter's
- * UpdateItem, the cancel's UpdateItem, the list's first page and a later page — for each fault:
+ * UpdateItem, the cancel's read and UpdateItem and version mark, v1's list version read, first
+ * page and a later page, v2's page version read, index Query and its orders' BatchGetItem — for
+ * each fault:
  * throttling, a 500, a call stalled past its deadline, a connection reset, access denied, a
  * missing table. Requests go through the API Gateway emulation to the real handlers on
  * DynamoDB Local; only the faults are injected (an SDK middleware). For each: the status,
@@ -13,10 +15,11 @@ import { createServer, type Server } from 'node:http';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createDocumentClient, createSingleAttemptClient } from '../../lib/dynamodb/client.ts';
 import { DynamoDbKeyStore } from '../../lib/dynamodb/keys-table.ts';
+import { DynamoDbOrderPages } from '../../lib/dynamodb/order-pages.ts';
 import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
 import { counterKey } from '../../lib/dynamodb/rate-limit-item.ts';
 import { DynamoDbRateLimiter } from '../../lib/dynamodb/rate-limit-table.ts';
-import { orderShard } from '../../lib/dynamodb/tables.ts';
+import { ORDER_INDEX_NAMES, orderShard } from '../../lib/dynamodb/tables.ts';
 import { TIME_BUDGETS } from '../../lib/config/budgets.ts';
 import { generateApiKey, hashApiKey } from '../../lib/keys/api-key.ts';
 import { registerKeys } from '../../lib/keys/plaintext-keys.ts';
@@ -40,6 +43,7 @@ process.env.LOG_LEVEL = 'INFO';
 const { createAuthorizerHandler } = await import('../../functions/authorizer.ts');
 const { createCancelOrderHandler } = await import('../../functions/cancel-order.ts');
 const { createListOrdersHandler } = await import('../../functions/list-orders.ts');
+const { createListOrderPagesHandler } = await import('../../functions/list-order-pages.ts');
 const { onLimiterStoreFailure, onListVersionReleaseFailure } =
   await import('../../functions/shared/stores.ts');
 const { recordCalls } = await import('../../functions/shared/dynamodb-calls.ts');
@@ -50,6 +54,7 @@ let fnClient: ReturnType<typeof createDocumentClient>;
 let limiterClient: ReturnType<typeof createDocumentClient>;
 let server: Server;
 let url: string;
+let urlV2: string;
 
 /** Shard 1 holds ids 1, 9, 17…: with pages of 5 orders the list reads later pages. */
 const ORDERS: Order[] = Array.from({ length: 40 }, (_, i) => ({
@@ -71,10 +76,14 @@ beforeAll(async () => {
   const limiter = new DynamoDbRateLimiter(limiterClient, t.tables.rateLimits, {
     onStoreFailure: onLimiterStoreFailure(DEFAULT_LIMITER_SETTINGS),
   });
-  const deps = { orders: () => orders, limiter: () => limiter };
+  const pages = new DynamoDbOrderPages(fnClient, t.tables.orders, {
+    indexes: new Set(ORDER_INDEX_NAMES),
+  });
+  const deps = { orders: () => orders, limiter: () => limiter, pages: () => pages };
   const listener = createGateway({
     functions: {
       listOrders: createListOrdersHandler(deps),
+      listOrderPages: createListOrderPagesHandler(deps),
       cancelOrder: createCancelOrderHandler(deps),
     },
     authorizer: createAuthorizerHandler({ keys: () => keys }),
@@ -83,7 +92,8 @@ beforeAll(async () => {
   server = createServer((req, res) => void listener(req, res));
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
-  url = `http://127.0.0.1:${(server.address() as { port: number }).port}/v1`;
+  const origin = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  [url, urlV2] = [`${origin}/v1`, `${origin}/v2`];
 });
 afterAll(async () => {
   server.closeAllConnections();
@@ -130,9 +140,14 @@ interface Answer {
   readonly body: string | undefined;
 }
 
-async function request(method: 'GET' | 'DELETE', path: string, key: string): Promise<Answer> {
+async function request(
+  method: 'GET' | 'DELETE',
+  path: string,
+  key: string,
+  base = url,
+): Promise<Answer> {
   const started = performance.now();
-  const response = await fetch(`${url}${path}`, {
+  const response = await fetch(`${base}${path}`, {
     method,
     headers: { Authorization: `Bearer ${key}` },
   });
@@ -159,9 +174,16 @@ const shardOf = (input: Record<string, unknown>) =>
 /** The mark of a list version item (its release REMOVEs the entry). */
 const isMark = (input: Record<string, unknown>) =>
   shardOf(input) < 0 && String(input.UpdateExpression).startsWith('SET');
+/** The shard of a BatchGetItem's first key: negative for the list version's items. */
+const batchShardOf = (input: Record<string, unknown>) => {
+  const requests = Object.values(input.RequestItems as Record<string, { Keys: unknown[] }>);
+  return Number((requests[0]?.Keys[0] as { shard?: { N?: string } }).shard?.N);
+};
 
 const list = (key: string) => request('GET', '/store/orders', key);
 const cancelFirst = (key: string) => request('DELETE', '/store/orders/1', key);
+/** v2: the page of one pet's orders (its index, one partition: one Query, one BatchGetItem). */
+const petPage = (key: string) => request('GET', '/store/orders?petId=100', key, urlV2);
 
 const SITES: Record<string, Site> = {
   'authorizer GetItem': {
@@ -170,6 +192,10 @@ const SITES: Record<string, Site> = {
   },
   'limiter UpdateItem': {
     target: () => ({ table: t.tables.rateLimits, command: 'UpdateItemCommand' }),
+    request: cancelFirst,
+  },
+  'cancel GetItem': {
+    target: () => ({ table: t.tables.orders, command: 'GetItemCommand' }),
     request: cancelFirst,
   },
   'cancel UpdateItem': {
@@ -205,6 +231,33 @@ const SITES: Record<string, Site> = {
       when: (input) => input.ExclusiveStartKey !== undefined,
     }),
     request: list,
+  },
+  'v2 page version read': {
+    target: () => ({
+      table: t.tables.orders,
+      command: 'BatchGetItemCommand',
+      when: (input) => batchShardOf(input) < 0,
+    }),
+    request: petPage,
+    dependency: 'orders table (list version)',
+  },
+  'v2 page index Query': {
+    target: () => ({
+      table: t.tables.orders,
+      command: 'QueryCommand',
+      when: (input) => input.IndexName !== undefined,
+    }),
+    request: petPage,
+    dependency: 'orders table (pages)',
+  },
+  'v2 page orders read': {
+    target: () => ({
+      table: t.tables.orders,
+      command: 'BatchGetItemCommand',
+      when: (input) => batchShardOf(input) >= 0,
+    }),
+    request: petPage,
+    dependency: 'orders table (pages)',
   },
 };
 

@@ -1,7 +1,8 @@
 /**
  * One deadline per request, fixed before any step starts work: a list's version read and a
- * cancel's version mark work to the budget the function was given, like the limiter, the pages
- * and the cancel itself.
+ * cancel's version mark, each sent only once the limiter has decided, work to the budget the
+ * function was given (what the limiter's decision left of it), like the pages and the cancel's
+ * own read and write.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -39,7 +40,7 @@ it("gives a list's version read the request's whole budget, not the default", as
   const list = createListOrdersHandler({
     orders: () => store,
     limiter: () => limiter,
-    // As deployed: with the free allowance, the version read starts before the limiter counts.
+    // As deployed: with the free allowance (an unconditional list is counted by the limiter).
     freeAllowance: () => limiter,
     requestBudgetMs: 4 * TIME_BUDGETS.requestMs,
   });
@@ -60,9 +61,9 @@ it("gives a list's version read the request's whole budget, not the default", as
   ordersClient.destroy();
 });
 
-it("gives a cancel's version mark, which starts before the limiter, the request's whole budget", async () => {
-  // The cancel's first write to the orders table, its version mark, answers after the default
-  // budget.
+it("gives a cancel's version mark, sent after the limiter and the order's read, the request's whole budget", async () => {
+  // The cancel's first write to the orders table, its version mark (after the order's GetItem),
+  // answers after the default budget.
   const slowMs = TIME_BUDGETS.requestMs + 500;
   const ordersClient = createDocumentClient({ endpoint: t.endpoint });
   let [armed, marks] = [false, 0];

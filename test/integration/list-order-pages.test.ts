@@ -1,0 +1,232 @@
+/**
+ * v2's list function (listOrderPages) on DynamoDB Local: what a conditional page and a refused
+ * request cost, and that a page's tag changes with what the page holds. A 304 reads the list's
+ * version and no order, off the plan's quota within the key's free allowance; a request refused
+ * 429 reads nothing of the orders table, whatever it asks; a page whose orders a cancel changed
+ * is never answered 304 again, and an index's page has no tag until the index has settled.
+ */
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createCancelOrderHandler } from '../../functions/cancel-order.ts';
+import { createListOrderPagesHandler } from '../../functions/list-order-pages.ts';
+import { DynamoDbOrderPages } from '../../lib/dynamodb/order-pages.ts';
+import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
+import { counterKey } from '../../lib/dynamodb/rate-limit-item.ts';
+import { DynamoDbRateLimiter } from '../../lib/dynamodb/rate-limit-table.ts';
+import { ORDER_INDEX_NAMES } from '../../lib/dynamodb/tables.ts';
+import type { Order } from '../../lib/orders/order.ts';
+import { INDEX_SETTLE_MS } from '../../lib/orders/page-tag.ts';
+import {
+  countDynamoDbCalls,
+  invokeHttp,
+  proxyEvent,
+  timeDynamoDbCalls,
+  type HttpResult,
+  type TimedCall,
+} from '../support/lambda.ts';
+import { createTestTables, type TestTables } from '../support/tables.ts';
+
+let t: TestTables;
+let store: DynamoDbOrderStore;
+let limiter: DynamoDbRateLimiter;
+let pages: DynamoDbOrderPages;
+
+const ORDERS: Order[] = [
+  { id: 1n, petId: 7n, status: 'pending' },
+  { id: 2n, petId: 7n, status: 'pending' },
+  { id: 3n, petId: 8n, status: 'shipped', complete: true },
+  { id: 9223372036854775807n, petId: 7n, status: 'pending' },
+];
+
+/**
+ * The function's clock, this far from the real one: tests of the free allowance start a second
+ * into a minute (its window is the fixed minute), tests of an index's tag step past its settling.
+ */
+let clockOffsetMs = 0;
+const now = () => Date.now() + clockOffsetMs;
+
+const listPages = createListOrderPagesHandler({
+  orders: () => store,
+  pages: () => pages,
+  limiter: () => limiter,
+  freeAllowance: () => limiter,
+  now,
+});
+const cancelHandler = createCancelOrderHandler({
+  orders: () => store,
+  limiter: () => limiter,
+  now,
+});
+
+let keyNumber = 0;
+/** A caller of its own per test: limits are per key. */
+function caller(perMinute = 1_000, perDay = 1_000_000) {
+  const keyId = `key_pages${++keyNumber}_${Date.now()}`;
+  const limits = { perMinute: String(perMinute), perDay: String(perDay) };
+  return { principalId: keyId, keyId, plan: 'enterprise', ...limits };
+}
+
+function page(
+  query: Record<string, string> = {},
+  headers: Record<string, string> = {},
+  authorizer: Record<string, string> = caller(),
+): Promise<HttpResult> {
+  const event = proxyEvent({
+    method: 'GET',
+    resource: '/store/orders',
+    path: '/store/orders',
+    authorizer,
+  });
+  const parameters = Object.entries(query).map(([name, value]) => [name, [value]]);
+  return invokeHttp(listPages, {
+    ...event,
+    headers,
+    multiValueQueryStringParameters: parameters.length ? Object.fromEntries(parameters) : null,
+  });
+}
+
+function cancel(id: string): Promise<HttpResult> {
+  return invokeHttp(
+    cancelHandler,
+    proxyEvent({
+      method: 'DELETE',
+      resource: '/store/orders/{orderId}',
+      path: `/store/orders/${id}`,
+      pathParameters: { orderId: id },
+    }),
+  );
+}
+
+const ids = (answer: HttpResult) => [...answer.body.matchAll(/"id":(\d+)/g)].map((m) => m[1]);
+const remaining = (answer: HttpResult) => Number(answer.headers['X-RateLimit-Remaining']);
+
+beforeAll(async () => {
+  t = await createTestTables('v2-pages');
+  store = new DynamoDbOrderStore(t.client, t.tables.orders);
+  limiter = new DynamoDbRateLimiter(t.client, t.tables.rateLimits);
+  pages = new DynamoDbOrderPages(t.client, t.tables.orders, {
+    indexes: new Set(ORDER_INDEX_NAMES),
+  });
+});
+afterAll(() => t.drop());
+beforeEach(() => store.putOrders(ORDERS));
+afterEach(() => void (clockOffsetMs = 0));
+
+describe('a conditional page', () => {
+  it('of the table is tagged at once, and its tag gets 304 with no body and no order read', async () => {
+    const first = await page({ pageSize: '2' });
+    expect(first.statusCode).toBe(200);
+    expect(ids(first)).toEqual(['1', '2']);
+    const tag = first.headers.ETag!;
+    expect(tag).toMatch(/^W\/"[A-Za-z0-9_-]{22}"$/);
+    expect(first.headers['Cache-Control']).toBe('private, no-cache');
+
+    let answer: HttpResult | undefined;
+    const calls = await timeDynamoDbCalls(t.client, async () => {
+      answer = await page({ pageSize: '2' }, { 'If-None-Match': tag });
+    });
+    expect(answer!.statusCode).toBe(304);
+    expect(answer!.body).toBe('');
+    expect(answer!.headers.ETag).toBe(tag);
+    // The free allowance first, then the list's version: no Query, no order read by key.
+    expect(calls.map(({ command, table }) => [command, table])).toEqual([
+      ['UpdateItemCommand', t.tables.rateLimits],
+      ['BatchGetItemCommand', t.tables.orders],
+    ]);
+    const [take, read] = calls as [TimedCall, TimedCall];
+    expect(read.sent).toBeGreaterThanOrEqual(take.answered!);
+  });
+
+  it('has a tag of its own: another page, page size or filter does not match it', async () => {
+    const tag = (await page({ pageSize: '2' })).headers.ETag!;
+    const others: Record<string, string>[] = [
+      { pageSize: '3' },
+      { pageSize: '2', status: 'pending' },
+      {},
+    ];
+    for (const query of others) {
+      const answer = await page(query, { 'If-None-Match': tag });
+      expect(answer.statusCode).toBe(200);
+      expect(answer.headers.ETag).not.toBe(tag);
+    }
+  });
+
+  it('is never 304 once a cancel changed the list: the old tag gets 200 with the change', async () => {
+    const tag = (await page({ pageSize: '2' })).headers.ETag!;
+    expect((await cancel('2')).statusCode).toBe(204);
+    const answer = await page({ pageSize: '2' }, { 'If-None-Match': tag });
+    expect(answer.statusCode).toBe(200);
+    expect(answer.body).toContain('{"id":2,"petId":7,"status":"cancelled"}');
+    expect(answer.headers.ETag).not.toBe(tag);
+  });
+
+  it("of an index has no tag until INDEX_SETTLE_MS after the list's last change, then one that holds", async () => {
+    expect((await cancel('1')).statusCode).toBe(204);
+    // Right after the change an index may still lag it: no tag, so no 304 can be wrong.
+    const fresh = await page({ status: 'pending' });
+    expect(fresh.statusCode).toBe(200);
+    expect(fresh.headers.ETag).toBeUndefined();
+    expect(ids(fresh)).toEqual(['2', '9223372036854775807']);
+
+    clockOffsetMs = INDEX_SETTLE_MS + 1_000;
+    const settled = await page({ status: 'pending' });
+    expect(ids(settled)).toEqual(['2', '9223372036854775807']);
+    const tag = settled.headers.ETag!;
+    expect(tag).toMatch(/^W\/"/);
+    expect((await page({ status: 'pending' }, { 'If-None-Match': tag })).statusCode).toBe(304);
+    // A pet's page is another index's: its own tag, also 304 while nothing changes.
+    const pet = await page({ petId: '7' });
+    expect(ids(pet)).toEqual(['1', '2', '9223372036854775807']);
+    expect(pet.headers.ETag).not.toBe(tag);
+    expect((await page({ petId: '7' }, { 'If-None-Match': pet.headers.ETag! })).statusCode).toBe(
+      304,
+    );
+  });
+});
+
+describe('what a page costs the key', () => {
+  // A second after the minute began: the free allowance's window does not end mid-test.
+  beforeEach(() => void (clockOffsetMs = 1_000 - (Date.now() % 60_000)));
+
+  it('a 304 uses none of the plan within the free allowance; a changed page counts', async () => {
+    const key = caller(10, 1_000);
+    const first = await page({ pageSize: '1' }, {}, key);
+    expect(remaining(first)).toBe(9);
+    for (let i = 0; i < 3; i++) {
+      const answer = await page({ pageSize: '1' }, { 'If-None-Match': first.headers.ETag! }, key);
+      expect(answer.statusCode).toBe(304);
+      expect(remaining(answer)).toBe(9);
+    }
+    const other = await page({ pageSize: '1' }, { 'If-None-Match': 'W/"not-the-tag"' }, key);
+    expect(other.statusCode).toBe(200);
+    expect(remaining(other)).toBe(8);
+  });
+
+  it('a banned key is refused 429 and reads nothing of the orders, whatever it asks', async () => {
+    const key = caller();
+    const tag = (await page({ pageSize: '2' })).headers.ETag!;
+    await t.client.send(
+      new UpdateCommand({
+        TableName: t.tables.rateLimits,
+        Key: { pk: counterKey(key.keyId) },
+        UpdateExpression: 'SET bu = :until',
+        ExpressionAttributeValues: { ':until': now() + 60_000 },
+      }),
+    );
+    const counter = countDynamoDbCalls(t.client, t.tables.orders);
+    const asked: [Record<string, string>, Record<string, string>][] = [
+      [{ pageSize: '2' }, { 'If-None-Match': tag }],
+      [{ pageSize: '2' }, { 'If-None-Match': '*' }],
+      [{ status: 'pending' }, {}],
+      // A malformed query is refused 400 only once counted: a banned key gets its 429.
+      [{ status: 'lost' }, {}],
+    ];
+    for (const [query, headers] of asked) {
+      const answer = await page(query, headers, key);
+      expect(answer.statusCode).toBe(429);
+      expect(JSON.parse(answer.body)).toMatchObject({ code: 'API_KEY_TEMPORARILY_BANNED' });
+      expect(Number(answer.headers['Retry-After'])).toBeGreaterThan(50);
+    }
+    expect(counter.calls).toEqual([]);
+  });
+});
