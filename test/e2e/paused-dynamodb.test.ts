@@ -1,6 +1,6 @@
 /**
  * The real DynamoDB Local under `npm start`, paused (SIGSTOP) for longer than the time budget and
- * resumed: every request is answered within the budget, a list already streaming is cut (not
+ * resumed: every request is answered within the budget (v1's and v2's), a list already streaming is cut (not
  * held), nothing is applied after it was answered as failed except the documented cancel case,
  * and the API recovers without a restart.
  */
@@ -44,7 +44,11 @@ async function timed(
   headers: Record<string, string> = {},
 ) {
   const started = performance.now();
-  const response = await fetch(`${api.url}${path}`, {
+  // A path of v2 is given with its stage (`/v2/…`), v1's without.
+  const url = path.startsWith('/v2/')
+    ? `${api.url.replace(/\/v1$/, '')}${path}`
+    : `${api.url}${path}`;
+  const response = await fetch(url, {
     method,
     headers: { Authorization: `Bearer ${key}`, ...headers },
   });
@@ -95,6 +99,8 @@ describe('DynamoDB Local paused for longer than the budget', () => {
       wholeList(keys.cached),
     ]);
     expect(warm.map((answer) => answer.status)).toEqual([200, 200, 200]);
+    const V2_PAGE = '/v2/store/orders?status=pending&pageSize=10';
+    expect((await timed('GET', V2_PAGE, keys.cached)).status).toBe(200);
 
     // A list starts streaming; its reader takes one chunk, then stops reading for a while.
     const listing = await fetch(`${api.url}/store/orders`, {
@@ -108,13 +114,14 @@ describe('DynamoDB Local paused for longer than the budget', () => {
     process.kill(javaPid, 'SIGSTOP');
     try {
       const tag = { 'If-None-Match': warm[0].headers.get('etag')! };
-      const [cancel, list, conditional, unknownToCache] = await Promise.all([
+      const [cancel, list, conditional, unknownToCache, v2Page] = await Promise.all([
         timed('DELETE', '/store/orders/1', keys.cached),
         timed('GET', '/store/orders', keys.cached),
         timed('GET', '/store/orders', keys.cached, tag),
         timed('GET', '/store/orders', keys.fresh),
+        timed('GET', V2_PAGE, keys.cached),
       ]);
-      for (const answer of [cancel, list, conditional, unknownToCache]) {
+      for (const answer of [cancel, list, conditional, unknownToCache, v2Page]) {
         expect(answer.status).toBe(503);
         expect(answer.headers.get('retry-after')).toBe('1');
         expect(answer.ms).toBeLessThan(TIME_BUDGETS.answerMs);
@@ -122,7 +129,7 @@ describe('DynamoDB Local paused for longer than the budget', () => {
       }
       // The limiter could not count: the answers claim no counts, only the key's limits, which
       // its plan says (docs/rate-limits.md), with If-None-Match or without.
-      for (const answer of [cancel, list, conditional]) {
+      for (const answer of [cancel, list, conditional, v2Page]) {
         expect(answer.headers.get('ratelimit-policy')).toBe(
           '"minute";q=1000;w=60, "day";q=10000;w=86400',
         );
@@ -168,5 +175,8 @@ describe('DynamoDB Local paused for longer than the budget', () => {
     expect((await timed('DELETE', '/store/orders/1', keys.cached)).status).toBe(204);
     const listed = await wholeList(keys.cached);
     expect(listed.body).toContain('{"id":1,"petId":1000,"quantity":1,"status":"cancelled"}');
+    const v2After = await timed('GET', V2_PAGE, keys.cached);
+    expect(v2After.status).toBe(200);
+    expect(JSON.parse(v2After.body)).toMatchObject({ pageSize: 10 });
   }, 60_000);
 });
