@@ -30,6 +30,7 @@ import { ApiError } from './shared/http-errors.ts';
 import { httpFunction, type HttpRequest } from './shared/http-function.ts';
 import { ListReport } from './shared/list-body.ts';
 import type { RateLimitDependencies } from './shared/rate-limit.ts';
+import { orderPagesFromEnv } from './shared/page-stores.ts';
 import { httpStoresFromEnv } from './shared/stores.ts';
 import { requestHeader, validate } from './shared/validators.ts';
 
@@ -145,4 +146,8 @@ export function createListOrderPagesHandler(deps: ListOrderPagesDependencies) {
 // The limiter's client is created at load (Lambda's init, outside the handler); the stores at
 // the first call.
 const stores = httpStoresFromEnv();
-export const handler = createListOrderPagesHandler({ ...stores, freeAllowance: stores.limiter });
+export const handler = createListOrderPagesHandler({
+  ...stores,
+  pages: orderPagesFromEnv(),
+  freeAllowance: stores.limiter,
+});

@@ -13,8 +13,6 @@ import {
 } from '../../lib/dynamodb/client.ts';
 import { deliveryWatchingAgents } from '../../lib/dynamodb/undelivered.ts';
 import { DynamoDbKeyStore } from '../../lib/dynamodb/keys-table.ts';
-import { DynamoDbOrderPages } from '../../lib/dynamodb/order-pages.ts';
-import { deployedOrderIndexes } from '../../lib/dynamodb/order-indexes.ts';
 import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
 import { TABLES } from '../../lib/dynamodb/tables.ts';
 import { DynamoDbRateLimiter } from '../../lib/dynamodb/rate-limit-table.ts';
@@ -32,8 +30,8 @@ type DocumentClient = ReturnType<typeof createDocumentClient>;
  */
 const agents = deliveryWatchingAgents();
 
-/** The container's client, created at load. */
-const client = recordCalls(
+/** The container's client, created at load (./page-stores.ts uses it too). */
+export const client = recordCalls(
   createDocumentClient(connectionFromEnv(), {
     requestHandler: { ...attemptTimeouts(), ...agents },
   }),
@@ -78,25 +76,17 @@ function rateLimiterFromEnv(limiterClient: DocumentClient): DynamoDbRateLimiter 
   });
 }
 
-/** The v2 list's pages, from the indexes the stage has (ORDERS_INDEXES). */
-function orderPagesFromEnv(): DynamoDbOrderPages {
-  return new DynamoDbOrderPages(client, requireEnv(TABLES.orders.envVar), {
-    indexes: deployedOrderIndexes(),
-  });
-}
-
 /**
  * The stores of a function that counts requests: the rate limiter's client (one attempt a call)
- * created now, at load; the orders, the pages and the limiter at their first use.
+ * created now, at load; the orders and the limiter at their first use. (The v2 list's pages are
+ * in ./page-stores.ts, so that only the function that reads pages carries their code.)
  */
 export function httpStoresFromEnv() {
   const limiterClient = recordCalls(createSingleAttemptClient(connectionFromEnv(), agents));
   let orders: DynamoDbOrderStore | undefined;
-  let pages: DynamoDbOrderPages | undefined;
   let limiter: DynamoDbRateLimiter | undefined;
   return {
     orders: () => (orders ??= orderStoreFromEnv()),
-    pages: () => (pages ??= orderPagesFromEnv()),
     limiter: () => (limiter ??= rateLimiterFromEnv(limiterClient)),
   };
 }

@@ -31,7 +31,7 @@ async function bundledPackages(fn: string): Promise<string[]> {
 const X_RAY = /node_modules\/(aws-xray-sdk-core|cls-hooked)\//;
 
 describe('function bundles', () => {
-  it.each(['list-orders', 'cancel-order', 'authorizer'])(
+  it.each(['list-orders', 'list-order-pages', 'cancel-order', 'authorizer'])(
     '%s carries no X-Ray SDK and records its DynamoDB calls',
     async (fn) => {
       const inputs = await bundledPackages(fn);
@@ -41,6 +41,22 @@ describe('function bundles', () => {
       );
     },
   );
+});
+
+describe("the v2 list's page reader", () => {
+  // lib/dynamodb/order-pages.ts and what it brings (filters, index readiness, planning) are
+  // 16 KiB that a cold cancel or v1 list would parse for nothing (functions/shared/page-stores.ts).
+  const PAGE_READER = /lib\/dynamodb\/(order-pages|index-readiness)\.ts$/;
+
+  it.each(['list-orders', 'cancel-order', 'authorizer'])('is not in %s', async (fn) => {
+    const inputs = await bundledPackages(fn);
+    expect(inputs.filter((input) => PAGE_READER.test(input))).toEqual([]);
+  });
+
+  it('is in list-order-pages', async () => {
+    const inputs = await bundledPackages('list-order-pages');
+    expect(inputs.filter((input) => PAGE_READER.test(input))).toHaveLength(2);
+  });
 });
 
 describe('a stack trace from a bundle', () => {
@@ -69,7 +85,7 @@ try { handleRequest(); } catch (error) { console.log(error.stack); }`,
 });
 
 describe('each function bundle, loaded as Lambda loads it', () => {
-  it.each(['list-orders', 'cancel-order', 'authorizer'])(
+  it.each(['list-orders', 'list-order-pages', 'cancel-order', 'authorizer'])(
     '%s loads in a fresh Node 24 process and exports its handler',
     async (fn) => {
       const dir = mkdtempSync(join(tmpdir(), 'bundle-load-'));
