@@ -3,10 +3,11 @@
  * floors. Every function is bundled as the stack bundles it (infra/constructs BUNDLING: SDK
  * inside), and so are the floors:
  *  - `floor`: the DynamoDB document client, created at load, and one GetItem per invocation;
- *  - `floor: list calls`, `floor: cancel calls`: the same client, and a bare handler that makes
- *    exactly the DynamoDB calls the function makes, invocation by invocation (recorded from a
- *    fresh process: its first invocation's calls, which a cold rate limiter makes one more of,
- *    then its warm one's), each sent as soon as the calls it followed on the wire are answered.
+ *  - `floor: list calls`, `floor: list v2 calls`, `floor: cancel calls`: the same client, and a
+ *    bare handler that makes exactly the DynamoDB calls the function makes, invocation by
+ *    invocation (recorded from a fresh process: its first invocation's calls, which a cold rate
+ *    limiter makes one more of, then its warm one's), each sent as soon as the calls it followed
+ *    on the wire are answered. Every function that makes more than one call gets one.
  * Each sample is a fresh Node 24 process (bench/load-bundle.ts) that loads one bundle as Lambda
  * does and invokes it twice with a realistic event against seeded tables: the first answer (load
  * + first invocation, what the first caller waits for) and the warm one; the cold penalty is
@@ -22,7 +23,10 @@ import { promisify } from 'node:util';
 import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
 import { build, type Plugin } from 'esbuild';
 import { BUNDLE_FILE, esbuildOptions } from '../infra/constructs/service-function.ts';
+import { tableEnv } from '../lib/dynamodb/client.ts';
+import { ordersIndexesEnv } from '../lib/dynamodb/order-indexes.ts';
 import { generateApiKey } from '../lib/keys/api-key.ts';
+import { PAGE_SIZE_DEFAULT } from '../lib/orders/list-query.ts';
 import type { Order } from '../lib/orders/order.ts';
 import { PROJECT_ROOT, startLocalStack, type LocalStack } from '../local/local-stack.ts';
 import { benchFlags, countFlag, countOf } from './command-line.ts';
@@ -67,11 +71,17 @@ const exec = promisify(execFile);
 const LIMITS = { perMinute: 1_000_000, perDay: 1_000_000_000 };
 const KEY = generateApiKey();
 const CALLER = { principalId: 'key_bench', keyId: 'key_bench', plan: 'enterprise' };
+/** The orders the cancels cancel, one after another from this id. */
 const FIRST_ORDER = 1_000_001;
+/**
+ * Pending orders below FIRST_ORDER that no sample cancels: the v2 list's first page of
+ * `status=pending` is these, the same full page (and its next page's token) in every sample.
+ */
+const PAGE_ORDERS = { first: 500_001, count: PAGE_SIZE_DEFAULT };
 
-function pendingOrders(count: number): Order[] {
+function pendingOrders(first: number, count: number): Order[] {
   return Array.from({ length: count }, (_, i) => ({
-    id: BigInt(FIRST_ORDER + i),
+    id: BigInt(first + i),
     petId: BigInt(1000 + i),
     quantity: 1 + (i % 5),
     shipDate: '2026-11-21T10:30:00Z',
@@ -80,16 +90,27 @@ function pendingOrders(count: number): Order[] {
   }));
 }
 
-/** A REST (v1) proxy event as API Gateway sends it after the authorizer. */
-function proxyEvent(method: string, resource: string, path: string, orderId?: string) {
+/**
+ * A REST proxy event as API Gateway sends it after the authorizer, in the stage of `version`
+ * (v1 unless said), with the query's parameters (one value each).
+ */
+function proxyEvent(
+  method: string,
+  resource: string,
+  path: string,
+  options: { orderId?: string; query?: Record<string, string>; version?: 'v1' | 'v2' } = {},
+) {
+  const { orderId, query, version = 'v1' } = options;
   return {
     resource,
     path,
     httpMethod: method,
     headers: { Accept: 'application/json', 'Accept-Encoding': 'gzip, br' },
     multiValueHeaders: { Accept: ['application/json'], 'Accept-Encoding': ['gzip, br'] },
-    queryStringParameters: null,
-    multiValueQueryStringParameters: null,
+    queryStringParameters: query ?? null,
+    multiValueQueryStringParameters: query
+      ? Object.fromEntries(Object.entries(query).map(([name, value]) => [name, [value]]))
+      : null,
     pathParameters: orderId === undefined ? null : { orderId },
     stageVariables: null,
     requestContext: {
@@ -99,10 +120,10 @@ function proxyEvent(method: string, resource: string, path: string, orderId?: st
         perDay: String(LIMITS.perDay),
       },
       httpMethod: method,
-      path: `/v1${path}`,
+      path: `/${version}${path}`,
       requestId: 'bench-request',
       resourcePath: resource,
-      stage: 'v1',
+      stage: version,
     },
     body: null,
     isBase64Encoded: false,
@@ -111,6 +132,8 @@ function proxyEvent(method: string, resource: string, path: string, orderId?: st
 
 interface Subject {
   readonly name: string;
+  /** A function's short name, which names its calls floor (`floor: <short> calls`). */
+  readonly short?: string;
   readonly entry: string;
   /** The event of the sample's nth invocation (n = 0, 1, …, counted over the whole run). */
   readonly event: (n: number) => unknown;
@@ -216,9 +239,10 @@ async function bundle(name: string, entry: string, powertools = false): Promise<
 function lambdaEnvironment(stack: LocalStack): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {
     ...process.env,
-    ORDERS_TABLE: stack.tables.orders,
-    API_KEYS_TABLE: stack.tables.apiKeys,
-    RATE_LIMITS_TABLE: stack.tables.rateLimits,
+    ...tableEnv(stack.tables),
+    // The local tables have every index of the v2 list, built and marked ready as they were
+    // created (lib/dynamodb/create-table.ts): the stage that has them all.
+    ...ordersIndexesEnv(),
     // As on Lambda: region and credentials in the environment, the SDK's default chain reads
     // them; the endpoint is the one override (the SDK's own AWS_ENDPOINT_URL_DYNAMODB).
     AWS_REGION: 'eu-west-1',
@@ -292,7 +316,10 @@ const stack = await startLocalStack({
   ...(values['dynamodb-endpoint'] ? { dynamodbEndpoint: values['dynamodb-endpoint'] } : {}),
   tablePrefix: `bench-cold-init-${process.pid}`,
   // Enough pending orders for every cancel of the run (two a sample, and the recordings).
-  seedOrders: pendingOrders((values.powertools ? 4 : 2) * (RUNS + 2) + 12),
+  seedOrders: [
+    ...pendingOrders(PAGE_ORDERS.first, PAGE_ORDERS.count),
+    ...pendingOrders(FIRST_ORDER, (values.powertools ? 4 : 2) * (RUNS + 2) + 12),
+  ],
   keys: [{ key: KEY, plan: 'enterprise', limits: LIMITS, label: 'bench:cold-init' }],
 });
 try {
@@ -311,16 +338,31 @@ try {
     },
     {
       name: 'listOrders',
+      short: 'list',
       entry: join(PROJECT_ROOT, 'functions', 'list-orders.ts'),
       event: () => proxyEvent('GET', '/store/orders', '/store/orders'),
       status: '200',
     },
     {
+      name: 'listOrderPages',
+      short: 'list v2',
+      entry: join(PROJECT_ROOT, 'functions', 'list-order-pages.ts'),
+      event: () =>
+        proxyEvent('GET', '/store/orders', '/store/orders', {
+          query: { status: 'pending' },
+          version: 'v2',
+        }),
+      status: '200',
+    },
+    {
       name: 'cancelOrder',
+      short: 'cancel',
       entry: join(PROJECT_ROOT, 'functions', 'cancel-order.ts'),
       event: () => {
         const id = String(nextOrder++);
-        return proxyEvent('DELETE', '/store/orders/{orderId}', `/store/orders/${id}`, id);
+        return proxyEvent('DELETE', '/store/orders/{orderId}', `/store/orders/${id}`, {
+          orderId: id,
+        });
       },
       status: '204',
     },
@@ -345,7 +387,7 @@ try {
   for (const f of functions) {
     const [first = [], warm = []] = await recordCalls(files.get(f.name) ?? '', f, env);
     if (first.length > 1 || warm.length > 1) {
-      const short = f.name.replace(/Orders?$|Order$/, '');
+      const short = f.short ?? f.name;
       const name = `floor: ${short} calls`;
       subjects.push({
         name,
@@ -446,8 +488,10 @@ function report(
   console.log(
     `AWS first: the first answer + ${TLS_HANDSHAKE_MS} ms for each connection opened (TCP and TLS handshakes); CPU: the process's own CPU time`,
   );
+  // The bundle column as wide as its longest name (at least the 20 it always had).
+  const nameWidth = Math.max(20, ...subjects.map((s) => s.name.length));
   console.log(
-    `bundle                  size    load   first    warm  penalty  × floor  × calls floor  conns  AWS first  | CPU: first  penalty  × floor  × calls floor`,
+    `${'bundle'.padEnd(nameWidth + 4)}size    load   first    warm  penalty  × floor  × calls floor  conns  AWS first  | CPU: first  penalty  × floor  × calls floor`,
   );
   for (const s of subjects) if (s.calls) console.log(`${s.name}: ${s.calls}`);
   const floor = figures.get('floor');
@@ -465,7 +509,7 @@ function report(
     const verdict = isFloor ? '' : `  ${verdictOn(interval, GOAL)}: ${range}`;
     console.log(
       [
-        s.name.padEnd(20),
+        s.name.padEnd(nameWidth),
         `${(statSync(files.get(s.name) ?? '').size / 1024).toFixed(0).padStart(5)} KiB`,
         fixed(f.load),
         fixed(f.first, 7),
