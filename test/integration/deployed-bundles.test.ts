@@ -17,6 +17,7 @@ import type { Loaded } from '../../bench/load-bundle.ts';
 import { BUNDLE_FILE, esbuildOptions } from '../../infra/constructs/service-function.ts';
 import { tableEnv } from '../../lib/dynamodb/client.ts';
 import { DynamoDbKeyStore } from '../../lib/dynamodb/keys-table.ts';
+import { ordersIndexesEnv } from '../../lib/dynamodb/order-indexes.ts';
 import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
 import { generateApiKey } from '../../lib/keys/api-key.ts';
 import { registerKeys } from '../../lib/keys/plaintext-keys.ts';
@@ -48,13 +49,13 @@ beforeAll(async () => {
     { id: 3n, petId: 30n, quantity: 1, status: 'pending' },
     { id: 9223372036854775807n, petId: 9223372036854775806n, status: 'shipped' },
   ]);
-  Object.assign(process.env, tableEnv(t.tables), {
+  Object.assign(process.env, tableEnv(t.tables), ordersIndexesEnv(), {
     DYNAMODB_ENDPOINT: t.endpoint,
     METRICS_DISABLED: 'true',
   });
   installLambdaRuntimeGlobals();
   dir = mkdtempSync(join(tmpdir(), 'deployed-bundles-'));
-  for (const fn of ['authorizer', 'list-orders', 'cancel-order']) {
+  for (const fn of ['authorizer', 'list-orders', 'list-order-pages', 'cancel-order']) {
     const outfile = join(dir, fn, BUNDLE_FILE);
     await build(esbuildOptions(join(PROJECT_ROOT, 'functions', `${fn}.ts`), outfile));
     handlers[fn] = (createRequire(outfile)(outfile) as { handler: Handler }).handler;
@@ -148,6 +149,12 @@ describe('a cold process of each bundle', () => {
     path: '/store/orders',
     authorizer: caller,
   });
+  // v2's GET /store/orders?status=pending (its stage's event differs by the query alone here).
+  const pendingPage = {
+    ...list,
+    queryStringParameters: { status: 'pending' },
+    multiValueQueryStringParameters: { status: ['pending'] },
+  };
 
   it.each([
     // One call: one connection.
@@ -163,6 +170,9 @@ describe('a cold process of each bundle', () => {
     // The limiter's count, then the version read on its connection, then 8 partition queries:
     // that connection serves one of them (one pool for both clients), seven more are opened.
     ['list-orders', [list, list], ['200', '200'], 8],
+    // The same, then the index readiness marker's read beside the 8 partitions of the status
+    // index (a new container has not seen it), then one BatchGetItem of the page's orders.
+    ['list-order-pages', [pendingPage, pendingPage], ['200', '200'], 9],
   ] as const)(
     '%s: its first answer opens one connection per call in flight, the warm one none',
     async (fn, events, statuses, connections) => {
