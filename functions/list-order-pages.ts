@@ -13,7 +13,7 @@
 import middy from '@middy/core';
 import { executionModeStreamifyResponse } from '@middy/core/StreamifyResponse';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
-import { isConditional, parseIfNoneMatch, type IfNoneMatch } from '../lib/api/etag.ts';
+import { parseIfNoneMatch } from '../lib/api/etag.ts';
 import { JSON_CONTENT_TYPE, type HttpResponse } from '../lib/api/responses.ts';
 import {
   fromMultiValue,
@@ -32,7 +32,12 @@ import { ListReport } from './shared/list-body.ts';
 import type { RateLimitDependencies } from './shared/rate-limit.ts';
 import { orderPagesFromEnv } from './shared/page-stores.ts';
 import { httpStoresFromEnv } from './shared/stores.ts';
-import { requestHeader, validate } from './shared/validators.ts';
+import {
+  freeWhileUnchanged,
+  requestHeader,
+  validate,
+  type ConditionalListRequest,
+} from './shared/validators.ts';
 
 export interface ListOrderPagesDependencies extends RateLimitDependencies {
   /** The list's version (its tag covers a page read after it). */
@@ -41,15 +46,13 @@ export interface ListOrderPagesDependencies extends RateLimitDependencies {
   readonly now?: () => number;
 }
 
-/** What a page request asks; `version`: the list's, once a conditional request's check read it. */
-interface PageRequest {
+/** What a page request asks (and, once a conditional request's check read it, the version). */
+interface PageRequest extends ConditionalListRequest {
   readonly query: ListQuery;
   /** The query's parameters as sent, for the next page's link. */
   readonly parameters: readonly (readonly [string, string])[];
   /** The path as the client sent it (its stage included): the next page's link. */
   readonly path: string;
-  readonly condition: IfNoneMatch;
-  readonly version?: ListVersion;
 }
 
 type PageAnswer = HttpResponse<string>;
@@ -126,14 +129,7 @@ export function createListOrderPagesHandler(deps: ListOrderPagesDependencies) {
 
   const list = httpFunction<PageRequest, string>(deps, {
     read: readPageRequest,
-    free: {
-      applies: (request) => isConditional(request.condition),
-      answer: async (request, { signal }) => {
-        const version = await deps.orders().readListVersion({ signal });
-        const { notModified } = check(request, version);
-        return notModified ? { free: notModified } : { counted: { ...request, version } };
-      },
-    },
+    free: freeWhileUnchanged((options) => deps.orders().readListVersion(options), check),
     act,
   });
   // API Gateway streams this path in every stage (lib/api/routes.ts): a page is one small write.

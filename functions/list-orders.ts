@@ -17,16 +17,21 @@ import { executionModeStreamifyResponse } from '@middy/core/StreamifyResponse';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
 import type { Readable } from 'node:stream';
 import { negotiateCoding, type Coding } from '../lib/api/content-coding.ts';
-import { isConditional, parseIfNoneMatch, type IfNoneMatch } from '../lib/api/etag.ts';
+import { parseIfNoneMatch } from '../lib/api/etag.ts';
 import { jsonStream, type HttpResponse } from '../lib/api/responses.ts';
 import type { CallOptions } from '../lib/failures.ts';
-import type { ListVersion, OrderStore } from '../lib/orders/order-store.ts';
+import type { OrderStore } from '../lib/orders/order-store.ts';
 import { httpStoresFromEnv } from './shared/stores.ts';
 import { ApiError } from './shared/http-errors.ts';
 import { httpFunction, type HttpRequest } from './shared/http-function.ts';
 import { listBody, ListReport } from './shared/list-body.ts';
 import type { RateLimitDependencies } from './shared/rate-limit.ts';
-import { requestHeader, validate } from './shared/validators.ts';
+import {
+  freeWhileUnchanged,
+  requestHeader,
+  validate,
+  type ConditionalListRequest,
+} from './shared/validators.ts';
 
 /** Every answer that depends on Accept-Encoding says so (for caches): the 200, 304 and 406. */
 const VARIES = { Vary: 'Accept-Encoding' } as const;
@@ -37,11 +42,9 @@ export interface ListOrdersDependencies extends RateLimitDependencies {
   readonly ceilingBytes?: number;
 }
 
-/** What a list request asks; `version`: the list's, once a conditional request's check read it. */
-interface ListRequest {
-  readonly condition: IfNoneMatch;
+/** What a list request asks (and, once a conditional request's check read it, the version). */
+interface ListRequest extends ConditionalListRequest {
   readonly coding: Coding;
-  readonly version?: ListVersion;
 }
 
 type ListAnswer = HttpResponse<Readable | string>;
@@ -75,14 +78,9 @@ export function createListOrdersHandler(deps: ListOrdersDependencies) {
 
   const list = httpFunction<ListRequest, Readable | string>(deps, {
     read: readListRequest,
-    free: {
-      applies: (request) => isConditional(request.condition),
-      answer: async (request, { signal }) => {
-        const version = await versionNow({ signal });
-        const { notModified: unchanged } = validate(request.condition, version.tag, VARIES);
-        return unchanged ? { free: unchanged } : { counted: { ...request, version } };
-      },
-    },
+    free: freeWhileUnchanged(versionNow, (request, version) =>
+      validate(request.condition, version.tag, VARIES),
+    ),
     act,
   });
   // Streamed by middy around the chain, whose own early timeout stands.

@@ -4,9 +4,17 @@
  * matches (RFC 9110 §13.1.2: weak comparison).
  */
 import type { APIGatewayProxyEvent } from 'aws-lambda';
-import { formatEntityTag, notModified, type IfNoneMatch } from '../../lib/api/etag.ts';
+import {
+  formatEntityTag,
+  isConditional,
+  notModified,
+  type IfNoneMatch,
+} from '../../lib/api/etag.ts';
 import { notModifiedResponse, type HttpResponse } from '../../lib/api/responses.ts';
+import type { CallOptions } from '../../lib/failures.ts';
 import { METRIC_NAMES } from '../../lib/metrics.ts';
+import type { ListVersion } from '../../lib/orders/order-store.ts';
+import type { FreeAnswer } from './http-function.ts';
 import { logger } from './logger.ts';
 import { metrics, MetricUnit } from './metrics.ts';
 
@@ -48,4 +56,29 @@ export function validate(
   logger.info('List not modified', { etag: validators.ETag });
   metrics.addMetric(METRIC_NAMES.listNotModified, MetricUnit.Count, 1);
   return { validators, notModified: notModifiedResponse(validators) };
+}
+
+/** A list request that may be conditional; `version`: the list's, once its check has read it. */
+export interface ConditionalListRequest {
+  readonly condition: IfNoneMatch;
+  readonly version?: ListVersion;
+}
+
+/**
+ * The free answer of a conditional list request (./http-function.ts): once the key's free
+ * allowance has admitted it, the list's version is read and `check`ed; a 304 is the free answer,
+ * otherwise the request goes on, counted, with the version it read (`act` reads no other).
+ */
+export function freeWhileUnchanged<Request extends ConditionalListRequest>(
+  readVersion: (options: CallOptions) => Promise<ListVersion>,
+  check: (request: Request, version: ListVersion) => { notModified: HttpResponse | undefined },
+): FreeAnswer<Request, HttpResponse> {
+  return {
+    applies: (request) => isConditional(request.condition),
+    answer: async (request, { signal }) => {
+      const version = await readVersion({ signal });
+      const { notModified: unchanged } = check(request, version);
+      return unchanged ? { free: unchanged } : { counted: { ...request, version } };
+    },
+  };
 }
