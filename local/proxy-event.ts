@@ -17,15 +17,18 @@ const API_ID = 'local';
 export const methodArn = ({ stage, route, stagePath }: RoutedRequest): string =>
   `arn:aws:execute-api:${REGION}:${ACCOUNT_ID}:${API_ID}/${stage}/${route.method}${stagePath}`;
 
-/** Name → last value and name → every value, as a proxy event carries headers and the query. */
+/**
+ * Name → last value and name → every value, as a proxy event carries headers and the query. Any
+ * name is a key of its own, `__proto__` and `constructor` included (collected in a Map, then
+ * defined as own properties, as JSON.parse defines them in the event API Gateway sends).
+ */
 function byName(pairs: Iterable<readonly [string, string]>) {
-  const single: Record<string, string> = {};
-  const multi: Record<string, string[]> = {};
-  for (const [name, value] of pairs) {
-    single[name] = value;
-    (multi[name] ??= []).push(value);
-  }
-  return { single, multi };
+  const multi = new Map<string, string[]>();
+  for (const [name, value] of pairs) multi.set(name, [...(multi.get(name) ?? []), value]);
+  return {
+    single: Object.fromEntries([...multi].map(([name, values]) => [name, values.at(-1)!])),
+    multi: Object.fromEntries(multi),
+  };
 }
 
 /** The REST v1 proxy event of a request, as API Gateway hands it to the function. */

@@ -212,6 +212,8 @@ describe('real answers of v2, through the local API Gateway emulator', () => {
 
   it.each([
     ['/store/orders?sort=id', 'UNKNOWN_PARAMETER'],
+    ['/store/orders?__proto__=1', 'UNKNOWN_PARAMETER'],
+    ['/store/orders?constructor=x', 'UNKNOWN_PARAMETER'],
     ['/store/orders?status=lost', 'INVALID_PARAMETER'],
     ['/store/orders?petId=12.5', 'INVALID_PARAMETER'],
     ['/store/orders?pageSize=0', 'INVALID_PARAMETER'],

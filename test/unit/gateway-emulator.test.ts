@@ -187,6 +187,43 @@ describe('authorizer emulation', () => {
     });
     expect((seen!.headers as Record<string, string>).Authorization).toBe(`Bearer ${KEYS.tok}`);
   });
+
+  it('hands any parameter or header name over as a key of its own, __proto__ and constructor included', async () => {
+    let seen: Record<string, Record<string, unknown> | null> | undefined;
+    const url = await gateway({
+      authorizer: () => Promise.resolve(allowAll('key_9', { keyId: 'key_9' })),
+      functions: {
+        listOrders: () => Promise.resolve({ statusCode: 200, headers: {}, body: '[]' }),
+        cancelOrder: (event: typeof seen) => {
+          seen = event;
+          return Promise.resolve({ statusCode: 204, headers: {}, body: '' });
+        },
+      },
+    });
+    const response = await fetch(`${url}/store/orders/1?__proto__=1&constructor=x&toString=2`, {
+      method: 'DELETE',
+      headers: { ...auth().headers, hasOwnProperty: '1', valueOf: '2' },
+    });
+    expect(response.status).toBe(204);
+    const own = (object: Record<string, unknown> | null | undefined) =>
+      Object.entries(object ?? {}).map(([name, value]) => [name, value]);
+    expect(own(seen!.queryStringParameters)).toEqual([
+      ['__proto__', '1'],
+      ['constructor', 'x'],
+      ['toString', '2'],
+    ]);
+    expect(own(seen!.multiValueQueryStringParameters)).toEqual([
+      ['__proto__', ['1']],
+      ['constructor', ['x']],
+      ['toString', ['2']],
+    ]);
+    expect(own(seen!.multiValueHeaders)).toEqual(
+      expect.arrayContaining([
+        ['hasOwnProperty', ['1']],
+        ['valueOf', ['2']],
+      ]),
+    );
+  });
 });
 
 describe('integration emulation', () => {
