@@ -218,14 +218,19 @@ export function parseListQuery(parameters: QueryParameters): ListQueryResult {
 }
 
 /**
- * The parameters of the next page's link: the request's own, in their order, with `pageToken`
- * replaced by the next page's token.
+ * The parameters of the next page's link: the request's own, in their order, each once (a
+ * repeated status counts once, so the link does not grow with repeats: every other parameter is
+ * refused when repeated, and every value is bounded), with `pageToken` replaced by the next
+ * page's token.
  */
 export function nextPageParameters(parameters: QueryParameters, token: string): [string, string][] {
-  return [
-    ...[...parameters]
-      .filter(([name]) => name !== 'pageToken')
-      .map(([n, v]): [string, string] => [n, v]),
-    ['pageToken', token],
-  ];
+  const seen = new Set<string>();
+  const kept: [string, string][] = [];
+  for (const [name, value] of parameters) {
+    const pair = `${name}=${value}`;
+    if (name === 'pageToken' || seen.has(pair)) continue;
+    seen.add(pair);
+    kept.push([name, value]);
+  }
+  return [...kept, ['pageToken', token]];
 }

@@ -192,6 +192,21 @@ describe('the list query', () => {
       ['pageToken', 'new'],
     ]);
   });
+
+  it('writes a repeated status once in the next link: 600 repeats make no longer a link than one', () => {
+    const repeated: [string, string][] = Array.from({ length: 600 }, (_, i) => [
+      'status',
+      i % 2 ? 'pending' : 'cancelled',
+    ]);
+    const query = parseListQuery(repeated);
+    expect(query).toMatchObject({ ok: { filter: { statuses: ['pending', 'cancelled'] } } });
+    expect(nextPageParameters([...repeated, ['pageSize', '1']], 'next')).toEqual([
+      ['status', 'cancelled'],
+      ['status', 'pending'],
+      ['pageSize', '1'],
+      ['pageToken', 'next'],
+    ]);
+  });
 });
 
 describe('the codes of a refused query', () => {
