@@ -18,4 +18,9 @@ export const ISOLATED_FILES: readonly string[] = [
   'test/integration/invocation-scope.test.ts',
   // Its tables in the environment, for the bundles' default dependencies.
   'test/integration/deployed-bundles.test.ts',
+  // The functions as npm start loads them (local/local-stack.ts loadFunctions): their tables in
+  // the environment before their modules load. Two such files in one worker would share the
+  // first one's functions, on its dropped tables.
+  'test/contract/openapi.test.ts',
+  'test/contract/openapi-v2.test.ts',
 ];

@@ -16,6 +16,8 @@ const CHANGES_LOAD_TIME_STATE = [
   /Object\.assign\(\s*process\.env/,
   /delete process\.env/,
   /vi\.(mock|doMock|stubEnv|stubGlobal)\(/,
+  // local/local-stack.ts: sets the functions' environment, then loads their modules.
+  /\bloadFunctions\(/,
 ];
 
 const sharedFiles = () =>
@@ -42,6 +44,7 @@ describe('the test files that run isolated', () => {
     expect(changes("process.env.LOG_LEVEL = 'INFO';")).toBe(true);
     expect(changes('Object.assign(process.env, tableEnv(t.tables));')).toBe(true);
     expect(changes("vi.mock('../../lib/x.ts');")).toBe(true);
+    expect(changes('const functions = await loadFunctions({ endpoint, tables });')).toBe(true);
     expect(changes("const ci = process.env.CI === 'true';")).toBe(false);
     expect(changes('env: { ...process.env, LOG_LEVEL: "ERROR" },')).toBe(false);
   });
