@@ -737,7 +737,7 @@ if (call === 'logs describe-query-definitions') {
   console.log('{}');
 } else if (call === 'apigateway flush-stage-authorizers-cache') {
   if (option('--rest-api-id') !== fixture.restApiId) fail('Invalid API identifier specified');
-  if (option('--stage-name') !== 'v1') fail('Invalid stage identifier specified');
+  if (!fixture.apiStages.includes(option('--stage-name'))) fail('Invalid stage identifier specified');
 } else if (call === 'dynamodb restore-table-to-point-in-time') {
   if (option('--source-table-name') !== fixture.ordersTable) fail('no table ' + option('--source-table-name'));
   fs.writeFileSync(process.env.AWS_STAND_IN_LOG + '.polls', '0');
@@ -794,6 +794,7 @@ describe('the runbooks, run with a stand-in AWS CLI against the synthesized prod
       versions: ['3', '5', '6', '7', '10'],
       liveVersion: '7',
       restApiId: STAND_IN_REST_API_ID,
+      apiStages: API_STAGES,
       ordersTable: ORDERS_TABLE,
       accessLogGroup: logGroupName('production', 'access'),
       accessLines: [ACCESS_LINE],
@@ -915,14 +916,23 @@ describe('the runbooks, run with a stand-in AWS CLI against the synthesized prod
     expect(Date.now() / 1000 - from).toBeGreaterThanOrEqual(7 * 86_400 - 60);
   });
 
-  it("flushes the stage's authorizer cache after a revocation, on the stage's API", async () => {
-    const calls = await runbook(
-      awsSteps('operations.md', '### A leaked key: make it stop working now'),
-    );
+  it("flushes every API stage's authorizer cache after a revocation (each stage caches its own answers), on the stage's API", async () => {
+    const block = awsSteps('operations.md', '### A leaked key: make it stop working now');
+    const calls = await runbook(block);
     expect(calls.map((c) => `${c[0]} ${c[1]}`)).toEqual([
       'cloudformation describe-stacks',
-      'apigateway flush-stage-authorizers-cache',
+      ...API_STAGES.map(() => 'apigateway flush-stage-authorizers-cache'),
     ]);
-    expect(after(calls[1]!, '--rest-api-id')).toBe(STAND_IN_REST_API_ID);
+    const flushes = calls.slice(1);
+    for (const flush of flushes) expect(after(flush, '--rest-api-id')).toBe(STAND_IN_REST_API_ID);
+    expect(flushes.map((flush) => after(flush, '--stage-name'))).toEqual([...API_STAGES]);
+    // The stages the API has are the ones the stack deploys (one AWS::ApiGateway::Stage each).
+    expect(
+      resources(api, 'AWS::ApiGateway::Stage')
+        .map(([, st]) => st.Properties.StageName)
+        .sort(),
+    ).toEqual([...API_STAGES].sort());
+    // The permission the runbook names covers every stage's cache.
+    expect(docs('operations.md')).toContain('/restapis/<id>/stages/*/cache/authorizers');
   });
 });
