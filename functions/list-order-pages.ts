@@ -7,8 +7,9 @@
  * Decided, then done (./shared/http-function.ts): a malformed query is refused 400 once the
  * request is counted; a conditional request is first admitted by the key's free allowance, and
  * its page's tag needs only the list's version (lib/orders/page-tag.ts): a 304 reads no order.
- * A page comes from the index its filter needs (lib/dynamodb/order-pages.ts); one not deployed,
- * or still being built, is answered 503 with Retry-After.
+ * A page comes from the index its filter needs (lib/dynamodb/order-pages.ts), planned once a
+ * request, without I/O, before the version is read: an index not deployed is answered 503 with
+ * Retry-After having read nothing; one still being built, 503 once the page's reads find it.
  */
 import middy from '@middy/core';
 import { executionModeStreamifyResponse } from '@middy/core/StreamifyResponse';
@@ -22,8 +23,8 @@ import {
   type ListQuery,
 } from '../lib/orders/list-query.ts';
 import { orderToJson } from '../lib/orders/order.ts';
-import type { OrderPageReader } from '../lib/orders/order-pages.ts';
-import type { ListVersion, OrderStore } from '../lib/orders/order-store.ts';
+import type { OrderPageReader, PagePlan } from '../lib/orders/order-pages.ts';
+import type { OrderStore } from '../lib/orders/order-store.ts';
 import { pageEntityTag } from '../lib/orders/page-tag.ts';
 import { encodePageToken } from '../lib/orders/page-token.ts';
 import { ApiError } from './shared/http-errors.ts';
@@ -36,6 +37,7 @@ import {
   freeWhileUnchanged,
   requestHeader,
   validate,
+  versionCheck,
   type ConditionalListRequest,
 } from './shared/validators.ts';
 
@@ -46,9 +48,13 @@ export interface ListOrderPagesDependencies extends RateLimitDependencies {
   readonly now?: () => number;
 }
 
-/** What a page request asks (and, once a conditional request's check read it, the version). */
+/**
+ * What a page request asks (and, once planned, its filter's plan; once a conditional request's
+ * check read the version, what it found).
+ */
 interface PageRequest extends ConditionalListRequest {
   readonly query: ListQuery;
+  readonly plan?: PagePlan;
   /** The query's parameters as sent, for the next page's link. */
   readonly parameters: readonly (readonly [string, string])[];
   /** The path as the client sent it (its stage included): the next page's link. */
@@ -81,33 +87,45 @@ function pageBody(orders: readonly string[], nextPageToken: string | undefined, 
 export function createListOrderPagesHandler(deps: ListOrderPagesDependencies) {
   const now = () => deps.now?.() ?? Date.now();
 
-  /** The page's validators at `version`, and its 304 when the request's tag still matches. */
-  const check = (request: PageRequest, version: ListVersion) => {
-    const { filter, start, pageSize } = request.query;
-    const plan = deps.pages().plan(filter);
-    const tag = pageEntityTag({
-      version,
-      filter,
-      ...(start ? { start } : {}),
-      pageSize,
-      plan,
-      now: now(),
-    });
-    return validate(request.condition, tag, {});
-  };
+  /**
+   * The request with its filter's plan: made once a request, without I/O, before the version is
+   * read (an index not deployed throws index-not-ready here, having read nothing).
+   */
+  const planned = (request: PageRequest): PageRequest =>
+    request.plan ? request : { ...request, plan: deps.pages().plan(request.query.filter) };
 
-  const act = async (request: PageRequest, { signal }: HttpRequest): Promise<PageAnswer> => {
-    const version = request.version ?? (await deps.orders().readListVersion({ signal }));
-    const { validators, notModified } = check(request, version);
-    if (notModified) return notModified;
+  /** The page's validators at `version`, and its 304 when the request's tag still matches. */
+  const checkVersion = versionCheck<PageRequest>(
+    (options) => deps.orders().readListVersion(options),
+    (request, version) => {
+      const { filter, start, pageSize } = request.query;
+      const tag = pageEntityTag({
+        version,
+        filter,
+        ...(start ? { start } : {}),
+        pageSize,
+        plan: request.plan ?? deps.pages().plan(filter),
+        now: now(),
+      });
+      return validate(request.condition, tag, {});
+    },
+  );
+
+  const act = async (input: PageRequest, { signal }: HttpRequest): Promise<PageAnswer> => {
+    const request = planned(input);
+    const checked = await checkVersion(request, { signal });
+    if ('notModified' in checked) return checked.notModified;
+    const { validators } = checked;
     const { filter, start, pageSize } = request.query;
     const report = new ListReport();
-    const page = await deps
-      .pages()
-      .readPage(
-        { filter, ...(start ? { start } : {}), pageSize },
-        { signal, onUnreadable: report.addUnreadable },
-      );
+    const page = await deps.pages().readPage(
+      { filter, ...(start ? { start } : {}), pageSize },
+      {
+        signal,
+        onUnreadable: report.addUnreadable,
+        ...(request.plan ? { plan: request.plan } : {}),
+      },
+    );
     const nextPageToken = page.next ? encodePageToken(filter, page.next) : undefined;
     const body = pageBody(page.orders.map(orderToJson), nextPageToken, pageSize);
     report.orders = page.orders.length;
@@ -129,7 +147,7 @@ export function createListOrderPagesHandler(deps: ListOrderPagesDependencies) {
 
   const list = httpFunction<PageRequest, string>(deps, {
     read: readPageRequest,
-    free: freeWhileUnchanged((options) => deps.orders().readListVersion(options), check),
+    free: freeWhileUnchanged(checkVersion, planned),
     act,
   });
   // API Gateway streams this path in every stage (lib/api/routes.ts): a page is one small write.

@@ -30,6 +30,7 @@ import {
   freeWhileUnchanged,
   requestHeader,
   validate,
+  versionCheck,
   type ConditionalListRequest,
 } from './shared/validators.ts';
 
@@ -42,7 +43,7 @@ export interface ListOrdersDependencies extends RateLimitDependencies {
   readonly ceilingBytes?: number;
 }
 
-/** What a list request asks (and, once a conditional request's check read it, the version). */
+/** What a list request asks (and, once a conditional request's check read it, what it found). */
 interface ListRequest extends ConditionalListRequest {
   readonly coding: Coding;
 }
@@ -59,11 +60,15 @@ function readListRequest(event: APIGatewayProxyEvent): ListRequest {
 export function createListOrdersHandler(deps: ListOrdersDependencies) {
   // The list's version, read before its first page (its tag covers nothing the list lacks).
   const versionNow = (options: CallOptions) => deps.orders().readListVersion(options);
+  // The version's check, once a request: the free answer's, or act's when there was none.
+  const checkVersion = versionCheck<ListRequest>(versionNow, (request, version) =>
+    validate(request.condition, version.tag, VARIES),
+  );
 
   const act = async (request: ListRequest, { signal }: HttpRequest): Promise<ListAnswer> => {
-    const version = request.version ?? (await versionNow({ signal }));
-    const { validators, notModified: unchanged } = validate(request.condition, version.tag, VARIES);
-    if (unchanged) return unchanged;
+    const checked = await checkVersion(request, { signal });
+    if ('notModified' in checked) return checked.notModified;
+    const { validators } = checked;
     const report = new ListReport();
     const orders = await deps.orders().openOrderStream({
       signal,
@@ -78,9 +83,7 @@ export function createListOrdersHandler(deps: ListOrdersDependencies) {
 
   const list = httpFunction<ListRequest, Readable | string>(deps, {
     read: readListRequest,
-    free: freeWhileUnchanged(versionNow, (request, version) =>
-      validate(request.condition, version.tag, VARIES),
-    ),
+    free: freeWhileUnchanged(checkVersion),
     act,
   });
   // Streamed by middy around the chain, whose own early timeout stands.

@@ -58,27 +58,60 @@ export function validate(
   return { validators, notModified: notModifiedResponse(validators) };
 }
 
-/** A list request that may be conditional; `version`: the list's, once its check has read it. */
+/** What a list's check found when the answer is not a 304: the version read and its validators. */
+export interface CheckedList {
+  readonly version: ListVersion;
+  readonly validators: Record<string, string>;
+}
+
+/** A list request that may be conditional; `checked`: what its free answer's check found. */
 export interface ConditionalListRequest {
   readonly condition: IfNoneMatch;
-  readonly version?: ListVersion;
+  readonly checked?: CheckedList;
+}
+
+/**
+ * The one step from the list's version to the answer's validators, for the free answer and `act`
+ * alike: the version is read and `check`ed (its 304, or the validators of the answer to send);
+ * a request whose free answer already did so (`checked`) reads and checks nothing again.
+ */
+export function versionCheck<Request extends ConditionalListRequest>(
+  readVersion: (options: CallOptions) => Promise<ListVersion>,
+  check: (request: Request, version: ListVersion) => ReturnType<typeof validate>,
+): (
+  request: Request,
+  options: CallOptions,
+) => Promise<CheckedList | { readonly notModified: HttpResponse }> {
+  return async (request, options) => {
+    if (request.checked) return request.checked;
+    const version = await readVersion(options);
+    const { validators, notModified: unchanged } = check(request, version);
+    return unchanged ? { notModified: unchanged } : { version, validators };
+  };
 }
 
 /**
  * The free answer of a conditional list request (./http-function.ts): once the key's free
- * allowance has admitted it, the list's version is read and `check`ed; a 304 is the free answer,
- * otherwise the request goes on, counted, with the version it read (`act` reads no other).
+ * allowance has admitted it, `checkVersion` (versionCheck) reads the list's version and checks
+ * it; a 304 is the free answer, otherwise the request goes on, counted, with what the check
+ * found (`act` reads no other version). `prepare`, when given, first turns the request into
+ * what the check needs, without I/O (it may refuse it: then nothing is read).
  */
 export function freeWhileUnchanged<Request extends ConditionalListRequest>(
-  readVersion: (options: CallOptions) => Promise<ListVersion>,
-  check: (request: Request, version: ListVersion) => { notModified: HttpResponse | undefined },
+  checkVersion: (
+    request: Request,
+    options: CallOptions,
+  ) => Promise<CheckedList | { readonly notModified: HttpResponse }>,
+  prepare: (request: Request) => Request = (request) => request,
 ): FreeAnswer<Request, HttpResponse> {
   return {
     applies: (request) => isConditional(request.condition),
     answer: async (request, { signal }) => {
-      const version = await readVersion({ signal });
-      const { notModified: unchanged } = check(request, version);
-      return unchanged ? { free: unchanged } : { counted: { ...request, version } };
+      const prepared = prepare(request);
+      const checked = await checkVersion(prepared, { signal });
+      return 'notModified' in checked
+        ? { free: checked.notModified }
+        : { counted: { ...prepared, checked } };
     },
   };
 }

@@ -53,7 +53,13 @@ import {
   type OrderSortOrder,
   type PagePosition,
 } from '../orders/order-filter.ts';
-import type { OrderPage, OrderPageReader, PagePlan, PageRequest } from '../orders/order-pages.ts';
+import type {
+  OrderPage,
+  OrderPageReader,
+  PagePlan,
+  PageReadOptions,
+  PageRequest,
+} from '../orders/order-pages.ts';
 import type { OrderStreamOptions } from '../orders/order-store.ts';
 import { ORDER_STATUSES, type Order } from '../orders/order.ts';
 import { numberText } from './attributes.ts';
@@ -544,7 +550,7 @@ export interface DynamoDbOrderPagesOptions {
   readonly readiness?: IndexReadiness;
 }
 
-export class DynamoDbOrderPages implements OrderPageReader {
+export class DynamoDbOrderPages implements OrderPageReader<DynamoDbPagePlan> {
   private readonly client: DynamoDBDocumentClient;
   private readonly tableName: string;
   private readonly indexes: ReadonlySet<OrderIndexName>;
@@ -612,9 +618,9 @@ export class DynamoDbOrderPages implements OrderPageReader {
 
   async readPage(
     request: PageRequest,
-    options: OrderStreamOptions = {},
+    options: PageReadOptions<DynamoDbPagePlan> = {},
   ): Promise<DynamoDbOrderPage> {
-    const plan = this.plan(request.filter);
+    const plan = options.plan ?? this.plan(request.filter);
     const { filter, pageSize } = request;
     const { signal } = options;
     const cost = { evaluated: 0, fetched: 0, queries: 0, batchGets: 0, rounds: 0 };

@@ -56,15 +56,21 @@ export interface OrderPage {
   readonly cost: PageCost;
 }
 
-export interface OrderPageReader {
+/** How a page is read: by `signal`'s deadline, with the filter's plan when the caller made it. */
+export interface PageReadOptions<Plan extends PagePlan = PagePlan> extends OrderStreamOptions {
+  /** The request's filter's plan, from `plan` (not made again); made by readPage when absent. */
+  readonly plan?: Plan;
+}
+
+export interface OrderPageReader<Plan extends PagePlan = PagePlan> {
   /**
-   * The plan of a filter's pages. Throws a transient DependencyFailure (reason
+   * The plan of a filter's pages, without I/O. Throws a transient DependencyFailure (reason
    * `index-not-ready`) when the index it needs is not deployed.
    */
-  plan(filter: OrderFilter): PagePlan;
+  plan(filter: OrderFilter): Plan;
   /**
    * One page, by `signal`'s deadline. Fails transient (`index-not-ready`) while the index it
    * needs is backfilling or its orders are not all indexed yet.
    */
-  readPage(request: PageRequest, options?: OrderStreamOptions): Promise<OrderPage>;
+  readPage(request: PageRequest, options?: PageReadOptions<Plan>): Promise<OrderPage>;
 }

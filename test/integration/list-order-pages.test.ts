@@ -230,3 +230,44 @@ describe('what a page costs the key', () => {
     expect(counter.calls).toEqual([]);
   });
 });
+
+describe('a page whose index is not deployed', () => {
+  const notDeployed = createListOrderPagesHandler({
+    orders: () => store,
+    pages: () => new DynamoDbOrderPages(t.client, t.tables.orders, { indexes: new Set(['byPet']) }),
+    limiter: () => limiter,
+    freeAllowance: () => limiter,
+    now,
+  });
+  const ask = (headers: Record<string, string>) =>
+    invokeHttp(notDeployed, {
+      ...proxyEvent({
+        method: 'GET',
+        resource: '/store/orders',
+        path: '/store/orders',
+        authorizer: caller(),
+      }),
+      headers,
+      multiValueQueryStringParameters: { status: ['pending'] },
+    });
+
+  it('is answered 503 having read nothing of the orders table: no version read, plain or conditional', async () => {
+    const asked: Record<string, string>[] = [
+      {},
+      { 'If-None-Match': 'W/"some-tag"' },
+      { 'If-None-Match': '*' },
+    ];
+    for (const headers of asked) {
+      let answer: HttpResult | undefined;
+      const calls = await timeDynamoDbCalls(t.client, async () => {
+        answer = await ask(headers);
+      });
+      expect(answer!.statusCode).toBe(503);
+      expect(answer!.headers['Retry-After']).toBeDefined();
+      expect(answer!.body).toContain('SERVICE_UNAVAILABLE');
+      // Only the rate limiter's writes (the free allowance's, then the count's, or the count's).
+      expect(calls.filter(({ table }) => table !== t.tables.rateLimits)).toEqual([]);
+      expect(calls.map(({ command }) => command)).not.toContain('BatchGetItemCommand');
+    }
+  });
+});
