@@ -31,7 +31,7 @@ import {
   type GatewayResponseDefinition,
   type GatewayResponseType,
 } from '../lib/api/gateway-responses.ts';
-import type { OperationId } from '../lib/api/routes.ts';
+import { STAGE_ROUTES, type OperationId } from '../lib/api/routes.ts';
 import { BEARER_KEY_PATTERN, quotableInput } from '../lib/keys/api-key.ts';
 import { accessLogLine, cutShort, newExchange, type Exchange } from './access-log-context.ts';
 import { sendGatewayAnswer, sendGatewayResponse } from './gateway-answers.ts';
@@ -46,12 +46,7 @@ import {
 import { answerTimeoutMs, integrate, INTEGRATION_TIMEOUT_MS } from './integration.ts';
 import { inProcessInvoker, type Invoker } from './invoker.ts';
 import { methodArn, proxyEvent } from './proxy-event.ts';
-import {
-  routeRequest,
-  SERVICE_STAGES,
-  type RoutedRequest,
-  type StageRoutes,
-} from './stage-routes.ts';
+import { routeRequest, type RoutedRequest, type StageRoutes } from './stage-routes.ts';
 import { tokenAuthorizer, type Authorization } from './token-authorizer.ts';
 
 export interface GatewayOptions {
@@ -87,7 +82,7 @@ export interface GatewayListener {
 
 export function createGateway(options: GatewayOptions): GatewayListener {
   const now = options.now ?? Date.now;
-  const stages = options.stages ?? SERVICE_STAGES;
+  const stages = options.stages ?? STAGE_ROUTES;
   const integrationTimeoutMs = options.integrationTimeoutMs ?? INTEGRATION_TIMEOUT_MS;
   const identityValidation = options.identityValidation ?? new RegExp(BEARER_KEY_PATTERN);
   const invoker =
@@ -124,7 +119,7 @@ export function createGateway(options: GatewayOptions): GatewayListener {
       return { ok: false, answer: 'UNAUTHORIZED' };
     }
     const checked = now();
-    const authorization = await authorize(token, methodArn(routed));
+    const authorization = await authorize(token, methodArn(routed), routed.stage);
     exchange.authorizerLatency = now() - checked;
     exchange.principalId = authorization.ok
       ? authorization.result.principalId

@@ -3,7 +3,7 @@
  * stage's routes. The stage is taken from the path here and nowhere else; what follows (the
  * method ARN the authorizer checks, the proxy event's `path` and `requestContext.stage`) reads it
  * from the routed request. Each stage has a route table of its own: a stage is served by adding
- * it, with its table, to the stages the gateway is given (SERVICE_STAGES by default).
+ * it, with its table, to the stages the gateway is given (the service's, STAGE_ROUTES, by default).
  */
 import {
   resolveRoute,
@@ -15,9 +15,6 @@ import {
 
 /** Stage name → its route table (paths relative to the stage, as in lib/api/routes.ts). */
 export type StageRoutes = Readonly<Record<string, readonly RouteDefinition[]>>;
-
-/** The stages the service deploys, each with its route table. */
-export const SERVICE_STAGES: StageRoutes = STAGE_ROUTES;
 
 /** A request routed to an operation of a stage. */
 export interface RoutedRequest extends RouteMatch {
@@ -51,7 +48,7 @@ export function splitStage(
 export function routeRequest(
   method: string,
   path: string,
-  stages: StageRoutes = SERVICE_STAGES,
+  stages: StageRoutes = STAGE_ROUTES,
 ): StageResolution {
   const staged = splitStage(path, stages);
   if (!staged) return { kind: 'not-found' };

@@ -3,8 +3,9 @@
  * authorizer must give (a principal, a policy, a flat context), whether that policy allows a
  * method ARN (an explicit Deny wins, then any Allow), and the answers — Allow and Deny alike —
  * cached per token for the TTL, in a cache of each stage's own (as API Gateway keeps one per
- * stage: a stage-wide policy of one stage never answers for another). `Unauthorized` is answered 401; a failure, a timeout or an
- * unusable answer is AUTHORIZER_CONFIGURATION_ERROR; neither is cached.
+ * stage: a stage-wide policy of one stage never answers for another). `Unauthorized` is answered
+ * 401; a failure, a timeout or an unusable answer is AUTHORIZER_CONFIGURATION_ERROR; neither is
+ * cached.
  */
 import type { GatewayResponseType } from '../lib/api/gateway-responses.ts';
 import type { Invoker } from './invoker.ts';
@@ -59,17 +60,17 @@ export interface TokenAuthorizerOptions {
   readonly now: () => number;
 }
 
-/** The API and stage a method ARN names (`arn:…:local/v1/GET/store/orders` → `arn:…:local/v1`). */
-const stageOfMethodArn = (methodArn: string): string => methodArn.split('/', 2).join('/');
-
-/** The authorizer's verdict on a token for a method ARN: its cached answer, or a new one. */
+/**
+ * The authorizer's verdict on a token for a method ARN of a stage: its cached answer, or a new
+ * one.
+ */
 export function tokenAuthorizer(
   options: TokenAuthorizerOptions,
-): (token: string, methodArn: string) => Promise<Authorization> {
+): (token: string, methodArn: string, stage: string) => Promise<Authorization> {
   const { invoker, ttlSeconds, timeoutMs, now } = options;
   const cache = new Map<string, { result: AuthorizerResult; expires: number }>();
-  return async (token, methodArn) => {
-    const cacheKey = `${stageOfMethodArn(methodArn)} ${token}`;
+  return async (token, methodArn, stage) => {
+    const cacheKey = `${stage} ${token}`;
     const cached = ttlSeconds > 0 ? cache.get(cacheKey) : undefined;
     let result = cached && cached.expires > now() ? cached.result : undefined;
     if (!result) {

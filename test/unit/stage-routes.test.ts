@@ -4,14 +4,9 @@
  * request.
  */
 import { describe, expect, it } from 'vitest';
-import { API_STAGE, ROUTES, type RouteDefinition } from '../../lib/api/routes.ts';
+import { API_STAGE, ROUTES, STAGE_ROUTES, type RouteDefinition } from '../../lib/api/routes.ts';
 import { methodArn } from '../../local/proxy-event.ts';
-import {
-  routeRequest,
-  SERVICE_STAGES,
-  splitStage,
-  type StageRoutes,
-} from '../../local/stage-routes.ts';
+import { routeRequest, splitStage, type StageRoutes } from '../../local/stage-routes.ts';
 
 /** The service's stage beside a second one with a table of its own. */
 const TWO_STAGES: StageRoutes = {
@@ -29,17 +24,17 @@ const TWO_STAGES: StageRoutes = {
 
 describe('the stage of a path', () => {
   it('is its first segment, when that names a stage; the rest is the path within it', () => {
-    expect(splitStage('/v1/store/orders/4%32', SERVICE_STAGES)).toEqual({
+    expect(splitStage('/v1/store/orders/4%32', STAGE_ROUTES)).toEqual({
       stage: 'v1',
       stagePath: '/store/orders/4%32',
     });
-    expect(splitStage('/v1', SERVICE_STAGES)).toEqual({ stage: 'v1', stagePath: '/' });
+    expect(splitStage('/v1', STAGE_ROUTES)).toEqual({ stage: 'v1', stagePath: '/' });
   });
 
   it.each(['/', '/store/orders', '/v1x/store/orders', '/V1/store/orders', '/beta/pets', '//v1'])(
     'is none for %s: no route at all',
     (path) => {
-      expect(splitStage(path, SERVICE_STAGES)).toBeUndefined();
+      expect(splitStage(path, STAGE_ROUTES)).toBeUndefined();
       expect(routeRequest('GET', path)).toEqual({ kind: 'not-found' });
     },
   );

@@ -103,12 +103,12 @@ describe('the answer cache', () => {
 
   it('keeps an answer until the TTL has passed, not a millisecond longer', async () => {
     const { authorize, calls, clock } = counted(60);
-    await authorize('a', ARN);
+    await authorize('a', ARN, 'v1');
     clock.now = 59_999;
-    await authorize('a', ARN);
+    await authorize('a', ARN, 'v1');
     expect(calls).toHaveLength(1);
     clock.now = 60_000;
-    expect(await authorize('a', ARN)).toMatchObject({ ok: true });
+    expect(await authorize('a', ARN, 'v1')).toMatchObject({ ok: true });
     expect(calls).toEqual([
       { token: 'a', timeoutMs: 3_000 },
       { token: 'a', timeoutMs: 3_000 },
@@ -117,18 +117,26 @@ describe('the answer cache', () => {
 
   it('asks every time with a TTL of 0', async () => {
     const { authorize, calls } = counted(0);
-    await authorize('a', ARN);
-    await authorize('a', ARN);
+    await authorize('a', ARN, 'v1');
+    await authorize('a', ARN, 'v1');
     expect(calls).toHaveLength(2);
   });
 
   it('keeps each stage’s answers apart, and a stage’s answer for all its routes', async () => {
     const { authorize, calls } = counted(60);
-    await authorize('a', ARN);
-    await authorize('a', 'arn:aws:execute-api:local:000000000000:local/v1/DELETE/store/orders/1');
+    await authorize('a', ARN, 'v1');
+    await authorize(
+      'a',
+      'arn:aws:execute-api:local:000000000000:local/v1/DELETE/store/orders/1',
+      'v1',
+    );
     expect(calls).toHaveLength(1);
-    await authorize('a', 'arn:aws:execute-api:local:000000000000:local/v2/GET/store/orders');
-    await authorize('a', 'arn:aws:execute-api:local:000000000000:local/v2/DELETE/store/orders/1');
+    await authorize('a', 'arn:aws:execute-api:local:000000000000:local/v2/GET/store/orders', 'v2');
+    await authorize(
+      'a',
+      'arn:aws:execute-api:local:000000000000:local/v2/DELETE/store/orders/1',
+      'v2',
+    );
     expect(calls).toHaveLength(2);
   });
 });
