@@ -155,6 +155,7 @@ describe('the emulator’s access log', () => {
       `/v1/store/orders/1?${pasted}`,
       `/v1/${pasted}`,
       `/v1/store/orders/${pasted.replace('_', '%5F')}`,
+      `/v2/store/orders/${pasted}`,
     ];
     for (const target of targets) {
       const method = target.startsWith('/v1/store/orders?') ? 'GET' : 'DELETE';
@@ -174,10 +175,13 @@ describe('the emulator’s access log', () => {
         'errorMessage',
       ]);
     }
-    const [asOrderId, asQuery, , outsideRoutes] = lines.map(
+    const [asOrderId, asQuery, , outsideRoutes, , onV2] = lines.map(
       (line) => JSON.parse(line) as Record<string, string>,
     );
+    // The stage the request was routed to, from its path.
+    expect(onV2).toMatchObject({ stage: 'v2', resourcePath: '/store/orders/{orderId}' });
     expect(asOrderId).toMatchObject({
+      stage: 'v1',
       httpMethod: 'DELETE',
       resourcePath: '/store/orders/{orderId}',
       status: '400',

@@ -202,6 +202,7 @@ describe('authorizer emulation', () => {
     });
     const response = await fetch(`${url}/store/orders/1?__proto__=1&constructor=x&toString=2`, {
       method: 'DELETE',
+      // (fetch sends no header named __proto__: the query carries that name.)
       headers: { ...auth().headers, hasOwnProperty: '1', valueOf: '2' },
     });
     expect(response.status).toBe(204);
@@ -221,6 +222,12 @@ describe('authorizer emulation', () => {
       expect.arrayContaining([
         ['hasOwnProperty', ['1']],
         ['valueOf', ['2']],
+      ]),
+    );
+    expect(own(seen!.headers)).toEqual(
+      expect.arrayContaining([
+        ['hasOwnProperty', '1'],
+        ['valueOf', '2'],
       ]),
     );
   });
