@@ -21,8 +21,8 @@
  * postTraffic also takes EventBridge's notice of a failed or stopped deployment, and resumes the
  * scaling the pre-traffic hook suspended.
  *
- * A hook that fails unexpectedly still gives its verdict (Failed): CodeDeploy would otherwise
- * wait an hour for it.
+ * A hook that fails unexpectedly still gives its verdict (Failed), a missing or malformed setting
+ * in its environment (HOOK_ENV) included: CodeDeploy would otherwise wait an hour for it.
  */
 import {
   ApplicationAutoScalingClient,
@@ -45,7 +45,7 @@ import {
 import type { Context } from 'aws-lambda';
 import { randomBytes } from 'node:crypto';
 import { API_STAGE, API_STAGES, STAGE_ROUTES, type ApiStage } from '../lib/api/routes.ts';
-import { LIVE_ALIAS } from '../lib/deployment.ts';
+import { HOOK_ENV, LIVE_ALIAS } from '../lib/deployment.ts';
 import { FUNCTION_NAMES, type FunctionName } from '../lib/functions.ts';
 import { generateApiKey } from '../lib/keys/api-key.ts';
 import { logger, type Logger } from './shared/logger.ts';
@@ -74,7 +74,11 @@ export interface DeployHookDependencies {
   readonly lambda: LambdaClient;
   readonly autoScaling: ApplicationAutoScalingClient;
   readonly cloudWatch: CloudWatchClient;
-  readonly settings: HookSettings;
+  /**
+   * The settings, or how to read them: read inside a hook's verdict path, so that a missing or
+   * malformed one fails the deployment at once instead of leaving CodeDeploy without a verdict.
+   */
+  readonly settings: HookSettings | (() => HookSettings);
   readonly now?: () => number;
   readonly sleep?: (ms: number) => Promise<void>;
 }
@@ -238,7 +242,10 @@ function parseJson(bytes: Uint8Array | undefined): Record<string, unknown> {
 }
 
 export function createDeployHooks(deps: DeployHookDependencies) {
-  const { settings } = deps;
+  let read: HookSettings | undefined;
+  /** The settings, read once, at the first hook that needs them (a failed read is tried again). */
+  const settings = (): HookSettings =>
+    (read ??= typeof deps.settings === 'function' ? deps.settings() : deps.settings);
   const now = deps.now ?? Date.now;
   const sleep = deps.sleep ?? ((ms: number) => new Promise((r) => setTimeout(r, ms)));
 
@@ -254,7 +261,7 @@ export function createDeployHooks(deps: DeployHookDependencies) {
   }
 
   async function setScaling(group: FunctionName, suspended: boolean, log: Logger): Promise<void> {
-    const target = settings.targets[group];
+    const target = settings().targets[group];
     if (!target.provisioned) return;
     await deps.autoScaling.send(
       new RegisterScalableTargetCommand({
@@ -273,7 +280,7 @@ export function createDeployHooks(deps: DeployHookDependencies) {
 
   /** Calls the new version of a group's function with its probe, and judges the answer. */
   async function probe(group: FunctionName, deploymentId: string): Promise<ProbeAnswer> {
-    const target = settings.targets[group];
+    const target = settings().targets[group];
     const { streaming, event, judge } = PROBES[group];
     const request = {
       FunctionName: target.functionName,
@@ -313,7 +320,7 @@ export function createDeployHooks(deps: DeployHookDependencies) {
 
   /** The deployment alarms of a group in ALARM now. */
   async function alarmsFiring(group: FunctionName): Promise<string[]> {
-    const names = settings.targets[group].alarms;
+    const names = settings().targets[group].alarms;
     if (names.length === 0) return [];
     const { MetricAlarms = [], CompositeAlarms = [] } = await deps.cloudWatch.send(
       new DescribeAlarmsCommand({ AlarmNames: [...names] }),
@@ -325,12 +332,12 @@ export function createDeployHooks(deps: DeployHookDependencies) {
 
   /** Watches a group's alarms for the bake: the first in ALARM ends it (unless ignored). */
   async function bake(group: FunctionName, log: Logger): Promise<string[]> {
-    const end = now() + settings.bakeSeconds * 1000;
-    log.info('Watching the new version', { group, seconds: settings.bakeSeconds });
+    const end = now() + settings().bakeSeconds * 1000;
+    log.info('Watching the new version', { group, seconds: settings().bakeSeconds });
     for (;;) {
       const firing = await alarmsFiring(group);
       if (firing.length > 0) {
-        if (!settings.ignoreAlarms) return firing;
+        if (!settings().ignoreAlarms) return firing;
         log.warn('Alarm in ALARM ignored (deployIgnoringAlarms)', { group, alarms: firing });
       }
       const left = end - now();
@@ -344,7 +351,7 @@ export function createDeployHooks(deps: DeployHookDependencies) {
    * routes to: what a rollback needs stays. Returns the versions deleted.
    */
   async function prune(group: FunctionName, log: Logger): Promise<string[]> {
-    const { functionName } = settings.targets[group];
+    const { functionName } = settings().targets[group];
     const versions: number[] = [];
     const pages = { client: deps.lambda };
     for await (const page of paginateListVersionsByFunction(pages, {
@@ -364,7 +371,7 @@ export function createDeployHooks(deps: DeployHookDependencies) {
       }
     }
     const newestFirst = versions.sort((a, b) => b - a).map(String);
-    const doomed = newestFirst.slice(settings.versionsKept).filter((v) => !used.has(v));
+    const doomed = newestFirst.slice(settings().versionsKept).filter((v) => !used.has(v));
     const deleted: string[] = [];
     for (const version of doomed) {
       try {
@@ -379,7 +386,7 @@ export function createDeployHooks(deps: DeployHookDependencies) {
     log.info('Old versions deleted', {
       group,
       deleted,
-      kept: newestFirst.slice(0, settings.versionsKept),
+      kept: newestFirst.slice(0, settings().versionsKept),
     });
     return deleted;
   }
@@ -404,6 +411,8 @@ export function createDeployHooks(deps: DeployHookDependencies) {
     const log = logger.startInvocation(context, event.DeploymentId);
     let verdict: HookVerdict = 'Failed';
     try {
+      // First of all: a hook whose environment is wrong fails the deployment, with the reason.
+      settings();
       verdict = await steps(await groupOf(event.DeploymentId), log);
     } catch (error) {
       log.error(`${name} failed: failing the deployment`, { error: error as Error });
@@ -417,7 +426,7 @@ export function createDeployHooks(deps: DeployHookDependencies) {
       hook('Pre-traffic check', event, context, async (group, log) => {
         await setScaling(group, true, log);
         const answer = await probe(group, event.DeploymentId);
-        const fields = { group, version: settings.targets[group].version, answer: answer.got };
+        const fields = { group, version: settings().targets[group].version, answer: answer.got };
         if (answer.ok) {
           log.info('Pre-traffic check passed', fields);
           return 'Succeeded';
@@ -440,7 +449,13 @@ export function createDeployHooks(deps: DeployHookDependencies) {
             group,
             state: event.detail.state,
           });
-          await setScaling(group as FunctionName, false, log);
+          try {
+            await setScaling(group as FunctionName, false, log);
+          } catch (error) {
+            // No verdict to give: EventBridge tries again (its retries), the line says why.
+            log.error('Scaling not resumed', { group, error: error as Error });
+            throw error;
+          }
         }
         return undefined;
       }
@@ -461,18 +476,65 @@ export function createDeployHooks(deps: DeployHookDependencies) {
   };
 }
 
-/** The hooks' settings from their environment (set by infra/deploy-hooks.ts). */
+/** The hooks' settings from their environment (HOOK_ENV, set by infra/deploy-hooks.ts). */
 export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): HookSettings {
-  const need = (name: string) => {
-    const value = env[name];
-    if (value === undefined) throw new Error(`${name} is not set`);
+  const need = (key: keyof typeof HOOK_ENV): string => {
+    const value = env[HOOK_ENV[key]];
+    if (value === undefined || value === '') {
+      throw new Error(`Environment variable ${HOOK_ENV[key]} is not set`);
+    }
     return value;
   };
+  const bad = (key: keyof typeof HOOK_ENV, what: string, value: unknown) =>
+    new Error(
+      `Environment variable ${HOOK_ENV[key]} must be ${what}, got ${JSON.stringify(value)}`,
+    );
+  const whole = (key: 'bakeSeconds' | 'versionsKept'): number => {
+    const value = need(key);
+    if (!/^\d+$/.test(value)) throw bad(key, 'a whole number', value);
+    return Number(value);
+  };
+  const ignoreAlarms = need('ignoreAlarms');
+  if (ignoreAlarms !== 'true' && ignoreAlarms !== 'false') {
+    throw bad('ignoreAlarms', 'true or false', ignoreAlarms);
+  }
+  const text = need('targets');
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw bad('targets', 'JSON', text.slice(0, 200));
+  }
+  const targets = {} as Record<FunctionName, DeployTarget>;
+  for (const name of FUNCTION_NAMES) {
+    const target = (parsed as Record<string, Partial<DeployTarget>> | null)?.[name];
+    if (
+      typeof target?.functionName !== 'string' ||
+      target.functionName === '' ||
+      typeof target.version !== 'string' ||
+      target.version === '' ||
+      !Array.isArray(target.alarms) ||
+      !target.alarms.every((alarm) => typeof alarm === 'string') ||
+      typeof target.provisioned !== 'boolean'
+    ) {
+      throw bad(
+        'targets',
+        `{functionName, version, alarms, provisioned} for ${name} (every function's)`,
+        target ?? null,
+      );
+    }
+    targets[name] = {
+      functionName: target.functionName,
+      version: target.version,
+      alarms: target.alarms,
+      provisioned: target.provisioned,
+    };
+  }
   return {
-    targets: JSON.parse(need('DEPLOY_TARGETS')) as HookSettings['targets'],
-    bakeSeconds: Number(need('BAKE_SECONDS')),
-    versionsKept: Number(need('VERSIONS_KEPT')),
-    ignoreAlarms: need('IGNORE_ALARMS') === 'true',
+    targets,
+    bakeSeconds: whole('bakeSeconds'),
+    versionsKept: whole('versionsKept'),
+    ignoreAlarms: ignoreAlarms === 'true',
   };
 }
 
@@ -483,7 +545,8 @@ const deployHooks = () =>
     lambda: new LambdaClient({}),
     autoScaling: new ApplicationAutoScalingClient({}),
     cloudWatch: new CloudWatchClient({}),
-    settings: settingsFromEnv(),
+    // Read by the first hook, inside its verdict path: not here, where a throw gives no verdict.
+    settings: () => settingsFromEnv(),
   }));
 
 export const preTraffic = (event: LifecycleHookEvent, context: Context) =>

@@ -16,7 +16,7 @@ import { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import type { DeployTarget } from '../functions/deploy-hooks.ts';
-import { LIVE_ALIAS, logGroupName } from '../lib/deployment.ts';
+import { HOOK_ENV, LIVE_ALIAS, logGroupName } from '../lib/deployment.ts';
 import { DEPLOY_HOOKS, type FunctionName } from '../lib/functions.ts';
 import type { StageConfig } from './config.ts';
 import { houseFunctionProps, type ServiceFunction } from './constructs/service-function.ts';
@@ -63,10 +63,10 @@ export class DeployHooks extends Construct {
       ]),
     );
     const environment = {
-      DEPLOY_TARGETS: Stack.of(this).toJsonString(targets),
-      BAKE_SECONDS: String(deployment.bakeMinutes * 60),
-      VERSIONS_KEPT: String(deployment.versionsKept),
-      IGNORE_ALARMS: String(deployment.ignoreAlarms),
+      [HOOK_ENV.targets]: Stack.of(this).toJsonString(targets),
+      [HOOK_ENV.bakeSeconds]: String(deployment.bakeMinutes * 60),
+      [HOOK_ENV.versionsKept]: String(deployment.versionsKept),
+      [HOOK_ENV.ignoreAlarms]: String(deployment.ignoreAlarms),
       LOG_LEVEL: config.logLevel,
     };
     const hook = (name: 'preTraffic' | 'postTraffic', timeout: Duration) =>

@@ -143,6 +143,18 @@ export function deploymentApplicationName(stage: StageName): string {
   return `store-orders-${stage}`;
 }
 
+/**
+ * The environment variables of the deploy hooks, by the setting each holds: infra/deploy-hooks.ts
+ * sets them, functions/deploy-hooks.ts reads them (`settingsFromEnv`).
+ */
+export const HOOK_ENV = {
+  /** JSON: each function's name, new version, deployment alarms, and whether it is provisioned. */
+  targets: 'DEPLOY_TARGETS',
+  bakeSeconds: 'BAKE_SECONDS',
+  versionsKept: 'VERSIONS_KEPT',
+  ignoreAlarms: 'IGNORE_ALARMS',
+} as const;
+
 /** The alias API Gateway invokes and CodeDeploy moves from version to version. */
 export const LIVE_ALIAS = 'live';
 

@@ -29,9 +29,11 @@ import { ApiError, httpErrors, toApiError } from '../../functions/shared/http-er
 import { Logger } from '../../functions/shared/logger.ts';
 import { accessLogTemplate, renderAccessLog } from '../../lib/api/access-log.ts';
 import { ERROR_ANSWER_LOG } from '../../lib/api/errors.ts';
+import { settingsFromEnv } from '../../functions/deploy-hooks.ts';
 import {
   deploymentApplicationName,
   executionLogGroupName,
+  HOOK_ENV,
   FUNCTION_OUTPUTS,
   LIVE_ALIAS,
   LOG_GROUP_OUTPUTS,
@@ -552,16 +554,64 @@ describe.each(STAGES)('safe deployments (%s)', (stage) => {
       Timeout: config.deployment.bakeMinutes * 60 + 120,
     });
     const env = (post.Environment as { Variables: Record<string, unknown> }).Variables;
+    expect((pre.Environment as { Variables: unknown }).Variables).toEqual(env);
     expect(env).toMatchObject({
-      BAKE_SECONDS: String(config.deployment.bakeMinutes * 60),
-      VERSIONS_KEPT: String(config.deployment.versionsKept),
-      IGNORE_ALARMS: 'false',
+      [HOOK_ENV.bakeSeconds]: String(config.deployment.bakeMinutes * 60),
+      [HOOK_ENV.versionsKept]: String(config.deployment.versionsKept),
+      [HOOK_ENV.ignoreAlarms]: 'false',
     });
-    const targets = JSON.stringify(env.DEPLOY_TARGETS);
+    // What the hooks read from it, as CloudFormation resolves it on a deploy: each function's
+    // name, the version this deploy publishes, its deployment alarms by name, its provisioning.
+    const versions = new Map(
+      FUNCTION_NAMES.map((n, i) => [versionId(stage, stack.functions[n]), `${i + 7}`]),
+    );
+    const resolve = (value: unknown): string => {
+      if (typeof value === 'string') return value;
+      const token = value as Record<string, unknown>;
+      if ('Fn::Join' in token) {
+        const [separator, parts] = token['Fn::Join'] as [string, unknown[]];
+        return parts.map(resolve).join(separator);
+      }
+      if ('Ref' in token) {
+        const target = resource(token.Ref as string);
+        return target.Type === 'AWS::CloudWatch::Alarm'
+          ? String(target.Properties.AlarmName)
+          : `deployed-${String(token.Ref)}`;
+      }
+      const [id, attribute] = token['Fn::GetAtt'] as [string, string];
+      expect(attribute).toBe('Version');
+      return versions.get(id)!;
+    };
+    const settings = settingsFromEnv(
+      Object.fromEntries(Object.entries(env).map(([name, value]) => [name, resolve(value)])),
+    );
+    const pascal = (name: string) => `${name.charAt(0).toUpperCase()}${name.slice(1)}`;
+    expect(settings).toEqual({
+      targets: Object.fromEntries(
+        FUNCTION_NAMES.map((name) => [
+          name,
+          {
+            functionName: `deployed-${idOf(stage, stack.functions[name])}`,
+            version: versions.get(versionId(stage, stack.functions[name])),
+            // The alarms its deployment group rolls back on.
+            alarms: (
+              resource(idOf(stage, stack.deployments.groups[name])).Properties as {
+                AlarmConfiguration: { Alarms: { Name: { Ref: string } }[] };
+              }
+            ).AlarmConfiguration.Alarms.map((a) =>
+              String(resource(a.Name.Ref).Properties.AlarmName),
+            ),
+            provisioned: config.concurrency.provisioned[name] > 0,
+          },
+        ]),
+      ),
+      bakeSeconds: config.deployment.bakeMinutes * 60,
+      versionsKept: config.deployment.versionsKept,
+      ignoreAlarms: config.deployment.ignoreAlarms,
+    });
     for (const name of FUNCTION_NAMES) {
-      expect(targets).toContain(versionId(stage, stack.functions[name]));
-      expect(targets).toContain(
-        `${name.charAt(0).toUpperCase()}${name.slice(1)}NewVersionFailureRate`,
+      expect(settings.targets[name].alarms).toContain(
+        `store-orders-${stage}-${pascal(name)}NewVersionFailureRate`,
       );
     }
     expect(config.deployment.bakeMinutes).toBe(stage === 'production' ? 10 : 2);

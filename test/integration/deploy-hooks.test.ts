@@ -41,6 +41,9 @@ import { createAuthorizerHandler } from '../../functions/authorizer.ts';
 import { createCancelOrderHandler } from '../../functions/cancel-order.ts';
 import {
   createDeployHooks,
+  postTraffic,
+  preTraffic,
+  settingsFromEnv,
   type HookSettings,
   type HookVerdict,
 } from '../../functions/deploy-hooks.ts';
@@ -52,6 +55,7 @@ import { DynamoDbOrderPages } from '../../lib/dynamodb/order-pages.ts';
 import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
 import { DynamoDbRateLimiter } from '../../lib/dynamodb/rate-limit-table.ts';
 import { ORDER_INDEX_NAMES } from '../../lib/dynamodb/tables.ts';
+import { HOOK_ENV } from '../../lib/deployment.ts';
 import { FUNCTION_NAMES, type FunctionName } from '../../lib/functions.ts';
 import type { Order } from '../../lib/orders/order.ts';
 import {
@@ -298,6 +302,82 @@ describe('the pre-traffic hook, against the local stack', () => {
     codeDeploy.on(GetDeploymentCommand).rejects(new Error('AccessDeniedException'));
     expect(await hooks().preTraffic(hookEvent('cancelOrder'))).toBe('Failed');
     expect(verdicts()).toEqual(['Failed']);
+  });
+});
+
+describe('a hook whose environment is missing or malformed', () => {
+  /** The environment infra/deploy-hooks.ts sets, as the hooks' settings() would have it. */
+  const goodEnv = (): Record<string, string> => {
+    const { targets, bakeSeconds, versionsKept, ignoreAlarms } = settings();
+    return {
+      [HOOK_ENV.targets]: JSON.stringify(targets),
+      [HOOK_ENV.bakeSeconds]: String(bakeSeconds),
+      [HOOK_ENV.versionsKept]: String(versionsKept),
+      [HOOK_ENV.ignoreAlarms]: String(ignoreAlarms),
+    };
+  };
+
+  it('reads back the settings the stack writes', () => {
+    expect(settingsFromEnv(goodEnv())).toEqual(settings());
+  });
+
+  it.each([
+    ['unset', HOOK_ENV.targets, undefined, /DEPLOY_TARGETS is not set/],
+    ['not JSON', HOOK_ENV.targets, '{"listOrders":', /DEPLOY_TARGETS must be JSON/],
+    ['a function missing', HOOK_ENV.targets, '{}', /DEPLOY_TARGETS must be .* for listOrders/],
+    ['not a number', HOOK_ENV.bakeSeconds, 'ten', /BAKE_SECONDS must be a whole number/],
+    ['empty', HOOK_ENV.versionsKept, '', /VERSIONS_KEPT is not set/],
+    ['not a flag', HOOK_ENV.ignoreAlarms, 'yes', /IGNORE_ALARMS must be true or false/],
+  ])('refuses %s (%s), naming the variable', (_, name, value, message) => {
+    const env = { ...goodEnv(), [name]: value };
+    expect(() => settingsFromEnv(env)).toThrow(message);
+  });
+
+  it.each(['preTraffic', 'postTraffic'] as const)(
+    'fails the deployment in %s, with the reason in its log, instead of leaving CodeDeploy waiting an hour',
+    async (which) => {
+      const lines: string[] = [];
+      vi.spyOn(process.stdout, 'write').mockImplementation(
+        (text) => (lines.push(String(text)), true),
+      );
+      vi.spyOn(process.stderr, 'write').mockImplementation(
+        (text) => (lines.push(String(text)), true),
+      );
+      // The handlers Lambda calls, with the environment of a hook deployed without its targets.
+      const env = goodEnv();
+      vi.stubEnv(HOOK_ENV.targets, '');
+      vi.stubEnv(HOOK_ENV.bakeSeconds, env[HOOK_ENV.bakeSeconds]);
+      vi.stubEnv(HOOK_ENV.versionsKept, env[HOOK_ENV.versionsKept]);
+      vi.stubEnv(HOOK_ENV.ignoreAlarms, env[HOOK_ENV.ignoreAlarms]);
+      try {
+        const handler = which === 'preTraffic' ? preTraffic : postTraffic;
+        expect(await handler(hookEvent('cancelOrder'), context('hooks') as never)).toBe('Failed');
+      } finally {
+        vi.unstubAllEnvs();
+      }
+      expect(verdicts()).toEqual(['Failed']);
+      expect(lambda.commandCalls(InvokeCommand)).toHaveLength(0);
+      expect(lines.join('')).toMatch(/failing the deployment.*DEPLOY_TARGETS is not set/s);
+    },
+  );
+
+  it('tries the settings again at the next hook once they are fixed (a failed read is not kept)', async () => {
+    let env: Record<string, string | undefined> = { ...goodEnv(), [HOOK_ENV.targets]: undefined };
+    deployed = Object.fromEntries(
+      Object.entries(healthy()).map(([name, h]) => [fnName(name as FunctionName), h]),
+    );
+    const hooksOf = createDeployHooks({
+      codeDeploy: new CodeDeployClient({}),
+      lambda: new LambdaClient({}),
+      autoScaling: new ApplicationAutoScalingClient({}),
+      cloudWatch: new CloudWatchClient({}),
+      settings: () => settingsFromEnv(env),
+      ...fakeClock(),
+    });
+    expect(await hooksOf.preTraffic(hookEvent('cancelOrder'))).toBe('Failed');
+    env = goodEnv();
+    expect(await hooksOf.preTraffic(hookEvent('cancelOrder'))).toBe('Succeeded');
+    expect(verdicts()).toEqual(['Failed', 'Succeeded']);
   });
 });
 
