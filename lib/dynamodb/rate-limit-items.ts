@@ -1,12 +1,15 @@
 /**
  * The keys' items in the rate limits table (./rate-limit-item.ts), as the limiter and the free
  * allowance read and write them: one conditional write at a time, and the last state seen of each
- * key, for the next plan.
+ * key, for the next plan. A ban in that state is answered from it alone, for the count and the
+ * free allowance alike, and read again every BAN_RECHECK_MS (stateToPlanOn).
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { keepNewUntil } from '../limits/counter-plan.ts';
 import type { AllowanceWindow } from '../limits/free-allowance.ts';
-import type { CounterState } from '../limits/sliding-window.ts';
+import type { Limits } from '../limits/plans.ts';
+import { decide, type CounterState } from '../limits/sliding-window.ts';
 import { dynamoDbFailure, isConditionFailure, send } from './errors.ts';
 import {
   allowanceOf,
@@ -69,8 +72,28 @@ export class RateLimitItems {
     return this.allowances.get(keyId);
   }
 
+  /**
+   * The key's state to plan a request at `now` on: as last seen, so that a ban it shows is
+   * answered from it without a write (the count's plan and the free allowance's alike); but a
+   * cached ban read BAN_RECHECK_MS or more ago is read again first (one conditional write that
+   * changes nothing), since an operator may have lifted it (`keys unban`).
+   */
+  async stateToPlanOn(
+    keyId: string,
+    now: number,
+    limits: Limits,
+    signal: AbortSignal | undefined,
+  ): Promise<CounterState> {
+    const state = this.known(keyId);
+    if (!this.banIsStale(keyId, now) || decide(state, now, limits).outcome !== 'banned') {
+      return state;
+    }
+    const read = { kind: 'read', keepNewUntil: keepNewUntil(now) } as const;
+    return (await this.write(read, keyId, now, signal)).state;
+  }
+
   /** Whether the cached ban of a key was read long enough ago to be read again (BAN_RECHECK_MS). */
-  banIsStale(keyId: string, now: number): boolean {
+  private banIsStale(keyId: string, now: number): boolean {
     const seen = this.banSeenAt.get(keyId);
     return seen !== undefined && now - seen >= BAN_RECHECK_MS;
   }

@@ -6,13 +6,14 @@
  * conditional UpdateItem whose conditions pin the state it was decided on.
  *
  * The last state seen per key is cached in the container: in the steady state a request costs
- * one round trip. A stale cache only costs a failed condition, whose ALL_OLD item is the fresh
+ * one round trip, and a banned key's none (./rate-limit-items.ts: its ban is read again every
+ * BAN_RECHECK_MS). A stale cache only costs a failed condition, whose ALL_OLD item is the fresh
  * state for the next plan.
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { DependencyFailure, isTransient, type CallOptions } from '../failures.ts';
 import type { Caller } from '../keys/key-record.ts';
-import { keepNewUntil, planRequest } from '../limits/counter-plan.ts';
+import { planRequest } from '../limits/counter-plan.ts';
 import type { FreeAllowance, FreeAllowanceResult } from '../limits/free-allowance.ts';
 import {
   DEFAULT_LIMITER_SETTINGS,
@@ -85,19 +86,8 @@ export class DynamoDbRateLimiter implements RateLimiter, FreeAllowance {
     signal: AbortSignal | undefined,
   ): Promise<Decision> {
     const { keyId } = caller;
-    let state = this.items.known(keyId);
-    if (
-      this.items.banIsStale(keyId, now) &&
-      decide(state, now, caller.limits).outcome === 'banned'
-    ) {
-      // A ban from the cache, not read for a while: it may have been lifted (keys unban).
-      ({ state } = await this.items.write(
-        { kind: 'read', keepNewUntil: keepNewUntil(now) },
-        keyId,
-        now,
-        signal,
-      ));
-    }
+    // A banned key's plan is its decision alone, no write (but a read every BAN_RECHECK_MS).
+    let state = await this.items.stateToPlanOn(keyId, now, caller.limits, signal);
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       const plan = planRequest(state, now, caller.limits, this.settings);
       if (!plan.write) return plan.decision;

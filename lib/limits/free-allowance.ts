@@ -77,22 +77,38 @@ export interface FreeTakeWrite {
   readonly keepNewUntil: number;
 }
 
-/** The write that takes one free request at `now`, decided on the allowance's window as known. */
+/**
+ * What taking one free request does: answer at once (a key banned in the state it was planned
+ * on: no write), or write, then read what the write held or found (freeTakeResult).
+ */
+export type FreeTakePlan =
+  | { readonly write?: undefined; readonly result: FreeAllowanceResult }
+  | { readonly write: FreeTakeWrite };
+
+/**
+ * The plan to take one free request at `now`, decided on the key's state and the allowance's
+ * window as known.
+ */
 export function planFreeTake(
+  state: CounterState,
   known: AllowanceWindow | undefined,
   now: number,
   limits: Limits,
-): FreeTakeWrite {
+): FreeTakePlan {
+  const current = standing(state, now, limits);
+  if (current.outcome === 'banned') return { result: { outcome: 'banned', standing: current } };
   const start = windowStart(now, MINUTE_MS);
   return {
-    kind: 'free',
-    now,
-    start,
-    seen:
-      known?.start === start
-        ? { kind: 'same', below: limits.perMinute }
-        : { kind: 'new', seenStart: known?.start },
-    keepNewUntil: keepNewUntil(now),
+    write: {
+      kind: 'free',
+      now,
+      start,
+      seen:
+        known?.start === start
+          ? { kind: 'same', below: limits.perMinute }
+          : { kind: 'new', seenStart: known?.start },
+      keepNewUntil: keepNewUntil(now),
+    },
   };
 }
 

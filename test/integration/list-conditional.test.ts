@@ -10,6 +10,7 @@ import { createListOrdersHandler } from '../../functions/list-orders.ts';
 import { DynamoDbListVersion } from '../../lib/dynamodb/list-version.ts';
 import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
 import { counterKey } from '../../lib/dynamodb/rate-limit-item.ts';
+import { BAN_RECHECK_MS } from '../../lib/dynamodb/rate-limit-items.ts';
 import { DynamoDbRateLimiter } from '../../lib/dynamodb/rate-limit-table.ts';
 import { LIST_VERSION_ITEMS, listVersionKey } from '../../lib/dynamodb/tables.ts';
 import { shipOrder } from '../../lib/orders/operations.ts';
@@ -56,12 +57,14 @@ function caller(perMinute = 1_000, perDay = 1_000_000) {
  * test lasting a second on a busy machine).
  */
 let clockOffsetMs = 0;
+/** When set, the list's clock stands still at this instant (a test of what a cached ban costs). */
+let frozenAt: number | undefined;
 
 const list = createListOrdersHandler({
   orders: () => store,
   limiter: () => limiter,
   freeAllowance: () => limiter,
-  now: () => Date.now() + clockOffsetMs,
+  now: () => frozenAt ?? Date.now() + clockOffsetMs,
 });
 const cancelHandler = createCancelOrderHandler({ orders: () => store, limiter: () => limiter });
 
@@ -348,7 +351,10 @@ describe('what a conditional request costs the key', () => {
   const remaining = (response: HttpResult) => Number(response.headers['X-RateLimit-Remaining']);
   // Back to a second after the minute began: 59 s before the next boundary.
   beforeEach(() => void (clockOffsetMs = 1_000 - (Date.now() % 60_000)));
-  afterEach(() => void (clockOffsetMs = 0));
+  afterEach(() => {
+    clockOffsetMs = 0;
+    frozenAt = undefined;
+  });
 
   it('a 304 uses none of the plan: the remaining count stays as the 200 left it', async () => {
     const key = caller(10, 1_000);
@@ -398,25 +404,45 @@ describe('what a conditional request costs the key', () => {
   it('a banned key gets 429 API_KEY_TEMPORARILY_BANNED, whatever tag it sends', async () => {
     const key = caller(1_000, 1_000);
     const tag = await currentTag();
+    // The requests below come at one instant (then one BAN_RECHECK_MS later): what the ban's
+    // cache answers does not depend on how fast the machine runs them.
+    const at = Date.now() + clockOffsetMs;
+    frozenAt = at;
     await t.client.send(
       new UpdateCommand({
         TableName: t.tables.rateLimits,
         Key: { pk: counterKey(key.keyId) },
         UpdateExpression: 'SET bu = :until',
-        ExpressionAttributeValues: { ':until': Date.now() + clockOffsetMs + 60_000 },
+        ExpressionAttributeValues: { ':until': at + 60_000 },
       }),
     );
     const counter = countDynamoDbCalls(t.client, t.tables.orders);
-    for (const headers of [{ 'If-None-Match': tag }, { 'If-None-Match': '*' }, {}] as Record<
-      string,
-      string
-    >[]) {
+    const limits = countDynamoDbCalls(t.client, t.tables.rateLimits);
+    const refused = async (headers: Record<string, string>): Promise<number> => {
+      limits.reset();
       const response = await get(headers, key);
       expect(response.statusCode).toBe(429);
       expect(JSON.parse(response.body)).toMatchObject({ code: 'API_KEY_TEMPORARILY_BANNED' });
       expect(Number(response.headers['Retry-After'])).toBeGreaterThan(50);
+      return limits.calls.length;
+    };
+    const writes: number[] = [];
+    for (const headers of [{ 'If-None-Match': tag }, { 'If-None-Match': '*' }, {}] as Record<
+      string,
+      string
+    >[]) {
+      writes.push(await refused(headers));
     }
     // Refused before anything was read: no version item, no order.
+    expect(counter.calls).toEqual([]);
+    // The first request learns of the ban from its free allowance's failed write; the container
+    // then answers the key from the ban it cached, conditional or not, with no write.
+    expect(writes).toEqual([1, 0, 0]);
+    // BAN_RECHECK_MS later the ban is read again (it might have been lifted), once.
+    frozenAt = at + BAN_RECHECK_MS;
+    expect(await refused({ 'If-None-Match': '*' })).toBe(1);
+    expect(await refused({ 'If-None-Match': '*' })).toBe(0);
+    expect(await refused({})).toBe(0);
     expect(counter.calls).toEqual([]);
   });
 

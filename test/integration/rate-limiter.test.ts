@@ -173,6 +173,10 @@ describe('one round trip in the steady state', () => {
     // The refusal after the threshold writes the ban in the same write.
     expect(await callsFor(MINUTE_START + 200)).toEqual(['banned', 1]);
     expect(await callsFor(MINUTE_START + 300)).toEqual(['banned', 0]);
+    // A conditional request's free allowance answers the cached ban the same way: no write.
+    counter.reset();
+    expect((await warm.takeFree(caller, MINUTE_START + 400)).outcome).toBe('banned');
+    expect(counter.calls).toEqual([]);
 
     // Another container (cold cache) learns the state from its first, failed write.
     const other = freeCaller();
