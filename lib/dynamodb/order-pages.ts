@@ -80,14 +80,25 @@ const DEPENDENCY = 'orders table (pages)';
 
 /** The most items one Query of a page asks for. */
 const MAX_QUERY_LIMIT = 1_000;
+/** What one page may read before it is served short (PAGE_READ_BUDGET). */
+export interface PageReadBudget {
+  /** Rounds of queries, one after another. */
+  readonly rounds: number;
+  /** Keys or items evaluated by the queries: no round asks for more than what is left. */
+  readonly evaluated: number;
+  /** Orders read by key. */
+  readonly fetched: number;
+}
+
 /**
  * A page stops reading after this many rounds of queries, keys or items evaluated, or orders read
  * by key, and is served short, ending where it has read to: a filter no key narrows (complete on
  * the table; status or complete with a pet) over a store where few orders match costs each page
  * at most this much (about 10,000 × 150 B strongly consistent, 370 RCU, for the table; 2,500 RCU
- * of items read by key).
+ * of items read by key). Each round's Limits share out what is left of `evaluated`, so that no
+ * round goes past it.
  */
-export const PAGE_READ_BUDGET = { rounds: 10, evaluated: 10_000, fetched: 2_500 } as const;
+export const PAGE_READ_BUDGET: PageReadBudget = { rounds: 10, evaluated: 10_000, fetched: 2_500 };
 /**
  * How much a later round's estimate of what a partition still needs is raised (and 2 added):
  * an index key costs little (KEYS_ONLY items are tens of bytes), a round trip costs the page its
@@ -396,6 +407,7 @@ class CandidateStream {
   private readonly request: PageRequest;
   private readonly cost: { evaluated: number; queries: number; rounds: number };
   private readonly signal: AbortSignal | undefined;
+  private readonly budget: PageReadBudget;
   private readonly partitions: PartitionState[];
   private started = false;
 
@@ -407,7 +419,9 @@ class CandidateStream {
     limits: ReadonlyMap<string, number>,
     cost: { evaluated: number; queries: number; rounds: number },
     signal: AbortSignal | undefined,
+    budget: PageReadBudget,
   ) {
+    this.budget = budget;
     this.client = client;
     this.tableName = tableName;
     this.plan = plan;
@@ -433,7 +447,7 @@ class CandidateStream {
     }));
   }
 
-  private async query(partition: PartitionState): Promise<void> {
+  private async query(partition: PartitionState, limit: number): Promise<void> {
     const { plan, request, cost } = this;
     const base = partitionQuery(
       this.tableName,
@@ -453,7 +467,7 @@ class CandidateStream {
         this.client.send(
           new QueryCommand({
             ...base,
-            Limit: partition.limit,
+            Limit: limit,
             ...(partition.startKey ? { ExclusiveStartKey: partition.startKey } : {}),
           }),
           { abortSignal },
@@ -478,9 +492,22 @@ class CandidateStream {
     }
   }
 
+  /**
+   * One round of queries, each partition by its Limit, the Limits capped so that together they
+   * ask for no more than what is left of the page's budget of evaluated items (shared out evenly;
+   * a partition whose share is none waits: the budget is spent after this round).
+   */
   private async round(targets: readonly PartitionState[]): Promise<void> {
     this.cost.rounds++;
-    await Promise.all(targets.map((partition) => this.query(partition)));
+    const left = Math.max(0, this.budget.evaluated - this.cost.evaluated);
+    const share = Math.floor(left / targets.length);
+    const extra = left % targets.length;
+    await Promise.all(
+      targets.flatMap((partition, i) => {
+        const limit = Math.min(partition.limit, share + (i < extra ? 1 : 0));
+        return limit > 0 ? [this.query(partition, limit)] : [];
+      }),
+    );
   }
 
   /** The next `count` candidates (fewer at the end, or when the page's budget runs out). */
@@ -502,8 +529,7 @@ class CandidateStream {
         .sort((a, b) => comparePositions(a.position, b.position));
       const known = bound ? all.filter((c) => comparePositions(c.position, bound) <= 0) : all;
       const budgetSpent =
-        this.cost.rounds >= PAGE_READ_BUDGET.rounds ||
-        this.cost.evaluated >= PAGE_READ_BUDGET.evaluated;
+        this.cost.rounds >= this.budget.rounds || this.cost.evaluated >= this.budget.evaluated;
       if (known.length >= count || active.length === 0 || budgetSpent) {
         const cut = known.length < count && active.length > 0;
         const taken = cut ? known : known.slice(0, count);
@@ -548,6 +574,8 @@ export interface DynamoDbOrderPagesOptions {
   readonly indexes: ReadonlySet<OrderIndexName>;
   /** The container's view of the readiness marker; one of its own by default. */
   readonly readiness?: IndexReadiness;
+  /** What a page may read before it is served short; PAGE_READ_BUDGET by default. */
+  readonly budget?: PageReadBudget;
 }
 
 export class DynamoDbOrderPages implements OrderPageReader<DynamoDbPagePlan> {
@@ -555,6 +583,7 @@ export class DynamoDbOrderPages implements OrderPageReader<DynamoDbPagePlan> {
   private readonly tableName: string;
   private readonly indexes: ReadonlySet<OrderIndexName>;
   private readonly readiness: IndexReadiness;
+  private readonly budget: PageReadBudget;
   /** `<source>/<group>` → the share of recent pages that group's partitions held. */
   private readonly shares = new Map<string, number>();
 
@@ -567,6 +596,7 @@ export class DynamoDbOrderPages implements OrderPageReader<DynamoDbPagePlan> {
     this.tableName = tableName;
     this.indexes = options.indexes;
     this.readiness = options.readiness ?? new IndexReadiness(client, tableName);
+    this.budget = options.budget ?? PAGE_READ_BUDGET;
   }
 
   /**
@@ -632,6 +662,7 @@ export class DynamoDbOrderPages implements OrderPageReader<DynamoDbPagePlan> {
       this.firstLimits(plan, pageSize),
       cost,
       signal,
+      this.budget,
     );
     // The marker is read beside the first round (once a container has seen it, from memory).
     const [ready, first] = await Promise.all([
@@ -684,7 +715,7 @@ export class DynamoDbOrderPages implements OrderPageReader<DynamoDbPagePlan> {
         return { orders, ...(more ? { next: last! } : {}), end: last!, plan, cost };
       }
       if (!taken.more) return { orders, ...(last ? { end: last } : {}), plan, cost };
-      if (taken.cut || cost.fetched >= PAGE_READ_BUDGET.fetched) {
+      if (taken.cut || cost.fetched >= this.budget.fetched) {
         // Served short: every candidate up to here was read; the next page starts after it.
         const next = taken.cut ? taken.bound! : last!;
         return { orders, next, end: next, plan, cost };
@@ -692,7 +723,7 @@ export class DynamoDbOrderPages implements OrderPageReader<DynamoDbPagePlan> {
       const need = pageSize - orders.length;
       const rate = (orders.length + 1) / (seen + 1);
       const want = Math.min(
-        PAGE_READ_BUDGET.fetched - cost.fetched,
+        this.budget.fetched - cost.fetched,
         Math.max(need, Math.ceil((need / rate) * ESTIMATE_MARGIN)),
       );
       taken = await candidates.take(want);

@@ -244,6 +244,32 @@ describe('what a page costs', () => {
   });
 });
 
+describe("a page's read budget", () => {
+  it('caps every round by what is left of it: the page is served short, its next page starting where every partition has read to', async () => {
+    // A first round of 2N/k + 1 = 11 items from each of the 8 shards (88), then 12 left: the
+    // store's incomplete orders (about a quarter) cannot fill a page of 40 within it.
+    const budget = { rounds: 50, evaluated: 100, fetched: 2_500 };
+    const pages = new DynamoDbOrderPages(t.client, t.tables.orders, { indexes: ALL, budget });
+    const filter: OrderFilter = { complete: false };
+    const expected = reference(filter);
+    expect(expected.length).toBeGreaterThan(40);
+    const page = await pages.readPage({ filter, pageSize: 40 });
+    expect(page.plan.source).toBe('table');
+    expect(page.cost.evaluated).toBeLessThanOrEqual(budget.evaluated);
+    // Stopped by what it evaluated, not by its rounds.
+    expect(page.cost.rounds).toBeLessThan(budget.rounds);
+    expect(page.orders.length).toBeLessThan(40);
+    // Its next page starts at the bound: every matching order up to it is on this page.
+    const next = page.next!;
+    expect(next).toBeDefined();
+    const upTo = expected.filter((o) => comparePositions(positionOf(o, 'id')!, next) <= 0);
+    expect(ids(page.orders)).toEqual(ids(upTo));
+    const { orders, pages: walked } = await walk(pages, filter, 40);
+    expect(ids(orders)).toEqual(ids(expected));
+    expect(walked).toBeGreaterThan(Math.ceil(expected.length / 40));
+  });
+});
+
 describe('an index that lags a write', () => {
   it('never puts an order that no longer matches on a page: the page reads on past it', async () => {
     const own = await createTestTables('pages-lag');
