@@ -482,7 +482,12 @@ export class ApiStack extends Stack {
         description: `The ${name} function (aws lambda … --function-name; its alias is live)`,
       });
     }
-    this.monitoring = new Monitoring(this, 'Monitoring', { config, api, functions });
+    this.monitoring = new Monitoring(this, 'Monitoring', {
+      config,
+      api,
+      apiStages,
+      functions,
+    });
     const alarms = addAlarms(this.monitoring, this.alarmTopic);
     const deploymentAlarms = addDeploymentAlarms(this.monitoring, this.alarmTopic);
     addDashboard(this.monitoring, [...alarms, ...Object.values(deploymentAlarms).flat()]);

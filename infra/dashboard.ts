@@ -1,10 +1,11 @@
 /**
- * A stage's dashboard: the alarms' states, requests by route and status class, latencies, the
+ * A stage's dashboard: the alarms' states, requests by route and status class and latencies in
+ * each version of the API (each an API Gateway stage, with metrics of its own), the
  * service's own metrics, the functions and the tables, and the API keys refused most (the
  * Contributor Insights rule on the functions' 429 log lines).
  */
 import { Duration } from 'aws-cdk-lib';
-import type { Method } from 'aws-cdk-lib/aws-apigateway';
+import type { IStage, Method } from 'aws-cdk-lib/aws-apigateway';
 import {
   AlarmStatusWidget,
   Dashboard,
@@ -16,6 +17,7 @@ import {
   type IMetric,
   type IWidget,
 } from 'aws-cdk-lib/aws-cloudwatch';
+import { API_STAGES, STAGE_ROUTES, type ApiStage } from '../lib/api/routes.ts';
 import type { FunctionName } from '../lib/functions.ts';
 import { METRIC_NAMES } from '../lib/metrics.ts';
 import { ContributorInsightsWidget } from './constructs/contributor-insights.ts';
@@ -24,44 +26,52 @@ import { tableOperationsSum, type Monitoring } from './monitoring.ts';
 
 /** The stage's dashboard, a child of its monitoring, showing the alarms given. */
 export function addDashboard(monitoring: Monitoring, alarms: Alarm[]): Dashboard {
-  const { config, api, functions } = monitoring.props;
+  const { config, api, apiStages, functions } = monitoring.props;
   const { tables, rateLimitRefusals } = monitoring;
-  const stage = api.deploymentStage;
   const minute = Duration.minutes(1);
   const sum = { period: minute, statistic: 'Sum' };
-  const routeMethods = api.methods.filter((m) => m.httpMethod !== 'ANY');
-  const routeLabel = (m: Method) => `${m.httpMethod} ${m.resource.path}`;
   const fns = Object.entries(functions) as [FunctionName, ServiceFunction][];
   const graph = (title: string, left: IMetric[], extra: Partial<GraphWidgetProps> = {}) =>
     new GraphWidget({ title, left, width: 12, height: 6, ...extra });
 
-  const requestsByRoute = routeMethods.map((m) => {
-    const count = m.metricCount(stage, sum);
-    const client = m.metricClientError(stage, sum);
-    const server = m.metricServerError(stage, sum);
-    return graph(`Requests by status class: ${routeLabel(m)}`, [
-      new MathExpression({
-        expression: 'count - c4 - c5',
-        usingMetrics: { count, c4: client, c5: server },
-        label: '2XX/3XX',
-        period: minute,
-      }),
-      client.with({ label: '4XX' }),
-      server.with({ label: '5XX' }),
-    ]);
-  });
-  const latency = graph(
-    'API latency by route (ms)',
-    routeMethods.flatMap((m) => [
-      m.metricLatency(stage, { period: minute, statistic: 'p50', label: `${routeLabel(m)} p50` }),
-      m.metricLatency(stage, { period: minute, statistic: 'p99', label: `${routeLabel(m)} p99` }),
-      m.metricIntegrationLatency(stage, {
-        period: minute,
-        statistic: 'p99',
-        label: `${routeLabel(m)} integration p99`,
-      }),
-    ]),
-  );
+  /** A version's routes: API Gateway's method of each (the stages share them), its operation. */
+  const routesOf = (apiStage: ApiStage) =>
+    STAGE_ROUTES[apiStage].map((route) => {
+      const method = api.methods.find(
+        (m) => m.httpMethod === route.method && m.resource.path === route.path,
+      );
+      if (!method) throw new Error(`no method ${route.method} ${route.path} for ${apiStage}`);
+      return { method, label: `${apiStage} ${route.method} ${route.path} (${route.operationId})` };
+    });
+  const requestsByRoute = (apiStage: ApiStage, stage: IStage) =>
+    routesOf(apiStage).map(({ method: m, label }) => {
+      const count = m.metricCount(stage, sum);
+      const client = m.metricClientError(stage, sum);
+      const server = m.metricServerError(stage, sum);
+      return graph(`Requests by status class: ${label}`, [
+        new MathExpression({
+          expression: 'count - c4 - c5',
+          usingMetrics: { count, c4: client, c5: server },
+          label: '2XX/3XX',
+          period: minute,
+        }),
+        client.with({ label: '4XX' }),
+        server.with({ label: '5XX' }),
+      ]);
+    });
+  const latency = (apiStage: ApiStage, stage: IStage) =>
+    graph(
+      `API latency by route (ms): ${apiStage}`,
+      routesOf(apiStage).flatMap(({ method: m, label }: { method: Method; label: string }) => [
+        m.metricLatency(stage, { period: minute, statistic: 'p50', label: `${label} p50` }),
+        m.metricLatency(stage, { period: minute, statistic: 'p99', label: `${label} p99` }),
+        m.metricIntegrationLatency(stage, {
+          period: minute,
+          statistic: 'p99',
+          label: `${label} integration p99`,
+        }),
+      ]),
+    );
   const service = (name: string, label: string, statistic = 'Sum') =>
     monitoring.serviceMetric(name, statistic, minute).with({ label });
   const tooMany = graph('429 answers by code', [
@@ -150,9 +160,10 @@ export function addDashboard(monitoring: Monitoring, alarms: Alarm[]): Dashboard
       }),
     ],
     [new AlarmStatusWidget({ title: 'Alarms', alarms, width: 24, height: 4 })],
-    requestsByRoute,
-    [latency, tooMany],
-    [serviceErrors, lists],
+    ...API_STAGES.map((apiStage) => requestsByRoute(apiStage, apiStages[apiStage])),
+    API_STAGES.map((apiStage) => latency(apiStage, apiStages[apiStage])),
+    [tooMany, serviceErrors],
+    [lists],
     [durations, concurrency],
     [functionFailures, capacity],
     [dynamoDbCalls, tableErrors],

@@ -5,10 +5,11 @@
  * it, as its children.
  */
 import type { Duration } from 'aws-cdk-lib';
-import type { RestApi } from 'aws-cdk-lib/aws-apigateway';
+import type { IStage, RestApi } from 'aws-cdk-lib/aws-apigateway';
 import { MathExpression, Metric, type IMetric } from 'aws-cdk-lib/aws-cloudwatch';
 import { Operation, type ITableV2 } from 'aws-cdk-lib/aws-dynamodb';
 import { Construct } from 'constructs';
+import type { ApiStage } from '../lib/api/routes.ts';
 import type { TableName } from '../lib/dynamodb/tables.ts';
 import type { FunctionName } from '../lib/functions.ts';
 import { SERVICE_NAME, stageMetricsNamespace } from '../lib/metrics.ts';
@@ -22,6 +23,8 @@ export const RATE_LIMIT_REFUSAL_LOG = { message: 'Rate limit refusal', keyIdPath
 export interface MonitoringProps {
   readonly config: StageConfig;
   readonly api: RestApi;
+  /** The API's stage of each version: API Gateway's per-route metrics are per stage. */
+  readonly apiStages: Readonly<Record<ApiStage, IStage>>;
   readonly functions: Readonly<Record<FunctionName, ServiceFunction>>;
 }
 

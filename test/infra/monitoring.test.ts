@@ -5,6 +5,7 @@ import { Match, type Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
 import { stageConfig, type StageConfig } from '../../infra/config.ts';
 import { RATE_LIMIT_REFUSAL_LOG } from '../../infra/monitoring.ts';
+import { API_STAGES, STAGE_ROUTES } from '../../lib/api/routes.ts';
 import type { StageName } from '../../lib/deployment.ts';
 import { FUNCTIONS } from '../../lib/functions.ts';
 import { METRIC_NAMES } from '../../lib/metrics.ts';
@@ -358,25 +359,69 @@ describe.each(STAGE_NAMES)('dashboard (%s)', (stage) => {
     });
   });
 
-  it('shows requests by route and status class, from the per-method API metrics', () => {
-    for (const [method, path] of [
-      ['GET', '/store/orders'],
-      ['DELETE', '/store/orders/{orderId}'],
-    ]) {
-      const dims = `ApiName store-orders-${stage} Method ${method} Resource ${path} Stage TOKEN`;
-      expect(series(`Requests by status class: ${method} ${path}`)).toEqual([
-        '',
-        `AWS/ApiGateway Count ${dims}`,
-        `AWS/ApiGateway 4XXError ${dims}`,
-        `AWS/ApiGateway 5XXError ${dims}`,
-      ]);
+  it('shows requests by route and status class in each version, from the per-method API metrics', () => {
+    for (const apiStage of API_STAGES) {
+      for (const { method, path, operationId } of STAGE_ROUTES[apiStage]) {
+        const dims = `ApiName store-orders-${stage} Method ${method} Resource ${path} Stage TOKEN`;
+        expect(
+          series(`Requests by status class: ${apiStage} ${method} ${path} (${operationId})`),
+        ).toEqual([
+          '',
+          `AWS/ApiGateway Count ${dims}`,
+          `AWS/ApiGateway 4XXError ${dims}`,
+          `AWS/ApiGateway 5XXError ${dims}`,
+        ]);
+      }
+      expect(series(`API latency by route (ms): ${apiStage}`)).toEqual(
+        expect.arrayContaining([
+          expect.stringMatching(/^AWS\/ApiGateway Latency .*Method GET/),
+          expect.stringMatching(/^AWS\/ApiGateway IntegrationLatency .*Method DELETE/),
+        ]),
+      );
     }
-    expect(series('API latency by route (ms)')).toEqual(
-      expect.arrayContaining([
-        expect.stringMatching(/^AWS\/ApiGateway Latency .*Method GET/),
-        expect.stringMatching(/^AWS\/ApiGateway IntegrationLatency .*Method DELETE/),
+  });
+
+  it("graphs each version's routes on that version's API stage: v2's traffic is on the dashboard", () => {
+    // The API Gateway stage each route graph reads, by its StageName.
+    const stageNames = Object.fromEntries(
+      resources(api[stage], 'AWS::ApiGateway::Stage').map(([id, st]) => [
+        id,
+        String(st.Properties.StageName),
       ]),
     );
+    const [[, dashboard]] = resources(api[stage], 'AWS::CloudWatch::Dashboard');
+    const body = dashboard!.Properties.DashboardBody as { 'Fn::Join': [string, unknown[]] };
+    const text = body['Fn::Join'][1]
+      .map((p) =>
+        typeof p === 'string'
+          ? p
+          : 'Ref' in (p as object) && (p as { Ref: string }).Ref in stageNames
+            ? `STAGE:${stageNames[(p as { Ref: string }).Ref]}`
+            : 'TOKEN',
+      )
+      .join('');
+    const graphs = (
+      JSON.parse(text) as { widgets: { properties: { title?: string; metrics?: unknown[][] } }[] }
+    ).widgets.map((w) => w.properties);
+    for (const apiStage of API_STAGES) {
+      const routes = graphs.filter((g) =>
+        g.title?.startsWith(`Requests by status class: ${apiStage} `),
+      );
+      expect(routes.map((g) => g.title)).toEqual(
+        STAGE_ROUTES[apiStage].map(
+          (r) => `Requests by status class: ${apiStage} ${r.method} ${r.path} (${r.operationId})`,
+        ),
+      );
+      const latency = graphs.find((g) => g.title === `API latency by route (ms): ${apiStage}`)!;
+      for (const graph of [...routes, latency]) {
+        const stagesRead = graph.metrics!.flatMap((m) =>
+          m.filter((part) => typeof part === 'string' && part.startsWith('STAGE:')),
+        );
+        expect(stagesRead.length, graph.title).toBeGreaterThan(0);
+        expect(new Set(stagesRead), graph.title).toEqual(new Set([`STAGE:${apiStage}`]));
+      }
+    }
+    expect(graphs.some((g) => g.title?.includes('(listOrderPages)'))).toBe(true);
   });
 
   it("shows the DynamoDB calls' latency as the functions record it: p50, p99, max", () => {
