@@ -307,7 +307,16 @@ describe.each(STAGE_NAMES)('what a deploy is judged by (%s)', (stage) => {
   });
 
   it('judges p99 duration only over a minute of enough invocations', () => {
-    for (const name of ['CancelOrderNewVersionLatencyP99', 'AuthorizerNewVersionLatencyP99']) {
+    // Every p99 alarm: one per buffered function (listOrders streams: its duration is the list's).
+    const p99 = Object.keys(alarms)
+      .filter((name) => name.endsWith('NewVersionLatencyP99'))
+      .sort();
+    expect(p99).toEqual([
+      'AuthorizerNewVersionLatencyP99',
+      'CancelOrderNewVersionLatencyP99',
+      'ListOrderPagesNewVersionLatencyP99',
+    ]);
+    for (const name of p99) {
       expect(queries(name).find((q) => q.Expression)!.Expression).toBe(
         `IF(invocations >= ${deployment.newVersionMinInvocations}, p99, 0)`,
       );

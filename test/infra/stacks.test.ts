@@ -25,7 +25,7 @@ import {
 import { createGateway } from '../../local/gateway.ts';
 import { STACK_OUTPUTS, stackNames } from '../../lib/deployment.ts';
 import { TABLES } from '../../lib/dynamodb/tables.ts';
-import { DEPLOY_HOOKS, FUNCTIONS } from '../../lib/functions.ts';
+import { DEPLOY_HOOKS, FUNCTION_NAMES, FUNCTIONS } from '../../lib/functions.ts';
 import { BEARER_KEY_PATTERN, generateApiKey } from '../../lib/keys/api-key.ts';
 import { templates, testApp } from './support.ts';
 
@@ -538,15 +538,23 @@ describe('provisioned concurrency on live (<stage>:provisionedConcurrency)', () 
   });
 
   it("changes only after the alias's deployment: the floor is the scaling target's, which depends on the alias; the alias itself carries none", () => {
-    for (const [description, name] of [
-      [/^GET/, 'ListOrders'],
-      [/^DELETE/, 'CancelOrder'],
-      [/authorizer/, 'Authorizer'],
-    ] as const) {
+    // Every function (production provisions each), found by its description in lib/functions.ts.
+    const provisioned = stageConfig('production', () => undefined, {}).concurrency.provisioned;
+    expect(FUNCTION_NAMES.filter((name) => provisioned[name] > 0)).toEqual(FUNCTION_NAMES);
+    expect(targets(production.api)).toHaveLength(FUNCTION_NAMES.length);
+    for (const name of FUNCTION_NAMES) {
+      const description = new RegExp(
+        `^${FUNCTIONS[name].description.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`,
+      );
       const [aliasId, alias] = aliasOf(production.api, description);
-      expect(alias.Properties).not.toHaveProperty('ProvisionedConcurrencyConfig');
-      const [, target] = targets(production.api).find(([id]) => id.startsWith(name))!;
-      expect(target.DependsOn).toContain(aliasId);
+      expect(alias.Properties, name).not.toHaveProperty('ProvisionedConcurrencyConfig');
+      // The scaling target of that alias (its ResourceId names the alias).
+      const aliasRef = JSON.stringify({ Ref: aliasId });
+      const found = targets(production.api).filter(([, t]) =>
+        JSON.stringify(t.Properties.ResourceId).includes(aliasRef),
+      );
+      expect(found, name).toHaveLength(1);
+      expect(found[0]![1].DependsOn, name).toContain(aliasId);
     }
   });
 

@@ -40,6 +40,7 @@ vi.hoisted(() => {
 import { createAuthorizerHandler } from '../../functions/authorizer.ts';
 import { createCancelOrderHandler } from '../../functions/cancel-order.ts';
 import {
+  ALARM_POLL_MS,
   createDeployHooks,
   postTraffic,
   preTraffic,
@@ -462,8 +463,9 @@ describe('the post-traffic hook', () => {
     lambda.on(DeleteFunctionCommand).resolves({});
     expect(await hooks().postTraffic(hookEvent('cancelOrder'))).toBe('Succeeded');
     expect(scaling()).toEqual([[`function:${fnName('cancelOrder')}:live`, false]]);
-    // 60 s of bake read every 20 s: at 0, 20, 40 and 60 s.
-    expect(cloudWatch.commandCalls(DescribeAlarmsCommand)).toHaveLength(4);
+    // The bake's alarms read at its start and every ALARM_POLL_MS to its end (60 s: 0, 20, 40, 60).
+    const reads = (settings().bakeSeconds * 1000) / ALARM_POLL_MS + 1;
+    expect(cloudWatch.commandCalls(DescribeAlarmsCommand)).toHaveLength(reads);
     const deleted = lambda
       .commandCalls(DeleteFunctionCommand)
       .map((call) => [call.args[0].input.FunctionName, call.args[0].input.Qualifier]);
@@ -474,20 +476,47 @@ describe('the post-traffic hook', () => {
     expect(verdicts()).toEqual(['Succeeded']);
   });
 
-  it('fails the deployment (a rollback) when a deployment alarm is in ALARM after the last shift, and deletes nothing', async () => {
+  it('fails the deployment (a rollback) at the first read that finds a deployment alarm in ALARM after the last shift, and deletes nothing', async () => {
     alarmState('ALARM');
     expect(await hooks().postTraffic(hookEvent('cancelOrder'))).toBe('Failed');
+    // The watch stops at once: no waiting out the rest of the bake.
+    expect(cloudWatch.commandCalls(DescribeAlarmsCommand)).toHaveLength(1);
+    expect(lambda.commandCalls(ListVersionsByFunctionCommand)).toHaveLength(0);
     expect(lambda.commandCalls(DeleteFunctionCommand)).toHaveLength(0);
     expect(verdicts()).toEqual(['Failed']);
   });
 
-  it('lets a hotfix through (deployIgnoringAlarms): the alarm in ALARM is logged, not obeyed', async () => {
+  it('lets a hotfix through (deployIgnoringAlarms): the alarm in ALARM is logged, not obeyed, and the old versions are pruned', async () => {
+    const lines: Record<string, unknown>[] = [];
+    vi.spyOn(process.stdout, 'write').mockImplementation(
+      (text) => (lines.push(JSON.parse(String(text)) as Record<string, unknown>), true),
+    );
+    vi.spyOn(process.stderr, 'write').mockImplementation(
+      (text) => (lines.push(JSON.parse(String(text)) as Record<string, unknown>), true),
+    );
     alarmState('ALARM');
-    versions('6', '7');
+    versions('4', '5', '6', '7');
     lambda.on(ListAliasesCommand).resolves({ Aliases: [{ Name: 'live', FunctionVersion: '7' }] });
+    lambda.on(DeleteFunctionCommand).resolves({});
     expect(await hooks({ ignoreAlarms: true }).postTraffic(hookEvent('cancelOrder'))).toBe(
       'Succeeded',
     );
+    // Each read of the bake found the alarm, and said so; the watch ran to its end.
+    const reads = (settings().bakeSeconds * 1000) / ALARM_POLL_MS + 1;
+    expect(cloudWatch.commandCalls(DescribeAlarmsCommand)).toHaveLength(reads);
+    const ignored = lines.filter(
+      (l) => l.message === 'Alarm in ALARM ignored (deployIgnoringAlarms)',
+    );
+    expect(ignored).toHaveLength(reads);
+    expect(ignored[0]).toMatchObject({
+      level: 'WARN',
+      alarms: ['store-orders-test-cancelOrderNewVersionFailureRate'],
+    });
+    // Then the pruning: the versions beyond the newest 3.
+    expect(
+      lambda.commandCalls(DeleteFunctionCommand).map((call) => call.args[0].input.Qualifier),
+    ).toEqual(['4']);
+    expect(verdicts()).toEqual(['Succeeded']);
   });
 
   it('resumes the scaling after a failed or stopped deployment (EventBridge), and gives no verdict', async () => {
