@@ -2,8 +2,9 @@
  * What DynamoDB does with a write the limiter planned (lib/limits/counter-plan.ts), as a model of
  * its conditional UpdateItem on one key's item: the write holds when every condition holds on the
  * stored state, and then stores what it sets; else nothing changes. The plan's unit tests run
- * writers against it, without DynamoDB; the integration tests run the real expressions
- * (lib/dynamodb/rate-limit-item.ts) against DynamoDB Local.
+ * writers against it, without DynamoDB; test/integration/counter-item-model.test.ts checks that it
+ * agrees with the real expressions (lib/dynamodb/rate-limit-item.ts) on DynamoDB Local, write by
+ * write: a condition added to or dropped from one of them must be in the other too.
  */
 import type { CounterWrite, WindowWrite } from '../../lib/limits/counter-plan.ts';
 import type { CounterState, WindowCount } from '../../lib/limits/sliding-window.ts';

@@ -3,7 +3,9 @@
  * what one request writes, and that writers planning on stale states — as containers with stale
  * caches do — admit exactly the limit and ban once, whatever the order their writes arrive in.
  * The store's part (reading a state, writing a plan as one conditional UpdateItem) is
- * test/integration/rate-limiter.test.ts's.
+ * test/integration/rate-limiter.test.ts's; that the model of that UpdateItem these writers run
+ * against (test/support/counter-item-model.ts) agrees with the real one on DynamoDB Local is
+ * test/integration/counter-item-model.test.ts's.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -48,6 +50,18 @@ function race(state: CounterState, times: readonly number[], order: readonly num
 
 const count = (decisions: readonly Decision[], outcome: Decision['outcome']) =>
   decisions.filter((d) => d.outcome === outcome).length;
+
+/** 0 … n − 1 in the order a stream of picks shuffles them to (Fisher–Yates). */
+function shuffled(n: number, picks: fc.Stream<number>): number[] {
+  const order = Array.from({ length: n }, (_, i) => i);
+  let k = 0;
+  for (const pick of picks.take(n)) {
+    const j = k + (pick % (n - k));
+    [order[k], order[j]] = [order[j]!, order[k]!];
+    k++;
+  }
+  return order;
+}
 
 describe('what one request writes', () => {
   it('rolls both windows in from nothing for a key with no counters, and keeps them two days', () => {
@@ -121,14 +135,7 @@ describe('writers planning on one stale state (property-based)', () => {
                 day: { start: NOW - (NOW % DAY_MS), current: already, previous: 0 },
               }
             : {};
-          const order = Array.from({ length: requests }, (_, i) => i);
-          const picks = shuffle.take(requests);
-          let k = 0;
-          for (const pick of picks) {
-            const j = k + (pick % (requests - k));
-            [order[k], order[j]] = [order[j]!, order[k]!];
-            k++;
-          }
+          const order = shuffled(requests, shuffle);
           const times = order.map((i) => NOW + i);
           const { stored, decisions } = race(state, times, order);
           const admitted = Math.min(requests, LIMITS.perMinute - already);
@@ -142,7 +149,42 @@ describe('writers planning on one stale state (property-based)', () => {
     );
   });
 
-  it('ban once: of a burst of early refusals, exactly one starts the ban, and the rest are answered banned', () => {
+  it('ban once: of a burst of early refusals, whatever order their writes arrive in, exactly one starts the ban, and the rest are answered banned', () => {
+    const start = NOW - (NOW % 60_000);
+    const full: CounterState = {
+      minute: { start, current: 60, previous: 0 },
+      day: { start: NOW - (NOW % DAY_MS), current: 60, previous: 0 },
+    };
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 60 }),
+        fc.infiniteStream(fc.nat()),
+        (requests, shuffle) => {
+          const times = Array.from({ length: requests }, (_, i) => NOW + i);
+          const { stored, decisions } = race(full, times, shuffled(requests, shuffle));
+          // The first refusal written waited for nothing; the next ten are counted; the twelfth
+          // bans, from its own request's time.
+          expect(count(decisions, 'limited')).toBe(Math.min(requests, 11));
+          expect(count(decisions, 'banned')).toBe(Math.max(0, requests - 11));
+          expect(decisions).toHaveLength(requests);
+          if (requests <= 11) {
+            expect(stored.bannedUntil).toBeUndefined();
+            expect(stored.refusals).toEqual(
+              requests > 1 ? { start, count: requests - 1 } : undefined,
+            );
+            return;
+          }
+          expect(times.map((time) => time + SETTINGS.banMs)).toContain(stored.bannedUntil);
+          expect(stored.refusals).toEqual({ start, count: 0 });
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+});
+
+describe('writers planning on one stale state, in the order they planned', () => {
+  it('ban once: the twelfth early refusal bans from its own time', () => {
     const start = NOW - (NOW % 60_000);
     const full: CounterState = {
       minute: { start, current: 60, previous: 0 },
