@@ -15,12 +15,12 @@
  * against the floor's (the same orders, in the same order); a difference fails the run.
  */
 import {
-  BatchGetCommand,
   QueryCommand,
   type DynamoDBDocumentClient,
   type QueryCommandInput,
 } from '@aws-sdk/lib-dynamodb';
 import { valueFlag } from '../lib/config/flags.ts';
+import { GET_BATCH, getInBatches } from '../lib/dynamodb/batch-write.ts';
 import { attemptTimeouts, createDocumentClient } from '../lib/dynamodb/client.ts';
 import { ensureTables } from '../lib/dynamodb/create-table.ts';
 import {
@@ -134,28 +134,10 @@ async function floorPage(
   ).flat();
   let items = found;
   if (plan.source !== 'table' && found.length > 0) {
-    const all = found.map((item) => ({ shard: item.shard, id: item.id }));
-    const batches = Array.from({ length: Math.ceil(all.length / 100) }, (_, i) =>
-      all.slice(i * 100, (i + 1) * 100),
-    );
-    items = (
-      await Promise.all(
-        batches.map(async (batch) => {
-          const got: Record<string, unknown>[] = [];
-          let keys = batch;
-          while (keys.length > 0) {
-            const result = await client.send(
-              new BatchGetCommand({
-                RequestItems: { [table]: { Keys: keys, ConsistentRead: true } },
-              }),
-            );
-            got.push(...(result.Responses?.[table] ?? []));
-            keys = (result.UnprocessedKeys?.[table]?.Keys ?? []) as typeof keys;
-          }
-          return got;
-        }),
-      )
-    ).flat();
+    const keys = found.map((item) => ({ shard: item.shard, id: item.id }));
+    items = await getInBatches(client, table, keys, {
+      concurrency: Math.ceil(keys.length / GET_BATCH),
+    });
   }
   const ms = performance.now() - started;
   // Not timed: what the page must hold, to check the reader's against.

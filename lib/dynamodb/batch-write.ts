@@ -3,7 +3,9 @@
  * retrying unprocessed items with backoff. The first failure stops every worker: none takes
  * another batch or retries once it is known, and the call settles only when no request is in
  * flight any more. Every call goes through ./errors.ts `send`, so a failure is classified as
- * every other DynamoDB call's is (a DependencyFailure naming `dependency`).
+ * every other DynamoDB call's is (a DependencyFailure naming `dependency`); reads may be bound
+ * to a request's deadline (`signal`), as the v2 list's pages read their candidates
+ * (./order-pages.ts).
  */
 import {
   BatchGetCommand,
@@ -11,7 +13,8 @@ import {
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { send } from './errors.ts';
+import { DependencyFailure } from '../failures.ts';
+import { deadlineFailure, send } from './errors.ts';
 
 export interface BatchWriteOptions {
   /** How failures are named in logs and messages (default: the table's name). */
@@ -21,6 +24,15 @@ export interface BatchWriteOptions {
   /** Called with the number of items written (or read) so far. */
   readonly onProgress?: (done: number) => void;
   readonly maxAttempts?: number;
+}
+
+export interface GetInBatchesOptions extends BatchWriteOptions {
+  /** The deadline of every call and wait: past it the read fails transient (`timeout`). */
+  readonly signal?: AbortSignal;
+  /** Called as each BatchGetItem is sent (what a page's cost counts). */
+  readonly onCall?: () => void;
+  /** The wait before a retry of unprocessed keys: up to base × 2^attempt ms, at most max. */
+  readonly backoffMs?: { readonly base: number; readonly max: number };
 }
 
 export interface WriteInBatchesOptions extends BatchWriteOptions {
@@ -42,7 +54,9 @@ export class BatchWriteFailed extends Error {
 }
 
 const WRITE_BATCH = 25;
-const GET_BATCH = 100;
+/** Keys of one BatchGetItem, at most. */
+export const GET_BATCH = 100;
+const BACKOFF_MS = { base: 25, max: 2_000 } as const;
 
 type Item = Record<string, unknown>;
 
@@ -77,22 +91,39 @@ async function inBatches<T>(
   return failure;
 }
 
+/** How a batch is retried: attempts, their backoff, and what ends the waiting. */
+interface Retries {
+  readonly maxAttempts: number;
+  readonly backoffMs?: { readonly base: number; readonly max: number };
+  /** The error thrown when items are still unprocessed after the last attempt. */
+  readonly exhausted?: (left: number) => Error;
+  /** Checked after each wait: throws when the deadline has passed. */
+  readonly afterWait?: () => void;
+}
+
 /**
  * Sends `requests`, then what comes back unprocessed, with exponential backoff and jitter,
  * until nothing is left; gives up (silently) as soon as `stopped()` says another batch failed.
  */
 async function untilProcessed<R>(
   requests: R[],
-  maxAttempts: number,
+  retries: Retries,
   stopped: () => boolean,
   send: (requests: R[]) => Promise<R[]>,
 ): Promise<void> {
+  const { maxAttempts, backoffMs = BACKOFF_MS } = retries;
   let pending = requests;
   for (let attempt = 1; pending.length > 0; attempt++) {
     if (attempt > maxAttempts) {
-      throw new Error(`${pending.length} items stayed unprocessed after ${maxAttempts} attempts`);
+      throw (
+        retries.exhausted?.(pending.length) ??
+        new Error(`${pending.length} items stayed unprocessed after ${maxAttempts} attempts`)
+      );
     }
-    if (attempt > 1) await sleep(Math.min(2_000, 25 * 2 ** attempt * Math.random()));
+    if (attempt > 1) {
+      await sleep(Math.min(backoffMs.max, backoffMs.base * 2 ** attempt * Math.random()));
+      retries.afterWait?.();
+    }
     if (stopped()) return;
     pending = await send(pending);
   }
@@ -119,7 +150,7 @@ export async function writeInBatches(
   const wrap = around ?? (<T>(request: () => Promise<T>) => request());
   const failure = await inBatches(items, WRITE_BATCH, concurrency, async (batch, stopped) => {
     const requests = batch.map((Item) => ({ PutRequest: { Item } }));
-    await untilProcessed(requests, maxAttempts, stopped, async (pending) => {
+    await untilProcessed(requests, { maxAttempts }, stopped, async (pending) => {
       const result = await wrap(() =>
         send(dependency, () =>
           client.send(new BatchWriteCommand({ RequestItems: { [tableName]: pending } })),
@@ -137,24 +168,49 @@ export async function writeInBatches(
 /**
  * The items stored under these keys (no key twice), read in batches of 100 with strongly
  * consistent reads, in no particular order; keys with no item are left out. Throws the first
- * failure once no read is in flight.
+ * failure once no read is in flight: keys still unprocessed after the last attempt are a
+ * transient failure (`throttled`), as is the deadline (`timeout`).
  */
 export async function getInBatches(
   client: DynamoDBDocumentClient,
   tableName: string,
   keys: readonly Item[],
-  { concurrency = 8, onProgress, maxAttempts = 10, dependency = tableName }: BatchWriteOptions = {},
+  {
+    concurrency = 8,
+    onProgress,
+    maxAttempts = 10,
+    dependency = tableName,
+    signal,
+    onCall,
+    backoffMs,
+  }: GetInBatchesOptions = {},
 ): Promise<Item[]> {
   const found: Item[] = [];
   let read = 0;
+  const retries: Retries = {
+    maxAttempts,
+    ...(backoffMs ? { backoffMs } : {}),
+    exhausted: (left) =>
+      new DependencyFailure('transient', dependency, 'throttled', {
+        message: `${dependency}: ${left} keys stayed unprocessed after ${maxAttempts} attempts (transient)`,
+      }),
+    afterWait: () => {
+      if (signal?.aborted) throw deadlineFailure(dependency);
+    },
+  };
   const failure = await inBatches(keys, GET_BATCH, concurrency, async (batch, stopped) => {
-    await untilProcessed(batch, maxAttempts, stopped, async (pending) => {
-      const result = await send(dependency, () =>
-        client.send(
-          new BatchGetCommand({
-            RequestItems: { [tableName]: { Keys: pending, ConsistentRead: true } },
-          }),
-        ),
+    await untilProcessed(batch, retries, stopped, async (pending) => {
+      onCall?.();
+      const result = await send(
+        dependency,
+        (abortSignal) =>
+          client.send(
+            new BatchGetCommand({
+              RequestItems: { [tableName]: { Keys: pending, ConsistentRead: true } },
+            }),
+            { abortSignal },
+          ),
+        signal,
       );
       found.push(...(result.Responses?.[tableName] ?? []));
       const unprocessed = result.UnprocessedKeys?.[tableName]?.Keys ?? [];

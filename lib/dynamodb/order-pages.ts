@@ -37,12 +37,10 @@
  * `index-missing` (a misconfigured stage: 500 and an alarm).
  */
 import {
-  BatchGetCommand,
   QueryCommand,
   type DynamoDBDocumentClient,
   type QueryCommandInput,
 } from '@aws-sdk/lib-dynamodb';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { DependencyFailure, INDEX_NOT_READY } from '../failures.ts';
 import {
   comparePositions,
@@ -63,7 +61,8 @@ import type {
 import type { OrderStreamOptions } from '../orders/order-store.ts';
 import { ORDER_STATUSES, type Order } from '../orders/order.ts';
 import { numberText } from './attributes.ts';
-import { deadlineFailure, send } from './errors.ts';
+import { GET_BATCH, getInBatches } from './batch-write.ts';
+import { send } from './errors.ts';
 import { IndexReadiness } from './index-readiness.ts';
 import {
   dateKey,
@@ -111,10 +110,9 @@ const END_MARGIN = 0.5;
 const SHARE_SAMPLE_MIN = 10;
 /** The weight of a page in the moving average of the shares. */
 const SHARE_WEIGHT = 0.3;
-/** Keys of one BatchGetItem, at most. */
-const BATCH_GET_KEYS = 100;
-/** Attempts of the page's BatchGetItem while keys come back unprocessed. */
+/** Attempts of the page's BatchGetItem while keys come back unprocessed, and the waits between. */
 const BATCH_GET_ATTEMPTS = 6;
+const BATCH_GET_BACKOFF_MS = { base: 10, max: 500 } as const;
 
 type Item = Record<string, unknown>;
 type Source = 'table' | OrderIndexName;
@@ -730,64 +728,24 @@ export class DynamoDbOrderPages implements OrderPageReader<DynamoDbPagePlan> {
     }
   }
 
-  /** The candidates' items, read strongly consistent (BatchGetItem, at most 100 keys). */
+  /** The candidates' items, read strongly consistent (BatchGetItem, 100 keys a call, at once). */
   private async fetch(
     candidates: readonly Candidate[],
     cost: { batchGets: number; fetched: number },
     signal: AbortSignal | undefined,
   ): Promise<(candidate: Candidate) => Item | undefined> {
-    const found = new Map<string, Item>();
     cost.fetched += candidates.length;
-    const all = candidates.map((c) => ({ shard: orderShard(c.position.id), id: c.position.id }));
-    await Promise.all(
-      Array.from({ length: Math.ceil(all.length / BATCH_GET_KEYS) }, (_, i) =>
-        this.fetchBatch(
-          all.slice(i * BATCH_GET_KEYS, (i + 1) * BATCH_GET_KEYS),
-          found,
-          cost,
-          signal,
-        ),
-      ),
-    );
+    const keys = candidates.map((c) => ({ shard: orderShard(c.position.id), id: c.position.id }));
+    const items = await getInBatches(this.client, this.tableName, keys, {
+      dependency: DEPENDENCY,
+      concurrency: Math.ceil(keys.length / GET_BATCH),
+      maxAttempts: BATCH_GET_ATTEMPTS,
+      backoffMs: BATCH_GET_BACKOFF_MS,
+      onCall: () => void cost.batchGets++,
+      ...(signal ? { signal } : {}),
+    });
+    const found = new Map(items.map((item) => [numberText(item.id) ?? '', item]));
     return (candidate) => found.get(candidate.position.id.toString());
-  }
-
-  /** One BatchGetItem of at most 100 keys, and again for the keys it leaves unprocessed. */
-  private async fetchBatch(
-    batchKeys: { shard: number; id: bigint }[],
-    found: Map<string, Item>,
-    cost: { batchGets: number },
-    signal: AbortSignal | undefined,
-  ): Promise<void> {
-    let keys = batchKeys;
-    for (let attempt = 1; keys.length > 0; attempt++) {
-      if (attempt > BATCH_GET_ATTEMPTS) {
-        throw new DependencyFailure('transient', DEPENDENCY, 'throttled', {
-          message: `${DEPENDENCY}: ${keys.length} keys stayed unprocessed after ${BATCH_GET_ATTEMPTS} attempts (transient)`,
-        });
-      }
-      if (attempt > 1) {
-        await sleep(Math.min(500, 10 * 2 ** attempt * Math.random()));
-        if (signal?.aborted) throw deadlineFailure(DEPENDENCY);
-      }
-      const batch = keys;
-      cost.batchGets++;
-      const result = await send(
-        DEPENDENCY,
-        (abortSignal) =>
-          this.client.send(
-            new BatchGetCommand({
-              RequestItems: { [this.tableName]: { Keys: batch, ConsistentRead: true } },
-            }),
-            { abortSignal },
-          ),
-        signal,
-      );
-      for (const item of result.Responses?.[this.tableName] ?? []) {
-        found.set(numberText(item.id) ?? '', item);
-      }
-      keys = (result.UnprocessedKeys?.[this.tableName]?.Keys ?? []) as typeof keys;
-    }
   }
 
   /**
