@@ -367,6 +367,9 @@ export class StoreOrdersClient {
           'GET /v2/store/orders answered 304, but this client kept no such page.',
         );
       }
+      // Asked again: the page is now the most recently asked of those kept.
+      this.#keptPages.delete(path);
+      this.#keptPages.set(path, kept);
       return { ...kept, notModified: true, etag: etag ?? kept.etag };
     }
     if (response.status !== 200) {

@@ -612,6 +612,30 @@ describe("v2's filtered pages", () => {
     expect(api.requests.at(-1)).toBe('GET /v2/store/orders?status=shipped');
   });
 
+  it('keeps the 1,000 pages asked most recently: a 304 counts as asked', async () => {
+    // Each page's tag is its pet's; a request with the tag gets 304.
+    const api = await scripted((req, res) => {
+      const pet = new URL(req.url!, 'http://x').searchParams.get('petId');
+      const tag = `W/"${pet}"`;
+      if (req.headers['if-none-match'] === tag) {
+        res.writeHead(304, { etag: tag });
+        res.end();
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'application/json', etag: tag });
+      res.end(page(['1']));
+    });
+    const c = client(api.url);
+    const ask = (pet: number) => c.getOrderPage({ petId: BigInt(pet) });
+    for (let pet = 0; pet < 1_000; pet++) expect((await ask(pet)).notModified).toBe(false);
+    // Pet 0's page, the oldest kept, is asked again (304), then a 1,001st page is kept: the
+    // least recently asked, pet 1's, goes, not pet 0's.
+    expect((await ask(0)).notModified).toBe(true);
+    expect((await ask(1_000)).notModified).toBe(false);
+    expect((await ask(0)).notModified).toBe(true);
+    expect((await ask(1)).notModified).toBe(false);
+  });
+
   it('refuses a filter the API would refuse for its type, before sending anything', async () => {
     const api = await scripted((_req, res) => json(res, 500, error('INTERNAL_ERROR', 500)));
     const c = client(api.url);
