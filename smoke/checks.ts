@@ -364,7 +364,10 @@ export async function runSmoke(
     const link = /^<([^>]+)>; rel="next"$/.exec(firstPage.headers.get('link') ?? '');
     expect(link, `Link ${JSON.stringify(firstPage.headers.get('link'))}`);
     expect(link[1]!.includes(`pageToken=${page.nextPageToken}`), 'the Link is not the next page');
-    const next = await v2Request(`${LIST_PATH}?pageSize=2&pageToken=${page.nextPageToken}`);
+    // The Link's target as a client would follow it: resolved against the v2 base address (a
+    // path-absolute reference, the stage in it, takes only its origin).
+    const target = new URL(link[1]!, `${v2}/`).href;
+    const next = await request('GET', target, bearer, {}, '');
     expect(next.status === 200, `status ${next.status}: ${next.text.slice(0, 120)}`);
     const read = parsePage(next.text);
     const last = page.orders.at(-1)?.id;
