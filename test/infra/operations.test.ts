@@ -5,11 +5,8 @@
  * alarms, and what `cdk destroy` deletes and keeps in each stage (as docs/operations.md says).
  */
 import { API_STAGES } from '../../lib/api/routes.ts';
-import { execFile } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { delimiter, join } from 'node:path';
-import { promisify } from 'node:util';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import middy from '@middy/core';
 import type { Template } from 'aws-cdk-lib/assertions';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
@@ -50,6 +47,7 @@ import { RateLimitRefusal } from '../../lib/limits/limiter.ts';
 import { InvalidOrderId } from '../../lib/orders/operations.ts';
 import { RATE_LIMIT_REFUSAL_LOG } from '../../infra/monitoring.ts';
 import { PROJECT_ROOT } from '../../local/local-stack.ts';
+import { awsSteps, docs, shellBlocks, standInAws } from '../support/runbook.ts';
 import { templates, testApp } from './support.ts';
 
 const { stages } = testApp();
@@ -111,7 +109,6 @@ const SOURCES: readonly LogSource[] = [
   'execution',
   'executionV2',
 ];
-const docs = (file: string) => readFileSync(join(PROJECT_ROOT, 'docs', file), 'utf8');
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -706,27 +703,6 @@ describe('what cdk destroy deletes and keeps', () => {
   });
 });
 
-/** The shell blocks of a document under a heading (up to the next heading of any level). */
-function shellBlocks(file: string, heading: string): string {
-  const text = docs(file);
-  const start = text.indexOf(`\n${heading}\n`);
-  if (start < 0) throw new Error(`${file}: no heading ${heading}`);
-  const rest = text.slice(start + heading.length + 2);
-  const end = rest.search(/^#{1,6} /m);
-  const section = end < 0 ? rest : rest.slice(0, end);
-  return [...section.matchAll(/^ *```sh\n([\s\S]*?)^ *```$/gm)]
-    .map((m) => m[1]!.replace(/^ {3}/gm, ''))
-    .join('\n');
-}
-
-/** The shell lines of a section but the operator CLI's (`npm …`, which its own tests run). */
-function awsSteps(document: string, heading: string): string {
-  return shellBlocks(document, heading)
-    .split('\n')
-    .filter((line) => !line.startsWith('npm '))
-    .join('\n');
-}
-
 /**
  * A stand-in for the AWS CLI: it logs each call's arguments and answers the calls the runbooks
  * make from the synthesized production stage (query definitions, CodeDeploy names, the stacks'
@@ -734,12 +710,6 @@ function awsSteps(document: string, heading: string): string {
  * stage does not have, fails as the CLI would.
  */
 const AWS_STAND_IN = `
-const fs = require('node:fs');
-const fixture = JSON.parse(fs.readFileSync(process.env.AWS_STAND_IN_FIXTURE, 'utf8'));
-const args = process.argv.slice(2);
-fs.appendFileSync(process.env.AWS_STAND_IN_LOG, JSON.stringify(args) + '\\n');
-const option = (name) => { const i = args.indexOf(name); return i < 0 ? undefined : args[i + 1]; };
-const fail = (why) => { process.stderr.write(why + '\\n'); process.exit(254); };
 const [service, command] = args;
 const call = service + ' ' + command;
 const fn = () => { if (option('--function-name') !== fixture.functionName) fail('no function ' + option('--function-name')); };
@@ -806,7 +776,6 @@ if (call === 'logs describe-query-definitions') {
 
 describe('the runbooks, run with a stand-in AWS CLI against the synthesized production stage', () => {
   const { api } = stageTemplates.production;
-  const dir = mkdtempSync(join(tmpdir(), 'runbook-aws-'));
   // A name holding the API's id (the execution log's) as a deployed stack would have it.
   const named = (name: unknown) =>
     typeof name === 'string'
@@ -818,67 +787,38 @@ describe('the runbooks, run with a stand-in AWS CLI against the synthesized prod
   const groupNames = Object.fromEntries(
     resources(api, 'AWS::Logs::LogGroup').map(([id, g]) => [id, named(g.Properties.LogGroupName)]),
   );
-  writeFileSync(
-    join(dir, 'fixture.json'),
-    JSON.stringify({
-      queries: resources(api, 'AWS::Logs::QueryDefinition').map(([, q]) => ({
-        name: q.Properties.Name,
-        queryString: q.Properties.QueryString,
-        logGroups: (q.Properties.LogGroupNames as { Ref: string }[]).map((g) => groupNames[g.Ref]),
-      })),
-      application: deploymentApplicationName('production'),
-      groups: resources(api, 'AWS::CodeDeploy::DeploymentGroup').map(
-        ([, g]) => g.Properties.DeploymentGroupName,
-      ),
-      alias: LIVE_ALIAS,
-      outputs: {
-        [stages.production.api.stackName]: outputsOf(api, {
-          [FUNCTION_OUTPUTS.cancelOrder]: FUNCTION_NAME,
-          [STACK_OUTPUTS.restApiId]: STAND_IN_REST_API_ID,
-        }),
-        [stages.production.data.stackName]: outputsOf(stageTemplates.production.data, {
-          [STACK_OUTPUTS.ordersTable]: ORDERS_TABLE,
-        }),
-      },
-      functionName: FUNCTION_NAME,
-      versions: ['3', '5', '6', '7', '10'],
-      liveVersion: '7',
-      restApiId: STAND_IN_REST_API_ID,
-      apiStages: API_STAGES,
-      ordersTable: ORDERS_TABLE,
-      accessLogGroup: logGroupName('production', 'access'),
-      accessLines: [ACCESS_LINE],
-    }),
-  );
-  writeFileSync(join(dir, 'aws'), `#!${process.execPath}\n${AWS_STAND_IN}`);
-  chmodSync(join(dir, 'aws'), 0o755);
-  // A restore's wait sleeps a minute between reads: not in a test.
-  writeFileSync(join(dir, 'sleep'), '#!/bin/sh\nexit 0\n');
-  chmodSync(join(dir, 'sleep'), 0o755);
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
-  async function runbookOutput(script: string): Promise<{ stdout: string; calls: string[][] }> {
-    const log = join(dir, `calls-${Math.random()}.log`);
-    writeFileSync(log, '');
-    const { stdout } = await promisify(execFile)(
-      'bash',
-      ['-e', '-u', '-o', 'pipefail', '-c', script],
-      {
-        env: {
-          ...process.env,
-          PATH: `${dir}${delimiter}${process.env.PATH ?? ''}`,
-          AWS_STAND_IN_FIXTURE: join(dir, 'fixture.json'),
-          AWS_STAND_IN_LOG: log,
-        },
-      },
-    );
-    const calls = readFileSync(log, 'utf8')
-      .split('\n')
-      .filter(Boolean)
-      .map((line) => JSON.parse(line) as string[]);
-    return { stdout, calls };
-  }
-  const runbook = async (script: string) => (await runbookOutput(script)).calls;
+  const standIn = standInAws(AWS_STAND_IN, {
+    queries: resources(api, 'AWS::Logs::QueryDefinition').map(([, q]) => ({
+      name: q.Properties.Name,
+      queryString: q.Properties.QueryString,
+      logGroups: (q.Properties.LogGroupNames as { Ref: string }[]).map((g) => groupNames[g.Ref]),
+    })),
+    application: deploymentApplicationName('production'),
+    groups: resources(api, 'AWS::CodeDeploy::DeploymentGroup').map(
+      ([, g]) => g.Properties.DeploymentGroupName,
+    ),
+    alias: LIVE_ALIAS,
+    outputs: {
+      [stages.production.api.stackName]: outputsOf(api, {
+        [FUNCTION_OUTPUTS.cancelOrder]: FUNCTION_NAME,
+        [STACK_OUTPUTS.restApiId]: STAND_IN_REST_API_ID,
+      }),
+      [stages.production.data.stackName]: outputsOf(stageTemplates.production.data, {
+        [STACK_OUTPUTS.ordersTable]: ORDERS_TABLE,
+      }),
+    },
+    functionName: FUNCTION_NAME,
+    versions: ['3', '5', '6', '7', '10'],
+    liveVersion: '7',
+    restApiId: STAND_IN_REST_API_ID,
+    apiStages: API_STAGES,
+    ordersTable: ORDERS_TABLE,
+    accessLogGroup: logGroupName('production', 'access'),
+    accessLines: [ACCESS_LINE],
+  });
+  afterAll(() => standIn.remove());
+  const runbookOutput = (script: string) => standIn.run(script);
+  const runbook = async (script: string) => (await standIn.run(script)).calls;
   const after = (call: string[], flag: string) => call[call.indexOf(flag) + 1];
 
   it("runs a saved query: the request query, on its log groups, with the client's request id in it", async () => {

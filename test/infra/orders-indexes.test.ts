@@ -4,11 +4,8 @@
  * orders table and nothing else, and the runbook's wait for an index runs as written, with a
  * stand-in AWS CLI.
  */
-import { execFile } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { delimiter, join } from 'node:path';
-import { promisify } from 'node:util';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { App } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -17,6 +14,7 @@ import { DataStack } from '../../infra/data-stack.ts';
 import { STACK_OUTPUTS, STAGES, stackNames } from '../../lib/deployment.ts';
 import { ORDER_INDEX_NAMES, TABLES } from '../../lib/dynamodb/tables.ts';
 import { PROJECT_ROOT } from '../../local/local-stack.ts';
+import { shellBlocks, standInAws } from '../support/runbook.ts';
 
 type Resource = { Type: string; Properties: Record<string, unknown> } & Record<string, unknown>;
 type Index = { IndexName: string; KeySchema: { AttributeName: string; KeyType: string }[] };
@@ -127,29 +125,12 @@ describe('the orders table, step by step', () => {
   });
 });
 
-/** The shell blocks of docs/deploy.md under a heading (up to the next heading). */
-function shellBlocks(heading: string): string {
-  const text = readFileSync(join(PROJECT_ROOT, 'docs', 'deploy.md'), 'utf8');
-  const start = text.indexOf(`\n${heading}\n`);
-  if (start < 0) throw new Error(`docs/deploy.md: no heading ${heading}`);
-  const rest = text.slice(start + heading.length + 2);
-  const end = rest.search(/^#{1,6} /m);
-  const section = end < 0 ? rest : rest.slice(0, end);
-  return [...section.matchAll(/^```sh\n([\s\S]*?)^```$/gm)].map((m) => m[1]!).join('\n');
-}
-
 /**
  * A stand-in for the AWS CLI that answers the wait's two calls as AWS would for production: the
  * data stack's outputs, then the table's index CREATING twice and ACTIVE the third time. Any
- * other call, stack, table, index or query fails as the CLI would. `sleep` is stood in for too.
+ * other call, stack, table, index or query fails as the CLI would.
  */
 const AWS_STAND_IN = `
-const fs = require('node:fs');
-const fixture = JSON.parse(fs.readFileSync(process.env.AWS_STAND_IN_FIXTURE, 'utf8'));
-const args = process.argv.slice(2);
-fs.appendFileSync(process.env.AWS_STAND_IN_LOG, JSON.stringify(args) + '\\n');
-const option = (name) => { const i = args.indexOf(name); return i < 0 ? undefined : args[i + 1]; };
-const fail = (why) => { process.stderr.write(why + '\\n'); process.exit(254); };
 if (option('--output') !== 'text') fail('stand-in: expected --output text');
 const call = args[0] + ' ' + args[1];
 if (call === 'cloudformation describe-stacks') {
@@ -167,39 +148,19 @@ if (call === 'cloudformation describe-stacks') {
 `;
 
 describe('the runbook that waits for an index, with a stand-in AWS CLI', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'runbook-index-'));
-  writeFileSync(
-    join(dir, 'fixture.json'),
-    JSON.stringify({
-      stack: stackNames('production').data,
-      output: STACK_OUTPUTS.ordersTable,
-      table: 'Production-Data-OrdersABC123-XYZ',
-      indexes: ORDER_INDEX_NAMES,
-    }),
-  );
-  writeFileSync(join(dir, 'aws'), `#!${process.execPath}\n${AWS_STAND_IN}`);
-  writeFileSync(join(dir, 'sleep'), `#!/bin/sh\necho "sleep $1" >> "$AWS_STAND_IN_LOG"\n`);
-  chmodSync(join(dir, 'aws'), 0o755);
-  chmodSync(join(dir, 'sleep'), 0o755);
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const standIn = standInAws(AWS_STAND_IN, {
+    stack: stackNames('production').data,
+    output: STACK_OUTPUTS.ordersTable,
+    table: 'Production-Data-OrdersABC123-XYZ',
+    indexes: ORDER_INDEX_NAMES,
+  });
+  afterAll(() => standIn.remove());
 
   it('reads the table from the stack outputs and polls its index until ACTIVE', async () => {
-    const log = join(dir, 'calls.log');
-    writeFileSync(log, '');
-    await promisify(execFile)(
-      'bash',
-      ['-e', '-u', '-o', 'pipefail', '-c', shellBlocks('### Wait for an index to be ACTIVE')],
-      {
-        env: {
-          ...process.env,
-          PATH: `${dir}${delimiter}${process.env.PATH ?? ''}`,
-          AWS_STAND_IN_FIXTURE: join(dir, 'fixture.json'),
-          AWS_STAND_IN_LOG: log,
-        },
-      },
+    const { lines, calls } = await standIn.run(
+      shellBlocks('deploy.md', '### Wait for an index to be ACTIVE'),
     );
-    const calls = readFileSync(log, 'utf8').trim().split('\n');
-    const summary = calls.map((line) =>
+    const summary = lines.map((line) =>
       line.startsWith('[') ? (JSON.parse(line) as string[]).slice(0, 2).join(' ') : line,
     );
     expect(summary).toEqual([
@@ -210,6 +171,6 @@ describe('the runbook that waits for an index, with a stand-in AWS CLI', () => {
       'sleep 60',
       'dynamodb describe-table',
     ]);
-    expect(calls[1]).toContain(`IndexName=='byPet'`);
+    expect(calls[1]!.join(' ')).toContain(`IndexName=='byPet'`);
   });
 });
