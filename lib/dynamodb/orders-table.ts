@@ -314,9 +314,10 @@ export class DynamoDbOrderStore implements OrderImportStore {
     // item (numbers no JS number holds, say) has nothing to say about the answer.
     const old = (result as { Item?: Record<string, { S?: unknown } | undefined> }).Item;
     if (!old) return 'not-found';
-    const status = old.status?.S;
-    if (status === 'shipped' || status === 'cancelled') return status;
-    throw malformedItem(DEPENDENCY, `order ${id} has an unknown status`);
+    const status = this.knownStatus(id, old.status?.S);
+    if (status !== 'pending') return status;
+    // The condition holds on a pending order (or one with no status): this one failed it.
+    throw malformedItem(DEPENDENCY, `order ${id} failed the condition as pending`);
   }
 
   /** An order's status now, strongly consistent (its status alone is read). */
@@ -344,8 +345,8 @@ export class DynamoDbOrderStore implements OrderImportStore {
   }
 
   /**
-   * A stored status that is not pending: a status the service does not know is malformed data,
-   * and neither state is assumed.
+   * A stored status as read (statusOf answers an absent one, pending, before asking): a status
+   * the service does not know is malformed data, and neither state is assumed.
    */
   private knownStatus(id: bigint, status: unknown): 'pending' | 'shipped' | 'cancelled' {
     if (status === 'pending' || status === 'shipped' || status === 'cancelled') return status;
