@@ -398,8 +398,8 @@ describe.each(STAGE_NAMES)('dashboard (%s)', (stage) => {
         String(st.Properties.StageName),
       ]),
     );
-    const [[, dashboard]] = resources(api[stage], 'AWS::CloudWatch::Dashboard');
-    const body = dashboard!.Properties.DashboardBody as { 'Fn::Join': [string, unknown[]] };
+    const [, dashboard] = resources(api[stage], 'AWS::CloudWatch::Dashboard')[0]!;
+    const body = dashboard.Properties.DashboardBody as { 'Fn::Join': [string, unknown[]] };
     const text = body['Fn::Join'][1]
       .map((p) =>
         typeof p === 'string'
