@@ -84,7 +84,9 @@ export function orderPageQuery(
   if (filter.complete !== undefined) query.set('complete', String(filter.complete));
   if (page.pageSize !== undefined) {
     if (!Number.isInteger(page.pageSize) || page.pageSize < 1) {
-      throw new TypeError(`pageSize must be a whole number from 1 to ${MAX_PAGE_SIZE}`);
+      throw new TypeError(
+        `pageSize must be a whole number from 1 (one above ${MAX_PAGE_SIZE} is served as ${MAX_PAGE_SIZE})`,
+      );
     }
     query.set('pageSize', String(page.pageSize));
   }

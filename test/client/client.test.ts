@@ -650,6 +650,21 @@ describe("v2's filtered pages", () => {
     expect(api.requests).toEqual([]);
   });
 
+  it('sends a page size above the most as asked (the API serves it as the most), and says so refusing 0', async () => {
+    const api = await scripted((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(page([]));
+    });
+    const c = client(api.url);
+    await c.getOrderPage({}, { pageSize: 500 });
+    expect(api.requests).toEqual(['GET /v2/store/orders?pageSize=500']);
+    const refusal = await rejection(c.getOrderPage({}, { pageSize: 0 }));
+    expect(refusal).toBeInstanceOf(TypeError);
+    expect((refusal as TypeError).message).toBe(
+      'pageSize must be a whole number from 1 (one above 100 is served as 100)',
+    );
+  });
+
   it('types the API’s refusal of a query by its code', async () => {
     const api = await scripted((_req, res) => json(res, 400, error('INVALID_DATE_RANGE', 400)));
     const failure = await rejection(
