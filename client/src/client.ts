@@ -23,8 +23,8 @@ export interface StoreOrdersClientOptions {
   /** Base address, ending in the stage: `https://…/v1`, or `http://127.0.0.1:3000/v1`. */
   readonly baseUrl: string | URL;
   /**
-   * Base address of v2 (the filtered, paged list): by default `baseUrl` with its last `/v1` as
-   * `/v2` (the two stages of one API, or a custom domain's two base paths).
+   * Base address of v2 (the filtered, paged list), used as given: by default `baseUrl` with its
+   * last `/v1` as `/v2` (the two stages of one API, or a custom domain's two base paths).
    */
   readonly v2BaseUrl?: string | URL;
   /** The API key (`sok_…`), sent as `Authorization: Bearer <key>`. */
@@ -161,9 +161,16 @@ export class StoreOrdersClient {
     if (!/^https?:\/\//i.test(base)) throw new TypeError(`baseUrl must be an http(s) URL`);
     if (!options.apiKey) throw new TypeError('apiKey is required');
     this.#base = base;
-    const v2 =
-      options.v2BaseUrl === undefined ? base.replace(/\/v1$/, '/v2') : String(options.v2BaseUrl);
-    this.#v2Base = /\/v2\/*$/.test(v2) ? v2.replace(/\/+$/, '') : undefined;
+    // A v2BaseUrl given is used as given (a custom domain may map v2 to any base path); without
+    // one, a baseUrl ending in /v1 gives it, and any other base leaves v2 unknown (getOrderPage
+    // says so).
+    if (options.v2BaseUrl === undefined) {
+      this.#v2Base = /\/v1$/.test(base) ? base.replace(/\/v1$/, '/v2') : undefined;
+    } else {
+      const v2 = String(options.v2BaseUrl).replace(/\/+$/, '');
+      if (!/^https?:\/\//i.test(v2)) throw new TypeError(`v2BaseUrl must be an http(s) URL`);
+      this.#v2Base = v2;
+    }
     this.#authorization = `Bearer ${options.apiKey}`;
     this.#options = options;
     this.#fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));

@@ -676,6 +676,20 @@ describe("v2's filtered pages", () => {
     expect(isApiError(failure, 'INVALID_DATE_RANGE')).toBe(true);
   });
 
+  it('takes a v2BaseUrl as given, whatever its path, and refuses one that is not http(s) at once', async () => {
+    const api = await scripted((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(page([]));
+    });
+    const origin = api.url.replace(/\/v1$/, '');
+    const c = client(api.url, { v2BaseUrl: `${origin}/orders-beta/` });
+    await c.getOrderPage({ status: 'pending' });
+    expect(api.requests).toEqual(['GET /orders-beta/store/orders?status=pending']);
+    expect(() => client(api.url, { v2BaseUrl: 'ftp://127.0.0.1/v2' })).toThrow(
+      'v2BaseUrl must be an http(s) URL',
+    );
+  });
+
   it('needs v2’s address when the base address does not end in /v1', async () => {
     const c = new StoreOrdersClient({ baseUrl: 'http://127.0.0.1:1/api', apiKey: 'sok_test' });
     expect(await rejection(c.getOrderPage())).toBeInstanceOf(TypeError);
