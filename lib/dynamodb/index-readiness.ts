@@ -73,8 +73,8 @@ export async function readIndexReadiness(
 /**
  * The marker as a container sees it: read strongly consistent when first needed; once seen, ready
  * for the container's life (nothing takes it back but a release with a new format, which is a
- * new container); while not seen, read again at most every `recheckMs`. Concurrent callers share
- * one read.
+ * new container); while not seen, read again at most every `recheckMs`. A container serves one
+ * invocation at a time: no read is shared between callers (each under its own deadline).
  */
 export class IndexReadiness {
   private readonly client: DynamoDBDocumentClient;
@@ -83,7 +83,6 @@ export class IndexReadiness {
   private readonly now: () => number;
   private ready = false;
   private checkedAt = -Infinity;
-  private reading: Promise<boolean> | undefined;
 
   constructor(
     client: DynamoDBDocumentClient,
@@ -98,17 +97,9 @@ export class IndexReadiness {
 
   async isReady(signal?: AbortSignal): Promise<boolean> {
     if (this.ready) return true;
-    if (this.reading) return this.reading;
     if (this.now() - this.checkedAt < this.recheckMs) return false;
-    this.reading = readIndexReadiness(this.client, this.tableName, signal).then((ready) => {
-      this.ready = ready;
-      this.checkedAt = this.now();
-      return ready;
-    });
-    try {
-      return await this.reading;
-    } finally {
-      this.reading = undefined;
-    }
+    this.ready = await readIndexReadiness(this.client, this.tableName, signal);
+    this.checkedAt = this.now();
+    return this.ready;
   }
 }

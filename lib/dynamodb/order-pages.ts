@@ -121,9 +121,8 @@ type Source = 'table' | OrderIndexName;
 export interface DynamoDbPagePlan extends PagePlan {
   readonly source: Source;
   readonly order: OrderSortOrder;
-  /** The partition key's attribute and its value in each partition read. */
+  /** The partition key's attribute and its value in each partition read (`partitions` of them). */
   readonly partitionKey: string;
-  readonly partitions: number;
   readonly partitionValues: readonly (string | number | bigint)[];
   /** The group of each partition (its status, for the status indexes): how orders spread. */
   readonly partitionGroups: readonly string[];
@@ -141,51 +140,54 @@ export interface DynamoDbOrderPage extends OrderPage {
 
 const shards = Array.from({ length: ORDER_SHARDS }, (_, shard) => shard);
 
+/** A plan with its count of partitions, derived from their values. */
+const withPartitions = (plan: Omit<DynamoDbPagePlan, 'partitions'>): DynamoDbPagePlan => ({
+  ...plan,
+  partitions: plan.partitionValues.length,
+});
+
 /** The plan of a filter's pages, whatever is deployed (DynamoDbOrderPages.plan checks that). */
-export function planPages(filter: OrderFilter): DynamoDbPagePlan {
+function planPages(filter: OrderFilter): DynamoDbPagePlan {
   const order = sortOrderOf(filter);
   const dated = order === 'shipDate';
   const sortKey = dated ? ORDER_INDEX_ATTRIBUTES.dateKey : 'id';
   if (filter.petId !== undefined) {
-    return {
+    return withPartitions({
       source: dated ? 'byPetDate' : 'byPet',
       consistent: false,
       order,
       partitionKey: 'petId',
-      partitions: 1,
       partitionValues: [filter.petId],
       partitionGroups: ['pet'],
       sortKey,
       needsReadiness: dated,
-    };
+    });
   }
   if (filter.statuses || dated) {
     const statuses = filter.statuses ?? ORDER_STATUSES;
     const values = statuses.flatMap((status) => shards.map((s) => statusPartition(status, s)));
     const groups = statuses.flatMap((status) => shards.map(() => status));
-    return {
+    return withPartitions({
       source: dated ? 'byStatusDate' : 'byStatus',
       consistent: false,
       order,
       partitionKey: ORDER_INDEX_ATTRIBUTES.statusKey,
-      partitions: values.length,
       partitionValues: values,
       partitionGroups: groups,
       sortKey,
       needsReadiness: true,
-    };
+    });
   }
-  return {
+  return withPartitions({
     source: 'table',
     consistent: true,
     order,
     partitionKey: 'shard',
-    partitions: ORDER_SHARDS,
     partitionValues: shards,
     partitionGroups: shards.map(() => 'table'),
     sortKey: 'id',
     needsReadiness: false,
-  };
+  });
 }
 
 /**
@@ -570,8 +572,6 @@ class CandidateStream {
 export interface DynamoDbOrderPagesOptions {
   /** The indexes the stage has (lib/dynamodb/order-indexes.ts, from ORDERS_INDEXES). */
   readonly indexes: ReadonlySet<OrderIndexName>;
-  /** The container's view of the readiness marker; one of its own by default. */
-  readonly readiness?: IndexReadiness;
   /** What a page may read before it is served short; PAGE_READ_BUDGET by default. */
   readonly budget?: PageReadBudget;
 }
@@ -593,7 +593,7 @@ export class DynamoDbOrderPages implements OrderPageReader<DynamoDbPagePlan> {
     this.client = client;
     this.tableName = tableName;
     this.indexes = options.indexes;
-    this.readiness = options.readiness ?? new IndexReadiness(client, tableName);
+    this.readiness = new IndexReadiness(client, tableName);
     this.budget = options.budget ?? PAGE_READ_BUDGET;
   }
 
@@ -608,10 +608,10 @@ export class DynamoDbOrderPages implements OrderPageReader<DynamoDbPagePlan> {
    * minimum costs the sparse statuses little.
    */
   private firstLimits(plan: DynamoDbPagePlan, pageSize: number): Map<string, number> {
+    if (plan.partitions === 1) return new Map([[plan.partitionGroups[0]!, pageSize + 1]]);
     const sizes = new Map<string, number>();
     for (const group of plan.partitionGroups) sizes.set(group, (sizes.get(group) ?? 0) + 1);
     const limits = new Map<string, number>();
-    if (plan.partitions === 1) return new Map([[plan.partitionGroups[0]!, pageSize + 1]]);
     const learned = [...sizes.keys()].map((group) => this.shares.get(`${plan.source}/${group}`));
     const total = learned.reduce<number | undefined>(
       (sum, share) => (sum === undefined || share === undefined ? undefined : sum + share),

@@ -42,6 +42,11 @@ const MAX_RETRIES = 10;
 const { statusKey: STATUS_KEY, dateKey: DATE_KEY } = ORDER_INDEX_ATTRIBUTES;
 /** What the derived attributes are computed from, and the attributes themselves. */
 const READ = ['shard', 'id', 'status', 'shipDate', STATUS_KEY, DATE_KEY];
+/** READ as a projection, for the scan and each re-read alike. */
+const READ_PROJECTION = {
+  ProjectionExpression: READ.map((_, i) => `#r${i}`).join(', '),
+  ExpressionAttributeNames: Object.fromEntries(READ.map((name, i) => [`#r${i}`, name])),
+};
 
 type Item = Record<string, unknown>;
 
@@ -101,8 +106,7 @@ export async function reindexOrders(
             TableName: tableName,
             Key: key,
             ConsistentRead: true,
-            ProjectionExpression: READ.map((_, i) => `#r${i}`).join(', '),
-            ExpressionAttributeNames: Object.fromEntries(READ.map((name, i) => [`#r${i}`, name])),
+            ...READ_PROJECTION,
           }),
         ),
       )
@@ -186,8 +190,7 @@ export async function reindexOrders(
             Segment: index,
             TotalSegments: SEGMENTS,
             ConsistentRead: true,
-            ProjectionExpression: READ.map((_, i) => `#r${i}`).join(', '),
-            ExpressionAttributeNames: Object.fromEntries(READ.map((name, i) => [`#r${i}`, name])),
+            ...READ_PROJECTION,
             ...(startKey ? { ExclusiveStartKey: startKey } : {}),
           }),
         ),
