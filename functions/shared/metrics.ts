@@ -4,8 +4,9 @@
  * (METRICS_NAMESPACE, set by the stack), with the dimension `service`. An invocation records its
  * metrics in a buffer of its own (./scope.ts), written at its end, together
  * (./dynamodb-calls.ts, recordInvocation): invocations that share a process never write each
- * other's. METRICS_DISABLED=true drops them (local runs and tests). Why not Powertools:
- * docs/architecture.md, "Functions".
+ * other's. METRICS_DISABLED=true drops them (local runs and tests). Both settings are read from
+ * the environment once, as the module loads (Lambda's init): a container's environment does not
+ * change while it runs. Why not Powertools: docs/architecture.md, "Functions".
  */
 import { METRICS_NAMESPACE, SERVICE_NAME } from '../../lib/metrics.ts';
 import { entry, fromScope, scopeKey, type ScopeEntry } from './scope.ts';
@@ -18,6 +19,12 @@ export const EMF_LIMITS = { metrics: 100, values: 100 } as const;
 /** Top-level members of a document that are not metrics: its metadata and its dimension. */
 const RESERVED_NAMES = new Set(['_aws', 'service']);
 
+/** The container's settings, from the environment the stack sets, read once. */
+const SETTINGS = {
+  namespace: process.env.METRICS_NAMESPACE ?? METRICS_NAMESPACE,
+  disabled: process.env.METRICS_DISABLED === 'true',
+} as const;
+
 export class Metrics {
   private stored = new Map<string, { unit: MetricUnit; values: number[] }>();
   private readonly namespace: string;
@@ -25,8 +32,8 @@ export class Metrics {
   private readonly write: (line: string) => void;
 
   constructor({
-    namespace = process.env.METRICS_NAMESPACE ?? METRICS_NAMESPACE,
-    disabled = process.env.METRICS_DISABLED === 'true',
+    namespace = SETTINGS.namespace,
+    disabled = SETTINGS.disabled,
     write = (line: string): void => void process.stdout.write(line),
   } = {}) {
     this.namespace = namespace;
@@ -46,10 +53,6 @@ export class Metrics {
       this.publishStoredMetrics();
     }
     return this;
-  }
-
-  hasStoredMetrics(): boolean {
-    return this.stored.size > 0;
   }
 
   /** Writes what was recorded as one EMF document, and forgets it. */

@@ -1,13 +1,16 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import {
-  EMF_LIMITS,
-  invocationMetrics,
-  Metrics,
-  metrics as functionMetrics,
-  MetricUnit,
-  publishInvocationMetrics,
-} from '../../functions/shared/metrics.ts';
-import { scoped } from '../../functions/shared/scope.ts';
+import { EMF_LIMITS, Metrics, MetricUnit } from '../../functions/shared/metrics.ts';
+
+/**
+ * The module as a new container loads it, with the environment as stubbed now (it reads its
+ * settings once, as it loads), and the scope module it shares its invocations' scopes with.
+ */
+async function loadedInContainer() {
+  vi.resetModules();
+  const loaded = await import('../../functions/shared/metrics.ts');
+  const { scoped } = await import('../../functions/shared/scope.ts');
+  return { ...loaded, scoped };
+}
 
 /** Metrics whose EMF documents are kept, parsed. */
 function capturing(options: { namespace?: string; disabled?: boolean } = {}) {
@@ -35,7 +38,8 @@ describe('the functions’ metrics (CloudWatch embedded metric format)', () => {
     metrics.addMetric('ListOrdersSent', MetricUnit.Count, 3);
     metrics.addMetric('DynamoDbCallDuration', MetricUnit.Milliseconds, 4.5);
     metrics.addMetric('DynamoDbCallDuration', MetricUnit.Milliseconds, 7);
-    expect(metrics.hasStoredMetrics()).toBe(true);
+    // Held until published.
+    expect(documents).toEqual([]);
     metrics.publishStoredMetrics();
     expect(documents).toEqual([
       {
@@ -62,7 +66,6 @@ describe('the functions’ metrics (CloudWatch embedded metric format)', () => {
       true,
     );
     // Written once: the next call starts empty.
-    expect(metrics.hasStoredMetrics()).toBe(false);
     metrics.publishStoredMetrics();
     expect(documents).toHaveLength(1);
   });
@@ -85,7 +88,11 @@ describe('the functions’ metrics (CloudWatch embedded metric format)', () => {
     expect(documents).toHaveLength(1);
     const [emf] = documents as [{ _aws: { CloudWatchMetrics: [{ Metrics: unknown[] }] } }];
     expect(emf._aws.CloudWatchMetrics[0].Metrics).toHaveLength(100);
-    expect(metrics.hasStoredMetrics()).toBe(true);
+    // The 101st is held for the next document.
+    metrics.publishStoredMetrics();
+    expect(documents).toHaveLength(2);
+    expect(documents[1]).toMatchObject({ Metric100: 100 });
+    expect(documents[1]).not.toHaveProperty('Metric99');
   });
 
   it('refuses what EMF cannot carry: its own names, a value that is no number, a second unit', () => {
@@ -105,11 +112,13 @@ describe('the functions’ metrics (CloudWatch embedded metric format)', () => {
     metrics.addMetric('InternalErrors', MetricUnit.Count, 1);
     metrics.publishStoredMetrics();
     expect(documents).toEqual([]);
-    expect(metrics.hasStoredMetrics()).toBe(false);
+    // Forgotten: the name takes another unit now, which a metric still held would refuse.
+    expect(() => metrics.addMetric('InternalErrors', MetricUnit.Bytes, 1)).not.toThrow();
   });
 
-  it('writes nothing when METRICS_DISABLED is true', () => {
+  it('writes nothing when METRICS_DISABLED is true', async () => {
     vi.stubEnv('METRICS_DISABLED', 'true');
+    const { Metrics } = await loadedInContainer();
     const written: string[] = [];
     const metrics = new Metrics({ write: (line) => void written.push(line) });
     metrics.addMetric('RateLimited', MetricUnit.Count, 1);
@@ -117,9 +126,10 @@ describe('the functions’ metrics (CloudWatch embedded metric format)', () => {
     expect(written).toEqual([]);
   });
 
-  it('reads its namespace and switch from the environment the stack sets', () => {
+  it('reads its namespace and switch from the environment the stack sets', async () => {
     vi.stubEnv('METRICS_NAMESPACE', 'StoreOrders/staging');
     vi.stubEnv('METRICS_DISABLED', 'false');
+    const { Metrics } = await loadedInContainer();
     const written: string[] = [];
     const metrics = new Metrics({ write: (line) => void written.push(line) });
     metrics.addMetric('RateLimited', MetricUnit.Count, 1);
@@ -130,8 +140,30 @@ describe('the functions’ metrics (CloudWatch embedded metric format)', () => {
     });
   });
 
+  it('reads the environment once, as the container loads it, not for each invocation', async () => {
+    vi.stubEnv('METRICS_NAMESPACE', 'StoreOrders/staging');
+    vi.stubEnv('METRICS_DISABLED', 'false');
+    const { Metrics } = await loadedInContainer();
+    // What the environment says after the load is not read again.
+    vi.stubEnv('METRICS_NAMESPACE', 'StoreOrders/production');
+    vi.stubEnv('METRICS_DISABLED', 'true');
+    const written: string[] = [];
+    const metrics = new Metrics({ write: (line) => void written.push(line) });
+    metrics.addMetric('RateLimited', MetricUnit.Count, 1);
+    metrics.publishStoredMetrics();
+    expect(JSON.parse(written[0]!)).toMatchObject({
+      _aws: { CloudWatchMetrics: [{ Namespace: 'StoreOrders/staging' }] },
+    });
+  });
+
   it('keeps each invocation’s metrics its own: two interleaved invocations write one document each', async () => {
     vi.stubEnv('METRICS_DISABLED', 'false');
+    const {
+      invocationMetrics,
+      metrics: functionMetrics,
+      publishInvocationMetrics,
+      scoped,
+    } = await loadedInContainer();
     const written: string[] = [];
     const out = vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
       written.push(String(chunk));
