@@ -19,11 +19,10 @@ import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import { LIVE_ALIAS } from '../lib/deployment.ts';
 import { TABLES } from '../lib/dynamodb/tables.ts';
 import { FUNCTIONS, type FunctionName } from '../lib/functions.ts';
-import { API_STAGES, STAGE_ROUTES } from '../lib/api/routes.ts';
 import { METRIC_NAMES, stageMetricsNamespace } from '../lib/metrics.ts';
 import type { ServiceFunction } from './constructs/service-function.ts';
 import { FUNCTION_LOG_FIELDS } from './log-queries.ts';
-import { tableOperationsSum, type Monitoring } from './monitoring.ts';
+import { HTTP_FUNCTIONS, tableOperationsSum, type Monitoring } from './monitoring.ts';
 
 /** Every alarm evaluates one period of this length, but the deployment alarms (below). */
 export const ALARM_PERIOD = Duration.minutes(5);
@@ -246,11 +245,6 @@ function newVersionServerErrorAnswers(
   });
 }
 
-/** The functions that answer HTTP requests (the authorizer answers policies). */
-const HTTP_FUNCTIONS: ReadonlySet<FunctionName> = new Set(
-  API_STAGES.flatMap((apiStage) => STAGE_ROUTES[apiStage].map((r) => r.operationId)),
-);
-
 /**
  * The alarms that stop a deploy and roll it back (infra/deployments.ts), per function: the new
  * version's failure rate (5XX answers, crashes and timeouts over its invocations, from a minimum
@@ -271,7 +265,7 @@ export function addDeploymentAlarms(
     const rollsBack =
       'During a deploy and its watch after the last shift, it rolls the deploy back (the alias goes back to the previous version).';
     const invocations = newVersionMetric(fn, 'Invocations', 'Sum');
-    const answers: Record<string, IMetric> = HTTP_FUNCTIONS.has(name)
+    const answers: Record<string, IMetric> = HTTP_FUNCTIONS.includes(name)
       ? { answers: newVersionServerErrorAnswers(monitoring, name, fn) }
       : {};
     const failures = [
@@ -288,7 +282,7 @@ export function addDeploymentAlarms(
         }),
         threshold: deployment.newVersionFailureRate,
         means: `The version of ${name} behind its live alias failed ${rate} of its invocations in a minute (${
-          HTTP_FUNCTIONS.has(name)
+          HTTP_FUNCTIONS.includes(name)
             ? '5XX answers, crashes, timeouts'
             : 'errors: its key store failed'
         }), ${deployment.newVersionMinFailures} or more. ${rollsBack}`,

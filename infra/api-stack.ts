@@ -1,5 +1,6 @@
 /**
- * The stateless part of a stage: the three functions and the REST API in front of them, its
+ * The stateless part of a stage: the functions and the REST API in front of them (a stage per
+ * version), its
  * gateway responses, its monitoring (alarms, dashboard), its deployments (CodeDeploy through each
  * function's `live` alias) and its logs (named per stage, with saved queries). Functions, resources, methods, gateway
  * responses and the authorizer's identity validation are generated from the same definitions the
@@ -50,6 +51,7 @@ import {
 } from '../lib/api/routes.ts';
 import { ordersIndexesEnv, stageOrderIndexes } from '../lib/dynamodb/order-indexes.ts';
 import {
+  EXECUTION_LOG_SOURCES,
   executionLogGroupName,
   FUNCTION_OUTPUTS,
   LOG_GROUP_OUTPUTS,
@@ -106,47 +108,52 @@ interface RouteSlot {
 }
 
 /**
- * The route of a path and method in every version. API Gateway's stages share one tree of
- * methods, so every version must serve the same paths and methods, streamed the same way.
+ * The route of each path and method in every version, computed once. API Gateway's stages share
+ * one tree of methods, so every version must serve the same paths and methods, streamed the same
+ * way.
  */
-function routeSlot(
+function routeSlots(
   stageRoutes: Readonly<Record<ApiStage, readonly RouteDefinition[]>>,
-  path: string,
-  method: HttpMethod,
-): RouteSlot {
-  const byStage = {} as Record<ApiStage, RouteDefinition>;
-  for (const apiStage of API_STAGES) {
-    const route = stageRoutes[apiStage].find((r) => r.path === path && r.method === method);
-    if (!route) throw new Error(`${method} ${path} is in ${API_STAGE} but not in ${apiStage}`);
-    if (route.streaming !== byStage[API_STAGE]?.streaming && apiStage !== API_STAGE) {
-      throw new Error(`${method} ${path} streams in one version and not in another`);
+): RouteSlot[] {
+  const slots: RouteSlot[] = [];
+  for (const [path, methods] of methodsByPath(stageRoutes[API_STAGE])) {
+    for (const method of methods) {
+      const byStage = {} as Record<ApiStage, RouteDefinition>;
+      for (const apiStage of API_STAGES) {
+        const route = stageRoutes[apiStage].find((r) => r.path === path && r.method === method);
+        if (!route) throw new Error(`${method} ${path} is in ${API_STAGE} but not in ${apiStage}`);
+        if (route.streaming !== byStage[API_STAGE]?.streaming && apiStage !== API_STAGE) {
+          throw new Error(`${method} ${path} streams in one version and not in another`);
+        }
+        byStage[apiStage] = route;
+      }
+      const operations = new Set(API_STAGES.map((apiStage) => byStage[apiStage].operationId));
+      slots.push({ path, method, byStage, shared: operations.size === 1 });
     }
-    byStage[apiStage] = route;
   }
-  const operations = new Set(API_STAGES.map((apiStage) => byStage[apiStage].operationId));
-  return { path, method, byStage, shared: operations.size === 1 };
+  return slots;
+}
+
+/** A path and method as a name: `GET_store_orders` (with `separator` between its words). */
+function slotName(slot: Pick<RouteSlot, 'path' | 'method'>, separator: string): string {
+  return `${slot.method}${slot.path.replace(/[^A-Za-z0-9]+/g, separator)}`;
 }
 
 /** The stage variable that names the function of a path and method whose function differs by version. */
 function functionVariable(slot: Pick<RouteSlot, 'path' | 'method'>): string {
-  return `${slot.method}${slot.path.replace(/[^A-Za-z0-9]+/g, '_')}Function`;
+  return `${slotName(slot, '_')}Function`;
 }
 
 /** A version's stage variables: the function of each path and method whose function differs. */
 function stageVariables(
-  stageRoutes: Readonly<Record<ApiStage, readonly RouteDefinition[]>>,
+  slots: readonly RouteSlot[],
   apiStage: ApiStage,
   functions: Readonly<Record<FunctionName, ServiceFunction>>,
 ): Record<string, string> {
   const variables: Record<string, string> = {};
-  for (const [path, methods] of methodsByPath(stageRoutes[API_STAGE])) {
-    for (const method of methods) {
-      const slot = routeSlot(stageRoutes, path, method);
-      if (!slot.shared) {
-        variables[functionVariable(slot)] =
-          functions[slot.byStage[apiStage].operationId].live.functionArn;
-      }
-    }
+  for (const slot of slots.filter((s) => !s.shared)) {
+    variables[functionVariable(slot)] =
+      functions[slot.byStage[apiStage].operationId].live.functionArn;
   }
   return variables;
 }
@@ -182,7 +189,7 @@ function integrationOf(
   const principal = new ServicePrincipal('apigateway.amazonaws.com');
   const permit = (apiStage: ApiStage) =>
     functions[slot.byStage[apiStage].operationId].live.addPermission(
-      `ApiPermission.${apiStage}.${slot.method}${slot.path.replace(/[^A-Za-z0-9]+/g, '.')}`,
+      `ApiPermission.${apiStage}.${slotName(slot, '.')}`,
       {
         principal,
         // A path parameter is any value: `{orderId}` → `*`, as API Gateway's method ARNs match.
@@ -225,7 +232,7 @@ export class ApiStack extends Stack {
   constructor(scope: Construct, id: string, props: ApiStackProps) {
     super(scope, id, props);
     const { config, tables } = props;
-    const stageRoutes = props.stageRoutes ?? STAGE_ROUTES;
+    const slots = routeSlots(props.stageRoutes ?? STAGE_ROUTES);
 
     // ── Functions ────────────────────────────────────────────────────────────────────────────
     const common = {
@@ -307,7 +314,7 @@ export class ApiStack extends Stack {
       accessLogDestination: new LogGroupLogDestination(accessLogs),
       // JSON access logs with the caller's key id and the stage; never the Authorization header.
       accessLogFormat: accessLogFormat(),
-      variables: stageVariables(stageRoutes, apiStage, functions),
+      variables: stageVariables(slots, apiStage, functions),
     });
     const api = new RestApi(this, 'Api', {
       restApiName: `store-orders-${config.stage}`,
@@ -322,14 +329,19 @@ export class ApiStack extends Stack {
       deployOptions: { stageName: API_STAGE, ...stageOptions(API_STAGE) },
     });
     this.api = api;
-    const apiStages: Record<ApiStage, ApiGatewayStage> = {
-      v1: api.deploymentStage,
-      v2: new ApiGatewayStage(this, 'StageV2', {
-        deployment: api.latestDeployment!,
-        stageName: 'v2',
-        ...stageOptions('v2'),
-      }),
-    };
+    // v1 is the API's deployment stage; each other version, a stage of the same deployment.
+    const apiStages = Object.fromEntries(
+      API_STAGES.map((apiStage) => [
+        apiStage,
+        apiStage === API_STAGE
+          ? api.deploymentStage
+          : new ApiGatewayStage(this, `Stage${apiStage.toUpperCase()}`, {
+              deployment: api.latestDeployment!,
+              stageName: apiStage,
+              ...stageOptions(apiStage),
+            }),
+      ]),
+    ) as Record<ApiStage, ApiGatewayStage>;
     this.apiStages = apiStages;
     // API Gateway's execution log of each version (loggingLevel ERROR: why a request failed
     // before or between the functions, by request id) goes to a group named by API Gateway's
@@ -360,12 +372,11 @@ export class ApiStack extends Stack {
     });
     this.authorizer = authorizer;
 
-    for (const [path, methods] of methodsByPath(stageRoutes[API_STAGE])) {
+    for (const [path, methods] of methodsByPath(slots.map((slot) => slot.byStage[API_STAGE]))) {
       const resource = api.root.resourceForPath(path);
-      for (const method of methods) {
-        const slot = routeSlot(stageRoutes, path, method);
+      for (const slot of slots.filter((s) => s.path === path)) {
         const { operationId } = slot.byStage[API_STAGE];
-        resource.addMethod(method, integrationOf(api, slot, functions), {
+        resource.addMethod(slot.method, integrationOf(api, slot, functions), {
           authorizer,
           authorizationType: AuthorizationType.CUSTOM,
           // The same in every version (a test holds them to it), as the OpenAPI documents name it.
@@ -498,21 +509,28 @@ export class ApiStack extends Stack {
     });
 
     // ── Logs: named per stage, listed in the outputs, with saved queries ────────────────────
-    const logGroups: Record<LogSource, ILogGroup> = {
+    // Each version's execution log by its source (EXECUTION_LOG_SOURCES), added below.
+    const stageGroups: Partial<Record<LogSource, ILogGroup>> = {
       access: accessLogs,
       listOrders: listOrders.logs,
       listOrderPages: listOrderPages.logs,
       cancelOrder: cancelOrder.logs,
       authorizer: authorizerFunction.logs,
       deployHooks: this.deployments.hooks.logs,
-      execution: executionLogs.v1,
-      executionV2: executionLogs.v2,
     };
+    for (const apiStage of API_STAGES) {
+      stageGroups[EXECUTION_LOG_SOURCES[apiStage]] = executionLogs[apiStage];
+    }
+    const logGroups = stageGroups as Record<LogSource, ILogGroup>;
     const what: Partial<Record<LogSource, string>> = {
       access: 'the API access log (every version)',
-      execution: "API Gateway's execution log of v1 (errors)",
-      executionV2: "API Gateway's execution log of v2 (errors)",
       deployHooks: 'the deploy hooks',
+      ...Object.fromEntries(
+        API_STAGES.map((apiStage) => [
+          EXECUTION_LOG_SOURCES[apiStage],
+          `API Gateway's execution log of ${apiStage} (errors)`,
+        ]),
+      ),
     };
     for (const [source, group] of Object.entries(logGroups) as [LogSource, ILogGroup][]) {
       new CfnOutput(this, LOG_GROUP_OUTPUTS[source], {

@@ -13,6 +13,7 @@ import {
 } from 'aws-cdk-lib/aws-dynamodb';
 import type { Construct } from 'constructs';
 import { STACK_OUTPUTS } from '../lib/deployment.ts';
+import { stageOrderIndexes } from '../lib/dynamodb/order-indexes.ts';
 import { TABLES, type TableDefinition, type TableName } from '../lib/dynamodb/tables.ts';
 import type { StageConfig } from './config.ts';
 
@@ -59,21 +60,25 @@ export class DataStack extends Stack {
               },
             }
           : {}),
-        globalSecondaryIndexes: (definition.globalIndexes ?? [])
-          .slice(0, name === 'orders' ? config.ordersIndexes : undefined)
-          .map((index) => ({
-            indexName: index.name,
-            partitionKey: {
-              name: index.partitionKey.name,
-              type: attributeType(index.partitionKey.type),
-            },
-            ...(index.sortKey
-              ? {
-                  sortKey: { name: index.sortKey.name, type: attributeType(index.sortKey.type) },
-                }
-              : {}),
-            projectionType: ProjectionType[index.projection],
-          })),
+        // The orders table: the indexes the stage has (the same list its functions are granted).
+        globalSecondaryIndexes: (name === 'orders'
+          ? stageOrderIndexes(config.ordersIndexes).map((index) =>
+              definition.globalIndexes!.find((i) => i.name === index)!,
+            )
+          : (definition.globalIndexes ?? [])
+        ).map((index) => ({
+          indexName: index.name,
+          partitionKey: {
+            name: index.partitionKey.name,
+            type: attributeType(index.partitionKey.type),
+          },
+          ...(index.sortKey
+            ? {
+                sortKey: { name: index.sortKey.name, type: attributeType(index.sortKey.type) },
+              }
+            : {}),
+          projectionType: ProjectionType[index.projection],
+        })),
         billing: Billing.onDemand(),
         pointInTimeRecoverySpecification: {
           pointInTimeRecoveryEnabled: definition.pointInTimeRecovery,

@@ -8,8 +8,14 @@
 import { QueryDefinition, QueryString, type ILogGroup } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import type { ACCESS_LOG_FIELDS } from '../lib/api/access-log.ts';
-import { queryPrefix, type LogSource, type StageName } from '../lib/deployment.ts';
-import { RATE_LIMIT_REFUSAL_LOG } from './monitoring.ts';
+import { API_STAGES } from '../lib/api/routes.ts';
+import {
+  EXECUTION_LOG_SOURCES,
+  queryPrefix,
+  type LogSource,
+  type StageName,
+} from '../lib/deployment.ts';
+import { HTTP_FUNCTIONS, RATE_LIMIT_REFUSAL_LOG } from './monitoring.ts';
 
 /** A field of the access log, checked against its field list by the compiler. */
 const access = (field: keyof typeof ACCESS_LOG_FIELDS) => field;
@@ -36,16 +42,13 @@ export interface LogQuery {
   readonly query: QueryString;
 }
 
-/** The functions that answer requests (the authorizer's lines carry no request id). */
-const HTTP_FUNCTIONS: readonly LogSource[] = ['listOrders', 'listOrderPages', 'cancelOrder'];
-
 export const LOG_QUERIES: readonly LogQuery[] = [
   {
     // The access-log line, every function line and API Gateway's execution-log lines of one
     // request, in order: the request id is the client's x-amzn-RequestId, the access log's
     // requestId, the functions' correlation_id, and starts each execution-log message.
     name: 'request-by-id',
-    sources: ['access', ...HTTP_FUNCTIONS, 'execution', 'executionV2'],
+    sources: ['access', ...HTTP_FUNCTIONS, ...API_STAGES.map((s) => EXECUTION_LOG_SOURCES[s])],
     query: new QueryString({
       fields: [
         '@timestamp',

@@ -9,9 +9,9 @@ import type { IStage, RestApi } from 'aws-cdk-lib/aws-apigateway';
 import { MathExpression, Metric, type IMetric } from 'aws-cdk-lib/aws-cloudwatch';
 import { Operation, type ITableV2 } from 'aws-cdk-lib/aws-dynamodb';
 import { Construct } from 'constructs';
-import type { ApiStage } from '../lib/api/routes.ts';
+import { HTTP_OPERATIONS, type ApiStage } from '../lib/api/routes.ts';
 import type { TableName } from '../lib/dynamodb/tables.ts';
-import type { FunctionName } from '../lib/functions.ts';
+import { FUNCTION_NAMES, type FunctionName } from '../lib/functions.ts';
 import { SERVICE_NAME, stageMetricsNamespace } from '../lib/metrics.ts';
 import type { StageConfig } from './config.ts';
 import { LogContributorRule } from './constructs/contributor-insights.ts';
@@ -19,6 +19,14 @@ import type { ServiceFunction } from './constructs/service-function.ts';
 
 /** The line the functions log on every 429 (functions/shared/logger.ts), and its caller field. */
 export const RATE_LIMIT_REFUSAL_LOG = { message: 'Rate limit refusal', keyIdPath: '$.keyId' };
+
+/**
+ * The functions that answer HTTP requests (every route's; not the authorizer, which answers
+ * policies and logs no request id), in lib/functions.ts order: derived from the route tables.
+ */
+export const HTTP_FUNCTIONS: readonly FunctionName[] = FUNCTION_NAMES.filter((name) =>
+  (HTTP_OPERATIONS as ReadonlySet<string>).has(name),
+);
 
 export interface MonitoringProps {
   readonly config: StageConfig;
@@ -86,11 +94,8 @@ export class Monitoring extends Construct {
     }));
     this.rateLimitRefusals = new LogContributorRule(this, 'RateLimitRefusals', {
       ruleName: `store-orders-${props.config.stage}-rate-limit-refusals`,
-      logGroups: [
-        props.functions.listOrders.logs,
-        props.functions.listOrderPages.logs,
-        props.functions.cancelOrder.logs,
-      ],
+      // Every HTTP function logs its 429s.
+      logGroups: HTTP_FUNCTIONS.map((name) => props.functions[name].logs),
       keys: [RATE_LIMIT_REFUSAL_LOG.keyIdPath],
       filters: [{ field: '$.message', in: [RATE_LIMIT_REFUSAL_LOG.message] }],
     });

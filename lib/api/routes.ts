@@ -55,6 +55,14 @@ export const STAGE_ROUTES: Readonly<Record<ApiStage, readonly RouteDefinition[]>
   v2: ROUTES_V2,
 };
 
+/**
+ * Every operation some version serves (each once, in route-table order): the functions that
+ * answer HTTP requests, which the stack's alarms, log queries and monitoring watch as such.
+ */
+export const HTTP_OPERATIONS: ReadonlySet<OperationId> = new Set(
+  API_STAGES.flatMap((apiStage) => STAGE_ROUTES[apiStage].map((route) => route.operationId)),
+);
+
 export interface RouteMatch {
   readonly route: RouteDefinition;
   readonly pathParameters: Record<string, string>;
