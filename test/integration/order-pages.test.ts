@@ -38,6 +38,7 @@ import { INDEX_SETTLE_MS, pageEntityTag } from '../../lib/orders/page-tag.ts';
 import { localTableNames } from '../../local/local-stack.ts';
 import { loadOrders } from '../../bench/raw-orders.ts';
 import { seeded } from '../../bench/statistics.ts';
+import { countDynamoDbCalls, failDynamoDbCalls } from '../support/lambda.ts';
 import { createTestTables, uniquePrefix, type TestTables } from '../support/tables.ts';
 
 let t: TestTables;
@@ -369,22 +370,17 @@ describe('an index that is not ready', () => {
 
   it('still backfilling: transient index-not-ready, as DynamoDB refuses the Query', async () => {
     const pages = new DynamoDbOrderPages(t.client, t.tables.orders, { indexes: ALL });
-    const name = `backfilling-${Math.random()}`;
-    t.client.middlewareStack.add(
-      (next) => (args) => {
-        if ((args.input as { IndexName?: string }).IndexName !== 'byStatus') return next(args);
-        return Promise.reject(
-          Object.assign(
-            new Error('Cannot read from backfilling global secondary index: byStatus'),
-            {
-              name: 'ValidationException',
-              $fault: 'client',
-              $metadata: { httpStatusCode: 400 },
-            },
-          ),
-        );
-      },
-      { step: 'finalizeRequest', name, priority: 'low' },
+    // Once the reader has seen the readiness marker, a page's only calls are its Queries.
+    await pages.readPage({ filter: { statuses: ['shipped'] }, pageSize: 5 });
+    const remove = failDynamoDbCalls(
+      t.client,
+      () =>
+        Object.assign(new Error('Cannot read from backfilling global secondary index: byStatus'), {
+          name: 'ValidationException',
+          $fault: 'client',
+          $metadata: { httpStatusCode: 400 },
+        }),
+      t.tables.orders,
     );
     try {
       const error = await failure(() =>
@@ -393,7 +389,7 @@ describe('an index that is not ready', () => {
       expect(error).toMatchObject({ kind: 'transient', reason: 'index-not-ready' });
       expect(error.message).toContain('backfilling');
     } finally {
-      t.client.middlewareStack.remove(name);
+      remove();
     }
   });
 
@@ -452,15 +448,8 @@ describe("a container's view of the readiness marker", () => {
         new DeleteCommand({ TableName: own.tables.orders, Key: INDEX_READINESS_KEY }),
       );
       let now = 0;
-      let reads = 0;
-      const name = `count-${Math.random()}`;
-      own.client.middlewareStack.add(
-        (next, context) => (args) => {
-          if (/^Get(Item)?Command$/.test(context.commandName ?? '')) reads++;
-          return next(args);
-        },
-        { step: 'initialize', name },
-      );
+      const counter = countDynamoDbCalls(own.client, own.tables.orders);
+      const reads = () => counter.calls.filter((c) => /^Get(Item)?Command$/.test(c)).length;
       const readiness = new IndexReadiness(own.client, own.tables.orders, {
         recheckMs: 5_000,
         now: () => now,
@@ -468,17 +457,17 @@ describe("a container's view of the readiness marker", () => {
       expect(await readiness.isReady()).toBe(false);
       now = 4_999;
       expect(await readiness.isReady()).toBe(false);
-      expect(reads).toBe(1);
+      expect(reads()).toBe(1);
       await markIndexesReady(own.client, own.tables.orders, 'reindex');
       now = 5_000;
       expect(await readiness.isReady()).toBe(true);
-      expect(reads).toBe(2);
+      expect(reads()).toBe(2);
       await own.client.send(
         new DeleteCommand({ TableName: own.tables.orders, Key: INDEX_READINESS_KEY }),
       );
       now = 1e9;
       expect(await readiness.isReady()).toBe(true);
-      expect(reads).toBe(2);
+      expect(reads()).toBe(2);
     } finally {
       await own.drop();
     }
