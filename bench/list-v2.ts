@@ -9,7 +9,7 @@
  * merge), all at once, then the BatchGetItems of what they found (index sources; 100 keys each,
  * at once) — what a reader that knew in advance where the page ends would send. Printed per filter: a first page's time
  * (median of R runs, taken in turns with the floor's) and items DynamoDB evaluated, and a full
- * walk's time, pages and evaluated items, each against the floor's, and the ratio; then today's
+ * walk's time, pages and evaluated items, each against the floor's, and the ratio; then the
  * v1 list of the whole store (DynamoDbOrderStore.openOrderStream drained, best of R) in the same
  * run, and how much faster the first page of status=pending is. The walk's orders are checked
  * against the floor's (the same orders, in the same order); a difference fails the run.
@@ -54,7 +54,7 @@ const DAY_MS = 86_400_000;
 const SHORT_WALK = 20;
 
 /**
- * The store of issue #36: ids rising with gaps from a 13-digit base; 5,000 pets drawn by Zipf's
+ * The benchmark's store: ids rising with gaps from a 13-digit base; 5,000 pets drawn by Zipf's
  * law (the pet of rank r with weight 1/r: the first holds about 11% of the orders); ship dates
  * uniform over 2025–2026, to the second; 2% pending, 1% cancelled, the rest shipped and complete.
  */
@@ -330,7 +330,7 @@ async function main(): Promise<void> {
       console.error(`measured ${name}`);
     }
 
-    // Today's v1 list of the whole store, drained in this process: the best of `runs`.
+    // The v1 list of the whole store, drained in this process: the best of `runs`.
     let v1Ms = Infinity;
     for (let run = 0; run < runs; run++) {
       const started = performance.now();

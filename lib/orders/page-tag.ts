@@ -1,8 +1,10 @@
 /**
  * The entity tag of one page of the v2 list: a hash of the list's version (the version items of
  * lib/dynamodb/list-version.ts, read strongly consistent before the page, as v1's list does), the
- * filters, the page's start and its size. Same version, same request: the same page. So a
- * conditional request needs only the version read: If-None-Match with the current tag is
+ * filters, the page's start and its size. Same version, same request: the same page — but for a
+ * page served short by its read budget, whose end follows the Limits its container has learned
+ * (lib/dynamodb/order-pages.ts): another container may end it elsewhere, under the same tag. So
+ * a conditional request needs only the version read: If-None-Match with the current tag is
  * answered 304 without reading an order.
  *
  * What makes that true, and when it is not:
@@ -17,8 +19,8 @@
  *   re:Post, dynamodb-missing-table-items-gsi); 10 s is ten times that, and a page whose tag is
  *   withheld is still served, only not conditionally. The version's change time is written by
  *   the release of each write (its clock: Lambda's, NTP-synchronized) and compared with this
- *   reader's clock; a version whose change time is unknown (written before change times were
- *   recorded) gives index pages no tag.
+ *   reader's clock; a version whose change time is unknown (a nonce item with no `c`) gives
+ *   index pages no tag.
  */
 import { createHash } from 'node:crypto';
 import { canonicalFilterV1, type OrderFilter, type PagePosition } from './order-filter.ts';

@@ -97,7 +97,7 @@ describe("the list version's change time", () => {
     expect(version.tag).toBeDefined();
   });
 
-  it('is unknown for a nonce without a change time (written before they were recorded)', () => {
+  it('is unknown for a nonce without a change time (an item with no `c`)', () => {
     const version = listVersionOf(
       [
         { ...key, n: 'a' },
