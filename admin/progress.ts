@@ -19,8 +19,7 @@ export function progressBar(
   clock: () => number = () => performance.now(),
 ): Progress {
   const started = clock();
-  const interactive = stream.isTTY === true;
-  let drawnAt = -Infinity;
+  const line = progressLine(stream, clock);
   const render = (done: number): string => {
     const share = total === 0 ? 1 : Math.min(1, done / total);
     const filled = Math.round(share * WIDTH);
@@ -29,30 +28,23 @@ export function progressBar(
     return `[${'#'.repeat(filled)}${'.'.repeat(WIDTH - filled)}] ${done}/${total} ${unit} ${Math.floor(share * 100)}% ${rate} ${unit}/s`;
   };
   return {
-    update(done) {
-      if (!interactive) return;
-      const now = clock();
-      if (now - drawnAt < 100) return;
-      drawnAt = now;
-      stream.write(`\r${render(done)}\x1b[K`);
-    },
+    update: (done) => line.update(() => render(done)),
     finish(done) {
-      stream.write(interactive ? `\r${render(done)}\x1b[K\n` : `${render(done)}\n`);
+      stream.write(stream.isTTY === true ? `\r${render(done)}\x1b[K\n` : `${render(done)}\n`);
     },
-    clear() {
-      if (interactive && drawnAt > -Infinity) stream.write('\r\x1b[K');
-    },
+    clear: () => line.clear(),
   };
 }
 
 /**
  * Progress of work whose total is not known in advance: a line redrawn in place (at most ten
- * times a second) on a terminal, nothing otherwise; `clear` erases it before the summary.
+ * times a second) on a terminal, nothing otherwise; `clear` erases it before the summary. The
+ * text may be given as a function, called only when the line is redrawn.
  */
 export function progressLine(
   stream: NodeJS.WriteStream,
   clock: () => number = () => performance.now(),
-): { update(text: string): void; clear(): void } {
+): { update(text: string | (() => string)): void; clear(): void } {
   const interactive = stream.isTTY === true;
   let drawnAt = -Infinity;
   return {
@@ -61,7 +53,7 @@ export function progressLine(
       const now = clock();
       if (now - drawnAt < 100) return;
       drawnAt = now;
-      stream.write(`\r${text}\x1b[K`);
+      stream.write(`\r${typeof text === 'function' ? text() : text}\x1b[K`);
     },
     clear() {
       if (interactive && drawnAt > -Infinity) stream.write('\r\x1b[K');

@@ -69,7 +69,7 @@ export interface HookSettings {
   readonly ignoreAlarms: boolean;
 }
 
-export interface DeployHookDependencies {
+interface DeployHookDependencies {
   readonly codeDeploy: CodeDeployClient;
   readonly lambda: LambdaClient;
   readonly autoScaling: ApplicationAutoScalingClient;
@@ -84,13 +84,13 @@ export interface DeployHookDependencies {
 }
 
 /** What CodeDeploy gives a lifecycle hook. */
-export interface LifecycleHookEvent {
+interface LifecycleHookEvent {
   readonly DeploymentId: string;
   readonly LifecycleEventHookExecutionId: string;
 }
 
 /** EventBridge's notice of a deployment's state (`CodeDeploy Deployment State-change Notification`). */
-export interface DeploymentStateEvent {
+interface DeploymentStateEvent {
   readonly 'detail-type': string;
   readonly detail: { readonly deploymentGroup?: string; readonly state?: string };
 }
@@ -101,7 +101,7 @@ export type HookVerdict = 'Succeeded' | 'Failed';
 export const ALARM_POLL_MS = 20_000;
 
 /** The caller the probes act as: no key of the store, limits no probe reaches. */
-export const PROBE_CALLER = {
+const PROBE_CALLER = {
   principalId: 'key_deployCheck',
   keyId: 'key_deployCheck',
   plan: 'enterprise',
@@ -110,7 +110,7 @@ export const PROBE_CALLER = {
 } as const;
 
 /** What a probe got back: the HTTP status (or the authorizer's effect), or why it failed. */
-export interface ProbeAnswer {
+interface ProbeAnswer {
   readonly ok: boolean;
   readonly got: string;
 }
@@ -163,7 +163,7 @@ function proxyEvent(
 }
 
 /** An order id no order has, to all odds: a random int64 (one in 2^63 per stored order). */
-export function probeOrderId(): string {
+function probeOrderId(): string {
   return BigInt.asIntN(64, randomBytes(8).readBigUInt64BE()).toString();
 }
 
@@ -185,7 +185,7 @@ const statusIs =
   };
 
 /** The call each function gets before any traffic moves: it reads its tables and changes nothing. */
-export const PROBES: Readonly<Record<FunctionName, Probe>> = {
+const PROBES: Readonly<Record<FunctionName, Probe>> = {
   authorizer: {
     streaming: false,
     // A well-formed key no one holds: the key store is read, and the answer is a Deny.

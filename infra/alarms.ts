@@ -20,6 +20,7 @@ import { LIVE_ALIAS } from '../lib/deployment.ts';
 import { TABLES } from '../lib/dynamodb/tables.ts';
 import { FUNCTIONS, type FunctionName } from '../lib/functions.ts';
 import { METRIC_NAMES, stageMetricsNamespace } from '../lib/metrics.ts';
+import { NEW_VERSION_MIN_FAILURES, NEW_VERSION_MIN_INVOCATIONS } from './config.ts';
 import type { ServiceFunction } from './constructs/service-function.ts';
 import { FUNCTION_LOG_FIELDS } from './log-queries.ts';
 import { HTTP_FUNCTIONS, tableOperationsSum, type Monitoring } from './monitoring.ts';
@@ -275,7 +276,7 @@ export function addDeploymentAlarms(
     byFunction[name] = [
       stageAlarm(monitoring, topic, `${id}NewVersionFailureRate`, {
         metric: new MathExpression({
-          expression: `IF(${failures} >= ${deployment.newVersionMinFailures}, (${failures}) / invocations, 0)`,
+          expression: `IF(${failures} >= ${NEW_VERSION_MIN_FAILURES}, (${failures}) / invocations, 0)`,
           usingMetrics: { errors: newVersionMetric(fn, 'Errors', 'Sum'), invocations, ...answers },
           period: DEPLOYMENT_ALARM_PERIOD,
           label: `${name} new version: failed share of invocations`,
@@ -285,20 +286,20 @@ export function addDeploymentAlarms(
           HTTP_FUNCTIONS.includes(name)
             ? '5XX answers, crashes, timeouts'
             : 'errors: its key store failed'
-        }), ${deployment.newVersionMinFailures} or more. ${rollsBack}`,
+        }), ${NEW_VERSION_MIN_FAILURES} or more. ${rollsBack}`,
         look: `aws deploy list-deployments for the ${name} group, then the ${name} log group (level ERROR) for that version (function_version).`,
       }),
       ...(BUFFERED.has(name)
         ? [
             stageAlarm(monitoring, topic, `${id}NewVersionLatencyP99`, {
               metric: new MathExpression({
-                expression: `IF(invocations >= ${deployment.newVersionMinInvocations}, p99, 0)`,
+                expression: `IF(invocations >= ${NEW_VERSION_MIN_INVOCATIONS}, p99, 0)`,
                 usingMetrics: { p99: newVersionMetric(fn, 'Duration', 'p99'), invocations },
                 period: DEPLOYMENT_ALARM_PERIOD,
                 label: `${name} new version: p99 duration (ms)`,
               }),
               threshold: deployment.newVersionP99DurationMs,
-              means: `The p99 duration of the version of ${name} behind its live alias reached ${deployment.newVersionP99DurationMs} ms in a minute of ${deployment.newVersionMinInvocations} invocations or more. ${rollsBack}`,
+              means: `The p99 duration of the version of ${name} behind its live alias reached ${deployment.newVersionP99DurationMs} ms in a minute of ${NEW_VERSION_MIN_INVOCATIONS} invocations or more. ${rollsBack}`,
               look: `aws deploy list-deployments for the ${name} group, then the slowest-invocations saved query.`,
             }),
           ]

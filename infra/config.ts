@@ -108,13 +108,11 @@ export interface StageConfig {
     readonly trafficShift: TrafficShift;
     /**
      * The new version's failed answers (5XX answers, crashes, timeouts) as a share of its
-     * invocations in a minute, counted only from `newVersionMinFailures` failures on.
+     * invocations in a minute, counted only from NEW_VERSION_MIN_FAILURES failures on.
      */
     readonly newVersionFailureRate: number;
-    readonly newVersionMinFailures: number;
-    /** p99 duration of the new version, ms, in a minute of at least `newVersionMinInvocations`. */
+    /** p99 duration of the new version, ms, in a minute of at least NEW_VERSION_MIN_INVOCATIONS. */
     readonly newVersionP99DurationMs: number;
-    readonly newVersionMinInvocations: number;
     /** How long the post-traffic hook watches the new version after the last shift. */
     readonly bakeMinutes: number;
     /** Versions of each function kept for a rollback: the newest N (and any an alias uses). */
@@ -132,6 +130,14 @@ export interface AlarmSubscription {
   readonly protocol: 'email' | 'https';
   readonly endpoint: string;
 }
+
+/**
+ * The deployment alarms' minimums, the same in every stage: a failure rate counts from this many
+ * failures in a minute (one transient failure is no verdict; docs/deploy.md, "What rolls a deploy
+ * back"), a p99 duration from this many invocations.
+ */
+export const NEW_VERSION_MIN_FAILURES = 3;
+export const NEW_VERSION_MIN_INVOCATIONS = 20;
 
 /** Target tracking of provisioned concurrency: utilization kept near the target, up to maxFactor × the floor. */
 export const PROVISIONED_SCALING = { utilizationTarget: 0.7, maxFactor: 4 } as const;
@@ -198,9 +204,7 @@ const DEFAULTS: Record<StageName, Defaults> = {
     deployment: {
       trafficShift: 'ALL_AT_ONCE',
       newVersionFailureRate: 0.1,
-      newVersionMinFailures: 3,
       newVersionP99DurationMs: 3_000,
-      newVersionMinInvocations: 20,
       bakeMinutes: 2,
       versionsKept: 3,
       ignoreAlarms: false,
@@ -239,9 +243,7 @@ const DEFAULTS: Record<StageName, Defaults> = {
     deployment: {
       trafficShift: 'CANARY_10PERCENT_5MINUTES',
       newVersionFailureRate: 0.05,
-      newVersionMinFailures: 3,
       newVersionP99DurationMs: 1_500,
-      newVersionMinInvocations: 20,
       bakeMinutes: 10,
       versionsKept: 5,
       ignoreAlarms: false,

@@ -6,7 +6,7 @@
 import { DependencyFailure } from './failures.ts';
 
 /** What to do when the SDK has no usable credentials. */
-export const CREDENTIALS_HINT =
+const CREDENTIALS_HINT =
   'set AWS_PROFILE or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, or run aws sso login';
 
 /**

@@ -12,8 +12,12 @@ import { valueFlag } from '../../lib/config/flags.ts';
 import { Failure, integerFlag, UsageError } from '../common.ts';
 import { withTable, type Target, type TargetValues } from '../target.ts';
 
+/**
+ * When a key's change reaches requests: the TTL is a stage setting (`authorizerCacheTtlSeconds`,
+ * infra/config.ts), so the note names the setting and its default, not one stage's value.
+ */
 export const CACHE_NOTE =
-  'within the authorizer cache TTL (60 s as deployed; npm start -- --authorizer-ttl locally)';
+  "within the stage's authorizer cache TTL (authorizerCacheTtlSeconds, 60 s by default; npm start -- --authorizer-ttl locally)";
 
 export const PLAN_FLAGS = {
   plan: valueFlag(PLAN_NAMES.join('|'), "the key's plan", { required: true }),

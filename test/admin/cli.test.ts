@@ -5,7 +5,7 @@
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { confirmChange } from '../../admin/confirm.ts';
-import { progressBar } from '../../admin/progress.ts';
+import { progressBar, progressLine } from '../../admin/progress.ts';
 import type { Target } from '../../admin/target.ts';
 import { formatProblem, parseOrders, recordLines } from '../../lib/orders/order-input.ts';
 import { generateApiKey, keyHint } from '../../lib/keys/api-key.ts';
@@ -271,6 +271,25 @@ describe('progress bar', () => {
           ? `\r[${'#'.repeat(15)}${'.'.repeat(15)}] 5/10 checked 50% 5 checked/s\x1b[K\r\x1b[K`
           : '',
       );
+    }
+  });
+
+  it('draws a line of unknown total the same way: in place at most ten times a second, rendered only when drawn, nothing off a terminal', () => {
+    for (const isTTY of [true, false]) {
+      const out = capture(isTTY);
+      let now = 0;
+      let rendered = 0;
+      const line = progressLine(out.stream, () => now);
+      const text = (value: string) => () => (rendered++, value);
+      now = 1000;
+      line.update(text('1 scanned'));
+      now = 1099;
+      line.update(text('2 scanned')); // too soon: not drawn, not rendered
+      now = 1100;
+      line.update('3 scanned');
+      line.clear();
+      expect(out.text()).toBe(isTTY ? '\r1 scanned\x1b[K\r3 scanned\x1b[K\r\x1b[K' : '');
+      expect(rendered).toBe(isTTY ? 1 : 0);
     }
   });
 

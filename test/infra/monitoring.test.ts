@@ -3,7 +3,12 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Match, type Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
-import { stageConfig, type StageConfig } from '../../infra/config.ts';
+import {
+  NEW_VERSION_MIN_FAILURES,
+  NEW_VERSION_MIN_INVOCATIONS,
+  stageConfig,
+  type StageConfig,
+} from '../../infra/config.ts';
 import { RATE_LIMIT_REFUSAL_LOG } from '../../infra/monitoring.ts';
 import { API_STAGES, STAGE_ROUTES } from '../../lib/api/routes.ts';
 import type { StageName } from '../../lib/deployment.ts';
@@ -287,7 +292,7 @@ describe.each(STAGE_NAMES)('what a deploy is judged by (%s)', (stage) => {
       const name = `${fn}NewVersionFailureRate`;
       const failures = 'FILL(errors, 0) + FILL(answers, 0)';
       expect(queries(name).find((q) => q.Expression)!.Expression).toBe(
-        `IF(${failures} >= ${deployment.newVersionMinFailures}, (${failures}) / invocations, 0)`,
+        `IF(${failures} >= ${NEW_VERSION_MIN_FAILURES}, (${failures}) / invocations, 0)`,
       );
       expect(byId(name, 'answers').MetricStat).toMatchObject({
         Metric: { Namespace: `StoreOrders/${stage}`, MetricName: METRIC_NAMES.serverErrorAnswers },
@@ -302,7 +307,7 @@ describe.each(STAGE_NAMES)('what a deploy is judged by (%s)', (stage) => {
 
   it("rolls the authorizer back on its new version's errors (its key store failed) as a share of its invocations", () => {
     expect(queries('AuthorizerNewVersionFailureRate').find((q) => q.Expression)!.Expression).toBe(
-      `IF(FILL(errors, 0) >= ${deployment.newVersionMinFailures}, (FILL(errors, 0)) / invocations, 0)`,
+      `IF(FILL(errors, 0) >= ${NEW_VERSION_MIN_FAILURES}, (FILL(errors, 0)) / invocations, 0)`,
     );
   });
 
@@ -318,14 +323,14 @@ describe.each(STAGE_NAMES)('what a deploy is judged by (%s)', (stage) => {
     ]);
     for (const name of p99) {
       expect(queries(name).find((q) => q.Expression)!.Expression).toBe(
-        `IF(invocations >= ${deployment.newVersionMinInvocations}, p99, 0)`,
+        `IF(invocations >= ${NEW_VERSION_MIN_INVOCATIONS}, p99, 0)`,
       );
       expect(byId(name, 'p99').MetricStat).toMatchObject({ Stat: 'p99', Period: 60 });
     }
   });
 
   it('lets one transient failure pass: rates, at least 3 failures, 5% in production', () => {
-    expect(deployment.newVersionMinFailures).toBeGreaterThanOrEqual(3);
+    expect(NEW_VERSION_MIN_FAILURES).toBeGreaterThanOrEqual(3);
     expect(config('production').deployment.newVersionFailureRate).toBe(0.05);
   });
 });
