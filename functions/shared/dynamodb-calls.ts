@@ -59,7 +59,7 @@ const NOTHING = {
 };
 
 /** The DynamoDB calls of one invocation (./scope.ts), until its answer takes them. */
-export class CallRecord {
+class CallRecord {
   private summaries = new Map<string, CallSummary>();
   private readonly unanswered = new Set<Call>();
 
@@ -114,8 +114,8 @@ export class CallRecord {
 const INVOCATION_CALLS = scopeKey<CallRecord>('DynamoDB calls');
 
 /** A record for an invocation's scope: every call its code makes is in it. */
-export function invocationCalls(record = new CallRecord()): ScopeEntry {
-  return entry(INVOCATION_CALLS, record);
+export function invocationCalls(): ScopeEntry {
+  return entry(INVOCATION_CALLS, new CallRecord());
 }
 
 function round(ms: number): number {
