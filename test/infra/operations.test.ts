@@ -896,7 +896,7 @@ describe('the runbooks, run with a stand-in AWS CLI against the synthesized prod
     expect(after(calls[1]!, '--target-table-name')).toBe(`${ORDERS_TABLE}-restored`);
   });
 
-  it("leads from a customer's request id to their key id in one command", async () => {
+  it("leads from a customer's request id to their key id in one command, with no tool but the AWS CLI and POSIX ones (no jq, no GNU date)", async () => {
     const block = shellBlocks('operations.md', "### From a customer's request id to their key");
     expect(block.trim().split('\n')).toHaveLength(1);
     const { stdout, calls } = await runbookOutput(block);

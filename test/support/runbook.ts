@@ -4,7 +4,7 @@
  * fixture) and a `sleep` that returns at once.
  */
 import { execFile } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { promisify } from 'node:util';
@@ -65,17 +65,34 @@ export interface StandInAws {
   remove(): void;
 }
 
+/** The real `date`, which the stand-in wraps. */
+const DATE = ['/bin/date', '/usr/bin/date'].find((path) => existsSync(path)) ?? 'date';
+
 /**
- * A directory with a stand-in `aws` (the prelude, then `body`, which answers from `fixture`) and
- * a `sleep` that logs its argument and returns at once.
+ * A directory with a stand-in `aws` (the prelude, then `body`, which answers from `fixture`), a
+ * `sleep` that logs its argument and returns at once, and what keeps the runbooks to tools every
+ * operator has (bash, the AWS CLI, POSIX utilities): a `jq` that is not there, and a `date` that
+ * refuses GNU's `-d`/`--date` and BSD's `-v` (a runbook computes times with shell arithmetic).
  */
 export function standInAws(body: string, fixture: unknown): StandInAws {
   const dir = mkdtempSync(join(tmpdir(), 'runbook-aws-'));
   writeFileSync(join(dir, 'fixture.json'), JSON.stringify(fixture));
   writeFileSync(join(dir, 'aws'), `#!${process.execPath}\n${STAND_IN_PRELUDE}${body}`);
   writeFileSync(join(dir, 'sleep'), '#!/bin/sh\necho "sleep $1" >> "$AWS_STAND_IN_LOG"\n');
-  chmodSync(join(dir, 'aws'), 0o755);
-  chmodSync(join(dir, 'sleep'), 0o755);
+  writeFileSync(
+    join(dir, 'jq'),
+    '#!/bin/sh\necho "jq: not a tool the runbooks may assume" >&2\nexit 127\n',
+  );
+  writeFileSync(
+    join(dir, 'date'),
+    [
+      '#!/bin/sh',
+      'for a in "$@"; do case "$a" in -d|-d*|--date*|-v*) echo "date: $a is not portable" >&2; exit 1;; esac; done',
+      `exec ${DATE} "$@"`,
+      '',
+    ].join('\n'),
+  );
+  for (const tool of ['aws', 'sleep', 'jq', 'date']) chmodSync(join(dir, tool), 0o755);
   let runs = 0;
   return {
     async run(script) {
