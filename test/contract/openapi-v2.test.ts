@@ -105,6 +105,9 @@ describe("v2's OpenAPI document", () => {
     expect(query.map((p) => p.name)).toEqual([...LIST_PARAMETERS]);
     const pageSize = query.find((p) => p.name === 'pageSize')!.schema;
     expect(pageSize).toMatchObject({ minimum: 1, default: PAGE_SIZE_DEFAULT });
+    // A larger size is served as the most, not refused: the document bounds it no further.
+    expect(pageSize).not.toHaveProperty('maximum');
+    expect(pageSize).not.toHaveProperty('format');
     const body = list().responses!['200']!.content!['application/json']!.schema!;
     const served = (body.properties as Record<string, Schema>).pageSize!;
     expect(served).toMatchObject({ minimum: 1, maximum: PAGE_SIZE_MAX });
