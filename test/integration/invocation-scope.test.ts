@@ -1,8 +1,10 @@
 /**
  * Two invocations in one process, interleaved (as Lambda Managed Instances run them): each keeps
- * its own scope (functions/shared/invocation.ts) — its log lines, its deadline, its caller —
- * across the awaits where the other one runs. On DynamoDB Local; the SDK is only held back (an
- * SDK middleware), so that the two overlap for certain.
+ * its own log lines and record of DynamoDB calls, which its scope holds (functions/shared/scope.ts,
+ * made for each invocation by functions/shared/invocation.ts), and its own deadline and caller,
+ * which its steps are handed as values (functions/shared/http-function.ts), across the awaits
+ * where the other one runs. On DynamoDB Local; the SDK is only held back (an SDK middleware), so that the
+ * two overlap for certain.
  */
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
