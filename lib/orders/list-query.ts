@@ -41,8 +41,6 @@ export type ListQueryErrorCode =
 export interface ListQueryError {
   readonly code: ListQueryErrorCode;
   readonly message: string;
-  /** The parameter at fault (as the client spelled it). */
-  readonly parameter: string;
 }
 
 export interface ListQuery {
@@ -87,9 +85,9 @@ const TOKEN_MESSAGES: Record<PageTokenProblem, string> = {
 /** Thrown inside the parser only: parseListQuery turns it into its result. */
 class Refusal extends Error {
   readonly error: ListQueryError;
-  constructor(code: ListQueryErrorCode, parameter: string, message: string) {
+  constructor(code: ListQueryErrorCode, message: string) {
     super(message);
-    this.error = { code, parameter, message };
+    this.error = { code, message };
   }
 }
 
@@ -102,7 +100,6 @@ function dateTime(name: string, value: string): bigint {
     : '';
   throw new Refusal(
     'INVALID_PARAMETER',
-    name,
     `${name} must be an RFC 3339 date-time such as 2026-11-26T09:30:00Z or 2026-11-26T10:30:00.5+01:00, got ${quoted(value)}${hint}.`,
   );
 }
@@ -112,7 +109,6 @@ function pageSizeOf(value: string): number {
   if (!/^\d{1,64}$/.test(value) || /^0+$/.test(value)) {
     throw new Refusal(
       'INVALID_PARAMETER',
-      'pageSize',
       `pageSize must be a whole number from 1 (above ${PAGE_SIZE_MAX} is served as ${PAGE_SIZE_MAX}), got ${quoted(value)}.`,
     );
   }
@@ -125,7 +121,6 @@ function readQuery(parameters: QueryParameters): ListQuery {
     if (!isListParameter(name)) {
       throw new Refusal(
         'UNKNOWN_PARAMETER',
-        name,
         `Unknown query parameter ${quoted(name)}: the list takes ${LIST_PARAMETERS.join(', ')}.`,
       );
     }
@@ -135,7 +130,7 @@ function readQuery(parameters: QueryParameters): ListQuery {
   const single = (name: ListParameter): string | undefined => {
     const given = values.get(name);
     if (given && given.length > 1) {
-      throw new Refusal('INVALID_PARAMETER', name, `${name} may be given once.`);
+      throw new Refusal('INVALID_PARAMETER', `${name} may be given once.`);
     }
     return given?.[0];
   };
@@ -147,7 +142,6 @@ function readQuery(parameters: QueryParameters): ListQuery {
       if (!isOrderStatus(value)) {
         throw new Refusal(
           'INVALID_PARAMETER',
-          'status',
           `status must be ${ORDER_STATUSES.join(', ')} (repeat it for several), got ${quoted(value)}.`,
         );
       }
@@ -159,7 +153,6 @@ function readQuery(parameters: QueryParameters): ListQuery {
   if (petText !== undefined && petId === undefined) {
     throw new Refusal(
       'INVALID_PARAMETER',
-      'petId',
       `petId must be a base-10 integer in the int64 range, got ${quoted(petText)}.`,
     );
   }
@@ -171,7 +164,6 @@ function readQuery(parameters: QueryParameters): ListQuery {
   if (completeText !== undefined && completeText !== 'true' && completeText !== 'false') {
     throw new Refusal(
       'INVALID_PARAMETER',
-      'complete',
       `complete must be true or false, got ${quoted(completeText)}.`,
     );
   }
@@ -182,7 +174,6 @@ function readQuery(parameters: QueryParameters): ListQuery {
   if (from !== undefined && to !== undefined && from >= to) {
     throw new Refusal(
       'INVALID_DATE_RANGE',
-      'shipDateTo',
       `shipDateFrom must be before shipDateTo (from inclusive, to exclusive): this range is ${from === to ? 'empty' : 'inverted'}.`,
     );
   }
@@ -202,7 +193,7 @@ function readQuery(parameters: QueryParameters): ListQuery {
   if (token === undefined || token === '') return { filter, pageSize };
   const decoded = decodePageToken(token, filter);
   if ('problem' in decoded) {
-    throw new Refusal('INVALID_PAGE_TOKEN', 'pageToken', TOKEN_MESSAGES[decoded.problem]);
+    throw new Refusal('INVALID_PAGE_TOKEN', TOKEN_MESSAGES[decoded.problem]);
   }
   return { filter, pageSize, start: decoded.position };
 }

@@ -84,7 +84,6 @@ describe('the list query', () => {
     (size) => {
       expect(refused(`pageSize=${encodeURIComponent(size)}`)).toMatchObject({
         code: 'INVALID_PARAMETER',
-        parameter: 'pageSize',
         message: expect.stringContaining('pageSize must be a whole number from 1') as unknown,
       });
     },
@@ -105,7 +104,9 @@ describe('the list query', () => {
     ['pageToken=a&pageToken=b', 'pageToken', 'pageToken may be given once'],
   ])('refuses %s with INVALID_PARAMETER', (query, parameter, message) => {
     const error = refused(query);
-    expect(error).toMatchObject({ code: 'INVALID_PARAMETER', parameter });
+    expect(error.code).toBe('INVALID_PARAMETER');
+    // The message names the parameter at fault, first.
+    expect(error.message.startsWith(parameter)).toBe(true);
     expect(error.message).toContain(message);
   });
 
@@ -122,7 +123,6 @@ describe('the list query', () => {
         [name, 'x'],
       ]);
       expect(error.code).toBe('UNKNOWN_PARAMETER');
-      expect(error.parameter).toBe(name);
       expect(error.message).toContain(`Unknown query parameter "${name}"`);
     }
   });
@@ -131,7 +131,7 @@ describe('the list query', () => {
     const empty = refused(
       'shipDateFrom=2026-11-01T01:00:00%2B01:00&shipDateTo=2026-11-01T00:00:00Z',
     );
-    expect(empty).toMatchObject({ code: 'INVALID_DATE_RANGE', parameter: 'shipDateTo' });
+    expect(empty.code).toBe('INVALID_DATE_RANGE');
     expect(empty.message).toContain('this range is empty');
     expect(
       refused('shipDateFrom=2026-12-01T00:00:00Z&shipDateTo=2026-11-01T00:00:00Z').message,
@@ -160,7 +160,6 @@ describe('the list query', () => {
     const token = encodePageToken({ statuses: ['pending'] }, { id: 42n });
     expect(refused(`status=shipped&pageToken=${token}`)).toMatchObject({
       code: 'INVALID_PAGE_TOKEN',
-      parameter: 'pageToken',
       message: expect.stringContaining('issued for other filters') as unknown,
     });
     expect(refused(`pageToken=${token}`).message).toContain('issued for other filters');
