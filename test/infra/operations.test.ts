@@ -29,6 +29,7 @@ import { ERROR_ANSWER_LOG } from '../../lib/api/errors.ts';
 import { settingsFromEnv } from '../../functions/deploy-hooks.ts';
 import {
   deploymentApplicationName,
+  EXECUTION_LOG_SOURCES,
   executionLogGroupName,
   HOOK_ENV,
   FUNCTION_OUTPUTS,
@@ -85,6 +86,7 @@ function versionId(stage: StageName, fn: { node: { defaultChild?: unknown } }): 
 const STAND_IN_REST_API_ID = 'abc123defg';
 const FUNCTION_NAME = 'Production-Api-CancelOrder87F627D3-AbCdEf';
 const ORDERS_TABLE = 'Production-Data-OrdersE1F3A9C2-1XK8W2P7ZQ4R';
+const ALARM_TOPIC = 'arn:aws:sns:eu-west-1:123456789012:Production-Api-AlarmsD4D3A4A9-AbCdEf';
 /** An access-log line of a request, as the deployed format writes it. */
 const ACCESS_LINE = renderAccessLog(accessLogTemplate(), {
   requestId: '85963121-7f65-4547-be99-ff66c140533b',
@@ -758,6 +760,16 @@ if (call === 'logs describe-query-definitions') {
 } else if (call === 'apigateway flush-stage-authorizers-cache') {
   if (option('--rest-api-id') !== fixture.restApiId) fail('Invalid API identifier specified');
   if (!fixture.apiStages.includes(option('--stage-name'))) fail('Invalid stage identifier specified');
+} else if (call === 'sns list-subscriptions-by-topic') {
+  if (option('--topic-arn') !== fixture.alarmTopic) fail('NotFound: Topic does not exist');
+  if (option('--query') !== 'Subscriptions[].[Endpoint,SubscriptionArn]') fail('stand-in: unknown --query ' + option('--query'));
+  console.log('oncall@example.com\\tPendingConfirmation');
+} else if (call === 'logs describe-log-groups') {
+  const prefix = option('--log-group-name-prefix');
+  if (option('--query') !== 'logGroups[].logGroupName') fail('stand-in: unknown --query ' + option('--query'));
+  console.log(fixture.logGroups.filter((name) => name.startsWith(prefix)).join('\\t'));
+} else if (call === 'logs delete-log-group') {
+  if (!fixture.logGroups.includes(option('--log-group-name'))) fail('ResourceNotFoundException: ' + option('--log-group-name'));
 } else if (call === 'dynamodb restore-table-to-point-in-time') {
   if (option('--source-table-name') !== fixture.ordersTable) fail('no table ' + option('--source-table-name'));
   fs.writeFileSync(process.env.AWS_STAND_IN_LOG + '.polls', '0');
@@ -802,6 +814,7 @@ describe('the runbooks, run with a stand-in AWS CLI against the synthesized prod
       [stages.production.api.stackName]: outputsOf(api, {
         [FUNCTION_OUTPUTS.cancelOrder]: FUNCTION_NAME,
         [STACK_OUTPUTS.restApiId]: STAND_IN_REST_API_ID,
+        AlarmTopicArn: ALARM_TOPIC,
       }),
       [stages.production.data.stackName]: outputsOf(stageTemplates.production.data, {
         [STACK_OUTPUTS.ordersTable]: ORDERS_TABLE,
@@ -815,6 +828,9 @@ describe('the runbooks, run with a stand-in AWS CLI against the synthesized prod
     ordersTable: ORDERS_TABLE,
     accessLogGroup: logGroupName('production', 'access'),
     accessLines: [ACCESS_LINE],
+    alarmTopic: ALARM_TOPIC,
+    // Every log group of the stage, as the account lists them (the execution logs' by API id).
+    logGroups: Object.values(groupNames),
   });
   afterAll(() => standIn.remove());
   const runbookOutput = (script: string) => standIn.run(script);
@@ -924,5 +940,99 @@ describe('the runbooks, run with a stand-in AWS CLI against the synthesized prod
     ).toEqual([...API_STAGES].sort());
     // The permission the runbook names covers every stage's cache.
     expect(docs('operations.md')).toContain('/restapis/<id>/stages/*/cache/authorizers');
+  });
+
+  it("lists who the alarms page: the topic from the stack's outputs, then its subscriptions", async () => {
+    const { calls, stdout } = await runbookOutput(
+      shellBlocks('operations.md', '## Alarms: what to do'),
+    );
+    expect(calls.map((c) => `${c[0]} ${c[1]}`)).toEqual([
+      'cloudformation describe-stacks',
+      'sns list-subscriptions-by-topic',
+    ]);
+    expect(after(calls[1]!, '--topic-arn')).toBe(ALARM_TOPIC);
+    expect(stdout).toContain('PendingConfirmation');
+  });
+
+  it('deletes, before production is deployed again after a destroy, every kept log group named for the stage (and only those)', async () => {
+    const calls = await runbook(
+      shellBlocks('operations.md', '### Deploy production again after a destroy'),
+    );
+    expect(calls[0]!.slice(0, 2)).toEqual(['logs', 'describe-log-groups']);
+    const deleted = calls.slice(1).map((c) => {
+      expect(c.slice(0, 2)).toEqual(['logs', 'delete-log-group']);
+      return after(c, '--log-group-name');
+    });
+    // The groups named /store-orders/production/<source>: every source but API Gateway's
+    // execution logs (named after the old API's id, which a new deploy does not reuse).
+    const executionSources: readonly LogSource[] = Object.values(EXECUTION_LOG_SOURCES);
+    const named = (Object.keys(LOG_GROUP_OUTPUTS) as LogSource[])
+      .filter((source) => !executionSources.includes(source))
+      .map((source) => logGroupName('production', source as Parameters<typeof logGroupName>[1]));
+    expect([...deleted].sort()).toEqual([...named].sort());
+  });
+});
+
+describe('the settings the documents give, as synth reads them', () => {
+  /** The `-c <stage>:key=value` settings of a text, for a stage, as a context. */
+  function contextOf(text: string, stage: StageName): Record<string, unknown> {
+    const found = [...text.matchAll(/-c '?(<stage>|staging|production):(\w+)=(.*?)'?(?=\s|`|$)/gm)];
+    return Object.fromEntries(
+      found
+        .filter(([, prefix]) => prefix === '<stage>' || prefix === stage)
+        .map(([, , key, value]) => [`${stage}:${key}`, value]),
+    );
+  }
+
+  it.each(STAGES)(
+    "lets a small account (a concurrency limit of 10) run %s with docs/deploy.md's settings: no reservation, nothing provisioned for any function",
+    (stage) => {
+      const text = docs('deploy.md');
+      const section = text.slice(
+        text.indexOf('**Concurrency.**'),
+        text.indexOf('### Provisioned concurrency'),
+      );
+      const context = {
+        ...contextOf(section, stage),
+        [`${stage}:accountConcurrencyLimit`]: '10',
+      };
+      expect(Object.keys(context).sort()).toEqual(
+        [
+          `${stage}:accountConcurrencyLimit`,
+          `${stage}:listOrdersReservedConcurrency`,
+          `${stage}:provisionedConcurrency`,
+        ].sort(),
+      );
+      // A function the settings do not name keeps its stage default, which would not fit.
+      const config = stageConfig(stage, (key) => context[key], {});
+      expect(config.concurrency.listOrdersReserved).toBeUndefined();
+      expect(config.concurrency.provisioned).toEqual(
+        Object.fromEntries(FUNCTION_NAMES.map((name) => [name, 0])),
+      );
+      expect(
+        Object.keys(
+          JSON.parse(String(context[`${stage}:provisionedConcurrency`])) as object,
+        ).sort(),
+      ).toEqual([...FUNCTION_NAMES].sort());
+    },
+  );
+
+  it("deploys a hotfix ignoring the alarms with docs/deploy.md's command, that one deploy only", () => {
+    const block = shellBlocks('deploy.md', '### A hotfix while an alarm is in ALARM');
+    const context = contextOf(block, 'production');
+    expect(context).toEqual({ 'production:deployIgnoringAlarms': 'true' });
+    expect(stageConfig('production', (key) => context[key], {}).deployment.ignoreAlarms).toBe(true);
+    expect(stageConfig('production', () => undefined, {}).deployment.ignoreAlarms).toBe(false);
+  });
+
+  it("subscribes docs/operations.md's alarm subscribers", () => {
+    const text = docs('operations.md');
+    const section = text.slice(text.indexOf('## Alarms: what to do'));
+    const json = /```json\n([\s\S]*?)```/.exec(section)![1]!;
+    const { context } = JSON.parse(json) as { context: Record<string, unknown> };
+    expect(stageConfig('production', (key) => context[key], {}).alarmSubscriptions).toEqual([
+      { protocol: 'email', endpoint: 'oncall@example.com' },
+      { protocol: 'https', endpoint: 'https://events.pagerduty.com/integration/KEY/enqueue' },
+    ]);
   });
 });
