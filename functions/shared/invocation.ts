@@ -17,7 +17,7 @@ export function perInvocation<Event, Result>(
 ): (event: Event, context: Context) => Promise<Result> {
   return scoped(
     (event, context) => [
-      logger.startInvocation(context, requestIdOf(event)).scopeEntry(),
+      logger.invocationFields(context, requestIdOf(event)),
       invocationCalls(),
       invocationMetrics(),
     ],

@@ -99,12 +99,27 @@ export class Logger {
   }
 
   /**
-   * The logger of an invocation now starting, whose lines carry its fields: the Lambda context,
-   * the request id the client sees when there is one, the X-Ray trace.
+   * The fields of an invocation now starting, for its scope (./invocation.ts): every line written
+   * in it through this logger carries them — the Lambda context, the request id the client sees
+   * when there is one, the X-Ray trace.
+   */
+  invocationFields(context: Partial<Context>, correlationId?: string): ScopeEntry {
+    return entry(INVOCATION_FIELDS, this.fieldsOf(context, correlationId));
+  }
+
+  /**
+   * The logger of an invocation now starting, whose own lines carry its fields (the same as
+   * invocationFields'), for code that logs through it rather than in the invocation's scope.
    */
   startInvocation(context: Partial<Context>, correlationId?: string): Logger {
     const child = Object.create(this) as Logger;
-    child.invocation = {
+    child.invocation = this.fieldsOf(context, correlationId);
+    return child;
+  }
+
+  /** An invocation's fields; the first invocation of the process is its cold start. */
+  private fieldsOf(context: Partial<Context>, correlationId: string | undefined): Fields {
+    const fields = {
       cold_start: this.coldStart,
       function_name: context.functionName,
       // The version that ran (through `live`, the number a deploy published): what the deploy
@@ -117,12 +132,7 @@ export class Logger {
       xray_trace_id: xrayTraceId(),
     };
     this.coldStart = false;
-    return child;
-  }
-
-  /** An invocation's logger's fields, for its scope: every line written in it carries them. */
-  scopeEntry(): ScopeEntry {
-    return entry(INVOCATION_FIELDS, this.invocation ?? {});
+    return fields;
   }
 
   debug(message: string, fields?: Fields): void {

@@ -2,6 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Logger, type LogLevel } from '../../functions/shared/logger.ts';
 import { redactValue } from '../../functions/shared/redact.ts';
+import { scoped } from '../../functions/shared/scope.ts';
 import { generateApiKey } from '../../lib/keys/api-key.ts';
 
 /** A logger whose lines are kept, parsed, with the level each was written at. */
@@ -149,6 +150,30 @@ describe('the functions’ logger', () => {
       { cold_start: false, function_request_id: 'b' },
     ]);
     expect(records()[1]).not.toHaveProperty('correlation_id');
+  });
+
+  it('gives an invocation’s scope its fields: the lines written in it carry them, and only those', async () => {
+    const { logger, records } = capturing('INFO');
+    const invoke = (id: string, correlationId?: string) =>
+      scoped(
+        () => [logger.invocationFields({ awsRequestId: id, functionName: 'list' }, correlationId)],
+        async () => {
+          await Promise.resolve();
+          logger.info(id);
+        },
+      )(undefined, undefined);
+    await Promise.all([invoke('a', 'client-a'), invoke('b')]);
+    logger.info('outside');
+    expect(records()).toMatchObject([
+      { message: 'a', cold_start: true, function_request_id: 'a', correlation_id: 'client-a' },
+      { message: 'b', cold_start: false, function_request_id: 'b', function_name: 'list' },
+      { message: 'outside' },
+    ]);
+    expect(records()[1]).not.toHaveProperty('correlation_id');
+    expect(records()[2]).not.toHaveProperty('function_request_id');
+    // An invocation's logger (startInvocation) after them: not the cold start either.
+    logger.startInvocation({ awsRequestId: 'c' }).info('c');
+    expect(records()[3]).toMatchObject({ cold_start: false, function_request_id: 'c' });
   });
 
   it('writes no cold start for a provisioned environment', () => {
