@@ -8,10 +8,11 @@
  *  1. suspends the target tracking of the alias's provisioned concurrency: Lambda refuses some
  *     provisioned-concurrency changes while an alias routes by weights (the canary);
  *  2. calls the new version once, as API Gateway would, with a request that reads its tables and
- *     changes nothing (PROBES): the authorizer with an unknown key (a Deny), cancelOrder on an
- *     order id no order has (404 ORDER_NOT_FOUND), listOrders with `If-None-Match: *` (304, or
- *     200). Another answer — a 500, a failed invocation — fails the deployment, and the scaling
- *     is resumed.
+ *     changes no order (PROBES): the authorizer with an unknown key (a Deny), cancelOrder on an
+ *     order id no order has (404 ORDER_NOT_FOUND), listOrders and listOrderPages (a page of
+ *     one) with `If-None-Match: *` (304, or 200). The HTTP calls pass the rate limiter, which
+ *     writes the RateLimits counter of their caller, PROBE_CALLER (`key_deployCheck`). Another
+ *     answer — a 500, a failed invocation — fails the deployment, and the scaling is resumed.
  * postTraffic (AfterAllowTraffic), after the last shift (the alias has no weights any more):
  *  1. resumes the scaling;
  *  2. watches the group's deployment alarms for BAKE_SECONDS: fails the deployment as soon as one
@@ -184,7 +185,10 @@ const statusIs =
     return { ok: expected.includes(status), got: `status ${status}${code ? ` ${code}` : ''}` };
   };
 
-/** The call each function gets before any traffic moves: it reads its tables and changes nothing. */
+/**
+ * The call each function gets before any traffic moves: it reads its tables and changes no
+ * order (the rate limiter counts the HTTP ones against PROBE_CALLER's counter).
+ */
 const PROBES: Readonly<Record<FunctionName, Probe>> = {
   authorizer: {
     streaming: false,

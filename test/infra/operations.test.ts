@@ -1036,3 +1036,61 @@ describe('the settings the documents give, as synth reads them', () => {
     ]);
   });
 });
+
+describe('the tables of docs/operations.md, against the code', () => {
+  /** The rows of the markdown table whose header starts with `| <first> |`. */
+  function tableRows(first: string): string[][] {
+    const text = docs('operations.md');
+    const start = text.search(new RegExp(`^\\| ${first} +\\|`, 'm'));
+    expect(start, first).toBeGreaterThanOrEqual(0);
+    const lines = text.slice(start).split('\n');
+    const end = lines.findIndex((line) => !line.startsWith('|'));
+    return lines.slice(2, end).map((line) =>
+      line
+        .split('|')
+        .slice(1, -1)
+        .map((cell) => cell.trim()),
+    );
+  }
+
+  it('lists every log group of a stage with its output (LOG_GROUP_OUTPUTS), v2 and listOrderPages included', () => {
+    const rows = tableRows('log group');
+    expect(rows.map((row) => row[2]!.replace(/`/g, '')).sort()).toEqual(
+      Object.values(LOG_GROUP_OUTPUTS).sort(),
+    );
+    for (const row of rows) {
+      const source = (Object.keys(LOG_GROUP_OUTPUTS) as LogSource[]).find(
+        (s) => LOG_GROUP_OUTPUTS[s] === row[2]!.replace(/`/g, ''),
+      )!;
+      const apiStage = API_STAGES.find((s) => EXECUTION_LOG_SOURCES[s] === source);
+      expect(row[0]).toBe(
+        `\`${
+          apiStage
+            ? executionLogGroupName('<restApiId>', apiStage)
+            : logGroupName('<stage>' as StageName, source as Parameters<typeof logGroupName>[1])
+        }\``,
+      );
+    }
+  });
+
+  it('says which log groups each saved query reads, as LOG_QUERIES binds them', () => {
+    const rows = tableRows('query');
+    expect(rows.map((row) => row[0])).toEqual(LOG_QUERIES.map((q) => `\`${q.name}\``));
+    for (const [name, reads] of rows) {
+      const query = LOG_QUERIES.find((q) => `\`${q.name}\`` === name)!;
+      expect(reads!.split(', '), name).toEqual(query.sources);
+    }
+  });
+
+  it('shows an access-log line with every field the deployed format writes, without a date', () => {
+    const text = docs('operations.md');
+    const section = text.slice(text.indexOf('## Access logs'));
+    const sample = JSON.parse(/```json\n([\s\S]*?)```/.exec(section)![1]!) as Record<
+      string,
+      string
+    >;
+    expect(Object.keys(sample)).toEqual(Object.keys(JSON.parse(ACCESS_LINE) as object));
+    expect(API_STAGES as readonly string[]).toContain(sample.stage);
+    expect(JSON.stringify(sample)).not.toMatch(/\d{4}:\d\d:\d\d|\b20\d\d\b/);
+  });
+});
