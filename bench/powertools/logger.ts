@@ -7,6 +7,10 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import type { Context } from 'aws-lambda';
 import { SERVICE_NAME } from '../../lib/metrics.ts';
 import { redactValue } from '../../functions/shared/redact.ts';
+import { entry, scopeKey, type ScopeEntry } from '../../functions/shared/scope.ts';
+
+/** Powertools keeps the invocation's fields on its logger: the scope holds nothing of them. */
+const POWERTOOLS_FIELDS = scopeKey<undefined>('powertools-fields');
 
 export const logger = Object.assign(
   new Logger({
@@ -19,6 +23,12 @@ export const logger = Object.assign(
       logger.addContext(context);
       logger.setCorrelationId(correlationId);
       return logger;
+    },
+    /** As functions/shared/logger.ts's, for the invocation's scope (functions/shared/invocation.ts). */
+    invocationFields(context: Context, correlationId?: string): ScopeEntry {
+      logger.addContext(context);
+      logger.setCorrelationId(correlationId);
+      return entry(POWERTOOLS_FIELDS, undefined);
     },
   },
 );
