@@ -71,7 +71,7 @@ import {
   readDateKey,
   statusPartition,
 } from './order-index-keys.ts';
-import { LISTED_ATTRIBUTES, readOrderItem } from './orders-table.ts';
+import { LISTED_ATTRIBUTES, readForList } from './orders-table.ts';
 import { ORDER_INDEX_ATTRIBUTES, ORDER_SHARDS, orderShard, type OrderIndexName } from './tables.ts';
 
 /** How failures of the pages are named in logs. */
@@ -760,15 +760,7 @@ export class DynamoDbOrderPages implements OrderPageReader<DynamoDbPagePlan> {
     options: OrderStreamOptions,
   ): Order | undefined {
     if (!item) return undefined;
-    const { order, unreadable } = readOrderItem(item);
-    if (unreadable.length > 0) {
-      const id = numberText(item.id);
-      options.onUnreadable?.({
-        ...(id !== undefined ? { id } : {}),
-        fields: unreadable,
-        skipped: order === undefined,
-      });
-    }
+    const order = readForList(item, options.onUnreadable);
     if (!order || !orderMatches(filter, order)) return undefined;
     const position = positionOf(order, plan.order);
     if (!position || comparePositions(position, candidate.position) !== 0) return undefined;

@@ -72,7 +72,7 @@ export function readOrderItem(item: Item): { order?: Order; unreadable: OrderFie
 }
 
 /** What a reader that cannot stop to complain does with an item: the order, and the problem. */
-function readForList(
+export function readForList(
   item: Item,
   onUnreadable: ((problem: UnreadableOrder) => void) | undefined,
 ): Order | undefined {
