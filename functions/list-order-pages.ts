@@ -11,8 +11,6 @@
  * request, without I/O, before the version is read: an index not deployed is answered 503 with
  * Retry-After having read nothing; one still being built, 503 once the page's reads find it.
  */
-import middy from '@middy/core';
-import { executionModeStreamifyResponse } from '@middy/core/StreamifyResponse';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
 import { parseIfNoneMatch } from '../lib/api/etag.ts';
 import { JSON_CONTENT_TYPE, type HttpResponse } from '../lib/api/responses.ts';
@@ -28,7 +26,8 @@ import type { OrderStore } from '../lib/orders/order-store.ts';
 import { pageEntityTag } from '../lib/orders/page-tag.ts';
 import { encodePageToken } from '../lib/orders/page-token.ts';
 import { ApiError } from './shared/http-errors.ts';
-import { httpFunction, type HttpRequest } from './shared/http-function.ts';
+import type { HttpRequest } from './shared/http-function.ts';
+import { streamedHttpFunction } from './shared/streamed-function.ts';
 import { ListReport } from './shared/list-body.ts';
 import type { RateLimitDependencies } from './shared/rate-limit.ts';
 import { orderPagesFromEnv } from './shared/page-stores.ts';
@@ -145,16 +144,11 @@ export function createListOrderPagesHandler(deps: ListOrderPagesDependencies) {
     };
   };
 
-  const list = httpFunction<PageRequest, string>(deps, {
+  return streamedHttpFunction<PageRequest, string>(deps, {
     read: readPageRequest,
     free: freeWhileUnchanged(checkVersion, planned),
     act,
   });
-  // API Gateway streams this path in every stage (lib/api/routes.ts): a page is one small write.
-  return middy<APIGatewayProxyEvent>({
-    executionMode: executionModeStreamifyResponse,
-    timeoutEarlyInMillis: 0,
-  }).handler(list);
 }
 
 // The limiter's client is created at load (Lambda's init, outside the handler); the stores at

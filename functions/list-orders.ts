@@ -12,8 +12,6 @@
  * before the rate limiter (or, for a conditional request, the free allowance) has admitted the
  * request (./shared/http-function.ts).
  */
-import middy from '@middy/core';
-import { executionModeStreamifyResponse } from '@middy/core/StreamifyResponse';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
 import type { Readable } from 'node:stream';
 import { negotiateCoding, type Coding } from '../lib/api/content-coding.ts';
@@ -23,7 +21,8 @@ import type { CallOptions } from '../lib/failures.ts';
 import type { OrderStore } from '../lib/orders/order-store.ts';
 import { httpStoresFromEnv } from './shared/stores.ts';
 import { ApiError } from './shared/http-errors.ts';
-import { httpFunction, type HttpRequest } from './shared/http-function.ts';
+import type { HttpRequest } from './shared/http-function.ts';
+import { streamedHttpFunction } from './shared/streamed-function.ts';
 import { listBody, ListReport } from './shared/list-body.ts';
 import type { RateLimitDependencies } from './shared/rate-limit.ts';
 import {
@@ -81,16 +80,11 @@ export function createListOrdersHandler(deps: ListOrdersDependencies) {
     });
   };
 
-  const list = httpFunction<ListRequest, Readable | string>(deps, {
+  return streamedHttpFunction<ListRequest, Readable | string>(deps, {
     read: readListRequest,
     free: freeWhileUnchanged(checkVersion),
     act,
   });
-  // Streamed by middy around the chain, whose own early timeout stands.
-  return middy<APIGatewayProxyEvent>({
-    executionMode: executionModeStreamifyResponse,
-    timeoutEarlyInMillis: 0,
-  }).handler(list);
 }
 
 // The limiter's client is created at load (Lambda's init, outside the handler); the stores at
