@@ -25,7 +25,7 @@ import { CONTENT_CODINGS, type Coding } from '../lib/api/content-coding.ts';
 import { attemptTimeouts, createDocumentClient } from '../lib/dynamodb/client.ts';
 import { ensureTables } from '../lib/dynamodb/create-table.ts';
 import { DynamoDbKeyStore } from '../lib/dynamodb/keys-table.ts';
-import { isOrderItem, LISTED_ATTRIBUTES, ORDER_PAGE_SIZE } from '../lib/dynamodb/orders-table.ts';
+import { isOrderItem, ORDER_PAGE_SIZE, shardPageQuery } from '../lib/dynamodb/orders-table.ts';
 import { ORDER_SHARDS } from '../lib/dynamodb/tables.ts';
 import { STREAMING_LIMITS } from '../lib/config/streaming.ts';
 import { generateApiKey } from '../lib/keys/api-key.ts';
@@ -176,20 +176,9 @@ async function main(): Promise<void> {
       });
     const query = () =>
       readAll((shard, startKey) =>
+        // The list's own Query of a shard's page (the same key, projection and consistency).
         client.send(
-          new QueryCommand({
-            TableName: tables.orders,
-            KeyConditionExpression: '#shard = :shard',
-            // As the list reads: the order's fields, not the v2 indexes' attributes.
-            ProjectionExpression: LISTED_ATTRIBUTES.projection,
-            // `shard` is one of DynamoDB's reserved words.
-            ExpressionAttributeNames: { '#shard': 'shard', ...LISTED_ATTRIBUTES.names },
-            ExpressionAttributeValues: { ':shard': shard },
-            ExclusiveStartKey: startKey,
-            Limit: ORDER_PAGE_SIZE,
-            // As the list reads: strongly consistent.
-            ConsistentRead: true,
-          }),
+          new QueryCommand(shardPageQuery(tables.orders, shard, startKey, ORDER_PAGE_SIZE)),
         ),
       );
     const timed = async (work: () => Promise<number>) => {

@@ -106,7 +106,7 @@ export const LISTED_ATTRIBUTES = {
  * write acknowledged before its version was read (lib/dynamodb/list-version.ts), which an
  * eventually consistent read may not yet return.
  */
-function shardPageQuery(
+export function shardPageQuery(
   tableName: string,
   shard: number,
   startKey: Item | undefined,
