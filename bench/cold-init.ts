@@ -16,6 +16,7 @@
  *
  *   npm run bench:cold-init -- --runs 15
  */
+import { restProxyEvent } from '../functions/shared/rest-event.ts';
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -101,33 +102,21 @@ function proxyEvent(
   options: { orderId?: string; query?: Record<string, string>; version?: 'v1' | 'v2' } = {},
 ) {
   const { orderId, query, version = 'v1' } = options;
-  return {
+  return restProxyEvent({
+    stage: version,
+    method,
     resource,
     path,
-    httpMethod: method,
-    headers: { Accept: 'application/json', 'Accept-Encoding': 'gzip, br' },
-    multiValueHeaders: { Accept: ['application/json'], 'Accept-Encoding': ['gzip, br'] },
-    queryStringParameters: query ?? null,
-    multiValueQueryStringParameters: query
-      ? Object.fromEntries(Object.entries(query).map(([name, value]) => [name, [value]]))
-      : null,
     pathParameters: orderId === undefined ? null : { orderId },
-    stageVariables: null,
-    requestContext: {
-      authorizer: {
-        ...CALLER,
-        perMinute: String(LIMITS.perMinute),
-        perDay: String(LIMITS.perDay),
-      },
-      httpMethod: method,
-      path: `/${version}${path}`,
-      requestId: 'bench-request',
-      resourcePath: resource,
-      stage: version,
+    headers: { Accept: 'application/json', 'Accept-Encoding': 'gzip, br' },
+    query: query ?? null,
+    authorizer: {
+      ...CALLER,
+      perMinute: String(LIMITS.perMinute),
+      perDay: String(LIMITS.perDay),
     },
-    body: null,
-    isBase64Encoded: false,
-  };
+    requestId: 'bench-request',
+  });
 }
 
 interface Subject {

@@ -49,6 +49,7 @@ import { API_STAGE, API_STAGES, STAGE_ROUTES, type ApiStage } from '../lib/api/r
 import { HOOK_ENV, LIVE_ALIAS } from '../lib/deployment.ts';
 import { FUNCTION_NAMES, type FunctionName } from '../lib/functions.ts';
 import { generateApiKey } from '../lib/keys/api-key.ts';
+import { restProxyEvent } from './shared/rest-event.ts';
 import { logger, type Logger } from './shared/logger.ts';
 
 /** What the hooks know of each deployment group (named after its function), from the stack. */
@@ -136,31 +137,18 @@ function proxyEvent(
     /\{(\w+)\}/g,
     (_, name: string) => options.pathParameters![name]!,
   );
-  const headers = options.headers ?? {};
-  return {
+  return restProxyEvent({
+    stage,
+    method: route.method,
     resource: route.path,
     path,
-    httpMethod: route.method,
-    headers,
-    multiValueHeaders: Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, [v]])),
-    queryStringParameters: options.query ?? null,
-    multiValueQueryStringParameters: options.query
-      ? Object.fromEntries(Object.entries(options.query).map(([k, v]) => [k, [v]]))
-      : null,
     pathParameters: options.pathParameters ?? null,
-    stageVariables: null,
-    requestContext: {
-      authorizer: PROBE_CALLER,
-      httpMethod: route.method,
-      path: `/${stage}${path}`,
-      requestId,
-      requestTimeEpoch: now,
-      resourcePath: route.path,
-      stage,
-    },
-    body: null,
-    isBase64Encoded: false,
-  };
+    headers: options.headers ?? {},
+    query: options.query ?? null,
+    authorizer: PROBE_CALLER,
+    requestId,
+    requestTimeEpoch: now,
+  });
 }
 
 /** An order id no order has, to all odds: a random int64 (one in 2^63 per stored order). */

@@ -1,4 +1,5 @@
 /** Invoking handlers as Lambda would, with REST v1 proxy events, and counting DynamoDB calls. */
+import { restProxyEvent } from '../../functions/shared/rest-event.ts';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { createContext, invokeStreaming, isStreamingHandler } from '../../local/lambda-runtime.ts';
 
@@ -24,27 +25,15 @@ export function proxyEvent(options: {
   pathParameters?: Record<string, string> | null;
   authorizer?: Record<string, string>;
 }) {
-  return {
+  return restProxyEvent({
+    stage: 'v1',
+    method: options.method,
     resource: options.resource,
     path: options.path,
-    httpMethod: options.method,
-    headers: {},
-    multiValueHeaders: {},
-    queryStringParameters: null,
-    multiValueQueryStringParameters: null,
     pathParameters: options.pathParameters ?? null,
-    stageVariables: null,
-    requestContext: {
-      authorizer: options.authorizer ?? TEST_CALLER_CONTEXT,
-      httpMethod: options.method,
-      path: `/v1${options.path}`,
-      requestId: 'test',
-      resourcePath: options.resource,
-      stage: 'v1',
-    },
-    body: null,
-    isBase64Encoded: false,
-  };
+    authorizer: options.authorizer ?? TEST_CALLER_CONTEXT,
+    requestId: 'test',
+  });
 }
 
 async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
