@@ -209,12 +209,16 @@ describe('logs', () => {
       Promise.all(Array.from({ length: 20 }, () => call('GET', '/store/orders'))),
       Promise.all(Array.from({ length: 20 }, (_, i) => call('DELETE', `/store/orders/${i + 1}`))),
     ]);
-    await sleep(300);
-    const lines = api
-      .output()
-      .split('\n')
-      .filter((line) => line.startsWith('{') && line.includes('Request failed'))
-      .map((line) => JSON.parse(line) as { correlation_id: string; function_name: string });
+    // Each function writes its line after the client has the answer: wait for all of them.
+    const failed = () =>
+      api
+        .output()
+        .split('\n')
+        .filter((line) => line.startsWith('{') && line.includes('Request failed'));
+    await expect.poll(() => failed().length, { timeout: 10_000 }).toBeGreaterThanOrEqual(40);
+    const lines = failed().map(
+      (line) => JSON.parse(line) as { correlation_id: string; function_name: string },
+    );
     const byFunction = (name: string) =>
       new Set(lines.filter((l) => l.function_name === name).map((l) => l.correlation_id));
     expect(lines).toHaveLength(40);
@@ -240,15 +244,19 @@ describe('logs', () => {
       );
     }
     await fetch(`${api.url}/store/orders`, { headers: { Authorization: `Bearer ${pasted}` } });
-    await sleep(300);
+    // Every request's access-log line is written once its connection is done: wait for all six.
+    const accessLines = () =>
+      api
+        .output()
+        .split('\n')
+        .filter((line) => line.startsWith('{"requestId"'));
+    await expect.poll(() => accessLines().length, { timeout: 10_000 }).toBeGreaterThanOrEqual(6);
     const log = api.output();
     expect(log).not.toContain(pasted);
     expect(log).not.toContain(pasted.slice(4, 24));
     expect(log).not.toContain(keyHint(pasted));
     expect(log).not.toContain(unlimited);
     // Each request has its access-log line, which names the route by its template.
-    const lines = log.split('\n').filter((line) => line.startsWith('{"requestId"'));
-    expect(lines.length).toBeGreaterThanOrEqual(6);
-    expect(lines.join('\n')).toContain('"resourcePath":"/store/orders/{orderId}"');
+    expect(accessLines().join('\n')).toContain('"resourcePath":"/store/orders/{orderId}"');
   });
 });

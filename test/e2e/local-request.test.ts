@@ -51,13 +51,16 @@ it('finds, by the id the client got, the access-log line and every line of the f
   // answer: the record of the DynamoDB calls last in the function, the access-log line when the
   // gateway has finished the response; on a busy machine either can trail the client.
   await expect
-    .poll(() => {
-      const kept = api.output().split('\n');
-      return {
-        accessLog: kept.some((l) => l.includes(`"requestId":"${id}"`)),
-        functionLines: kept.filter((l) => l.includes(`"correlation_id":"${id}"`)).length >= 2,
-      };
-    }, { timeout: 10_000 })
+    .poll(
+      () => {
+        const kept = api.output().split('\n');
+        return {
+          accessLog: kept.some((l) => l.includes(`"requestId":"${id}"`)),
+          functionLines: kept.filter((l) => l.includes(`"correlation_id":"${id}"`)).length >= 2,
+        };
+      },
+      { timeout: 10_000 },
+    )
     .toEqual({ accessLog: true, functionLines: true });
   writeFileSync(join(dir, 'local.log'), api.output());
   const { stdout } = await run('bash', ['-e', '-c', `REQUEST_ID=${id}\n${grep}`], {
