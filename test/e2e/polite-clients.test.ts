@@ -9,10 +9,11 @@
  *  - the rude loop: the same, but it does not wait after a 429. It is banned as before;
  *  - `@store-orders/client`, asked for lists as fast as three callers can: it must sustain the
  *    plan's rate with no 429 and no ban, pacing by the sliding window.
- * The run lasts until 10 s after the second minute boundary from its start (70 to 130 s of wall
- * time, mostly sleeping). The rates are measured in the steady state, from just after the first
- * boundary (when the first burst of 60 no longer weighs in full) to the end: the plan's rate is
- * then one request a second. STORE_ORDERS_POLITE_MINUTES=3 runs it over more boundaries.
+ * The first minute boundary is at least 30 s from the start, and the run lasts until 10 s after
+ * the next one (100 to 160 s of wall time, mostly sleeping). The rates are measured in the steady
+ * state, from just after the first boundary (when the first burst of 60 no longer weighs in full)
+ * to the end: the plan's rate is then one request a second. STORE_ORDERS_POLITE_MINUTES=3 runs it
+ * over more boundaries.
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -24,6 +25,8 @@ import { PLAN_LIMITS } from '../../lib/limits/plans.ts';
 import { startLocalApi, tempStateFile, type LocalApi } from '../support/local-api.ts';
 
 const MINUTE = 60_000;
+/** The time the loops and the client have for their first 60 before the first boundary. */
+const BURST_MS = 30_000;
 const BOUNDARIES = Math.max(2, Number(process.env.STORE_ORDERS_POLITE_MINUTES ?? 2));
 const PER_SECOND = PLAN_LIMITS.free.perMinute / 60;
 const keys = { polite: generateApiKey(), rude: generateApiKey(), client: generateApiKey() };
@@ -37,13 +40,18 @@ beforeAll(async () => {
 afterAll(() => api?.stop('SIGKILL'));
 
 /**
- * The run's schedule: the steady state starts 2 s after the first minute boundary. The rude loop
- * starts just after that boundary, so its burst falls in one minute window of a fresh key: a
- * burst that straddles a boundary is legitimately admitted a little more than 60 (the previous
+ * The run's schedule: the steady state starts 2 s after the first minute boundary. The polite
+ * loop and the client start at once and spend their first 60 in the minute before it; that
+ * boundary is at least 30 s away, so even on a loaded machine (a burst of 60 sequential lists
+ * has taken 10 s under CI's load) the burst does not reach past it. A burst that straddles the
+ * boundary leaves a light previous minute, which the sliding window frees at less than one a
+ * second through the next (0.71/s seen): the window's rule, not the client's pacing. The rude
+ * loop starts just after that boundary, so its burst falls in one minute window of a fresh key:
+ * a burst that straddles a boundary is legitimately admitted a little more than 60 (the previous
  * minute's weight falls as the new one goes on), which is the sliding window, not the ban rule.
  */
 function schedule(now = Date.now()) {
-  const firstBoundary = (Math.floor(now / MINUTE) + 1) * MINUTE;
+  const firstBoundary = Math.ceil((now + BURST_MS) / MINUTE) * MINUTE;
   return {
     firstBoundary,
     steadyFrom: firstBoundary + 2_000,
@@ -212,12 +220,21 @@ it(
     expect(rude.admitted).toBeGreaterThanOrEqual(admitted - rude.unavailable);
     expect(rude.limited).toBeLessThanOrEqual(limited);
     expect(rude.limited).toBeGreaterThanOrEqual(limited - rude.unavailable);
-    // The client: ≥ 90% of the plan's rate, never a 429 (so never banned); only a 503 of a busy
-    // machine besides its 200s. The rate headers say when more quota comes in whole seconds,
-    // counted from the answer, so a client that must never be refused loses up to one round
-    // trip per request: the plan's rate is 1 per (1 s + round trip) at a free key's 1/s (0.99/s
-    // on a quiet machine; 0.85/s seen under CI's load, with slower answers).
-    const secondsPerRequest = 1 / PER_SECOND + client.medianRoundTripMs / 1000;
+    // The client: ≥ 90% of the rate the plan leaves it, never a 429 (so never banned); only a
+    // 503 of a busy machine besides its 200s. After the boundary the sliding window frees the
+    // previous minute's admissions over the minute: one a second when the client spent all 60
+    // before it, less when it left some (its pacing never risks a refusal: 58 seen) or its burst
+    // reached past the boundary on a loaded machine (0.71/s seen). The rate headers say when more
+    // quota comes in whole seconds, counted from the answer, so a client that must never be
+    // refused loses up to one round trip per request: the plan's rate is 1 per (1 / freed a
+    // second + round trip) (0.96–0.99/s on a quiet machine).
+    const previousMinute = client.admittedAt.filter(
+      (t) => t >= run.firstBoundary - MINUTE && t < run.firstBoundary,
+    ).length;
+    // It uses its plan: 90% of the minute before the boundary, which has 30 s or more for it.
+    expect(previousMinute).toBeGreaterThanOrEqual(0.9 * PLAN_LIMITS.free.perMinute);
+    const freedPerSecond = Math.min(previousMinute / 60, PER_SECOND);
+    const secondsPerRequest = 1 / freedPerSecond + client.medianRoundTripMs / 1000;
     expect(rates.client).toBeGreaterThanOrEqual(0.9 / secondsPerRequest);
     const { 200: ok, 503: busy, ...others } = client.statuses;
     expect(ok).toBe(client.lists);
