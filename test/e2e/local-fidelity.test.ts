@@ -97,7 +97,7 @@ describe('bursts on one key', () => {
   it(`${BURSTS} bursts of ${BURST_SIZE} concurrent lists on fresh free keys: exactly 60 × 200 and 60 × 429 each, never a 503`, async () => {
     const report: string[] = [];
     for (const key of freeKeys) {
-      await earlyInAMinute(15_000);
+      await earlyInAMinute(25_000);
       const coldBefore = coldStarts(api, 'listOrders');
       const counts = await burst(api, key, BURST_SIZE);
       const cold = coldStarts(api, 'listOrders') - coldBefore;
