@@ -219,8 +219,8 @@ describe('retries', () => {
     );
     const c = client(api.url);
     const first = c.cancelOrder(1n);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    expect(c.pacing.blockedUntil).toBeGreaterThan(Date.now());
+    // Once the 429 is in, the client is blocked until its Retry-After.
+    await expect.poll(() => c.pacing.blockedUntil ?? 0).toBeGreaterThan(Date.now());
     const second = c.cancelOrder(2n); // blocked as well: not sent before Retry-After
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(api.requests).toHaveLength(1);

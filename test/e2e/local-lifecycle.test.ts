@@ -118,13 +118,17 @@ describe('signals to npm start', () => {
     const running = await npmStart();
     process.kill(running.state.dynamoDbPid!, 'SIGKILL');
     expect(await running.exited).toBe('1');
-    const errors = running
-      .output()
-      .split('\n')
-      .filter((line) => line.startsWith('error:'));
-    expect(errors).toEqual([
-      `error: DynamoDB Local (pid ${running.state.dynamoDbPid}) ended unexpectedly (killed by SIGKILL); the local API stops with it`,
-    ]);
+    // npm's exit can be seen before the last of its output is read: wait for it.
+    const errors = () =>
+      running
+        .output()
+        .split('\n')
+        .filter((line) => line.startsWith('error:'));
+    await expect
+      .poll(errors, { timeout: 5_000 })
+      .toEqual([
+        `error: DynamoDB Local (pid ${running.state.dynamoDbPid}) ended unexpectedly (killed by SIGKILL); the local API stops with it`,
+      ]);
     await expectAllGone(running);
   });
 });

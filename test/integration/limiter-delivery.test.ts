@@ -78,11 +78,13 @@ class FaultyProxy {
 /**
  * A proxy to DynamoDB in a thread of its own (an event loop that runs while this one is
  * frozen), which resets every client connection when told to, as a server drops an idle
- * keep-alive connection.
+ * keep-alive connection. `resetAll` blocks this thread until the proxy has reset them (however
+ * long a busy machine takes to run the proxy's thread), as a frozen Lambda sandbox would be.
  */
 async function proxyThread(
   upstreamPort: number,
 ): Promise<{ port: number; resetAll: () => void; stop: () => Promise<number> }> {
+  const done = new SharedArrayBuffer(4);
   const worker = new Worker(
     `
     const { connect, createServer } = require('node:net');
@@ -97,13 +99,24 @@ async function proxyThread(
       client.on('error', () => upstream.destroy());
       upstream.on('error', () => client.destroy());
     });
-    parentPort.on('message', () => { for (const client of clients) client.resetAndDestroy(); });
+    const done = new Int32Array(workerData.done);
+    parentPort.on('message', () => {
+      for (const client of clients) client.resetAndDestroy();
+      Atomics.store(done, 0, 1);
+      Atomics.notify(done, 0);
+    });
     server.listen(0, '127.0.0.1', () => parentPort.postMessage(server.address().port));
     `,
-    { eval: true, workerData: { upstreamPort } },
+    { eval: true, workerData: { upstreamPort, done } },
   );
   const [port] = (await once(worker, 'message')) as [number];
-  return { port, resetAll: () => worker.postMessage('reset'), stop: () => worker.terminate() };
+  const resetAll = () => {
+    const flag = new Int32Array(done);
+    Atomics.store(flag, 0, 0);
+    worker.postMessage('reset');
+    expect(Atomics.wait(flag, 0, 0, 30_000)).not.toBe('timed-out');
+  };
+  return { port, resetAll, stop: () => worker.terminate() };
 }
 
 let t: TestTables;
@@ -196,7 +209,8 @@ describe('a counter write that never reached DynamoDB', () => {
       if (attempt === 2) {
         // Frozen right before the write, as a Lambda sandbox between invocations: the server
         // resets the idle connection meanwhile, but the event loop does not run, so the socket
-        // is still in the pool, looking alive, when this write takes it (as after a thaw).
+        // is still in the pool, looking alive, when this write takes it (as after a thaw). The
+        // resets are on their way once resetAll returns; the freeze lets them land.
         server.resetAll();
         const thawAt = Date.now() + 300;
         while (Date.now() < thawAt) {

@@ -312,12 +312,17 @@ describe('writes and the tag', () => {
     // A write between its mark and its release: the in-flight entry, with a running lease.
     let release: () => void = () => undefined;
     const released = new Promise<void>((resolve) => (release = resolve));
+    let marked: () => void = () => undefined;
+    const inWrite = new Promise<void>((resolve) => (marked = resolve));
     const version = new DynamoDbListVersion(t.client, t.tables.orders);
     const writing = version.around(
-      () => released,
+      () => {
+        marked(); // the mark is written: the write runs
+        return released;
+      },
       () => false,
     );
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await inWrite;
     const during = await get({ 'If-None-Match': tag });
     expect(during.statusCode).toBe(200);
     expect(during.headers.ETag).toBeUndefined();
