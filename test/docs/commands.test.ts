@@ -253,20 +253,25 @@ describe('the README\'s "Try it", against npm start', () => {
       })
       .join('\n');
     // As docs/clients.md tells a client: a 503 (a dependency busy for a moment; on a loaded
-    // machine, the shared DynamoDB Local) is tried again after its Retry-After, a few times.
-    const politeCurl = `answer() {
+    // machine, the shared DynamoDB Local) is tried again after its Retry-After, a few times. Every
+    // curl of the script does so, those whose status the README names and the others (the
+    // ETag's request, the cancel between the polls), and then prints what curl printed.
+    const politeCurl = `curl() {
+  local attempt out tail code wait
   for attempt in 1 2 3 4; do
-    headers=$(curl -sS -o /dev/null -D - "$@" | tr -d '\\r')
-    status=$(printf '%s\\n' "$headers" | head -n 1)
-    wait=$(printf '%s\\n' "$headers" | sed -n 's/^[Rr]etry-[Aa]fter: //p')
-    if [ "$(printf '%s' "$status" | cut -d ' ' -f 2)" = 503 ] && [ -n "$wait" ] && [ "$attempt" -lt 4 ]; then
+    out=$(command curl -w '\\n@@ %{http_code} %header{retry-after}' "$@")
+    tail=\${out##*@@ }
+    code=\${tail%% *}
+    wait=\${tail#* }
+    if [ "$code" = 503 ] && [ -n "$wait" ] && [ "$attempt" -lt 4 ]; then
       sleep "$wait"
     else
-      printf '%s\\n' "$status"
+      printf '%s\\n' "\${out%@@ *}"
       return 0
     fi
   done
-}`;
+}
+answer() { curl -sS -o /dev/null -D - "$@" | tr -d '\\r' | head -n 1; }`;
     // `--local` finds the running API by its state file, as it finds `npm start`'s.
     const { stdout } = await run('bash', ['-e', '-c', `${politeCurl}\n${script}`], {
       cwd: PROJECT_ROOT,
