@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BAN_RECHECK_MS } from '../../lib/dynamodb/rate-limit-items.ts';
 import { ITEM_PER_MINUTE_CEILING } from '../../lib/limits/capacity.ts';
 import { STAGE_THROTTLES, STACK_OUTPUTS, stackNames } from '../../lib/deployment.ts';
+import { earlyInAMinute } from '../support/minute-window.ts';
 import { startLocalApi, type LocalApi } from '../support/local-api.ts';
 import { createTestTables, type TestTables } from '../support/tables.ts';
 import {
@@ -57,8 +58,7 @@ describe('keys show and keys unban, against npm start', () => {
     // minute window (refusals are counted per window), and what follows in it too (the
     // minute's 5 still used after the unban): not in a window's last 25 s (about 5 s needed
     // on a quiet machine, four CLI processes among them).
-    const intoMinute = Date.now() % 60_000;
-    if (intoMinute > 35_000) await sleep(60_500 - intoMinute);
+    await earlyInAMinute(25_000);
     const codes: string[] = [];
     for (let i = 0; i < 10; i++) {
       const response = await get(key);

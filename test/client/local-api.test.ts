@@ -14,6 +14,7 @@ import {
   type StoreOrdersClientOptions,
 } from '../../client/src/index.ts';
 import { generateApiKey } from '../../lib/keys/api-key.ts';
+import { earlyInAMinute } from '../support/minute-window.ts';
 import { startLocalApi, tempStateFile, type LocalApi } from '../support/local-api.ts';
 
 const INT64_MAX = 9223372036854775807n;
@@ -252,12 +253,6 @@ describe('cancelOrder', () => {
 });
 
 describe('a burst of 120 concurrent calls on a fresh free key (60 a minute)', () => {
-  /** Waits, if needed, so that the bursts stay inside one minute window. */
-  async function earlyInAMinute(): Promise<void> {
-    const into = Date.now() % 60_000;
-    if (into > 45_000) await new Promise((resolve) => setTimeout(resolve, 60_000 - into + 300));
-  }
-
   async function lastWord(key: string): Promise<{ status: number; code?: string }> {
     const response = await fetch(`${api.url}/store/orders`, {
       headers: { Authorization: `Bearer ${key}` },
@@ -270,7 +265,7 @@ describe('a burst of 120 concurrent calls on a fresh free key (60 a minute)', ()
     'does not get the client banned, and gets a naive burst banned',
     { timeout: 90_000 },
     async () => {
-      await earlyInAMinute();
+      await earlyInAMinute(15_000);
 
       // The client: one instance, a small budget so that calls that would have to wait for the
       // next minute fail at once, unsent.
@@ -304,7 +299,7 @@ describe('a burst of 120 concurrent calls on a fresh free key (60 a minute)', ()
 
       // The naive client: 120 fetches at once, on a key of its own, inside one minute window
       // too (the client's part may have used up the first window's margin on a slow machine).
-      await earlyInAMinute();
+      await earlyInAMinute(15_000);
       const naive = await Promise.all(
         Array.from({ length: 120 }, async () => {
           const response = await fetch(`${api.url}/store/orders`, {

@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDocumentClient } from '../../lib/dynamodb/client.ts';
 import { generateApiKey, keyHint } from '../../lib/keys/api-key.ts';
 import { localTableNames } from '../../local/local-stack.ts';
+import { earlyInAMinute } from '../support/minute-window.ts';
 import { startLocalApi, tempStateFile, type LocalApi } from '../support/local-api.ts';
 import { sendPolitely } from '../support/polite-client.ts';
 import { rawRequest } from '../support/raw-http.ts';
@@ -58,12 +59,6 @@ async function start(args: string[] = []): Promise<LocalApi> {
   return api;
 }
 afterAll(() => Promise.all(apis.map((api) => api.stop())));
-
-/** Waits, if needed, so that the next seconds stay inside one minute window. */
-async function earlyInAMinute(needMs: number): Promise<void> {
-  const into = Date.now() % 60_000;
-  if (into > 60_000 - needMs) await sleep(60_000 - into + 200);
-}
 
 async function burst(api: LocalApi, key: string, size: number): Promise<Map<string, number>> {
   const outcomes = await Promise.all(

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateApiKey } from '../../lib/keys/api-key.ts';
 import { createDocumentClient } from '../../lib/dynamodb/client.ts';
 import { localTableNames } from '../../local/local-stack.ts';
+import { earlyInAMinute } from '../support/minute-window.ts';
 import { startLocalApi, tempStateFile, type LocalApi } from '../support/local-api.ts';
 import { expectValidAgainstOpenApi } from '../support/openapi.ts';
 import { dynamodbEndpoint } from '../support/tables.ts';
@@ -64,12 +65,6 @@ function expectRateHeaders(headers: Headers): void {
   for (const name of RATE_HEADERS) expect(headers.get(name), name).not.toBeNull();
 }
 
-/** Waits, if needed, so that the next few seconds stay inside one minute window. */
-async function earlyInAMinute(): Promise<void> {
-  const into = Date.now() % 60_000;
-  if (into > 40_000) await new Promise((resolve) => setTimeout(resolve, 60_000 - into + 200));
-}
-
 let api: LocalApi;
 beforeAll(async () => {
   api = await start();
@@ -80,7 +75,7 @@ afterAll(async () => {
 
 describe('a free key', () => {
   it('is served 60 times in a minute, refused with 429 and Retry-After the 61st, banned when it goes on sending before Retry-After', async () => {
-    await earlyInAMinute();
+    await earlyInAMinute(20_000);
     const served = [];
     for (let i = 0; i < 60; i++) served.push(await call(api, 'GET', '/store/orders', freeKey));
     expect(served.map((r) => r.status)).toEqual(Array(60).fill(200));
