@@ -16,6 +16,7 @@ import { parseInstant } from '../../lib/orders/instant.ts';
 import type { Order, OrderStatus } from '../../lib/orders/order.ts';
 import { localTableNames } from '../../local/local-stack.ts';
 import { keysAndSeedArgs, startLocalApi, type LocalApi } from '../support/local-api.ts';
+import { sendPolitely } from '../support/polite-client.ts';
 import { createDocumentClient } from '../../lib/dynamodb/client.ts';
 import { dynamodbEndpoint } from '../support/tables.ts';
 
@@ -130,11 +131,13 @@ function startWriters(running: () => boolean) {
       if (!running()) return;
       await sleep(WRITE_EVERY_MS);
       await record(order.id, { ...order, status: 'cancelled' }, async () => {
-        const response = await fetch(`${api.url}/store/orders/${order.id}`, {
-          method: 'DELETE',
-          headers: { Authorization: `Bearer ${key}` },
-        });
-        expect(response.status).toBe(204);
+        const { answer } = await sendPolitely(() =>
+          fetch(`${api.url}/store/orders/${order.id}`, {
+            method: 'DELETE',
+            headers: { Authorization: `Bearer ${key}` },
+          }),
+        );
+        expect(answer.status).toBe(204);
       });
     }
   })();
@@ -197,9 +200,9 @@ async function walk(filter: Filter, pageSize: number): Promise<Walk> {
     const query = [filter.query, `pageSize=${pageSize}`, token ? `pageToken=${token}` : '']
       .filter(Boolean)
       .join('&');
-    const response = await fetch(`${v2()}/store/orders?${query}`, {
-      headers: { Authorization: `Bearer ${key}` },
-    });
+    const { answer: response } = await sendPolitely(() =>
+      fetch(`${v2()}/store/orders?${query}`, { headers: { Authorization: `Bearer ${key}` } }),
+    );
     const text = await response.text();
     expect(response.status, text).toBe(200);
     const page = JSON.parse(text, (k, value: unknown, context?: { source?: string }) =>
