@@ -95,9 +95,18 @@ export class IndexReadiness {
     this.now = options.now ?? Date.now;
   }
 
-  async isReady(signal?: AbortSignal): Promise<boolean> {
+  /**
+   * The marker as this container knows it without a read: true once seen, false while the read
+   * that found none is fresher than `recheckMs`; undefined when it is to be read (isReady).
+   */
+  known(): boolean | undefined {
     if (this.ready) return true;
-    if (this.now() - this.checkedAt < this.recheckMs) return false;
+    return this.now() - this.checkedAt < this.recheckMs ? false : undefined;
+  }
+
+  async isReady(signal?: AbortSignal): Promise<boolean> {
+    const known = this.known();
+    if (known !== undefined) return known;
     this.ready = await readIndexReadiness(this.client, this.tableName, signal);
     this.checkedAt = this.now();
     return this.ready;

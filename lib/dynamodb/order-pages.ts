@@ -662,17 +662,20 @@ export class DynamoDbOrderPages implements OrderPageReader<DynamoDbPagePlan> {
       signal,
       this.budget,
     );
-    // The marker is read beside the first round (once a container has seen it, from memory).
-    const [ready, first] = await Promise.all([
-      plan.needsReadiness ? this.readiness.isReady(signal) : Promise.resolve(true),
-      candidates.take(pageSize),
-    ]);
-    if (!ready) {
-      throw indexNotReady(
+    const notIndexed = () =>
+      indexNotReady(
         plan.source,
         'not every order holds its index attributes yet (run orders reindex)',
       );
-    }
+    // A marker the container knows to be missing refuses the page before any query; one to be
+    // read is read beside the first round (once a container has seen it, from memory).
+    const known = plan.needsReadiness ? this.readiness.known() : true;
+    if (known === false) throw notIndexed();
+    const [ready, first] = await Promise.all([
+      known ?? this.readiness.isReady(signal),
+      candidates.take(pageSize),
+    ]);
+    if (!ready) throw notIndexed();
     this.learnShares(plan, first.candidates);
     const check = (candidate: Candidate, item: Item | undefined) =>
       this.recheck(plan, filter, candidate, item, options);
