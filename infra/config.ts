@@ -82,7 +82,7 @@ export interface StageConfig {
    * TABLES.orders.globalIndexes (0 to all). CloudFormation adds at most one index to a table per
    * update, so a live stage takes them one deploy at a time (docs/deploy.md, "The v2 list's
    * indexes"); the functions learn which are there from ORDERS_INDEXES
-   * (lib/dynamodb/order-indexes.ts). Not given: 0, what every stage had before them.
+   * (lib/dynamodb/order-indexes.ts). Not given: 0 (no index).
    */
   readonly ordersIndexes: number;
   /** Optional custom domain: base URL `https://<domainName>/v1`. */

@@ -52,8 +52,8 @@ export interface ListVersion {
   /**
    * When the last write the tag covers changed the list (ms since the epoch; 0 when none ever
    * did); undefined when a write in flight leaves no tag, or when the time is unknown (a change
-   * recorded before change times were). Pages read from eventually consistent indexes wait for
-   * it to settle before they are tagged (./page-tag.ts).
+   * recorded without its time). Pages read from eventually consistent indexes wait for it to
+   * settle before they are tagged (./page-tag.ts).
    */
   readonly lastChangeAt?: number;
 }
