@@ -37,6 +37,13 @@ describe('the tag of a page', () => {
         filter: { shipDate: { from: 0n } },
         start: { instant: 1n, id: 7n },
       }),
+      // In date order a start is an instant and an id: the same id at another instant is
+      // another page.
+      pageEntityTag({
+        ...base,
+        filter: { shipDate: { from: 0n } },
+        start: { instant: 2n, id: 7n },
+      }),
     ];
     expect(new Set(tags).size).toBe(tags.length);
   });
