@@ -21,7 +21,7 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { valueFlag } from '../lib/config/flags.ts';
 import { GET_BATCH, getInBatches } from '../lib/dynamodb/batch-write.ts';
-import { attemptTimeouts, createDocumentClient } from '../lib/dynamodb/client.ts';
+import { benchDynamoDb } from './dynamodb.ts';
 import { ensureTables } from '../lib/dynamodb/create-table.ts';
 import {
   DynamoDbOrderPages,
@@ -40,7 +40,6 @@ import {
 } from '../lib/orders/order-filter.ts';
 import { PAGE_SIZE_DEFAULT } from '../lib/orders/list-query.ts';
 import type { Order } from '../lib/orders/order.ts';
-import { startDynamoDbLocal } from '../local/dynamodb-local.ts';
 import { localTableNames } from '../local/local-stack.ts';
 import { benchFlags, countFlag, countOf } from './command-line.ts';
 import { loadOrders } from './raw-orders.ts';
@@ -188,13 +187,8 @@ async function main(): Promise<void> {
   );
   const count = countOf('bench:list-v2', 'orders', values.orders, 200_000);
   const runs = countOf('bench:list-v2', 'runs', values.runs, 5);
-  const dynamo = values['dynamodb-endpoint']
-    ? { endpoint: values['dynamodb-endpoint'], stop: () => Promise.resolve() }
-    : await startDynamoDbLocal();
-  const client = createDocumentClient(
-    { endpoint: dynamo.endpoint },
-    { requestHandler: attemptTimeouts(120_000, 10_000) },
-  );
+  const dynamo = await benchDynamoDb(values['dynamodb-endpoint']);
+  const { client } = dynamo;
   const tables = localTableNames(`bench-list-v2-${Date.now().toString(36)}`);
   try {
     await ensureTables(client, tables);
@@ -376,7 +370,6 @@ async function main(): Promise<void> {
       process.exitCode = 1;
     }
   } finally {
-    client.destroy();
     await dynamo.stop();
   }
 }

@@ -22,7 +22,7 @@ import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { CONTENT_CODINGS, type Coding } from '../lib/api/content-coding.ts';
-import { attemptTimeouts, createDocumentClient } from '../lib/dynamodb/client.ts';
+import { benchDynamoDb } from './dynamodb.ts';
 import { ensureTables } from '../lib/dynamodb/create-table.ts';
 import { DynamoDbKeyStore } from '../lib/dynamodb/keys-table.ts';
 import { isOrderItem, ORDER_PAGE_SIZE, shardPageQuery } from '../lib/dynamodb/orders-table.ts';
@@ -34,7 +34,6 @@ import { benchFlags, countFlag, countOf } from './command-line.ts';
 import { createDecompressor, loadOrders } from './raw-orders.ts';
 import { registerKeys } from '../lib/keys/plaintext-keys.ts';
 import type { Order } from '../lib/orders/order.ts';
-import { startDynamoDbLocal } from '../local/dynamodb-local.ts';
 import { localTableNames, PROJECT_ROOT } from '../local/local-stack.ts';
 import { seeded } from './statistics.ts';
 
@@ -117,14 +116,8 @@ async function main(): Promise<void> {
   const linkMbps = countOf('bench:list', 'link-mbps', values['link-mbps'], 100);
   const linkBytesPerSecond = (linkMbps * 1_000_000) / 8;
 
-  const dynamo = values['dynamodb-endpoint']
-    ? { endpoint: values['dynamodb-endpoint'], stop: () => Promise.resolve() }
-    : await startDynamoDbLocal();
-  // The bench's own client waits as long as DynamoDB Local needs (a Scan page is 1 MB).
-  const client = createDocumentClient(
-    { endpoint: dynamo.endpoint },
-    { requestHandler: attemptTimeouts(120_000, 10_000) },
-  );
+  const dynamo = await benchDynamoDb(values['dynamodb-endpoint']);
+  const { client } = dynamo;
   const prefix = `bench-list-${Date.now().toString(36)}`;
   const tables = localTableNames(prefix);
   let server: ReturnType<typeof spawn> | undefined;
@@ -430,7 +423,6 @@ async function main(): Promise<void> {
   } finally {
     server?.stdin?.end();
     if (server) await once(server, 'exit');
-    client.destroy();
     await dynamo.stop();
   }
 }
