@@ -24,7 +24,7 @@ import { metrics, MetricUnit } from './metrics.ts';
  * an API key; RFC 9111 §3.5 keeps shared caches from reusing it anyway, `private` says so to
  * those that do not follow that rule).
  */
-export const CACHE_CONTROL = { 'Cache-Control': 'private, no-cache' } as const;
+const CACHE_CONTROL = { 'Cache-Control': 'private, no-cache' } as const;
 
 /** A request header, by its lower-case name, whatever case the client sent (repeats joined). */
 export function requestHeader(event: APIGatewayProxyEvent, name: string): string | undefined {
