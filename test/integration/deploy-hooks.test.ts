@@ -229,6 +229,36 @@ function scaling(): [string, boolean][] {
   });
 }
 
+/** The event the one probe of a pre-traffic hook sent its function. */
+function probeEvent(): ProbeEvent {
+  const payloads = [
+    ...lambda.commandCalls(InvokeCommand),
+    ...lambda.commandCalls(InvokeWithResponseStreamCommand),
+  ].map((call) => call.args[0].input.Payload as Uint8Array);
+  expect(payloads).toHaveLength(1);
+  return JSON.parse(Buffer.from(payloads[0]!).toString()) as ProbeEvent;
+}
+
+interface ProbeEvent {
+  resource: string;
+  path: string;
+  headers: Record<string, string> | null;
+  multiValueHeaders: Record<string, string[]> | null;
+  queryStringParameters: Record<string, string> | null;
+  multiValueQueryStringParameters: Record<string, string[]> | null;
+  requestContext: { path: string; resourcePath: string; stage: string };
+}
+
+function expectGatewayShaped(event: ProbeEvent): void {
+  const lastValues = (multi: Record<string, string[]> | null) =>
+    multi &&
+    Object.fromEntries(Object.entries(multi).map(([name, values]) => [name, values.at(-1)]));
+  expect(lastValues(event.multiValueHeaders) ?? {}).toEqual(event.headers ?? {});
+  expect(lastValues(event.multiValueQueryStringParameters)).toEqual(event.queryStringParameters);
+  expect(event.requestContext.resourcePath).toBe(event.resource);
+  expect(event.requestContext.path).toBe(`/${event.requestContext.stage}${event.path}`);
+}
+
 const hookEvent = (group: FunctionName) => ({
   DeploymentId: `d-${group}`,
   LifecycleEventHookExecutionId: `hook-${group}`,
@@ -272,6 +302,9 @@ describe('the pre-traffic hook, against the local stack', () => {
       const streamed = lambda.commandCalls(InvokeWithResponseStreamCommand).length;
       // The lists stream (API Gateway streams GET /store/orders in every version).
       expect(streamed).toBe(group === 'listOrders' || group === 'listOrderPages' ? 1 : 0);
+      // The HTTP probes' events are as API Gateway builds them: each header and query parameter
+      // in both the single- and the multi-valued map, the request context naming the route.
+      if (group !== 'authorizer') expectGatewayShaped(probeEvent());
       // Scaling is suspended for the shift (the post-traffic hook resumes it).
       expect(scaling()).toEqual(
         group === 'listOrders' ? [] : [[`function:${fnName(group)}:live`, true]],
