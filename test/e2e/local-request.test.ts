@@ -4,39 +4,32 @@
  * run as written, and what it prints is the request's access-log line and its function lines.
  */
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { DEMO_KEYS } from '../../local/demo-data.ts';
-import { PROJECT_ROOT } from '../../local/local-stack.ts';
 import { startLocalApi, type LocalApi } from '../support/local-api.ts';
+import { shellBlocks } from '../support/runbook.ts';
 
 const run = promisify(execFile);
 const SECTION = '## Follow one request by its id';
 
-/** The shell blocks of the section, in order. */
-function blocks(): string[] {
-  const text = readFileSync(join(PROJECT_ROOT, 'docs', 'local.md'), 'utf8');
-  const start = text.indexOf(`\n${SECTION}\n`);
-  const rest = text.slice(start + SECTION.length + 2);
-  const section = rest.slice(0, rest.search(/^## /m));
-  return [...section.matchAll(/^```sh\n([\s\S]*?)^```$/gm)].map((m) => m[1]!);
-}
+/** The lines of the section's shell blocks, in order: the start, the request and the grep. */
+const sectionLines = () => shellBlocks('local.md', SECTION).split('\n').filter(Boolean);
 
 let api: LocalApi;
 beforeAll(async () => {
   // The section's first block: `LOG_LEVEL=INFO npm start 2>&1 | tee local.log`.
-  expect(blocks()[0]!.trim()).toBe('LOG_LEVEL=INFO npm start 2>&1 | tee local.log');
+  expect(sectionLines()[0]).toBe('LOG_LEVEL=INFO npm start 2>&1 | tee local.log');
   api = await startLocalApi({ logLevel: 'INFO' });
 });
 afterAll(() => api?.stop());
 
 it('finds, by the id the client got, the access-log line and every line of the function', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'follow-request-'));
-  const [, follow] = blocks();
-  const [request, grep] = follow!.trim().split('\n');
+  const [, request, grep] = sectionLines();
   const env = {
     ...process.env,
     API: api.url,
