@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stageConfig } from '../../infra/config.ts';
 import { PROJECT_ROOT } from '../../local/local-stack.ts';
 import { startLocalApi, type LocalApi } from '../support/local-api.ts';
+import { sendPolitely } from '../support/polite-client.ts';
 
 const run = promisify(execFile);
 
@@ -284,17 +285,9 @@ answer() { curl -sS -o /dev/null -D - "$@" | tr -d '\\r' | head -n 1; }`;
     const created = [...stdout.matchAll(/\bsok_\w+/g)].map((m) => m[0]);
     const key = created.find((k) => !script.includes(k));
     expect(key).toBeDefined();
-    let answer = await fetch(`${api.url}/store/orders`, {
-      headers: { Authorization: `Bearer ${key}` },
-    });
-    for (let attempt = 1; answer.status === 503 && attempt < 4; attempt++) {
-      await new Promise((resolve) =>
-        setTimeout(resolve, 1_000 * Number(answer.headers.get('retry-after'))),
-      );
-      answer = await fetch(`${api.url}/store/orders`, {
-        headers: { Authorization: `Bearer ${key}` },
-      });
-    }
+    const { answer } = await sendPolitely(() =>
+      fetch(`${api.url}/store/orders`, { headers: { Authorization: `Bearer ${key}` } }),
+    );
     expect(answer.status).toBe(200);
   });
 });
