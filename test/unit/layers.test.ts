@@ -15,9 +15,17 @@ function filesUnder(dir: string): string[] {
     .map((file) => join(dir, file));
 }
 
+/** What a module's text imports: `import … from`, `export … from`, a bare `import '…'`, `import('…')`. */
+function importsIn(text: string): string[] {
+  return [
+    ...text.matchAll(
+      /^\s*(?:import|export)\b[^;]*?from\s+'([^']+)'|^\s*import\s+'([^']+)'|\bimport\(\s*'([^']+)'\s*\)/gms,
+    ),
+  ].map((m) => (m[1] ?? m[2] ?? m[3])!);
+}
+
 function importsOf(file: string): string[] {
-  const text = readFileSync(join(PROJECT_ROOT, file), 'utf8');
-  return [...text.matchAll(/^\s*(?:import|export)\b[^;]*?from\s+'([^']+)'/gms)].map((m) => m[1]!);
+  return importsIn(readFileSync(join(PROJECT_ROOT, file), 'utf8'));
 }
 
 const LIB = filesUnder('lib');
@@ -26,6 +34,12 @@ const DOMAIN = ['lib/orders', 'lib/keys', 'lib/limits'];
 describe('what lib/ may know', () => {
   it('reads imports (a file known to import the SDK is seen to)', () => {
     expect(importsOf('lib/dynamodb/client.ts').some((m) => m.startsWith('@aws-sdk/'))).toBe(true);
+    // Every form of import, a module loaded for its effects or at run time included.
+    expect(
+      importsIn(
+        "import type { A } from './a.ts';\nimport './b.ts';\nexport { c } from './c.ts';\nconst d = await import('./d.ts');",
+      ).sort(),
+    ).toEqual(['./a.ts', './b.ts', './c.ts', './d.ts']);
   });
 
   it.each(LIB.map((file) => [file]))('%s imports no Lambda, API Gateway or middy types', (file) => {
