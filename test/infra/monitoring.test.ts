@@ -1,6 +1,4 @@
 /** What an operator gets per stage: alarms with their thresholds and actions, a dashboard, Contributor Insights. */
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { Match, type Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
 import {
@@ -14,7 +12,7 @@ import { API_STAGES, STAGE_ROUTES } from '../../lib/api/routes.ts';
 import type { StageName } from '../../lib/deployment.ts';
 import { FUNCTIONS } from '../../lib/functions.ts';
 import { METRIC_NAMES } from '../../lib/metrics.ts';
-import { PROJECT_ROOT } from '../../local/local-stack.ts';
+import { docs } from '../support/runbook.ts';
 import { templates, testApp } from './support.ts';
 
 const { stages } = testApp();
@@ -105,7 +103,7 @@ describe.each(STAGE_NAMES)('alarms (%s)', (stage) => {
   });
 
   it("each have an entry in the operators' runbook (docs/operations.md) saying what to do", () => {
-    const runbook = readFileSync(join(PROJECT_ROOT, 'docs', 'operations.md'), 'utf8');
+    const runbook = docs('operations.md');
     for (const name of Object.keys(alarms)) expect(runbook, name).toContain(`**${name}**`);
   });
 

@@ -5,8 +5,6 @@
  * alarms, and what `cdk destroy` deletes and keeps in each stage (as docs/operations.md says).
  */
 import { API_STAGES } from '../../lib/api/routes.ts';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import middy from '@middy/core';
 import type { Template } from 'aws-cdk-lib/assertions';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
@@ -47,7 +45,6 @@ import { DependencyFailure } from '../../lib/failures.ts';
 import { RateLimitRefusal } from '../../lib/limits/limiter.ts';
 import { InvalidOrderId } from '../../lib/orders/operations.ts';
 import { RATE_LIMIT_REFUSAL_LOG } from '../../infra/monitoring.ts';
-import { PROJECT_ROOT } from '../../local/local-stack.ts';
 import { awsSteps, docs, shellBlocks, standInAws } from '../support/runbook.ts';
 import { templates, testApp } from './support.ts';
 
@@ -638,7 +635,7 @@ describe.each(STAGES)('safe deployments (%s)', (stage) => {
   it('output the CodeDeploy application that docs/deploy.md watches', () => {
     const [output] = Object.values(api.findOutputs(STACK_OUTPUTS.deploymentApplication));
     expect(output).toBeDefined();
-    const text = readFileSync(join(PROJECT_ROOT, 'docs', 'deploy.md'), 'utf8');
+    const text = docs('deploy.md');
     for (const [, value] of text.matchAll(/--application-name\s+(\S+)/g)) {
       expect(STAGES.map(deploymentApplicationName)).toContain(value);
     }
