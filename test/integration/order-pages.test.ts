@@ -421,14 +421,21 @@ describe('an index that is not ready', () => {
         new DeleteCommand({ TableName: own.tables.orders, Key: INDEX_READINESS_KEY }),
       );
       const pages = new DynamoDbOrderPages(own.client, own.tables.orders, { indexes: ALL });
-      for (const filter of [
-        { statuses: ['pending'] },
-        { shipDate: { from: 0n } },
-        { petId: 1n, shipDate: { from: 0n } },
-      ] as OrderFilter[]) {
+      const counter = countDynamoDbCalls(own.client, own.tables.orders);
+      for (const [i, filter] of (
+        [
+          { statuses: ['pending'] },
+          { shipDate: { from: 0n } },
+          { petId: 1n, shipDate: { from: 0n } },
+        ] as OrderFilter[]
+      ).entries()) {
+        counter.reset();
         const error = await failure(() => pages.readPage({ filter, pageSize: 5 }));
         expect(error).toMatchObject({ kind: 'transient', reason: 'index-not-ready' });
         expect(error.message).toContain('run orders reindex');
+        // The first read finds no marker; the container then refuses before any call.
+        if (i > 0) expect(counter.calls).toEqual([]);
+        else expect(counter.calls).toContain('GetItemCommand');
       }
       expect((await pages.readPage({ filter: { petId: 1n }, pageSize: 50 })).plan.source).toBe(
         'byPet',
