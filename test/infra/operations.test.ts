@@ -754,6 +754,9 @@ if (call === 'logs describe-query-definitions') {
   if (option('--name') !== fixture.alias) fail('no alias ' + option('--name'));
   if (!fixture.versions.includes(option('--function-version'))) fail('no version ' + option('--function-version'));
   console.log('{}');
+} else if (call === 'lambda delete-provisioned-concurrency-config') {
+  fn();
+  if (option('--qualifier') !== fixture.alias) fail('no provisioned concurrency on ' + option('--qualifier'));
 } else if (call === 'apigateway flush-stage-authorizers-cache') {
   if (option('--rest-api-id') !== fixture.restApiId) fail('Invalid API identifier specified');
   if (!fixture.apiStages.includes(option('--stage-name'))) fail('Invalid stage identifier specified');
@@ -873,6 +876,16 @@ describe('the runbooks, run with a stand-in AWS CLI against the synthesized prod
     expect(after(calls[4]!, '--function-name')).toBe(FUNCTION_NAME);
     // The stack has more than 100 resources: describe-stack-resources would not list them all.
     expect(Object.keys(api.toJSON().Resources as object).length).toBeGreaterThan(100);
+  });
+
+  it("removes a provisioned concurrency left on the live alias of the function the stack's output names", async () => {
+    const calls = await runbook(shellBlocks('deploy.md', '### Provisioned concurrency'));
+    expect(calls.map((c) => `${c[0]} ${c[1]}`)).toEqual([
+      'cloudformation describe-stacks',
+      'lambda delete-provisioned-concurrency-config',
+    ]);
+    expect(after(calls[1]!, '--function-name')).toBe(FUNCTION_NAME);
+    expect(after(calls[1]!, '--qualifier')).toBe(LIVE_ALIAS);
   });
 
   it('rolls a function back in one step: live on the version before the one it serves, with no weights', async () => {
