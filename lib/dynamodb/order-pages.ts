@@ -524,9 +524,14 @@ class CandidateStream {
           (low, f) => (low === undefined || comparePositions(f, low) < 0 ? f : low),
           undefined,
         );
+      // An order whose status changed between two partitions' Queries can stand in both at the
+      // same position: it is one candidate.
       const all = this.partitions
         .flatMap((p) => p.buffered)
-        .sort((a, b) => comparePositions(a.position, b.position));
+        .sort((a, b) => comparePositions(a.position, b.position))
+        .filter(
+          (c, i, sorted) => i === 0 || comparePositions(sorted[i - 1]!.position, c.position) !== 0,
+        );
       const known = bound ? all.filter((c) => comparePositions(c.position, bound) <= 0) : all;
       const budgetSpent =
         this.cost.rounds >= this.budget.rounds || this.cost.evaluated >= this.budget.evaluated;
@@ -738,7 +743,10 @@ export class DynamoDbOrderPages implements OrderPageReader<DynamoDbPagePlan> {
     signal: AbortSignal | undefined,
   ): Promise<(candidate: Candidate) => Item | undefined> {
     cost.fetched += candidates.length;
-    const keys = candidates.map((c) => ({ shard: orderShard(c.position.id), id: c.position.id }));
+    // One key an order (BatchGetItem refuses a repeated key): an order can be a candidate at two
+    // positions, its ship date changed between two partitions' Queries.
+    const ids = new Set(candidates.map((c) => c.position.id));
+    const keys = [...ids].map((id) => ({ shard: orderShard(id), id }));
     const items = await getInBatches(this.client, this.tableName, keys, {
       dependency: DEPENDENCY,
       concurrency: Math.ceil(keys.length / GET_BATCH),

@@ -314,6 +314,59 @@ describe('an index that lags a write', () => {
   });
 });
 
+describe('an order whose status changes between the Queries of one round', () => {
+  const DAY_ONE = '2026-11-02T00:00:00Z';
+  it.each([
+    ['shipped', { statuses: ['pending', 'shipped'] }, DAY_ONE],
+    [
+      'shipped and re-dated',
+      { statuses: ['pending', 'shipped'], shipDate: { from: 0n } },
+      '2026-11-09T00:00:00Z',
+    ],
+  ] as [string, OrderFilter, string][])(
+    '%s: read once and listed once, in the partition of its status now',
+    async (_, filter, movedTo) => {
+      const own = await createTestTables('pages-moved');
+      try {
+        const store = new DynamoDbOrderStore(own.client, own.tables.orders);
+        const orders: Order[] = Array.from({ length: 12 }, (_, i) => ({
+          id: BigInt(i + 1),
+          shipDate: DAY_ONE,
+          status: i % 2 === 0 ? 'pending' : 'shipped',
+        }));
+        await store.putOrders(orders);
+        // Order 5 changes between the Query of its pending partition (which still holds it) and
+        // that of its shipped partition (which already does): both give it.
+        const moved: Order = { id: 5n, shipDate: movedTo, status: 'shipped' };
+        const pk = (input: object) =>
+          (input as { ExpressionAttributeValues?: Record<string, unknown> })
+            .ExpressionAttributeValues?.[':pk'];
+        let pendingRead!: () => void;
+        const pendingQueried = new Promise<void>((resolve) => (pendingRead = resolve));
+        own.client.middlewareStack.add(
+          (next, context) => async (args) => {
+            if (context.commandName !== 'QueryCommand') return next(args);
+            if (pk(args.input) === statusKey('shipped', 5n)) {
+              await pendingQueried;
+              await store.putOrders([moved]);
+            }
+            const result = await next(args);
+            if (pk(args.input) === statusKey('pending', 5n)) pendingRead();
+            return result;
+          },
+          { step: 'initialize', name: 'changeBetweenPartitions' },
+        );
+        const pages = new DynamoDbOrderPages(own.client, own.tables.orders, { indexes: ALL });
+        const page = await pages.readPage({ filter, pageSize: 20 });
+        expect(ids(page.orders).sort()).toEqual(orders.map((o) => o.id.toString()).sort());
+        expect(page.orders.find((o) => o.id === 5n)).toMatchObject(moved);
+      } finally {
+        await own.drop();
+      }
+    },
+  );
+});
+
 describe('the derived index attributes', () => {
   const raw = async (client: DynamoDBDocumentClient, table: string, id: bigint) =>
     (await client.send(new GetCommand({ TableName: table, Key: { shard: orderShard(id), id } })))
