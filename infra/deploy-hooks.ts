@@ -15,7 +15,7 @@ import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
-import type { DeployTarget } from '../functions/deploy-hooks.ts';
+import type { DeployTarget } from '../functions/deploy-hooks/settings.ts';
 import { HOOK_ENV, LIVE_ALIAS, logGroupName } from '../lib/deployment.ts';
 import { DEPLOY_HOOKS, type FunctionName } from '../lib/functions.ts';
 import type { StageConfig } from './config.ts';

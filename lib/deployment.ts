@@ -145,7 +145,7 @@ export function deploymentApplicationName(stage: StageName): string {
 
 /**
  * The environment variables of the deploy hooks, by the setting each holds: infra/deploy-hooks.ts
- * sets them, functions/deploy-hooks.ts reads them (`settingsFromEnv`).
+ * sets them, functions/deploy-hooks/settings.ts reads them (`settingsFromEnv`).
  */
 export const HOOK_ENV = {
   /** JSON: each function's name, new version, deployment alarms, and whether it is provisioned. */

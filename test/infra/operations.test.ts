@@ -24,7 +24,7 @@ import { ApiError, httpErrors, toApiError } from '../../functions/shared/http-er
 import { Logger } from '../../functions/shared/logger.ts';
 import { accessLogTemplate, renderAccessLog } from '../../lib/api/access-log.ts';
 import { ERROR_ANSWER_LOG } from '../../lib/api/errors.ts';
-import { settingsFromEnv } from '../../functions/deploy-hooks.ts';
+import { settingsFromEnv } from '../../functions/deploy-hooks/settings.ts';
 import {
   deploymentApplicationName,
   EXECUTION_LOG_SOURCES,

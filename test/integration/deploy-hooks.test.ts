@@ -1,5 +1,5 @@
 /**
- * CodeDeploy's hooks (functions/deploy-hooks.ts) against the local stack: the real handlers on
+ * CodeDeploy's hooks (functions/deploy-hooks.ts and its rooms, functions/deploy-hooks/) against the local stack: the real handlers on
  * DynamoDB Local stand behind a stubbed Lambda (aws-sdk-client-mock), CodeDeploy, Application
  * Auto Scaling and CloudWatch are stubbed; never AWS. A deliberately broken version (its table
  * missing: it answers 500, or its invocation fails) gets no traffic; a healthy one passes, and
@@ -39,15 +39,11 @@ vi.hoisted(() => {
 });
 import { createAuthorizerHandler } from '../../functions/authorizer.ts';
 import { createCancelOrderHandler } from '../../functions/cancel-order.ts';
-import {
-  ALARM_POLL_MS,
-  createDeployHooks,
-  postTraffic,
-  preTraffic,
-  settingsFromEnv,
-  type HookSettings,
-  type HookVerdict,
-} from '../../functions/deploy-hooks.ts';
+import { hookHandlers, postTraffic, preTraffic } from '../../functions/deploy-hooks.ts';
+import { ALARM_POLL_MS } from '../../functions/deploy-hooks/bake.ts';
+import { createDeployHooks } from '../../functions/deploy-hooks/hooks.ts';
+import { settingsFromEnv, type HookSettings } from '../../functions/deploy-hooks/settings.ts';
+import type { HookVerdict } from '../../functions/deploy-hooks/verdict.ts';
 import { createListOrderPagesHandler } from '../../functions/list-order-pages.ts';
 import { createListOrdersHandler } from '../../functions/list-orders.ts';
 import { SERVER_ERROR_ANSWER_DIMENSIONS, SERVER_ERROR_ANSWER_PATTERN } from '../../infra/alarms.ts';
@@ -552,11 +548,15 @@ describe('the post-traffic hook', () => {
     expect(verdicts()).toEqual(['Succeeded']);
   });
 
-  it('resumes the scaling after a failed or stopped deployment (EventBridge), and gives no verdict', async () => {
-    const answer = await hooks().postTraffic({
-      'detail-type': 'CodeDeploy Deployment State-change Notification',
-      detail: { deploymentGroup: 'authorizer', state: 'FAILURE' },
-    });
+  it('resumes the scaling after a failed or stopped deployment (EventBridge, to the post-traffic function), and gives no verdict', async () => {
+    const deployed = hooks();
+    const answer = await hookHandlers(() => deployed).postTraffic(
+      {
+        'detail-type': 'CodeDeploy Deployment State-change Notification',
+        detail: { deploymentGroup: 'authorizer', state: 'FAILURE' },
+      },
+      {},
+    );
     expect(answer).toBeUndefined();
     expect(scaling()).toEqual([[`function:${fnName('authorizer')}:live`, false]]);
     expect(verdicts()).toEqual([]);

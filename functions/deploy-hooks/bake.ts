@@ -1,0 +1,53 @@
+/**
+ * The bake: the watch of a new version after the last shift, when CodeDeploy's own watch of the
+ * deployment alarms is no longer promised (docs/deploy.md, "Who watches the alarms"). It reads
+ * the group's deployment alarms at once and every ALARM_POLL_MS until the stage's bake ends, and
+ * ends at the first read that finds one in ALARM (unless the deploy ignores alarms: a hotfix).
+ */
+import { DescribeAlarmsCommand, type CloudWatchClient } from '@aws-sdk/client-cloudwatch';
+import type { FunctionName } from '../../lib/functions.ts';
+import type { Logger } from '../shared/logger.ts';
+
+/** How often the post-traffic hook reads the alarms while it watches. */
+export const ALARM_POLL_MS = 20_000;
+
+export interface BakeOptions {
+  readonly alarms: readonly string[];
+  readonly seconds: number;
+  readonly ignoreAlarms: boolean;
+  readonly now: () => number;
+  readonly sleep: (ms: number) => Promise<void>;
+}
+
+/** The alarms of the list in ALARM now. */
+async function alarmsFiring(cloudWatch: CloudWatchClient, names: readonly string[]) {
+  if (names.length === 0) return [];
+  const { MetricAlarms = [], CompositeAlarms = [] } = await cloudWatch.send(
+    new DescribeAlarmsCommand({ AlarmNames: [...names] }),
+  );
+  return [...MetricAlarms, ...CompositeAlarms]
+    .filter((alarm) => alarm.StateValue === 'ALARM')
+    .map((alarm) => alarm.AlarmName ?? '');
+}
+
+/** Watches a group's alarms for the bake: returns the alarms in ALARM that ended it, or none. */
+export async function bake(
+  cloudWatch: CloudWatchClient,
+  group: FunctionName,
+  options: BakeOptions,
+  log: Logger,
+): Promise<string[]> {
+  const { now, sleep } = options;
+  const end = now() + options.seconds * 1000;
+  log.info('Watching the new version', { group, seconds: options.seconds });
+  for (;;) {
+    const firing = await alarmsFiring(cloudWatch, options.alarms);
+    if (firing.length > 0) {
+      if (!options.ignoreAlarms) return firing;
+      log.warn('Alarm in ALARM ignored (deployIgnoringAlarms)', { group, alarms: firing });
+    }
+    const left = end - now();
+    if (left <= 0) return [];
+    await sleep(Math.min(ALARM_POLL_MS, left));
+  }
+}
