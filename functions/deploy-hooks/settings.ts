@@ -1,89 +1,90 @@
 /**
  * The hooks' settings: what the stack writes into their environment (HOOK_ENV, set by
- * infra/deploy-hooks.ts), read and checked. A missing or malformed one is an error that names the
- * variable; the hooks read them inside their verdict path (./verdict.ts), so that such an error
- * fails the deployment at once instead of leaving CodeDeploy without a verdict.
+ * infra/deploy-hooks.ts), its shape declared once (valibot: lib/config/settings.ts), which types
+ * the settings and words the error that names a missing or malformed variable. The hooks read
+ * them inside their verdict path (./verdict.ts), so that such an error fails the deployment at
+ * once instead of leaving CodeDeploy without a verdict.
  */
+import * as v from 'valibot';
+import { requireEnv } from '../../lib/config/env.ts';
+import { mustBe, shown, type Issue } from '../../lib/config/settings.ts';
 import { HOOK_ENV } from '../../lib/deployment.ts';
 import { FUNCTION_NAMES, type FunctionName } from '../../lib/functions.ts';
 
-/** What the hooks know of each deployment group (named after its function), from the stack. */
-export interface DeployTarget {
-  /** The function's physical name. */
-  readonly functionName: string;
-  /** The version this deploy published (the one the group moves `live` to). */
-  readonly version: string;
-  /** The group's deployment alarms, watched after the last shift. */
-  readonly alarms: readonly string[];
-  /** Whether `live` has provisioned concurrency with target tracking. */
-  readonly provisioned: boolean;
-}
+const nonEmptyText = v.pipe(v.string('a non-empty text'), v.nonEmpty('a non-empty text'));
 
-export interface HookSettings {
-  readonly targets: Readonly<Record<FunctionName, DeployTarget>>;
-  readonly bakeSeconds: number;
-  readonly versionsKept: number;
-  readonly ignoreAlarms: boolean;
+/** What the hooks know of each deployment group (named after its function), from the stack. */
+const DEPLOY_TARGET = v.object(
+  {
+    /** The function's physical name. */
+    functionName: nonEmptyText,
+    /** The version this deploy published (the one the group moves `live` to). */
+    version: nonEmptyText,
+    /** The group's deployment alarms, watched after the last shift. */
+    alarms: v.array(v.string('alarm names'), 'a list of alarm names'),
+    /** Whether `live` has provisioned concurrency with target tracking. */
+    provisioned: v.boolean('true or false'),
+  },
+  'an object',
+);
+export type DeployTarget = Readonly<v.InferOutput<typeof DEPLOY_TARGET>>;
+
+/** The environment of the hooks, by HOOK_ENV's keys. */
+const HOOK_SETTINGS = {
+  targets: v.pipe(
+    v.string(),
+    v.parseJson(
+      undefined,
+      (issue) => `must be JSON, got ${shown(String(issue.input).slice(0, 200))}`,
+    ),
+    v.object(
+      Object.fromEntries(FUNCTION_NAMES.map((name) => [name, DEPLOY_TARGET])) as Record<
+        FunctionName,
+        typeof DEPLOY_TARGET
+      >,
+      'an object',
+    ),
+  ),
+  bakeSeconds: v.pipe(v.string(), v.regex(/^\d+$/, mustBe('a whole number')), v.transform(Number)),
+  versionsKept: v.pipe(v.string(), v.regex(/^\d+$/, mustBe('a whole number')), v.transform(Number)),
+  ignoreAlarms: v.pipe(
+    v.picklist(['true', 'false'], mustBe('true or false')),
+    v.transform((flag) => flag === 'true'),
+  ),
+} satisfies Record<keyof typeof HOOK_ENV, v.GenericSchema<string, unknown>>;
+
+export type HookSettings = {
+  readonly [K in keyof typeof HOOK_SETTINGS]: Readonly<v.InferOutput<(typeof HOOK_SETTINGS)[K]>>;
+};
+
+/**
+ * How an issue in DEPLOY_TARGETS is told: every function's target is expected, and which one (and
+ * which of its fields) was wrong. (Valibot words an issue where it finds it, before it knows the
+ * path: the path is added here.)
+ */
+function targetsMessage(issue: Issue): string {
+  const [name, ...field] = (issue.path ?? []).map((item) => String(item.key));
+  const detail = field.length > 0 ? ` (${field.join('.')}: ${issue.message})` : '';
+  return `must be {functionName, version, alarms, provisioned} for ${name ?? 'every function'} (every function's)${detail}, got ${shown(issue.input)}`;
 }
 
 /** The hooks' settings from their environment. */
 export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): HookSettings {
-  const need = (key: keyof typeof HOOK_ENV): string => {
-    const value = env[HOOK_ENV[key]];
-    if (value === undefined || value === '') {
-      throw new Error(`Environment variable ${HOOK_ENV[key]} is not set`);
+  const read = <K extends keyof typeof HOOK_SETTINGS>(key: K) => {
+    const value = requireEnv(HOOK_ENV[key], env);
+    const result = v.safeParse(HOOK_SETTINGS[key], value);
+    if (!result.success) {
+      const [issue] = result.issues;
+      const message =
+        key === 'targets' && issue.type !== 'parse_json' ? targetsMessage(issue) : issue.message;
+      throw new Error(`Environment variable ${HOOK_ENV[key]} ${message}`);
     }
-    return value;
+    return result.output as v.InferOutput<(typeof HOOK_SETTINGS)[K]>;
   };
-  const bad = (key: keyof typeof HOOK_ENV, what: string, value: unknown) =>
-    new Error(
-      `Environment variable ${HOOK_ENV[key]} must be ${what}, got ${JSON.stringify(value)}`,
-    );
-  const whole = (key: 'bakeSeconds' | 'versionsKept'): number => {
-    const value = need(key);
-    if (!/^\d+$/.test(value)) throw bad(key, 'a whole number', value);
-    return Number(value);
-  };
-  const ignoreAlarms = need('ignoreAlarms');
-  if (ignoreAlarms !== 'true' && ignoreAlarms !== 'false') {
-    throw bad('ignoreAlarms', 'true or false', ignoreAlarms);
-  }
-  const text = need('targets');
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    throw bad('targets', 'JSON', text.slice(0, 200));
-  }
-  const targets = {} as Record<FunctionName, DeployTarget>;
-  for (const name of FUNCTION_NAMES) {
-    const target = (parsed as Record<string, Partial<DeployTarget>> | null)?.[name];
-    if (
-      typeof target?.functionName !== 'string' ||
-      target.functionName === '' ||
-      typeof target.version !== 'string' ||
-      target.version === '' ||
-      !Array.isArray(target.alarms) ||
-      !target.alarms.every((alarm) => typeof alarm === 'string') ||
-      typeof target.provisioned !== 'boolean'
-    ) {
-      throw bad(
-        'targets',
-        `{functionName, version, alarms, provisioned} for ${name} (every function's)`,
-        target ?? null,
-      );
-    }
-    targets[name] = {
-      functionName: target.functionName,
-      version: target.version,
-      alarms: target.alarms,
-      provisioned: target.provisioned,
-    };
-  }
   return {
-    targets,
-    bakeSeconds: whole('bakeSeconds'),
-    versionsKept: whole('versionsKept'),
-    ignoreAlarms: ignoreAlarms === 'true',
+    ignoreAlarms: read('ignoreAlarms'),
+    targets: read('targets'),
+    bakeSeconds: read('bakeSeconds'),
+    versionsKept: read('versionsKept'),
   };
 }

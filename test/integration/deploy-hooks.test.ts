@@ -355,6 +355,16 @@ describe('a hook whose environment is missing or malformed', () => {
     ['unset', HOOK_ENV.targets, undefined, /DEPLOY_TARGETS is not set/],
     ['not JSON', HOOK_ENV.targets, '{"listOrders":', /DEPLOY_TARGETS must be JSON/],
     ['a function missing', HOOK_ENV.targets, '{}', /DEPLOY_TARGETS must be .* for listOrders/],
+    [
+      'a target without its version',
+      HOOK_ENV.targets,
+      JSON.stringify({
+        ...settings().targets,
+        cancelOrder: { ...settings().targets.cancelOrder, version: '' },
+      }),
+      /DEPLOY_TARGETS must be .* for cancelOrder .*\(version: a non-empty text\), got ""/,
+    ],
+    ['not JSON of an object', HOOK_ENV.targets, 'null', /DEPLOY_TARGETS must be .*, got null/],
     ['not a number', HOOK_ENV.bakeSeconds, 'ten', /BAKE_SECONDS must be a whole number/],
     ['empty', HOOK_ENV.versionsKept, '', /VERSIONS_KEPT is not set/],
     ['not a flag', HOOK_ENV.ignoreAlarms, 'yes', /IGNORE_ALARMS must be true or false/],
