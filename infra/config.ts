@@ -4,7 +4,8 @@
  */
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
-import { wholeNumberSetting } from '../lib/config/integers.ts';
+import * as v from 'valibot';
+import { mustBe, readSetting, shown, wholeNumber } from '../lib/config/settings.ts';
 import { STREAMING_LIMITS } from '../lib/config/streaming.ts';
 import { STAGE_THROTTLES, type StageName } from '../lib/deployment.ts';
 import { ORDER_INDEX_NAMES } from '../lib/dynamodb/tables.ts';
@@ -251,85 +252,158 @@ const DEFAULTS: Record<StageName, Defaults> = {
   },
 };
 
-function optionalString(
-  value: unknown,
-  name: string,
-  pattern: RegExp,
-  what: string,
-): string | undefined {
-  if (value === undefined || value === '') return undefined;
-  if (typeof value !== 'string' || !pattern.test(value)) {
-    throw new Error(`${name} must be ${what}, got ${JSON.stringify(value)}`);
-  }
-  return value;
-}
-
-function integer(value: unknown, name: string, min: number, max: number, fallback: number): number {
-  return wholeNumberSetting(
-    value,
-    { min, max },
-    fallback,
-    (expected) => new Error(`${name} must be ${expected}, got ${JSON.stringify(value)}`),
-  );
-}
-
 /** The region of an ACM certificate ARN (`arn:aws:acm:REGION:ACCOUNT:certificate/ID`). */
 export function certificateRegion(certificateArn: string): string {
   return certificateArn.split(':')[3] ?? '';
 }
 
-/** A stage's settings by name (`staging:account`), read and checked. */
-function stageSettings(stage: StageName, context: ContextReader) {
-  const key = (name: string) => `${stage}:${name}`;
-  return {
-    key,
-    /** A text setting, matching `pattern` (`what` in the message), else absent. */
-    text: (name: string, pattern: RegExp, what: string, fallback?: string) =>
-      optionalString(context(key(name)) ?? fallback, key(name), pattern, what),
-    /** A whole-number setting from `min` to `max`. */
-    whole: (name: string, min: number, max: number, fallback: number, about = '') =>
-      integer(context(key(name)), `${key(name)}${about}`, min, max, fallback),
-  };
+/** A text setting matching `pattern`; empty is the same as not given. */
+const text = (pattern: RegExp, expected: string) =>
+  v.union(
+    [
+      v.pipe(
+        v.literal(''),
+        v.transform(() => undefined),
+      ),
+      v.pipe(v.string(), v.regex(pattern, mustBe(expected))),
+    ],
+    mustBe(expected),
+  );
+
+/** A true-or-false setting (CDK context gives booleans from cdk.json, strings from `-c`). */
+const flag = v.pipe(
+  v.union([v.boolean(), v.picklist(['true', 'false'])], mustBe('true or false')),
+  v.transform((value) => value === true || value === 'true'),
+);
+
+/** An alarm subscriber: an e-mail address or an `https://` URL. */
+const subscription = v.union(
+  [
+    v.pipe(
+      v.string(),
+      v.trim(),
+      v.regex(/^[^\s@,]+@[^\s@,]+\.[a-z]{2,}$/i),
+      v.transform((endpoint): AlarmSubscription => ({ protocol: 'email', endpoint })),
+    ),
+    v.pipe(
+      v.string(),
+      v.trim(),
+      v.check((url) => URL.canParse(url) && new URL(url).protocol === 'https:'),
+      v.transform((endpoint): AlarmSubscription => ({ protocol: 'https', endpoint })),
+    ),
+  ],
+  (issue) => `takes e-mail addresses and https:// URLs, got ${shown(issue.input)}`,
+);
+
+/** JSON text (`-c`) read as the value it holds; any other value (cdk.json) as it is. */
+const fromJsonText = (example: string) =>
+  v.rawTransform<unknown, unknown>(({ dataset, addIssue, NEVER }) => {
+    if (typeof dataset.value !== 'string') return dataset.value;
+    try {
+      return JSON.parse(dataset.value) as unknown;
+    } catch {
+      addIssue({ message: mustBe(`JSON such as ${example}`) });
+      return NEVER;
+    }
+  });
+
+/**
+ * The stage settings, `<stage>:<key>` in CDK context (cdk.json, or `-c` on a command line): each
+ * key's shape, declared once. The schema types the value and says what a person must give; a
+ * setting not given keeps the stage's default (stageConfig). Rules that relate two settings (a
+ * domain and its certificate, reservations within the account's limit) are checked after.
+ */
+const STAGE_SETTINGS = {
+  account: text(/^\d{12}$/, 'a 12-digit AWS account id'),
+  region: text(/^[a-z]{2}(-[a-z]+)+-\d$/, 'an AWS region such as eu-west-1'),
+  authorizerCacheTtlSeconds: wholeNumber(0, 3600),
+  rateLimitFailureMode: v.picklist(['open', 'closed'], mustBe('open or closed')),
+  rateLimitBanAfterRefusals: wholeNumber(1, 1000),
+  // A ban shorter than the minute window would end before the refusals that caused it age out.
+  rateLimitBanSeconds: wholeNumber(
+    MIN_STAGE_BAN_SECONDS,
+    MAX_BAN_SECONDS,
+    'a ban at least as long as the minute window, at most a day',
+  ),
+  domainName: text(/^([a-z0-9-]+\.)+[a-z]{2,}$/, 'a DNS name'),
+  certificateArn: text(
+    /^arn:aws[\w-]*:acm:[\w-]+:\d{12}:certificate\/[\w-]+$/,
+    'an ACM certificate ARN',
+  ),
+  apiGatewayAccountRole: flag,
+  // 0 would not mean "no reservation" but a function that never runs: the minimum is 1.
+  listOrdersReservedConcurrency: v.union(
+    [v.literal('none'), wholeNumber(1, 1e6)],
+    (issue) => `(or none) must be an integer from 1 to 1000000, got ${shown(issue.input)}`,
+  ),
+  accountConcurrencyLimit: wholeNumber(1, 1e6),
+  // `{"cancelOrder": 2}`: the functions not named keep the stage's default.
+  provisionedConcurrency: v.pipe(
+    v.unknown(),
+    fromJsonText('{"cancelOrder": 2}'),
+    v.check(
+      (value) => typeof value === 'object' && value !== null && !Array.isArray(value),
+      mustBe('an object such as {"cancelOrder": 2}'),
+    ),
+    v.record(
+      v.picklist(FUNCTION_NAMES, `is not a function (${FUNCTION_NAMES.join(', ')})`),
+      wholeNumber(0, 1e5),
+    ),
+  ),
+  // A list (cdk.json) or one comma-separated text (`-c`).
+  alarmSubscriptions: v.pipe(
+    v.unknown(),
+    v.transform((raw) =>
+      raw === ''
+        ? []
+        : Array.isArray(raw)
+          ? (raw as unknown[])
+          : typeof raw === 'string'
+            ? raw.split(',')
+            : [raw],
+    ),
+    v.array(subscription),
+  ),
+  deploymentBakeMinutes: wholeNumber(0, MAX_BAKE_MINUTES),
+  // The version in service and the one before it, at least: what a rollback points back at.
+  versionsKept: wholeNumber(2, 100),
+  deployIgnoringAlarms: flag,
+  ordersIndexes: wholeNumber(0, ORDER_INDEX_NAMES.length),
+};
+
+type StageSettings = {
+  readonly [K in keyof typeof STAGE_SETTINGS]?: v.InferOutput<(typeof STAGE_SETTINGS)[K]>;
+};
+
+/** A stage's settings that context gives, read and checked; the others absent. */
+export function stageSettings(stage: StageName, context: ContextReader): StageSettings {
+  const settings: Record<string, unknown> = {};
+  for (const [key, schema] of Object.entries(STAGE_SETTINGS)) {
+    const value = context(`${stage}:${key}`);
+    if (value !== undefined) settings[key] = readSetting(`${stage}:${key}`, schema, value);
+  }
+  return settings;
 }
 
 /**
- * The configuration of a stage. Context keys (per stage, e.g. `staging:account`):
- * `account`, `region`, `authorizerCacheTtlSeconds`, `rateLimitFailureMode`,
- * `rateLimitBanAfterRefusals` (1 to 1000), `rateLimitBanSeconds` (60 to 86400), `domainName`,
- * `apiGatewayAccountRole` (true or false),
- * `certificateArn`, `listOrdersReservedConcurrency` (a number, or `none`),
- * `accountConcurrencyLimit`, `provisionedConcurrency` (per function), `alarmSubscriptions`,
- * `deploymentBakeMinutes`, `versionsKept`, `deployIgnoringAlarms` (true or false),
- * `ordersIndexes` (0 to the number of the orders table's indexes). Account and region fall back
- * to CDK_DEFAULT_ACCOUNT / CDK_DEFAULT_REGION.
+ * The configuration of a stage: its defaults, and the settings context gives
+ * (STAGE_SETTINGS). Account and region fall back to CDK_DEFAULT_ACCOUNT / CDK_DEFAULT_REGION.
  */
 export function stageConfig(
   stage: StageName,
   context: ContextReader,
   env: NodeJS.ProcessEnv = process.env,
 ): StageConfig {
-  const { key, text, whole } = stageSettings(stage, context);
+  const key = (name: keyof typeof STAGE_SETTINGS) => `${stage}:${name}`;
+  const given = stageSettings(stage, context);
   const defaults = DEFAULTS[stage];
-  const account = text('account', /^\d{12}$/, 'a 12-digit AWS account id', env.CDK_DEFAULT_ACCOUNT);
-  const region = text(
-    'region',
-    /^[a-z]{2}(-[a-z]+)+-\d$/,
-    'an AWS region such as eu-west-1',
-    env.CDK_DEFAULT_REGION,
-  );
-  const ttl = whole('authorizerCacheTtlSeconds', 0, 3600, defaults.authorizerCacheTtl.toSeconds());
-  const failureMode = context(key('rateLimitFailureMode')) ?? defaults.rateLimiter.failureMode;
-  if (failureMode !== 'open' && failureMode !== 'closed') {
-    throw new Error(
-      `${key('rateLimitFailureMode')} must be open or closed, got ${JSON.stringify(failureMode)}`,
-    );
-  }
-  const domainName = text('domainName', /^([a-z0-9-]+\.)+[a-z]{2,}$/, 'a DNS name');
-  const certificateArn = text(
-    'certificateArn',
-    /^arn:aws[\w-]*:acm:[\w-]+:\d{12}:certificate\/[\w-]+$/,
-    'an ACM certificate ARN',
-  );
+  const fallback = (name: 'account' | 'region', value: string | undefined) =>
+    context(key(name)) === undefined && value !== undefined
+      ? readSetting(`${key(name)} (CDK_DEFAULT_${name.toUpperCase()})`, STAGE_SETTINGS[name], value)
+      : given[name];
+  const account = fallback('account', env.CDK_DEFAULT_ACCOUNT);
+  const region = fallback('region', env.CDK_DEFAULT_REGION);
+  const { domainName, certificateArn } = given;
   if ((domainName === undefined) !== (certificateArn === undefined)) {
     throw new Error(`${key('domainName')} and ${key('certificateArn')} go together`);
   }
@@ -348,135 +422,42 @@ export function stageConfig(
       );
     }
   }
-  const concurrency = concurrencyConfig(stage, context, defaults.concurrency);
   return {
     ...defaults,
     stage,
-    concurrency,
-    apiGatewayAccountRole: flag(context, key('apiGatewayAccountRole'), false),
-    alarmSubscriptions: alarmSubscriptions(context, key('alarmSubscriptions')),
+    concurrency: concurrencyConfig(stage, given, defaults.concurrency),
+    apiGatewayAccountRole: given.apiGatewayAccountRole ?? false,
+    alarmSubscriptions: given.alarmSubscriptions ?? [],
     deployment: {
       ...defaults.deployment,
-      bakeMinutes: whole(
-        'deploymentBakeMinutes',
-        0,
-        MAX_BAKE_MINUTES,
-        defaults.deployment.bakeMinutes,
-      ),
-      // The version in service and the one before it, at least: what a rollback points back at.
-      versionsKept: whole('versionsKept', 2, 100, defaults.deployment.versionsKept),
-      ignoreAlarms: flag(context, key('deployIgnoringAlarms'), defaults.deployment.ignoreAlarms),
+      bakeMinutes: given.deploymentBakeMinutes ?? defaults.deployment.bakeMinutes,
+      versionsKept: given.versionsKept ?? defaults.deployment.versionsKept,
+      ignoreAlarms: given.deployIgnoringAlarms ?? defaults.deployment.ignoreAlarms,
     },
     ...(domainName && certificateArn ? { customDomain: { domainName, certificateArn } } : {}),
     env: { ...(account ? { account } : {}), ...(region ? { region } : {}) },
-    authorizerCacheTtl: Duration.seconds(ttl),
-    ordersIndexes: whole('ordersIndexes', 0, ORDER_INDEX_NAMES.length, 0),
+    authorizerCacheTtl: Duration.seconds(
+      given.authorizerCacheTtlSeconds ?? defaults.authorizerCacheTtl.toSeconds(),
+    ),
+    ordersIndexes: given.ordersIndexes ?? 0,
     rateLimiter: {
-      failureMode,
-      banAfterRefusals: whole(
-        'rateLimitBanAfterRefusals',
-        1,
-        1000,
-        defaults.rateLimiter.banAfterRefusals,
-      ),
-      // A ban shorter than the minute window would end before the refusals that caused it age out.
-      banSeconds: whole(
-        'rateLimitBanSeconds',
-        MIN_STAGE_BAN_SECONDS,
-        MAX_BAN_SECONDS,
-        defaults.rateLimiter.banSeconds,
-        ' (a ban at least as long as the minute window, at most a day)',
-      ),
+      failureMode: given.rateLimitFailureMode ?? defaults.rateLimiter.failureMode,
+      banAfterRefusals: given.rateLimitBanAfterRefusals ?? defaults.rateLimiter.banAfterRefusals,
+      banSeconds: given.rateLimitBanSeconds ?? defaults.rateLimiter.banSeconds,
     },
   };
 }
 
-/** A true-or-false setting (CDK context gives booleans from cdk.json, strings from `-c`). */
-function flag(context: ContextReader, name: string, fallback: boolean): boolean {
-  const value = context(name) ?? fallback;
-  if (![true, false, 'true', 'false'].includes(value as boolean | string)) {
-    throw new Error(`${name} must be true or false, got ${JSON.stringify(value)}`);
-  }
-  return value === true || value === 'true';
-}
-
-/**
- * The alarm topic's subscribers: a list (cdk.json) or one comma-separated text (`-c`) of e-mail
- * addresses and `https://` URLs.
- */
-function alarmSubscriptions(context: ContextReader, name: string): AlarmSubscription[] {
-  const raw = context(name);
-  if (raw === undefined || raw === '') return [];
-  const entries = Array.isArray(raw)
-    ? (raw as unknown[])
-    : typeof raw === 'string'
-      ? raw.split(',')
-      : [raw];
-  return entries.map((entry) => {
-    const text = typeof entry === 'string' ? entry.trim() : '';
-    if (/^[^\s@,]+@[^\s@,]+\.[a-z]{2,}$/i.test(text)) return { protocol: 'email', endpoint: text };
-    if (URL.canParse(text) && new URL(text).protocol === 'https:') {
-      return { protocol: 'https', endpoint: text };
-    }
-    throw new Error(
-      `${name} takes e-mail addresses and https:// URLs, got ${JSON.stringify(entry)}`,
-    );
-  });
-}
-
-/**
- * Provisioned concurrency per function: `{"cancelOrder": 2}` (an object in cdk.json, JSON text
- * with `-c`); the functions not named keep the stage's default.
- */
-function provisionedConcurrency(
-  context: ContextReader,
-  name: string,
-  defaults: Readonly<Record<FunctionName, number>>,
-): Record<FunctionName, number> {
-  let raw = context(name);
-  if (raw === undefined) return { ...defaults };
-  if (typeof raw === 'string') {
-    try {
-      raw = JSON.parse(raw) as unknown;
-    } catch {
-      throw new Error(
-        `${name} must be JSON such as {"cancelOrder": 2}, got ${JSON.stringify(raw)}`,
-      );
-    }
-  }
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
-    throw new Error(
-      `${name} must be an object such as {"cancelOrder": 2}, got ${JSON.stringify(raw)}`,
-    );
-  }
-  const result = { ...defaults };
-  for (const [fn, value] of Object.entries(raw)) {
-    if (!(FUNCTION_NAMES as readonly string[]).includes(fn)) {
-      throw new Error(`${name}: ${fn} is not a function (${FUNCTION_NAMES.join(', ')})`);
-    }
-    result[fn as FunctionName] = integer(value, `${name}.${fn}`, 0, 1e5, 0);
-  }
-  return result;
-}
-
 function concurrencyConfig(
   stage: StageName,
-  context: ContextReader,
+  given: StageSettings,
   defaults: StageConfig['concurrency'],
 ): StageConfig['concurrency'] {
-  const { key, whole } = stageSettings(stage, context);
-  const accountLimit = whole('accountConcurrencyLimit', 1, 1e6, defaults.accountLimit);
-  const provisioned = provisionedConcurrency(
-    context,
-    key('provisionedConcurrency'),
-    defaults.provisioned,
-  );
-  const raw = context(key('listOrdersReservedConcurrency')) ?? defaults.listOrdersReserved;
-  // 0 would not mean "no reservation" but a function that never runs: the minimum is 1.
-  const reserved =
-    raw === 'none' || raw === undefined
-      ? undefined
-      : integer(raw, `${key('listOrdersReservedConcurrency')} (or none)`, 1, 1e6, 1);
+  const key = (name: string) => `${stage}:${name}`;
+  const accountLimit = given.accountConcurrencyLimit ?? defaults.accountLimit;
+  const provisioned = { ...defaults.provisioned, ...given.provisionedConcurrency };
+  const raw = given.listOrdersReservedConcurrency ?? defaults.listOrdersReserved;
+  const reserved = raw === 'none' ? undefined : raw;
   if (reserved !== undefined && accountLimit - reserved < MIN_UNRESERVED_CONCURRENCY) {
     throw new Error(
       `${key('listOrdersReservedConcurrency')}=${reserved} leaves fewer than the ` +
