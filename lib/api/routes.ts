@@ -6,7 +6,7 @@
  * Each version of the API is a stage of one REST API, its name the last segment of the base
  * address (`…/v1`, `…/v2`). API Gateway's stages share one tree of resources and methods: a path
  * and method that several stages serve has one integration, which a stage variable points at
- * each stage's function (infra/api-stack.ts), so that it streams the same way in every stage.
+ * each stage's function (infra/api-routes.ts), so that it streams the same way in every stage.
  */
 export const API_STAGES = ['v1', 'v2'] as const;
 export type ApiStage = (typeof API_STAGES)[number];

@@ -1,0 +1,79 @@
+/**
+ * A stage's four functions (lib/functions.ts: entry, memory, timeout), each with its environment,
+ * its concurrency and exactly the grants its code uses, table by table (`useTable`): what each
+ * may do is written here once, and test/infra/stacks.test.ts holds it to what the code calls.
+ */
+import type { Stack } from 'aws-cdk-lib';
+import { ordersIndexesEnv, stageOrderIndexes } from '../lib/dynamodb/order-indexes.ts';
+import { logGroupName } from '../lib/deployment.ts';
+import { FUNCTIONS, type FunctionName } from '../lib/functions.ts';
+import { stageMetricsNamespace } from '../lib/metrics.ts';
+import type { StageConfig } from './config.ts';
+import { ServiceFunction } from './constructs/service-function.ts';
+import type { StageTables } from './data-stack.ts';
+
+/** The functions of a stage, children of its stack (their ids are the template's). */
+export function stageFunctions(
+  stack: Stack,
+  config: StageConfig,
+  tables: StageTables,
+): Readonly<Record<FunctionName, ServiceFunction>> {
+  const common = {
+    logRetention: config.logRetention,
+    logRemovalPolicy: config.removalPolicy,
+    logLevel: config.logLevel,
+    metricsNamespace: stageMetricsNamespace(config.stage),
+  };
+  const limiterEnvironment = {
+    RATE_LIMIT_FAILURE_MODE: config.rateLimiter.failureMode,
+    RATE_LIMIT_BAN_AFTER_REFUSALS: String(config.rateLimiter.banAfterRefusals),
+    RATE_LIMIT_BAN_SECONDS: String(config.rateLimiter.banSeconds),
+  };
+  // listOrders holds an execution for as long as it streams: its reserved concurrency caps it,
+  // so that long lists cannot take every execution from cancelOrder and the authorizer.
+  const listOrders = new ServiceFunction(stack, 'ListOrders', {
+    ...common,
+    logGroupName: logGroupName(config.stage, 'listOrders'),
+    definition: FUNCTIONS.listOrders,
+    environment: limiterEnvironment,
+    reservedConcurrentExecutions: config.concurrency.listOrdersReserved,
+    provisionedConcurrency: config.concurrency.provisioned.listOrders,
+  })
+    // BatchGetItem: the list's version items (its ETag), in the orders table.
+    .useTable('orders', tables.orders, ['dynamodb:Query', 'dynamodb:BatchGetItem'])
+    .useTable('rateLimits', tables.rateLimits, ['dynamodb:UpdateItem']);
+  const cancelOrder = new ServiceFunction(stack, 'CancelOrder', {
+    ...common,
+    logGroupName: logGroupName(config.stage, 'cancelOrder'),
+    definition: FUNCTIONS.cancelOrder,
+    environment: limiterEnvironment,
+    provisionedConcurrency: config.concurrency.provisioned.cancelOrder,
+  })
+    // GetItem: whether the cancel would change anything, read before the version's mark.
+    .useTable('orders', tables.orders, ['dynamodb:GetItem', 'dynamodb:UpdateItem'])
+    .useTable('rateLimits', tables.rateLimits, ['dynamodb:UpdateItem']);
+  // The v2 list: the table's shards, and the indexes the stage has (one per deploy: config.ts).
+  const listOrderPages = new ServiceFunction(stack, 'ListOrderPages', {
+    ...common,
+    logGroupName: logGroupName(config.stage, 'listOrderPages'),
+    definition: FUNCTIONS.listOrderPages,
+    environment: { ...limiterEnvironment, ...ordersIndexesEnv(config.ordersIndexes) },
+    provisionedConcurrency: config.concurrency.provisioned.listOrderPages,
+  })
+    // Query: the shards and the indexes; BatchGetItem: the version items and a page's orders
+    // by key (strongly consistent); GetItem: the indexes' readiness marker.
+    .useTable(
+      'orders',
+      tables.orders,
+      ['dynamodb:Query', 'dynamodb:BatchGetItem', 'dynamodb:GetItem'],
+      { queriedIndexes: stageOrderIndexes(config.ordersIndexes) },
+    )
+    .useTable('rateLimits', tables.rateLimits, ['dynamodb:UpdateItem']);
+  const authorizerFunction = new ServiceFunction(stack, 'Authorizer', {
+    ...common,
+    logGroupName: logGroupName(config.stage, 'authorizer'),
+    definition: FUNCTIONS.authorizer,
+    provisionedConcurrency: config.concurrency.provisioned.authorizer,
+  }).useTable('apiKeys', tables.apiKeys, ['dynamodb:GetItem']);
+  return { listOrders, listOrderPages, cancelOrder, authorizer: authorizerFunction };
+}
