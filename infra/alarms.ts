@@ -177,10 +177,13 @@ export function addAlarms(monitoring: Monitoring, topic: ITopic): Alarm[] {
 export const DEPLOYMENT_ALARM_PERIOD = Duration.minutes(1);
 
 /**
- * Functions whose duration is their latency: the answer is done when they are (listOrders
- * streams a whole list: its duration is the list's; a v2 page is one short write).
+ * Functions whose duration is their latency, so that a p99 duration alarm judges how long a
+ * caller waited: the answer is done when they are, within seconds. Not a list of the buffered
+ * ones: listOrderPages streams too (both lists share one streamed integration), but a page is at
+ * most 100 orders written at once; listOrders streams a whole list for up to its 900 s timeout,
+ * so its duration is the list's size, not its caller's wait for a first byte.
  */
-const BUFFERED: ReadonlySet<FunctionName> = new Set([
+const DURATION_IS_LATENCY: ReadonlySet<FunctionName> = new Set([
   'listOrderPages',
   'cancelOrder',
   'authorizer',
@@ -249,8 +252,8 @@ function newVersionServerErrorAnswers(
 /**
  * The alarms that stop a deploy and roll it back (infra/deployments.ts), per function: the new
  * version's failure rate (5XX answers, crashes and timeouts over its invocations, from a minimum
- * count on: one transient failure is no verdict), and for a buffered function its p99 duration
- * (from a minimum of invocations on). They watch the version each deploy publishes; after a
+ * count on: one transient failure is no verdict), and for a function whose duration is its
+ * latency (DURATION_IS_LATENCY) its p99 duration (from a minimum of invocations on). They watch the version each deploy publishes; after a
  * deploy they keep watching it, the version in service.
  */
 export function addDeploymentAlarms(
@@ -289,7 +292,7 @@ export function addDeploymentAlarms(
         }), ${NEW_VERSION_MIN_FAILURES} or more. ${rollsBack}`,
         look: `aws deploy list-deployments for the ${name} group, then the ${name} log group (level ERROR) for that version (function_version).`,
       }),
-      ...(BUFFERED.has(name)
+      ...(DURATION_IS_LATENCY.has(name)
         ? [
             stageAlarm(monitoring, topic, `${id}NewVersionLatencyP99`, {
               metric: new MathExpression({
