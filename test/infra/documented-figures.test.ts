@@ -1,0 +1,146 @@
+/**
+ * The figures the documents give that the code produces, held to the code: each function's
+ * memory, timeout and DynamoDB grants (docs/architecture.md) against lib/functions.ts and the
+ * synthesized roles; the provisioned concurrency table and its monthly sum (docs/deploy.md)
+ * against the production floors, the scaling factor and the memory sizes; the stages the local
+ * API serves (docs/local.md) against the route tables. A document that goes stale fails here.
+ */
+import type { Template } from 'aws-cdk-lib/assertions';
+import { describe, expect, it } from 'vitest';
+import { PROVISIONED_SCALING, stageConfig } from '../../infra/config.ts';
+import { API_STAGES } from '../../lib/api/routes.ts';
+import { TABLES, type TableName } from '../../lib/dynamodb/tables.ts';
+import { FUNCTION_NAMES, FUNCTIONS, type FunctionName } from '../../lib/functions.ts';
+import { docs } from '../support/runbook.ts';
+import { templates, testApp } from './support.ts';
+
+const { stages } = testApp();
+
+/** The rows of the markdown table whose header starts with these columns, as cells. */
+function table(text: string, ...columns: string[]): string[][] {
+  const lines = text.split('\n');
+  const header = new RegExp(`^${columns.map((c) => `\\| ${c} +`).join('')}\\|`);
+  const start = lines.findIndex((line) => header.test(line));
+  expect(start, `a table headed ${columns.join(', ')}`).toBeGreaterThanOrEqual(0);
+  const rows: string[][] = [];
+  for (const line of lines.slice(start + 2)) {
+    if (!line.startsWith('|')) break;
+    rows.push(
+      line
+        .slice(1, -1)
+        .split('|')
+        .map((cell) => cell.trim()),
+    );
+  }
+  return rows;
+}
+
+/** The actions written in backquotes in a cell (`Query`, `BatchGetItem`). */
+const actions = (cell: string) => [...cell.matchAll(/`(\w+)`/g)].map((m) => m[1]!).sort();
+
+/** What a function's role may do on each table, from the synthesized template. */
+function grants(template: Template, fn: FunctionName): Partial<Record<TableName, string[]>> {
+  const role = new RegExp(`${fn.charAt(0).toUpperCase()}${fn.slice(1)}Role`);
+  const byTable: Partial<Record<TableName, string[]>> = {};
+  const policies = Object.values(
+    template.findResources('AWS::IAM::Policy') as Record<
+      string,
+      { Properties: { Roles: unknown; PolicyDocument: { Statement: unknown[] } } }
+    >,
+  ).filter((policy) => role.test(JSON.stringify(policy.Properties.Roles)));
+  for (const policy of policies) {
+    for (const statement of policy.Properties.PolicyDocument.Statement as {
+      Action: string | string[];
+      Resource: unknown;
+    }[]) {
+      const dynamo = [statement.Action].flat().filter((a) => a.startsWith('dynamodb:'));
+      if (dynamo.length === 0) continue;
+      const table = (Object.keys(TABLES) as TableName[]).find((name) =>
+        JSON.stringify(statement.Resource).includes(TABLES[name].id),
+      );
+      expect(table, JSON.stringify(statement.Resource)).toBeDefined();
+      byTable[table!] = [...(byTable[table!] ?? []), ...dynamo.map((a) => a.slice(9))].sort();
+    }
+  }
+  return byTable;
+}
+
+describe("docs/architecture.md's table of functions", () => {
+  const rows = table(docs('architecture.md'), 'function', 'memory', 'timeout');
+
+  it('lists every function once', () => {
+    expect(rows.map(([name]) => name).sort()).toEqual([...FUNCTION_NAMES].sort());
+  });
+
+  it.each(FUNCTION_NAMES)("gives %s's memory and timeout as lib/functions.ts has them", (fn) => {
+    const [, memory, timeout] = rows.find(([name]) => name === fn)!;
+    expect(memory).toBe(`${FUNCTIONS[fn].memoryMb.toLocaleString('en')} MB`);
+    expect(timeout).toBe(`${FUNCTIONS[fn].timeoutSeconds} s`);
+  });
+
+  it.each(FUNCTION_NAMES)("gives %s's DynamoDB grants as the stack synthesizes them", (fn) => {
+    const [, , , orders, others] = rows.find(([name]) => name === fn)!;
+    const documented: Partial<Record<TableName, string[]>> = {};
+    if (actions(orders!).length > 0) documented.orders = actions(orders!);
+    for (const [, name, listed] of others!.matchAll(/(\w+): ([^|]*?)(?=$|\w+:)/g)) {
+      documented[name as TableName] = actions(listed!);
+    }
+    for (const stage of Object.values(stages)) {
+      expect(grants(templates(stage).api, fn)).toEqual(documented);
+    }
+  });
+});
+
+describe("docs/deploy.md's provisioned concurrency", () => {
+  const text = docs('deploy.md');
+  const rows = table(text, 'function', 'production floor');
+  const price = Number(/\$(0\.\d+) per GB-second/.exec(text)?.[1]);
+  // Production's own floors, no setting given (as the document's table shows them).
+  const floors = stageConfig('production', () => undefined, {}).concurrency.provisioned;
+  /** A month of one container of a function, at the list price the document gives (730 h). */
+  const month = (fn: FunctionName) => (FUNCTIONS[fn].memoryMb / 1024) * 730 * 3600 * price;
+  const dollars = (amount: number) => `$${amount.toFixed(2)}`;
+
+  it('has a price to compute with', () => {
+    expect(price).toBeGreaterThan(0);
+  });
+
+  it.each(FUNCTION_NAMES)(
+    "gives %s's production floor, ceiling, memory and monthly cost as the stack and the price make them",
+    (fn) => {
+      const row = rows.find(([name]) => name === fn);
+      expect(row, fn).toBeDefined();
+      const [, floor, upTo, memory, cost] = row!;
+      expect(Number(floor)).toBe(floors[fn]);
+      expect(Number(upTo)).toBe(floors[fn] * PROVISIONED_SCALING.maxFactor);
+      expect(memory).toBe(`${FUNCTIONS[fn].memoryMb.toLocaleString('en')} MB`);
+      expect(cost).toBe(dollars(month(fn)));
+    },
+  );
+
+  it("adds up the production floor's monthly cost: its addends are the table's, their sum the one it states", () => {
+    const [, total, addends] = /The floor costs (\$[\d.]+) a month in production \(([^)]*)\)/.exec(
+      text.replace(/\s+/g, ' '),
+    )!;
+    const terms = addends!.split(' + ').map((term) => {
+      const [, times, amount] = /^(?:(\d+) × )?\$([\d.]+)$/.exec(term)!;
+      return Number(times ?? 1) * Number(amount);
+    });
+    const withFloors = FUNCTION_NAMES.filter((fn) => floors[fn] > 0);
+    expect(terms).toHaveLength(withFloors.length);
+    expect(terms.reduce((sum, term) => sum + term, 0)).toBeCloseTo(Number(total!.slice(1)), 2);
+    const exact = withFloors.reduce((sum, fn) => sum + floors[fn] * month(fn), 0);
+    expect(total).toBe(dollars(exact));
+  });
+});
+
+describe("docs/local.md's routing", () => {
+  it("names every stage the local API serves as the paths it answers, before the 404 of any other's", () => {
+    const line = docs('local.md')
+      .split('\n')
+      .find((l) => l.includes('answers 404 `ROUTE_NOT_FOUND` here'));
+    expect(line).toBeDefined();
+    const named = [...line!.matchAll(/`\/(v\d+)`/g)].map((m) => m[1]);
+    expect(named).toEqual([...API_STAGES]);
+  });
+});
