@@ -42,6 +42,7 @@ const PROGRAMS: Readonly<Record<string, string>> = {
   'bench:cancel': 'bench/cancel.ts',
   'bench:compression': 'bench/compression-levels.ts',
   'bench:cold-init': 'bench/cold-init.ts',
+  'bench:hook-cold': 'bench/hook-cold.ts',
   'bench:limiter': 'bench/rate-limiter.ts',
   'bench:import': 'bench/import.ts',
   'bench:client-parse': 'bench/client-parse.ts',
