@@ -9,7 +9,7 @@ import { logGroupName } from '../lib/deployment.ts';
 import { FUNCTIONS, type FunctionName } from '../lib/functions.ts';
 import { stageMetricsNamespace } from '../lib/metrics.ts';
 import type { StageConfig } from './config.ts';
-import { ServiceFunction } from './constructs/service-function.ts';
+import { ServiceFunction, type ServiceFunctionProps } from './constructs/service-function.ts';
 import type { StageTables } from './data-stack.ts';
 
 /** The functions of a stage, children of its stack (their ids are the template's). */
@@ -18,12 +18,18 @@ export function stageFunctions(
   config: StageConfig,
   tables: StageTables,
 ): Readonly<Record<FunctionName, ServiceFunction>> {
-  const common = {
-    logRetention: config.logRetention,
-    logRemovalPolicy: config.removalPolicy,
-    logLevel: config.logLevel,
-    metricsNamespace: stageMetricsNamespace(config.stage),
-  };
+  /** A function under its construct id (`ListOrders`), with what every one of them shares. */
+  const serviceFunction = (name: FunctionName, props: Partial<ServiceFunctionProps> = {}) =>
+    new ServiceFunction(stack, `${name.charAt(0).toUpperCase()}${name.slice(1)}`, {
+      definition: FUNCTIONS[name],
+      logGroupName: logGroupName(config.stage, name),
+      logRetention: config.logRetention,
+      logRemovalPolicy: config.removalPolicy,
+      logLevel: config.logLevel,
+      metricsNamespace: stageMetricsNamespace(config.stage),
+      provisionedConcurrency: config.concurrency.provisioned[name],
+      ...props,
+    });
   const limiterEnvironment = {
     RATE_LIMIT_FAILURE_MODE: config.rateLimiter.failureMode,
     RATE_LIMIT_BAN_AFTER_REFUSALS: String(config.rateLimiter.banAfterRefusals),
@@ -31,34 +37,20 @@ export function stageFunctions(
   };
   // listOrders holds an execution for as long as it streams: its reserved concurrency caps it,
   // so that long lists cannot take every execution from cancelOrder and the authorizer.
-  const listOrders = new ServiceFunction(stack, 'ListOrders', {
-    ...common,
-    logGroupName: logGroupName(config.stage, 'listOrders'),
-    definition: FUNCTIONS.listOrders,
+  const listOrders = serviceFunction('listOrders', {
     environment: limiterEnvironment,
     reservedConcurrentExecutions: config.concurrency.listOrdersReserved,
-    provisionedConcurrency: config.concurrency.provisioned.listOrders,
   })
     // BatchGetItem: the list's version items (its ETag), in the orders table.
     .useTable('orders', tables.orders, ['dynamodb:Query', 'dynamodb:BatchGetItem'])
     .useTable('rateLimits', tables.rateLimits, ['dynamodb:UpdateItem']);
-  const cancelOrder = new ServiceFunction(stack, 'CancelOrder', {
-    ...common,
-    logGroupName: logGroupName(config.stage, 'cancelOrder'),
-    definition: FUNCTIONS.cancelOrder,
-    environment: limiterEnvironment,
-    provisionedConcurrency: config.concurrency.provisioned.cancelOrder,
-  })
+  const cancelOrder = serviceFunction('cancelOrder', { environment: limiterEnvironment })
     // GetItem: whether the cancel would change anything, read before the version's mark.
     .useTable('orders', tables.orders, ['dynamodb:GetItem', 'dynamodb:UpdateItem'])
     .useTable('rateLimits', tables.rateLimits, ['dynamodb:UpdateItem']);
   // The v2 list: the table's shards, and the indexes the stage has (one per deploy: config.ts).
-  const listOrderPages = new ServiceFunction(stack, 'ListOrderPages', {
-    ...common,
-    logGroupName: logGroupName(config.stage, 'listOrderPages'),
-    definition: FUNCTIONS.listOrderPages,
+  const listOrderPages = serviceFunction('listOrderPages', {
     environment: { ...limiterEnvironment, ...ordersIndexesEnv(config.ordersIndexes) },
-    provisionedConcurrency: config.concurrency.provisioned.listOrderPages,
   })
     // Query: the shards and the indexes; BatchGetItem: the version items and a page's orders
     // by key (strongly consistent); GetItem: the indexes' readiness marker.
@@ -69,11 +61,8 @@ export function stageFunctions(
       { queriedIndexes: stageOrderIndexes(config.ordersIndexes) },
     )
     .useTable('rateLimits', tables.rateLimits, ['dynamodb:UpdateItem']);
-  const authorizerFunction = new ServiceFunction(stack, 'Authorizer', {
-    ...common,
-    logGroupName: logGroupName(config.stage, 'authorizer'),
-    definition: FUNCTIONS.authorizer,
-    provisionedConcurrency: config.concurrency.provisioned.authorizer,
-  }).useTable('apiKeys', tables.apiKeys, ['dynamodb:GetItem']);
-  return { listOrders, listOrderPages, cancelOrder, authorizer: authorizerFunction };
+  const authorizer = serviceFunction('authorizer').useTable('apiKeys', tables.apiKeys, [
+    'dynamodb:GetItem',
+  ]);
+  return { listOrders, listOrderPages, cancelOrder, authorizer };
 }
