@@ -371,6 +371,9 @@ const STAGE_SETTINGS = {
   ordersIndexes: wholeNumber(0, ORDER_INDEX_NAMES.length),
 };
 
+/** The keys of the stage settings (`<stage>:<key>`), as docs/deploy.md lists them. */
+export const STAGE_SETTING_KEYS = Object.keys(STAGE_SETTINGS) as (keyof typeof STAGE_SETTINGS)[];
+
 type StageSettings = {
   readonly [K in keyof typeof STAGE_SETTINGS]?: v.InferOutput<(typeof STAGE_SETTINGS)[K]>;
 };
