@@ -1,21 +1,21 @@
 /**
- * Per-stage configuration: the one typed place where staging and production differ, read from
- * CDK context / environment and validated once.
+ * Per-stage configuration: the one typed place where staging and production differ — each
+ * stage's defaults, the settings a deployer gives over them (their shapes: ./stage-settings.ts)
+ * and the rules between settings, validated once.
  */
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
-import * as v from 'valibot';
-import { mustBe, readSetting, shown, wholeNumber } from '../lib/config/settings.ts';
+import { readSetting } from '../lib/config/settings.ts';
 import { STREAMING_LIMITS } from '../lib/config/streaming.ts';
 import { STAGE_THROTTLES, type StageName } from '../lib/deployment.ts';
-import { ORDER_INDEX_NAMES } from '../lib/dynamodb/tables.ts';
 import { FUNCTION_NAMES, type FunctionName } from '../lib/functions.ts';
+import { DEFAULT_LIMITER_SETTINGS, type FailureMode } from '../lib/limits/limiter.ts';
 import {
-  DEFAULT_LIMITER_SETTINGS,
-  MAX_BAN_SECONDS,
-  MIN_STAGE_BAN_SECONDS,
-  type FailureMode,
-} from '../lib/limits/limiter.ts';
+  STAGE_SETTINGS,
+  stageSettings,
+  type ContextReader,
+  type StageSettings,
+} from './stage-settings.ts';
 
 export interface StageConfig {
   readonly stage: StageName;
@@ -143,9 +143,6 @@ export const NEW_VERSION_MIN_INVOCATIONS = 20;
 /** Target tracking of provisioned concurrency: utilization kept near the target, up to maxFactor × the floor. */
 export const PROVISIONED_SCALING = { utilizationTarget: 0.7, maxFactor: 4 } as const;
 
-/** The longest bake: the post-traffic hook runs in one Lambda invocation (15 minutes at most). */
-export const MAX_BAKE_MINUTES = 12;
-
 /** CodeDeploy's predefined Lambda deployment configurations this service uses. */
 export const TRAFFIC_SHIFTS = [
   'ALL_AT_ONCE',
@@ -154,9 +151,6 @@ export const TRAFFIC_SHIFTS = [
   'LINEAR_10PERCENT_EVERY_1MINUTE',
 ] as const;
 export type TrafficShift = (typeof TRAFFIC_SHIFTS)[number];
-
-/** Reads CDK context values (`-c key=value` or cdk.json). */
-export type ContextReader = (key: string) => unknown;
 
 /** Lambda keeps at least this many executions of an account unreserved. */
 export const MIN_UNRESERVED_CONCURRENCY = 100;
@@ -255,137 +249,6 @@ const DEFAULTS: Record<StageName, Defaults> = {
 /** The region of an ACM certificate ARN (`arn:aws:acm:REGION:ACCOUNT:certificate/ID`). */
 export function certificateRegion(certificateArn: string): string {
   return certificateArn.split(':')[3] ?? '';
-}
-
-/** A text setting matching `pattern`; empty is the same as not given. */
-const text = (pattern: RegExp, expected: string) =>
-  v.union(
-    [
-      v.pipe(
-        v.literal(''),
-        v.transform(() => undefined),
-      ),
-      v.pipe(v.string(), v.regex(pattern, mustBe(expected))),
-    ],
-    mustBe(expected),
-  );
-
-/** A true-or-false setting (CDK context gives booleans from cdk.json, strings from `-c`). */
-const flag = v.pipe(
-  v.union([v.boolean(), v.picklist(['true', 'false'])], mustBe('true or false')),
-  v.transform((value) => value === true || value === 'true'),
-);
-
-/** An alarm subscriber: an e-mail address or an `https://` URL. */
-const subscription = v.union(
-  [
-    v.pipe(
-      v.string(),
-      v.trim(),
-      v.regex(/^[^\s@,]+@[^\s@,]+\.[a-z]{2,}$/i),
-      v.transform((endpoint): AlarmSubscription => ({ protocol: 'email', endpoint })),
-    ),
-    v.pipe(
-      v.string(),
-      v.trim(),
-      v.check((url) => URL.canParse(url) && new URL(url).protocol === 'https:'),
-      v.transform((endpoint): AlarmSubscription => ({ protocol: 'https', endpoint })),
-    ),
-  ],
-  (issue) => `takes e-mail addresses and https:// URLs, got ${shown(issue.input)}`,
-);
-
-/** JSON text (`-c`) read as the value it holds; any other value (cdk.json) as it is. */
-const fromJsonText = (example: string) =>
-  v.rawTransform<unknown, unknown>(({ dataset, addIssue, NEVER }) => {
-    if (typeof dataset.value !== 'string') return dataset.value;
-    try {
-      return JSON.parse(dataset.value) as unknown;
-    } catch {
-      addIssue({ message: mustBe(`JSON such as ${example}`) });
-      return NEVER;
-    }
-  });
-
-/**
- * The stage settings, `<stage>:<key>` in CDK context (cdk.json, or `-c` on a command line): each
- * key's shape, declared once. The schema types the value and says what a person must give; a
- * setting not given keeps the stage's default (stageConfig). Rules that relate two settings (a
- * domain and its certificate, reservations within the account's limit) are checked after.
- */
-const STAGE_SETTINGS = {
-  account: text(/^\d{12}$/, 'a 12-digit AWS account id'),
-  region: text(/^[a-z]{2}(-[a-z]+)+-\d$/, 'an AWS region such as eu-west-1'),
-  authorizerCacheTtlSeconds: wholeNumber(0, 3600),
-  rateLimitFailureMode: v.picklist(['open', 'closed'], mustBe('open or closed')),
-  rateLimitBanAfterRefusals: wholeNumber(1, 1000),
-  // A ban shorter than the minute window would end before the refusals that caused it age out.
-  rateLimitBanSeconds: wholeNumber(
-    MIN_STAGE_BAN_SECONDS,
-    MAX_BAN_SECONDS,
-    'a ban at least as long as the minute window, at most a day',
-  ),
-  domainName: text(/^([a-z0-9-]+\.)+[a-z]{2,}$/, 'a DNS name'),
-  certificateArn: text(
-    /^arn:aws[\w-]*:acm:[\w-]+:\d{12}:certificate\/[\w-]+$/,
-    'an ACM certificate ARN',
-  ),
-  apiGatewayAccountRole: flag,
-  // 0 would not mean "no reservation" but a function that never runs: the minimum is 1.
-  listOrdersReservedConcurrency: v.union(
-    [v.literal('none'), wholeNumber(1, 1e6)],
-    (issue) => `(or none) must be an integer from 1 to 1000000, got ${shown(issue.input)}`,
-  ),
-  accountConcurrencyLimit: wholeNumber(1, 1e6),
-  // `{"cancelOrder": 2}`: the functions not named keep the stage's default.
-  provisionedConcurrency: v.pipe(
-    v.unknown(),
-    fromJsonText('{"cancelOrder": 2}'),
-    v.check(
-      (value) => typeof value === 'object' && value !== null && !Array.isArray(value),
-      mustBe('an object such as {"cancelOrder": 2}'),
-    ),
-    v.record(
-      v.picklist(FUNCTION_NAMES, `is not a function (${FUNCTION_NAMES.join(', ')})`),
-      wholeNumber(0, 1e5),
-    ),
-  ),
-  // A list (cdk.json) or one comma-separated text (`-c`).
-  alarmSubscriptions: v.pipe(
-    v.unknown(),
-    v.transform((raw) =>
-      raw === ''
-        ? []
-        : Array.isArray(raw)
-          ? (raw as unknown[])
-          : typeof raw === 'string'
-            ? raw.split(',')
-            : [raw],
-    ),
-    v.array(subscription),
-  ),
-  deploymentBakeMinutes: wholeNumber(0, MAX_BAKE_MINUTES),
-  // The version in service and the one before it, at least: what a rollback points back at.
-  versionsKept: wholeNumber(2, 100),
-  deployIgnoringAlarms: flag,
-  ordersIndexes: wholeNumber(0, ORDER_INDEX_NAMES.length),
-};
-
-/** The keys of the stage settings (`<stage>:<key>`), as docs/deploy.md lists them. */
-export const STAGE_SETTING_KEYS = Object.keys(STAGE_SETTINGS) as (keyof typeof STAGE_SETTINGS)[];
-
-type StageSettings = {
-  readonly [K in keyof typeof STAGE_SETTINGS]?: v.InferOutput<(typeof STAGE_SETTINGS)[K]>;
-};
-
-/** A stage's settings that context gives, read and checked; the others absent. */
-export function stageSettings(stage: StageName, context: ContextReader): StageSettings {
-  const settings: Record<string, unknown> = {};
-  for (const [key, schema] of Object.entries(STAGE_SETTINGS)) {
-    const value = context(`${stage}:${key}`);
-    if (value !== undefined) settings[key] = readSetting(`${stage}:${key}`, schema, value);
-  }
-  return settings;
 }
 
 /**

@@ -8,7 +8,8 @@
  */
 import type { Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
-import { PROVISIONED_SCALING, STAGE_SETTING_KEYS, stageConfig } from '../../infra/config.ts';
+import { PROVISIONED_SCALING, stageConfig } from '../../infra/config.ts';
+import { STAGE_SETTING_KEYS } from '../../infra/stage-settings.ts';
 import { API_STAGES } from '../../lib/api/routes.ts';
 import { TABLES, type TableName } from '../../lib/dynamodb/tables.ts';
 import { FUNCTION_NAMES, FUNCTIONS, type FunctionName } from '../../lib/functions.ts';
