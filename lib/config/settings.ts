@@ -2,7 +2,7 @@
  * Settings with a shape, declared once with valibot: a setting's schema types its value and words
  * what a person must give when it is wrong (`must be an integer from 0 to 3600, got "7200"`); the
  * reader of the setting puts its name in front (`staging:authorizerCacheTtlSeconds`, `Environment
- * variable BAKE_SECONDS`). The stage configuration (infra/config.ts) and the deploy hooks'
+ * variable BAKE_SECONDS`). The stage settings (infra/stage-settings.ts) and the deploy hooks'
  * environment (functions/deploy-hooks/settings.ts) are read with it. Valibot, not zod: it adds
  * the least to the deploy hook's bundle and first answer (bench/README.md, "Settings schemas").
  */
