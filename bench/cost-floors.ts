@@ -32,6 +32,9 @@ export const WRITTEN_PARTITIONS = Math.ceil(CANCELS_PER_SECOND / PARTITION_WRITE
 
 const READ_BLOCK = 4096;
 
+/** A number as the derivations write it (1,000). */
+const n = (value: number) => value.toLocaleString('en-US');
+
 export interface Floor {
   readonly read: number;
   readonly write: number;
@@ -63,7 +66,7 @@ export function minimalOrderBytes(order: OrderFields): number {
 }
 
 const COUNT = '1 W: the request counted, one atomic write of its key’s counter';
-const VERSION = `${VERSION_ITEMS} R: the list’s version read strongly consistent, ${VERSION_ITEMS} items of under 4 KB in partitions of their own (each cancel marks and releases one, 2 W, and an item takes ${PARTITION_WRITES_PER_SECOND} W/s: ⌈2 × ${CANCELS_PER_SECOND} cancels/s ÷ ${PARTITION_WRITES_PER_SECOND}⌉; in one partition key a Query could read them for 1 R, but that partition would take ${PARTITION_WRITES_PER_SECOND} W/s for all of them)`;
+const VERSION = `${VERSION_ITEMS} R: the list’s version read strongly consistent, ${VERSION_ITEMS} items of under 4 KB in partitions of their own (each cancel marks and releases one, 2 W, and an item takes ${n(PARTITION_WRITES_PER_SECOND)} W/s: ⌈2 × ${n(CANCELS_PER_SECOND)} cancels/s ÷ ${n(PARTITION_WRITES_PER_SECOND)}⌉; under one partition key a Query could read them for 1 R, but that partition would take ${n(PARTITION_WRITES_PER_SECOND)} W/s for all of them)`;
 
 export const FLOORS = {
   conditionalHit: (): Floor => ({
@@ -85,7 +88,7 @@ export const FLOORS = {
       write: 1,
       derivation:
         `${COUNT} + ${VERSION_ITEMS} R: the version, as a 304’s (the page’s tag) + ${data} R: ` +
-        `its ${orderBytes.length} orders (at least ${bytes} B: six fields under one-byte names) ` +
+        `its ${orderBytes.length} orders (at least ${n(bytes)} B: six fields under one-byte names) ` +
         `read eventually consistent, 0.5 R per 4 KB a Query, from ${partitions} partition${partitions === 1 ? '' : 's'} (${why}). ` +
         'The same while the store changes if the version items also name the orders changed ' +
         'within the settle time (those on the page re-read by key, 1 R each: none here); ' +
@@ -100,8 +103,8 @@ export const FLOORS = {
       read: VERSION_ITEMS + eventually,
       write: 1,
       derivation:
-        `${COUNT} + ${VERSION_ITEMS} R: the version (the list’s tag) + ${eventually} R: ${orders} orders, ` +
-        `at least ${totalOrderBytes} B (six fields under one-byte names), read eventually consistent ` +
+        `${COUNT} + ${VERSION_ITEMS} R: the version (the list’s tag) + ${eventually} R: ${n(orders)} orders, ` +
+        `at least ${n(totalOrderBytes)} B (six fields under one-byte names), read eventually consistent ` +
         `in a store unchanged for the settle time (0.5 R per 4 KB); strongly consistent, as a ` +
         `tag needs while the store changes, ${2 * eventually} R`,
     };
@@ -161,10 +164,10 @@ export const FLOORS = {
 export const PARTITIONS = {
   written: {
     count: WRITTEN_PARTITIONS,
-    why: `each cancel writes its order’s partition of it, at ${PARTITION_WRITES_PER_SECOND} W/s a partition: ⌈${CANCELS_PER_SECOND} ÷ ${PARTITION_WRITES_PER_SECOND}⌉`,
+    why: `each cancel writes its order’s partition of it, at ${n(PARTITION_WRITES_PER_SECOND)} W/s a partition: ⌈${n(CANCELS_PER_SECOND)} ÷ ${n(PARTITION_WRITES_PER_SECOND)}⌉`,
   },
   pet: {
     count: 1,
-    why: 'a pet’s partition takes only its own orders’ writes, under 1,000 W/s',
+    why: `a pet’s partition takes only its own orders’ writes, under ${n(PARTITION_WRITES_PER_SECOND)} W/s`,
   },
 } as const;

@@ -269,7 +269,7 @@ export function goalLines(record: CostRecord): string[] {
     if (rows.some((row) => row === undefined)) return `- ${goal.text}: not measured`;
     const values = rows.map((row) => `${row!.title} ${formatUnits(row![goal.measure])}`);
     if (goal.orders !== undefined && goal.orders !== record.orders) {
-      return `- ${goal.text}: not judged at ${record.orders} orders (${values.join('; ')})`;
+      return `- ${goal.text}: not judged at ${record.orders.toLocaleString('en-US')} orders (${values.join('; ')})`;
     }
     const met = rows.every((row) => row![goal.measure] <= goal.most);
     return `- ${goal.text}: **${met ? 'met' : 'NOT met'}** (${values.join('; ')})`;
@@ -316,27 +316,42 @@ export function markdownTable(rows: readonly (readonly string[])[]): string {
   ].join('\n');
 }
 
-/** The cells of the Markdown table between the markers of `markdown`. */
-export function docTableCells(markdown: string): string[][] {
+/** The line above the table: where and when it was measured. */
+export function docCaption(record: CostRecord): string {
+  return `Measured at ${record.orders.toLocaleString('en-US')} orders (${record.pendingShare * 100}% pending) on ${record.measured}, the median of ${record.samples} sample${record.samples === 1 ? '' : 's'} a kind; list prices of ${record.pricesChecked}; $ per million requests, DynamoDB's share in brackets:`;
+}
+
+function docBlock(markdown: string): string {
   const start = markdown.indexOf(DOC_TABLE_START);
   const end = markdown.indexOf(DOC_TABLE_END);
   if (start < 0 || end < start) throw new Error('the cost table’s markers are missing');
-  return markdown
-    .slice(start + DOC_TABLE_START.length, end)
+  return markdown.slice(start + DOC_TABLE_START.length, end);
+}
+
+/** The caption and the cells of the table between the markers of `markdown`. */
+export function docTableOf(markdown: string): { caption: string; cells: string[][] } {
+  const lines = docBlock(markdown)
     .split('\n')
-    .filter((line) => line.startsWith('|') && !/^\|[\s|:-]+\|$/.test(line))
-    .map((line) =>
-      line
-        .slice(1, -1)
-        .split(' | ')
-        .map((cell) => cell.trim()),
-    );
+    .map((line) => line.trim())
+    .filter((line) => line !== '');
+  return {
+    caption: lines.filter((line) => !line.startsWith('|')).join(' '),
+    cells: lines
+      .filter((line) => line.startsWith('|') && !/^\|[\s|:-]+\|$/.test(line))
+      .map((line) =>
+        line
+          .slice(1, -1)
+          .split(' | ')
+          .map((cell) => cell.trim()),
+      ),
+  };
 }
 
 /** `markdown` with the table between the markers replaced by the record's. */
 export function withDocTable(markdown: string, record: CostRecord): string {
-  const start = markdown.indexOf(DOC_TABLE_START);
+  const start = markdown.indexOf(DOC_TABLE_START) + DOC_TABLE_START.length;
   const end = markdown.indexOf(DOC_TABLE_END);
-  if (start < 0 || end < start) throw new Error('the cost table’s markers are missing');
-  return `${markdown.slice(0, start + DOC_TABLE_START.length)}\n\n${markdownTable(docTableRows(record))}\n\n${markdown.slice(end)}`;
+  docBlock(markdown);
+  const table = markdownTable(docTableRows(record));
+  return `${markdown.slice(0, start)}\n\n${docCaption(record)}\n\n${table}\n\n${markdown.slice(end)}`;
 }

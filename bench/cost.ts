@@ -17,8 +17,9 @@
  * 50 that holds fewer, or a DynamoDB call it cannot count fails the run.
  *
  * `--write` records the run (bench/cost-record.json) and writes the cost table of
- * docs/architecture.md from it; `--check` compares the calls and units of every kind whose cost
- * does not follow the store's size with the record, and fails when they differ.
+ * docs/architecture.md from it (`--table-only` writes the table from the record, measuring
+ * nothing); `--check` compares the calls and units of every kind whose cost does not follow the
+ * store's size with the record, and fails when they differ.
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -172,8 +173,15 @@ async function main(): Promise<void> {
       check: switchFlag(
         'fail when a kind whose cost does not follow the store size differs from the record',
       ),
+      'table-only': switchFlag(
+        'measure nothing: write the table of docs/architecture.md from bench/cost-record.json',
+      ),
     },
   );
+  if (values['table-only']) {
+    await writeDocTable(JSON.parse(await readFile(RECORD_FILE, 'utf8')) as CostRecord);
+    return;
+  }
   const count = countOf(SCRIPT, 'orders', values.orders, DEFAULT_ORDERS);
   const samples = countOf(SCRIPT, 'samples', values.samples, DEFAULT_SAMPLES);
   const started = performance.now();
@@ -426,7 +434,7 @@ async function measureKinds(
   const listTag = tagged(
     {
       kind: 'v1-list',
-      title: `v1 whole list (${count} orders, gzip)`,
+      title: `v1 whole list (${count.toLocaleString('en-US')} orders, gzip)`,
       route: 'listOrders',
       scales: 'store',
       expect: '200',
@@ -500,7 +508,7 @@ async function measureKinds(
 
 function print(record: CostRecord): void {
   console.log(
-    `\nbench:cost — ${record.orders} orders (${record.pendingShare * 100}% pending), one request at a time, the median of ${record.samples} samples a kind; list prices of ${record.pricesChecked} (bench/prices.ts), $ per million requests\n`,
+    `\nbench:cost — ${record.orders.toLocaleString('en-US')} orders (${record.pendingShare * 100}% pending), one request at a time, the median of ${record.samples} sample${record.samples === 1 ? '' : 's'} a kind; list prices of ${record.pricesChecked} (bench/prices.ts), $ per million requests\n`,
   );
   for (const line of resultTable(record)) console.log(line);
   console.log(
@@ -535,15 +543,24 @@ async function checkAgainstRecord(record: CostRecord): Promise<string[]> {
   return problems;
 }
 
-/** Writes the record and the table of docs/architecture.md made from it, as Prettier formats them. */
-async function writeRecord(record: CostRecord): Promise<void> {
+/** `text` as Prettier formats the file. */
+async function formatted(file: string, text: string): Promise<string> {
   const prettier = await import('prettier');
-  const formatted = async (file: string, text: string) =>
-    prettier.format(text, { ...(await prettier.resolveConfig(file)), filepath: file });
-  await writeFile(RECORD_FILE, await formatted(RECORD_FILE, JSON.stringify(record)));
+  return prettier.format(text, { ...(await prettier.resolveConfig(file)), filepath: file });
+}
+
+/** Writes the table of docs/architecture.md from `record`. */
+async function writeDocTable(record: CostRecord): Promise<void> {
   const doc = withDocTable(await readFile(DOC_FILE, 'utf8'), record);
   await writeFile(DOC_FILE, await formatted(DOC_FILE, doc));
-  console.log(`\nwrote bench/cost-record.json and the cost table of docs/architecture.md`);
+  console.log('wrote the cost table of docs/architecture.md from bench/cost-record.json');
+}
+
+/** Writes the record, and the table of docs/architecture.md made from it. */
+async function writeRecord(record: CostRecord): Promise<void> {
+  await writeFile(RECORD_FILE, await formatted(RECORD_FILE, JSON.stringify(record)));
+  console.log('\nwrote bench/cost-record.json');
+  await writeDocTable(record);
 }
 
 if (import.meta.main) await main();
