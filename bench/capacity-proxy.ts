@@ -132,7 +132,8 @@ export function missedItemUnits(
   return missed;
 }
 
-function readBody(message: IncomingMessage): Promise<Buffer> {
+/** A message's whole body. */
+export function readBody(message: IncomingMessage): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     message.on('data', (chunk: Buffer) => chunks.push(chunk));

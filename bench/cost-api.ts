@@ -13,7 +13,7 @@ import { Agent, request } from 'node:http';
 import { join } from 'node:path';
 import { FUNCTION_NAMES, type FunctionName } from '../lib/functions.ts';
 import { PROJECT_ROOT } from '../local/local-stack.ts';
-import { startCapacityProxy, type CapacityProxy } from './capacity-proxy.ts';
+import { readBody, startCapacityProxy, type CapacityProxy } from './capacity-proxy.ts';
 import type { Sample } from './cost-record.ts';
 import type { CostServerSettings } from './cost-server.ts';
 import { FunctionOutput } from './function-output.ts';
@@ -162,16 +162,11 @@ export class CostApi {
           headers: { Authorization: `Bearer ${req.key}`, ...req.headers },
         },
         (response) => {
-          const chunks: Buffer[] = [];
-          response.on('data', (chunk: Buffer) => chunks.push(chunk));
-          response.on('end', () =>
-            resolve({
-              status: response.statusCode ?? 0,
-              headers: response.headers,
-              body: Buffer.concat(chunks),
-            }),
+          readBody(response).then(
+            (body) =>
+              resolve({ status: response.statusCode ?? 0, headers: response.headers, body }),
+            reject,
           );
-          response.on('error', reject);
         },
       )
         .on('error', reject)

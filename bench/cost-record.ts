@@ -10,6 +10,28 @@ import type { RecordedCall } from './capacity-proxy.ts';
 import type { Floor } from './cost-floors.ts';
 import { dollarsPerMillion, dynamoDbDollarsPerMillion, type DollarsPerMillion } from './prices.ts';
 
+/** The kinds of request, in the order issue 41 lists them: the record's rows. */
+export const KINDS = [
+  'v1-304',
+  'v2-304',
+  'v2-pending',
+  'v2-pending-changing',
+  'v2-month',
+  'v2-month-changing',
+  'v2-pet',
+  'v2-pet-changing',
+  'v2-all',
+  'v1-list',
+  'cancel',
+  'cancel-again',
+  'cancel-shipped',
+  'cancel-missing',
+  'malformed',
+  'rate-limited',
+  'banned',
+  'authorizer',
+] as const;
+
 /** Whether a kind's units follow the store's size: compared between runs only when they do not. */
 export type Scaling = 'no' | 'store' | 'filter';
 

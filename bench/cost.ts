@@ -45,6 +45,7 @@ import {
 import {
   floorLines,
   goalLines,
+  KINDS,
   resultTable,
   rowOf,
   withDocTable,
@@ -70,28 +71,6 @@ const MONTH = { from: '2025-11-01T00:00:00Z', to: '2025-12-01T00:00:00Z' } as co
 const RECORD_FILE = join(PROJECT_ROOT, 'bench', 'cost-record.json');
 const DOC_FILE = join(PROJECT_ROOT, 'docs', 'architecture.md');
 const UNLIMITED = { perMinute: 1_000_000, perDay: 1_000_000_000 };
-/** The rows, in the order issue 41 lists the kinds. */
-const ROW_ORDER = [
-  'v1-304',
-  'v2-304',
-  'v2-pending',
-  'v2-pending-changing',
-  'v2-month',
-  'v2-month-changing',
-  'v2-pet',
-  'v2-pet-changing',
-  'v2-all',
-  'v1-list',
-  'cancel',
-  'cancel-again',
-  'cancel-shipped',
-  'cancel-missing',
-  'malformed',
-  'rate-limited',
-  'banned',
-  'authorizer',
-];
-
 /** A kind of request: what it is, which function it measures, what it must be answered. */
 interface Kind {
   readonly kind: string;
@@ -229,7 +208,7 @@ async function main(): Promise<void> {
       orders: count,
       pendingShare: SHARES.pending,
       samples,
-      rows: ROW_ORDER.map((kind) =>
+      rows: KINDS.map((kind) =>
         rowOf(
           measured.find((m) => m.kind === kind)!,
           (table) => tableIds.get(table) ?? table,
