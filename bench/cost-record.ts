@@ -8,7 +8,12 @@
  */
 import type { RecordedCall } from './capacity-proxy.ts';
 import type { Floor } from './cost-floors.ts';
-import { dollarsPerMillion, dynamoDbDollarsPerMillion, type DollarsPerMillion } from './prices.ts';
+import {
+  billedGbSeconds,
+  dollarsPerMillion,
+  dynamoDbDollarsPerMillion,
+  type DollarsPerMillion,
+} from './prices.ts';
 
 /** The kinds of request, in the order issue 41 lists them: the record's rows. */
 export const KINDS = [
@@ -215,13 +220,13 @@ function unitsCell(row: CostRow): string {
 /** The benchmark's main table, in Markdown. */
 export function resultTable(record: CostRecord): string[] {
   const lines = [
-    '| request | answer | DynamoDB calls | read units | write units | units | floor | function: ms × MB | log B (+ access) | $/M all | API GW | Lambda | DynamoDB | logs | floor DynamoDB |',
+    '| request | answer | DynamoDB calls | read units | write units | units | floor | function: ms × MB = GB-s | log B (+ access) | $/M all | API GW | Lambda | DynamoDB | logs | floor DynamoDB |',
     '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
   ];
   for (const row of record.rows) {
     const d = row.dollars;
     lines.push(
-      `| ${row.title} | ${row.answer} | ${formatCalls(row.calls)} | ${formatByTable(row.read)} | ${formatByTable(row.write)} | ${unitsCell(row)} | ${formatUnits(row.floor.units)} | ${row.fn}: ${row.ms.toFixed(1)} × ${row.memoryMb} | ${row.logBytes} (+ ${row.accessLogBytes}) | ${formatDollars(d.total)} | ${formatDollars(d.apiGateway)} | ${formatDollars(d.lambda)} | ${formatDollars(d.dynamoDb)} | ${formatDollars(d.logs)} | ${formatDollars(row.floor.dynamoDbDollars)} |`,
+      `| ${row.title} | ${row.answer} | ${formatCalls(row.calls)} | ${formatByTable(row.read)} | ${formatByTable(row.write)} | ${unitsCell(row)} | ${formatUnits(row.floor.units)} | ${row.fn}: ${row.ms.toFixed(1)} × ${row.memoryMb} = ${billedGbSeconds(row.ms, row.memoryMb).toPrecision(3)} | ${row.logBytes} (+ ${row.accessLogBytes}) | ${formatDollars(d.total)} | ${formatDollars(d.apiGateway)} | ${formatDollars(d.lambda)} | ${formatDollars(d.dynamoDb)} | ${formatDollars(d.logs)} | ${formatDollars(row.floor.dynamoDbDollars)} |`,
     );
   }
   return lines;

@@ -58,11 +58,16 @@ export interface RequestUsage {
   readonly logBytes: number;
 }
 
+/** The GB-seconds Lambda bills an invocation: by the started millisecond, × its memory. */
+export function billedGbSeconds(ms: number, memoryMb: number): number {
+  return (Math.ceil(ms) / 1000) * (memoryMb / 1024);
+}
+
 /** Dollars per million requests of the given usage, at PRICES. */
 export function dollarsPerMillion(usage: RequestUsage): DollarsPerMillion {
   const million = 1e6;
   const apiGateway = usage.apiRequest ? PRICES.apiGateway.restRequest * million : 0;
-  const gbSeconds = (Math.ceil(usage.ms) / 1000) * (usage.memoryMb / 1024);
+  const gbSeconds = billedGbSeconds(usage.ms, usage.memoryMb);
   const lambda = (PRICES.lambda.request + gbSeconds * PRICES.lambda.gbSecondArm64) * million;
   const dynamoDb = dynamoDbDollarsPerMillion(usage.readUnits, usage.writeUnits);
   const logs = ((usage.logBytes * million) / 2 ** 30) * PRICES.cloudWatchLogs.ingestedGb;
