@@ -315,7 +315,8 @@ export function docTableRows(record: CostRecord): string[][] {
       'DynamoDB calls',
       'read units',
       'write units',
-      'units (floor)',
+      'units',
+      'floor',
       '$ per million: all (DynamoDB)',
     ],
     ...record.rows.map((row) => [
@@ -323,7 +324,8 @@ export function docTableRows(record: CostRecord): string[][] {
       formatCalls(row.calls),
       formatByTable(row.read),
       formatByTable(row.write),
-      `${unitsCell(row)} (${formatUnits(row.floor.units)})`,
+      unitsCell(row),
+      formatUnits(row.floor.units),
       `${formatDollars(row.dollars.total)} (${formatDollars(row.dollars.dynamoDb)})`,
     ]),
   ];
@@ -345,7 +347,7 @@ export function markdownTable(rows: readonly (readonly string[])[]): string {
 
 /** The line above the table: where and when it was measured. */
 export function docCaption(record: CostRecord): string {
-  return `Measured at ${record.orders.toLocaleString('en-US')} orders (${record.pendingShare * 100}% pending) on ${record.measured}, the median of ${record.samples} sample${record.samples === 1 ? '' : 's'} a kind; list prices of ${record.pricesChecked}; $ per million requests, DynamoDB's share in brackets:`;
+  return `Measured at ${record.orders.toLocaleString('en-US')} orders (${record.pendingShare * 100}% pending) on ${record.measured}, the median of ${record.samples} sample${record.samples === 1 ? '' : 's'} a kind; list prices of ${record.pricesChecked}; units in parentheses: the least and the most of a sample, when they differed; * some counted by DynamoDB's rules where DynamoDB Local reports none:`;
 }
 
 function docBlock(markdown: string): string {
