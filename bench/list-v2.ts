@@ -55,9 +55,17 @@ const SHORT_WALK = 20;
 /**
  * The benchmark's store: ids rising with gaps from a 13-digit base; 5,000 pets drawn by Zipf's
  * law (the pet of rank r with weight 1/r: the first holds about 11% of the orders); ship dates
- * uniform over 2025–2026, to the second; 2% pending, 1% cancelled, the rest shipped and complete.
+ * uniform over 2025–2026, to the second; 2% pending, 1% cancelled, the rest shipped and complete
+ * (other shares of pending and cancelled orders may be given: the cost benchmark's store has 10%
+ * pending, the rest drawn the same way).
  */
-export function v2BenchOrders(count: number): Order[] {
+export function v2BenchOrders(
+  count: number,
+  shares: { readonly pending: number; readonly cancelled: number } = {
+    pending: 0.02,
+    cancelled: 0.01,
+  },
+): Order[] {
   const next = seeded(20261126);
   const pick = (n: number) => Math.floor(next() * n);
   const pets = Array.from({ length: PETS }, (_, rank) => BigInt(1_000 + rank * 7 + pick(7)));
@@ -79,7 +87,12 @@ export function v2BenchOrders(count: number): Order[] {
   return Array.from({ length: count }, () => {
     id += BigInt(1 + pick(16));
     const r = next();
-    const status = r < 0.02 ? 'pending' : r < 0.03 ? 'cancelled' : 'shipped';
+    const status =
+      r < shares.pending
+        ? 'pending'
+        : r < shares.pending + shares.cancelled
+          ? 'cancelled'
+          : 'shipped';
     return {
       id,
       petId: zipfPet(),

@@ -40,6 +40,7 @@ const PROGRAMS: Readonly<Record<string, string>> = {
   'bench:list': 'bench/list.ts',
   'bench:list-v2': 'bench/list-v2.ts',
   'bench:cancel': 'bench/cancel.ts',
+  'bench:cost': 'bench/cost.ts',
   'bench:compression': 'bench/compression-levels.ts',
   'bench:cold-init': 'bench/cold-init.ts',
   'bench:hook-cold': 'bench/hook-cold.ts',
