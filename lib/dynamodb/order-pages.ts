@@ -498,7 +498,7 @@ class CandidateStream {
    * a partition whose share is none waits: the budget is spent after this round).
    */
   private async round(targets: readonly PartitionState[]): Promise<void> {
-    this.cost.rounds++;
+    const queries = this.cost.queries;
     const left = Math.max(0, this.budget.evaluated - this.cost.evaluated);
     const share = Math.floor(left / targets.length);
     const extra = left % targets.length;
@@ -508,6 +508,7 @@ class CandidateStream {
         return limit > 0 ? [this.query(partition, limit)] : [];
       }),
     );
+    if (this.cost.queries > queries) this.cost.rounds++;
   }
 
   /** The next `count` candidates (fewer at the end, or when the page's budget runs out). */
@@ -553,11 +554,15 @@ class CandidateStream {
       }
       // Read on from every partition that is behind where the take will likely end: the
       // count-th item known so far, or, with fewer known, where the partitions' densities put it.
-      const target =
-        all.length >= count
-          ? numeric(all[count - 1]!.position)
-          : estimatedEnd(this.partitions, count);
-      const behind = active.filter((p) => target === undefined || numeric(p.frontier!) < target);
+      // Behind is by position, id included: in ship-date order many frontiers can stand at the
+      // target's instant, and only the id tells whether a partition has read past it.
+      const nth = all.length >= count ? all[count - 1]!.position : undefined;
+      const target = nth ? numeric(nth) : estimatedEnd(this.partitions, count);
+      const behind = active.filter((p) =>
+        nth
+          ? comparePositions(p.frontier!, nth) < 0
+          : target === undefined || numeric(p.frontier!) < target,
+      );
       for (const p of behind) {
         const d = density(p);
         let estimate = 8 * p.limit;
