@@ -104,6 +104,8 @@ export const PAGE_READ_BUDGET: PageReadBudget = { rounds: 10, evaluated: 10_000,
  * latency.
  */
 const ESTIMATE_MARGIN = 1.25;
+/** 'plain': how much more than what is still missing a later round asks for. */
+const READ_ON_MARGIN = 1.5;
 /** How far past its estimate the page's end is aimed, as a share of the distance to it. */
 const END_MARGIN = 0.5;
 /** Pages of fewer candidates say too little about how orders spread to be learned from. */
@@ -409,6 +411,7 @@ class CandidateStream {
   private readonly signal: AbortSignal | undefined;
   private readonly budget: PageReadBudget;
   private readonly partitions: PartitionState[];
+  private readonly tuning: PageTuning;
   private started = false;
 
   constructor(
@@ -420,7 +423,9 @@ class CandidateStream {
     cost: { evaluated: number; queries: number; rounds: number },
     signal: AbortSignal | undefined,
     budget: PageReadBudget,
+    tuning: PageTuning,
   ) {
+    this.tuning = tuning;
     this.budget = budget;
     this.client = client;
     this.tableName = tableName;
@@ -552,6 +557,18 @@ class CandidateStream {
         const more = active.length > 0 || this.partitions.some((p) => p.buffered.length > 0);
         return { candidates: taken, more, cut, ...(cut ? { bound: bound! } : {}) };
       }
+      if (this.tuning === 'plain') {
+        const nth = all.length >= count ? all[count - 1]!.position : undefined;
+        const reading = nth ? active.filter((p) => comparePositions(p.frontier!, nth) < 0) : active;
+        const missing = Math.max(1, count - known.length);
+        for (const p of reading) {
+          const perMatch = (p.evaluated + 1) / (p.matched + 1);
+          const want = ((READ_ON_MARGIN * missing) / reading.length + 1) * perMatch;
+          p.limit = Math.min(MAX_QUERY_LIMIT, Math.max(2, Math.ceil(want)));
+        }
+        await this.round(reading);
+        continue;
+      }
       // Read on from every partition that is behind where the take will likely end: the
       // count-th item known so far, or, with fewer known, where the partitions' densities put it.
       // Behind is by position, id included: in ship-date order many frontiers can stand at the
@@ -584,7 +601,18 @@ export interface DynamoDbOrderPagesOptions {
   readonly indexes: ReadonlySet<OrderIndexName>;
   /** What a page may read before it is served short; PAGE_READ_BUDGET by default. */
   readonly budget?: PageReadBudget;
+  /** How Limits are chosen (bench:list-v2 --tuning compares them); 'learned' by default. */
+  readonly tuning?: PageTuning;
 }
+
+/**
+ * How a page's Limits are chosen. 'learned': the first round shares 2N by what the container's
+ * recent pages took from each status, later rounds by each partition's density along the sort
+ * key; 'even': 2N/k + 1 each in the first round, densities after; 'plain': 2N/k + 1 each, and
+ * each later round asks each partition behind for 1.5M/b + 1 (M still missing, b behind) times
+ * its keys evaluated per match so far.
+ */
+export type PageTuning = 'learned' | 'even' | 'plain';
 
 export class DynamoDbOrderPages implements OrderPageReader<DynamoDbPagePlan> {
   private readonly client: DynamoDBDocumentClient;
@@ -592,6 +620,7 @@ export class DynamoDbOrderPages implements OrderPageReader<DynamoDbPagePlan> {
   private readonly indexes: ReadonlySet<OrderIndexName>;
   private readonly readiness: IndexReadiness;
   private readonly budget: PageReadBudget;
+  private readonly tuning: PageTuning;
   /** `<source>/<group>` → the share of recent pages that group's partitions held. */
   private readonly shares = new Map<string, number>();
 
@@ -605,6 +634,7 @@ export class DynamoDbOrderPages implements OrderPageReader<DynamoDbPagePlan> {
     this.indexes = options.indexes;
     this.readiness = new IndexReadiness(client, tableName);
     this.budget = options.budget ?? PAGE_READ_BUDGET;
+    this.tuning = options.tuning ?? 'learned';
   }
 
   /**
@@ -622,7 +652,9 @@ export class DynamoDbOrderPages implements OrderPageReader<DynamoDbPagePlan> {
     const sizes = new Map<string, number>();
     for (const group of plan.partitionGroups) sizes.set(group, (sizes.get(group) ?? 0) + 1);
     const limits = new Map<string, number>();
-    const learned = [...sizes.keys()].map((group) => this.shares.get(`${plan.source}/${group}`));
+    const learned = [...sizes.keys()].map((group) =>
+      this.tuning === 'learned' ? this.shares.get(`${plan.source}/${group}`) : undefined,
+    );
     const total = learned.reduce<number | undefined>(
       (sum, share) => (sum === undefined || share === undefined ? undefined : sum + share),
       0,
@@ -671,6 +703,7 @@ export class DynamoDbOrderPages implements OrderPageReader<DynamoDbPagePlan> {
       cost,
       signal,
       this.budget,
+      this.tuning,
     );
     const notIndexed = () =>
       indexNotReady(
