@@ -27,7 +27,6 @@ import {
   DynamoDbOrderPages,
   partitionQuery,
   type DynamoDbOrderPage,
-  type PageTuning,
 } from '../lib/dynamodb/order-pages.ts';
 import { DynamoDbOrderStore, readOrderItem } from '../lib/dynamodb/orders-table.ts';
 import { ORDER_INDEX_NAMES } from '../lib/dynamodb/tables.ts';
@@ -184,17 +183,8 @@ async function main(): Promise<void> {
       orders: countFlag('orders to load', 200_000),
       runs: countFlag('runs of each first page (medians) and of the v1 list (best)', 5),
       'dynamodb-endpoint': valueFlag('URL', 'use a running DynamoDB instead of starting one'),
-      tuning: valueFlag(
-        'LIST',
-        'compare ways of choosing Limits instead (comma-separated: learned, even, plain), in turns',
-      ),
     },
   );
-  const tunings = values.tuning?.split(',') as PageTuning[] | undefined;
-  if (tunings?.some((t) => !['learned', 'even', 'plain'].includes(t))) {
-    console.error('error: --tuning takes learned, even, plain (npm run bench:list-v2 -- --help)');
-    process.exit(2);
-  }
   const count = countOf('bench:list-v2', 'orders', values.orders, 200_000);
   const runs = countOf('bench:list-v2', 'runs', values.runs, 5);
   const dynamo = await benchDynamoDb(values['dynamodb-endpoint']);
@@ -237,10 +227,6 @@ async function main(): Promise<void> {
       { name: 'no filter (the table)', filter: {} },
     ];
 
-    if (tunings) {
-      await compareTunings(client, tables.orders, cases, tunings, runs, orders);
-      return;
-    }
     const pages = new DynamoDbOrderPages(client, tables.orders, {
       indexes: new Set(ORDER_INDEX_NAMES),
     });
@@ -385,97 +371,6 @@ async function main(): Promise<void> {
     }
   } finally {
     await dynamo.stop();
-  }
-}
-
-interface TuningRow {
-  firstMs: number[];
-  first?: DynamoDbOrderPage;
-  walkMs: number[];
-  walk: { pages: number; queries: number; rounds: number; evaluated: number; short: number };
-}
-
-/**
- * Each way of choosing Limits, in turns, on the same filters: a first page (median of `runs`,
- * each way once a run) and whole walks (repeated `runs` times when short), with what they cost.
- */
-async function compareTunings(
-  client: DynamoDBDocumentClient,
-  table: string,
-  cases: readonly Case[],
-  tunings: readonly PageTuning[],
-  runs: number,
-  orders: readonly Order[],
-): Promise<void> {
-  const readers = tunings.map(
-    (tuning) =>
-      new DynamoDbOrderPages(client, table, { indexes: new Set(ORDER_INDEX_NAMES), tuning }),
-  );
-  const N = PAGE_SIZE_DEFAULT;
-  console.log(
-    `\nbench:list-v2 --tuning — pages of ${N}; first page: median of ${runs} runs; walk: median s of up to ${runs} (walks of at most ${SHORT_WALK} pages repeated)\n`,
-  );
-  console.log(
-    '| filter | tuning | first page ms | queries | rounds | evaluated | walk: pages (short) | queries | rounds | evaluated | walk s |',
-  );
-  console.log('|---|---|---|---|---|---|---|---|---|---|---|');
-  for (const { name, filter } of cases) {
-    const rows: TuningRow[] = tunings.map(() => ({
-      firstMs: [],
-      walkMs: [],
-      walk: { pages: 0, queries: 0, rounds: 0, evaluated: 0, short: 0 },
-    }));
-    for (let run = 0; run <= runs; run++) {
-      for (const [i, reader] of readers.entries()) {
-        const started = performance.now();
-        const page = await reader.readPage({ filter, pageSize: N });
-        if (run === 0) continue;
-        rows[i]!.firstMs.push(performance.now() - started);
-        rows[i]!.first = page;
-      }
-    }
-    const expected = orders.filter((o) => orderMatches(filter, o)).length;
-    for (let repeat = 0; repeat < runs; repeat++) {
-      let pagesWalked = 0;
-      for (const [i, reader] of readers.entries()) {
-        const walk = { pages: 0, queries: 0, rounds: 0, evaluated: 0, short: 0 };
-        let listed = 0;
-        let ms = 0;
-        let start: PagePosition | undefined;
-        do {
-          const started = performance.now();
-          const page = await reader.readPage({ filter, pageSize: N, ...(start ? { start } : {}) });
-          ms += performance.now() - started;
-          walk.pages++;
-          walk.queries += page.cost.queries;
-          walk.rounds += page.cost.rounds;
-          walk.evaluated += page.cost.evaluated;
-          if (page.next && page.orders.length < N) walk.short++;
-          listed += page.orders.length;
-          start = page.next;
-        } while (start);
-        if (listed !== expected) {
-          console.error(`FAIL ${name} (${tunings[i]}): the walk gave ${listed}, not ${expected}`);
-          process.exitCode = 1;
-        }
-        rows[i]!.walk = walk;
-        rows[i]!.walkMs.push(ms);
-        pagesWalked = walk.pages;
-      }
-      if (pagesWalked > SHORT_WALK) break;
-    }
-    const median = (xs: number[]) =>
-      percentile(
-        [...xs].sort((a, b) => a - b),
-        50,
-      );
-    for (const [i, row] of rows.entries()) {
-      const { cost } = row.first!;
-      const { walk } = row;
-      console.log(
-        `| ${name} | ${tunings[i]} | ${median(row.firstMs).toFixed(1)} | ${cost.queries} | ${cost.rounds} | ${cost.evaluated} | ${walk.pages} (${walk.short}) | ${walk.queries} | ${walk.rounds} | ${walk.evaluated} | ${(median(row.walkMs) / 1000).toFixed(2)} |`,
-      );
-    }
   }
 }
 

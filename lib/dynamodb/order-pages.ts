@@ -16,7 +16,9 @@
  * evaluated); the results are merged by sort key, and an item is taken only while no partition
  * that may hold more has read less far than it (its frontier: the last key it evaluated).
  * When that leaves fewer than N, the partitions that hold the merge back are read further, each
- * by an estimate of what it still needs from its density so far, until N or the end. Index
+ * by its share of what the page still misses (1.5 times it, scaled by the keys it evaluated per
+ * match so far), until N, the end or the budget. The Limits follow from the request and what the
+ * page has read: where a page ends depends on the store and the request only. Index
  * queries give keys: the candidates are then read by key (BatchGetItem, strongly consistent, 100
  * keys a call, in parallel) and every filter is checked on the fresh item. A candidate that does
  * not match is left out and the page reads on: rare where the index's key holds every filter (the
@@ -99,19 +101,11 @@ export interface PageReadBudget {
  */
 export const PAGE_READ_BUDGET: PageReadBudget = { rounds: 10, evaluated: 10_000, fetched: 2_500 };
 /**
- * How much a later round's estimate of what a partition still needs is raised (and 2 added):
- * an index key costs little (KEYS_ONLY items are tens of bytes), a round trip costs the page its
- * latency.
+ * How much more than what a page still misses a later round asks for (the first asks twice the
+ * page), and how much more than the share of candidates that matched so far a re-checked page
+ * reads on by.
  */
-const ESTIMATE_MARGIN = 1.25;
-/** 'plain': how much more than what is still missing a later round asks for. */
 const READ_ON_MARGIN = 1.5;
-/** How far past its estimate the page's end is aimed, as a share of the distance to it. */
-const END_MARGIN = 0.5;
-/** Pages of fewer candidates say too little about how orders spread to be learned from. */
-const SHARE_SAMPLE_MIN = 10;
-/** The weight of a page in the moving average of the shares. */
-const SHARE_WEIGHT = 0.3;
 /** Attempts of the page's BatchGetItem while keys come back unprocessed, and the waits between. */
 const BATCH_GET_ATTEMPTS = 6;
 const BATCH_GET_BACKOFF_MS = { base: 10, max: 500 } as const;
@@ -126,8 +120,6 @@ export interface DynamoDbPagePlan extends PagePlan {
   /** The partition key's attribute and its value in each partition read (`partitions` of them). */
   readonly partitionKey: string;
   readonly partitionValues: readonly (string | number | bigint)[];
-  /** The group of each partition (its status, for the status indexes): how orders spread. */
-  readonly partitionGroups: readonly string[];
   readonly sortKey: 'id' | 'dateKey';
   /** Whether the index is keyed by derived attributes (needs the readiness marker). */
   readonly needsReadiness: boolean;
@@ -141,6 +133,19 @@ export interface DynamoDbOrderPage extends OrderPage {
 }
 
 const shards = Array.from({ length: ORDER_SHARDS }, (_, shard) => shard);
+
+/**
+ * The first round's Limit of every partition of a page of N: 2N/k + 1, so that the page is
+ * nearly always complete after one round where the partitions are alike, for at most 2N + k keys
+ * evaluated; N + 1 from a single partition (its last key says whether it holds more). Each of
+ * several partitions asks for 2 at least: one that holds one item in the range then answers that
+ * it has no more (at a Limit of 1 DynamoDB answers that it may have, and the merge would wait for
+ * it); what is evaluated is what the partition holds, so the minimum costs a sparse status little.
+ */
+function firstLimit(plan: DynamoDbPagePlan, pageSize: number): number {
+  if (plan.partitions === 1) return pageSize + 1;
+  return Math.max(2, Math.floor((2 * pageSize) / plan.partitions) + 1);
+}
 
 /** A plan with its count of partitions, derived from their values. */
 const withPartitions = (plan: Omit<DynamoDbPagePlan, 'partitions'>): DynamoDbPagePlan => ({
@@ -160,7 +165,6 @@ function planPages(filter: OrderFilter): DynamoDbPagePlan {
       order,
       partitionKey: 'petId',
       partitionValues: [filter.petId],
-      partitionGroups: ['pet'],
       sortKey,
       needsReadiness: dated,
     });
@@ -168,14 +172,12 @@ function planPages(filter: OrderFilter): DynamoDbPagePlan {
   if (filter.statuses || dated) {
     const statuses = filter.statuses ?? ORDER_STATUSES;
     const values = statuses.flatMap((status) => shards.map((s) => statusPartition(status, s)));
-    const groups = statuses.flatMap((status) => shards.map(() => status));
     return withPartitions({
       source: dated ? 'byStatusDate' : 'byStatus',
       consistent: false,
       order,
       partitionKey: ORDER_INDEX_ATTRIBUTES.statusKey,
       partitionValues: values,
-      partitionGroups: groups,
       sortKey,
       needsReadiness: true,
     });
@@ -186,7 +188,6 @@ function planPages(filter: OrderFilter): DynamoDbPagePlan {
     order,
     partitionKey: 'shard',
     partitionValues: shards,
-    partitionGroups: shards.map(() => 'table'),
     sortKey: 'id',
     needsReadiness: false,
   });
@@ -325,15 +326,12 @@ function indexFailure(error: unknown, source: Source): unknown {
 
 interface Candidate {
   readonly position: PagePosition;
-  /** The group of the partition it came from. */
-  readonly group: string;
   /** The whole item (the table's own Query), or only its keys (an index's). */
   readonly item: Item;
 }
 
 interface PartitionState {
   readonly value: string | number | bigint;
-  readonly group: string;
   /** Where the next Query continues (its LastEvaluatedKey); absent before the first. */
   startKey?: Item;
   /** The last key evaluated; undefined before the first read. */
@@ -343,45 +341,6 @@ interface PartitionState {
   evaluated: number;
   matched: number;
   limit: number;
-  /** Where its density is counted from: the page's start or range bound, else its first key. */
-  origin?: bigint;
-}
-
-const numeric = (position: PagePosition): bigint => position.instant ?? position.id;
-
-/** A partition's matches per unit of sort key read so far; undefined before it has any. */
-function density(p: PartitionState): number | undefined {
-  if (p.frontier === undefined || p.origin === undefined || p.matched === 0) return undefined;
-  const span = Number(numeric(p.frontier) - p.origin);
-  return span > 0 ? p.matched / span : undefined;
-}
-
-/**
- * Where the page's N-th item likely stands (a numeric sort key), from what each partition holds
- * and, past its frontier, its density so far; undefined when no partition has a density yet.
- */
-function estimatedEnd(partitions: readonly PartitionState[], pageSize: number): bigint | undefined {
-  const active = partitions.filter((p) => !p.exhausted && density(p) !== undefined);
-  if (active.length === 0) return undefined;
-  const known = partitions.flatMap((p) => p.buffered.map((c) => Number(numeric(c.position))));
-  const count = (x: number) =>
-    known.filter((k) => k <= x).length +
-    active.reduce((sum, p) => sum + density(p)! * Math.max(0, x - Number(numeric(p.frontier!))), 0);
-  let low = Math.min(...active.map((p) => Number(numeric(p.frontier!))));
-  let step = Math.max(1, ...active.map((p) => Number(numeric(p.frontier!) - p.origin!)));
-  let high = low + step;
-  for (let i = 0; i < 200 && count(high) < pageSize; i++) {
-    step *= 2;
-    high = low + step;
-  }
-  const behind = low;
-  for (let i = 0; i < 64 && high - low > 1; i++) {
-    const middle = low + (high - low) / 2;
-    if (count(middle) >= pageSize) high = middle;
-    else low = middle;
-  }
-  // Densities from a few items each are rough: aim half as far again past the nearest frontier.
-  return BigInt(Math.ceil(high + (high - behind) * END_MARGIN));
 }
 
 /** What one take of a page's candidates gave. */
@@ -411,7 +370,6 @@ class CandidateStream {
   private readonly signal: AbortSignal | undefined;
   private readonly budget: PageReadBudget;
   private readonly partitions: PartitionState[];
-  private readonly tuning: PageTuning;
   private started = false;
 
   constructor(
@@ -419,13 +377,11 @@ class CandidateStream {
     tableName: string,
     plan: DynamoDbPagePlan,
     request: PageRequest,
-    limits: ReadonlyMap<string, number>,
+    firstLimit: number,
     cost: { evaluated: number; queries: number; rounds: number },
     signal: AbortSignal | undefined,
     budget: PageReadBudget,
-    tuning: PageTuning,
   ) {
-    this.tuning = tuning;
     this.budget = budget;
     this.client = client;
     this.tableName = tableName;
@@ -433,22 +389,13 @@ class CandidateStream {
     this.request = request;
     this.cost = cost;
     this.signal = signal;
-    const { start, filter } = request;
-    const origin =
-      start !== undefined
-        ? numeric(start)
-        : plan.order === 'shipDate'
-          ? filter.shipDate?.from
-          : undefined;
-    this.partitions = plan.partitionValues.map((value, i) => ({
+    this.partitions = plan.partitionValues.map((value) => ({
       value,
-      group: plan.partitionGroups[i]!,
       exhausted: false,
       buffered: [],
       evaluated: 0,
       matched: 0,
-      limit: limits.get(plan.partitionGroups[i]!)!,
-      ...(origin !== undefined ? { origin } : {}),
+      limit: firstLimit,
     }));
   }
 
@@ -485,8 +432,7 @@ class CandidateStream {
     partition.evaluated += result.ScannedCount ?? 0;
     for (const item of result.Items ?? []) {
       const position = keyPosition(plan, item);
-      partition.origin ??= numeric(position);
-      partition.buffered.push({ position, group: partition.group, item });
+      partition.buffered.push({ position, item });
       partition.matched++;
     }
     if (result.LastEvaluatedKey) {
@@ -557,39 +503,16 @@ class CandidateStream {
         const more = active.length > 0 || this.partitions.some((p) => p.buffered.length > 0);
         return { candidates: taken, more, cut, ...(cut ? { bound: bound! } : {}) };
       }
-      if (this.tuning === 'plain') {
-        const nth = all.length >= count ? all[count - 1]!.position : undefined;
-        const reading = nth ? active.filter((p) => comparePositions(p.frontier!, nth) < 0) : active;
-        const missing = Math.max(1, count - known.length);
-        for (const p of reading) {
-          const perMatch = (p.evaluated + 1) / (p.matched + 1);
-          const want = ((READ_ON_MARGIN * missing) / reading.length + 1) * perMatch;
-          p.limit = Math.min(MAX_QUERY_LIMIT, Math.max(2, Math.ceil(want)));
-        }
-        await this.round(reading);
-        continue;
-      }
-      // Read on from every partition that is behind where the take will likely end: the
-      // count-th item known so far, or, with fewer known, where the partitions' densities put it.
-      // Behind is by position, id included: in ship-date order many frontiers can stand at the
-      // target's instant, and only the id tells whether a partition has read past it.
+      // Read on from every partition behind the count-th candidate known so far (by position,
+      // id included: in ship-date order many frontiers can stand at one instant), or from every
+      // partition while fewer are known: each by its share of what the take still misses.
       const nth = all.length >= count ? all[count - 1]!.position : undefined;
-      const target = nth ? numeric(nth) : estimatedEnd(this.partitions, count);
-      const behind = active.filter((p) =>
-        nth
-          ? comparePositions(p.frontier!, nth) < 0
-          : target === undefined || numeric(p.frontier!) < target,
-      );
+      const behind = nth ? active.filter((p) => comparePositions(p.frontier!, nth) < 0) : active;
+      const missing = count - known.length;
       for (const p of behind) {
-        const d = density(p);
-        let estimate = 8 * p.limit;
-        if (d !== undefined && target !== undefined) {
-          const want = d * Number(target - numeric(p.frontier!));
-          const perMatch = (p.evaluated + 1) / (p.matched + 1);
-          estimate = Math.ceil(want * perMatch * ESTIMATE_MARGIN) + 2;
-        }
-        // An estimate from a density goes as far as it says; without one, 8 times the last.
-        p.limit = Math.min(MAX_QUERY_LIMIT, Math.max(2, estimate));
+        const perMatch = (p.evaluated + 1) / (p.matched + 1);
+        const want = ((READ_ON_MARGIN * missing) / behind.length + 1) * perMatch;
+        p.limit = Math.min(MAX_QUERY_LIMIT, Math.max(2, Math.ceil(want)));
       }
       await this.round(behind);
     }
@@ -601,18 +524,7 @@ export interface DynamoDbOrderPagesOptions {
   readonly indexes: ReadonlySet<OrderIndexName>;
   /** What a page may read before it is served short; PAGE_READ_BUDGET by default. */
   readonly budget?: PageReadBudget;
-  /** How Limits are chosen (bench:list-v2 --tuning compares them); 'learned' by default. */
-  readonly tuning?: PageTuning;
 }
-
-/**
- * How a page's Limits are chosen. 'learned': the first round shares 2N by what the container's
- * recent pages took from each status, later rounds by each partition's density along the sort
- * key; 'even': 2N/k + 1 each in the first round, densities after; 'plain': 2N/k + 1 each, and
- * each later round asks each partition behind for 1.5M/b + 1 (M still missing, b behind) times
- * its keys evaluated per match so far.
- */
-export type PageTuning = 'learned' | 'even' | 'plain';
 
 export class DynamoDbOrderPages implements OrderPageReader<DynamoDbPagePlan> {
   private readonly client: DynamoDBDocumentClient;
@@ -620,9 +532,6 @@ export class DynamoDbOrderPages implements OrderPageReader<DynamoDbPagePlan> {
   private readonly indexes: ReadonlySet<OrderIndexName>;
   private readonly readiness: IndexReadiness;
   private readonly budget: PageReadBudget;
-  private readonly tuning: PageTuning;
-  /** `<source>/<group>` → the share of recent pages that group's partitions held. */
-  private readonly shares = new Map<string, number>();
 
   constructor(
     client: DynamoDBDocumentClient,
@@ -634,48 +543,6 @@ export class DynamoDbOrderPages implements OrderPageReader<DynamoDbPagePlan> {
     this.indexes = options.indexes;
     this.readiness = new IndexReadiness(client, tableName);
     this.budget = options.budget ?? PAGE_READ_BUDGET;
-    this.tuning = options.tuning ?? 'learned';
-  }
-
-  /**
-   * The first round's Limit of each group's partitions: 2N/k + 1 each, so that the page is
-   * nearly always complete after one round for at most 2N + k keys evaluated. Where the
-   * partitions hold different statuses, whose orders are far from evenly spread (most shipped,
-   * few pending), the 2N are shared out by what the container's last pages of the source took
-   * from each status. Each partition asks for 2 at least: a partition that holds one item in the
-   * range then answers that it has no more (at a Limit of 1 DynamoDB answers that it may have,
-   * and the merge would wait for it); what is evaluated is what the partition holds, so the
-   * minimum costs the sparse statuses little.
-   */
-  private firstLimits(plan: DynamoDbPagePlan, pageSize: number): Map<string, number> {
-    if (plan.partitions === 1) return new Map([[plan.partitionGroups[0]!, pageSize + 1]]);
-    const sizes = new Map<string, number>();
-    for (const group of plan.partitionGroups) sizes.set(group, (sizes.get(group) ?? 0) + 1);
-    const limits = new Map<string, number>();
-    const learned = [...sizes.keys()].map((group) =>
-      this.tuning === 'learned' ? this.shares.get(`${plan.source}/${group}`) : undefined,
-    );
-    const total = learned.reduce<number | undefined>(
-      (sum, share) => (sum === undefined || share === undefined ? undefined : sum + share),
-      0,
-    );
-    [...sizes].forEach(([group, size], i) => {
-      const share = total ? learned[i]! / total : size / plan.partitions;
-      limits.set(group, Math.max(2, Math.floor((2 * pageSize * share) / size) + 1));
-    });
-    return limits;
-  }
-
-  /** What share of a page each group held, remembered as a moving average per source. */
-  private learnShares(plan: DynamoDbPagePlan, candidates: readonly Candidate[]): void {
-    const groups = new Set(plan.partitionGroups);
-    if (groups.size < 2 || candidates.length < SHARE_SAMPLE_MIN) return;
-    for (const group of groups) {
-      const seen = candidates.filter((c) => c.group === group).length / candidates.length;
-      const key = `${plan.source}/${group}`;
-      const before = this.shares.get(key);
-      this.shares.set(key, before === undefined ? seen : before + SHARE_WEIGHT * (seen - before));
-    }
   }
 
   plan(filter: OrderFilter): DynamoDbPagePlan {
@@ -699,11 +566,10 @@ export class DynamoDbOrderPages implements OrderPageReader<DynamoDbPagePlan> {
       this.tableName,
       plan,
       request,
-      this.firstLimits(plan, pageSize),
+      firstLimit(plan, pageSize),
       cost,
       signal,
       this.budget,
-      this.tuning,
     );
     const notIndexed = () =>
       indexNotReady(
@@ -719,7 +585,6 @@ export class DynamoDbOrderPages implements OrderPageReader<DynamoDbPagePlan> {
       candidates.take(pageSize),
     ]);
     if (!ready) throw notIndexed();
-    this.learnShares(plan, first.candidates);
     const check = (candidate: Candidate, item: Item | undefined) =>
       this.recheck(plan, filter, candidate, item, options);
 
@@ -768,7 +633,7 @@ export class DynamoDbOrderPages implements OrderPageReader<DynamoDbPagePlan> {
       const rate = (orders.length + 1) / (seen + 1);
       const want = Math.min(
         this.budget.fetched - cost.fetched,
-        Math.max(need, Math.ceil((need / rate) * ESTIMATE_MARGIN)),
+        Math.max(need, Math.ceil((need / rate) * READ_ON_MARGIN)),
       );
       taken = await candidates.take(want);
     }
