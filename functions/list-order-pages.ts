@@ -117,14 +117,12 @@ export function createListOrderPagesHandler(deps: ListOrderPagesDependencies) {
     const { validators } = checked;
     const { filter, start, pageSize } = request.query;
     const report = new ListReport();
-    const page = await deps.pages().readPage(
-      { filter, ...(start ? { start } : {}), pageSize },
-      {
-        signal,
-        onUnreadable: report.addUnreadable,
-        ...(request.plan ? { plan: request.plan } : {}),
-      },
-    );
+    const page = await deps
+      .pages()
+      .readPage(
+        { plan: request.plan ?? deps.pages().plan(filter), ...(start ? { start } : {}), pageSize },
+        { signal, onUnreadable: report.addUnreadable },
+      );
     const nextPageToken = page.next ? encodePageToken(filter, page.next) : undefined;
     const body = pageBody(page.orders.map(orderToJson), nextPageToken, pageSize);
     report.orders = page.orders.length;
