@@ -421,7 +421,7 @@ describe('an index that is not ready', () => {
       { statuses: ['pending'] },
       { petId: 1n, shipDate: { from: 0n } },
     ] as OrderFilter[]) {
-      const error = await failure(async () => pages.plan(filter));
+      const error = await failure(() => Promise.resolve().then(() => pages.plan(filter)));
       expect(error).toMatchObject({ kind: 'transient', reason: 'index-not-ready' });
       expect(error.message).toContain('not deployed yet');
     }
