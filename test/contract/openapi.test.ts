@@ -146,8 +146,8 @@ const LIST_HEADERS = { Vary: 'Accept-Encoding', 'Cache-Control': 'private, no-ca
 const FUNCTION_HEADERS = { ...JSON_HEADERS, ...RATE_HEADERS, ...LIST_HEADERS };
 /** The statuses each operation documents, by what answers them. */
 const STATUSES = {
-  listOrders: { function: [200, 304, 406], either: [429, 500, 503], gateway: [401] },
-  cancelOrder: { function: [204, 400, 404, 409], either: [429, 500, 503], gateway: [401] },
+  listOrders: { function: [200, 304, 406], either: [429, 500, 503], gateway: [401, 413] },
+  cancelOrder: { function: [204, 400, 404, 409], either: [429, 500, 503], gateway: [401, 413] },
 } as const;
 
 describe('the OpenAPI document', () => {
@@ -1010,6 +1010,21 @@ describe('real responses, through the local API Gateway emulator', () => {
         }
       },
     );
+
+    it('a request whose headers pass the limit: 413, as each operation documents', async () => {
+      for (const [method, path] of [
+        ['GET', '/store/orders'],
+        ['DELETE', '/store/orders/1'],
+      ] as const) {
+        const answer = await rawRequest(
+          port,
+          `${method} /${API_STAGE}${path} HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${key}\r\n` +
+            `X-Big: ${'a'.repeat(MAX_HEADER_BYTES)}\r\nConnection: close\r\n\r\n`,
+        );
+        expect(answer.status).toBe(413);
+        expect(await openApiResponseErrors({ method, path, ...answer })).toEqual([]);
+      }
+    });
 
     it.each(HEADERS)('%s: the document bounds it by no less than the head’s limit', (name) => {
       const [, item] = Object.entries(document.paths).find(([path]) => path === '/store/orders')!;

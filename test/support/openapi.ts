@@ -92,8 +92,8 @@ const GATEWAY_RESPONSES = {
   unknownPath: ['RouteNotFound', 'BadRequest'],
   /** The path is in the document, the method is not. */
   unknownMethod: ['MethodNotAllowed', 'BadRequest'],
-  /** A documented operation: besides its own responses. */
-  operation: ['RequestTooLarge', 'BadRequest', 'GatewayInternalError'],
+  /** A documented operation: besides its own responses (its 413 among them, listed on each). */
+  operation: ['BadRequest', 'GatewayInternalError'],
 } as const;
 
 /** The rate-limit headers of a function's answer (CONTRACT 4.2), in the document's spelling. */
@@ -424,11 +424,15 @@ export async function openApiResponseErrors(input: ResponseToCheck): Promise<str
 }
 
 export interface RequestToCheck {
+  /** The version whose document the request is checked against (v1 by default). */
+  readonly version?: ApiStage;
   readonly method: string;
   /** A stage-relative path (`/store/orders`). */
   readonly path: string;
   /** Header values as the service reads them (bytes 0x80–0xFF as one character each). */
   readonly headers: Record<string, string>;
+  /** Query parameters as the service reads them (decoded; a repeated one as a list). */
+  readonly query?: Record<string, string | string[]>;
 }
 
 /**
@@ -436,8 +440,9 @@ export interface RequestToCheck {
  * validating proxy or a generated client would refuse); empty when it conforms.
  */
 export async function openApiRequestErrors(input: RequestToCheck): Promise<string[]> {
-  const api = await backend();
-  const result = api.validator.validateRequest({ ...input, query: {} });
+  const { version, ...request } = input;
+  const api = await backend(version);
+  const result = api.validator.validateRequest({ ...request, query: input.query ?? {} });
   return describeSchemaErrors(`${input.method} ${input.path} `, result.errors ?? []);
 }
 
