@@ -6,16 +6,21 @@
  * DynamoDB Local (test/integration/order-pages.test.ts, page-ends.test.ts).
  */
 import fc from 'fast-check';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { DependencyFailure } from '../../lib/failures.ts';
+import { GET_BATCH } from '../../lib/dynamodb/batch-write.ts';
 import { dateKey, dateKeyAfter, dateKeyBound } from '../../lib/dynamodb/order-index-keys.ts';
 import { pageEnd, type PageSoFar } from '../../lib/dynamodb/order-pages.ts';
 import {
   firstLimit,
   keyPosition,
   MAX_QUERY_LIMIT,
+  PAGE_READ_BUDGET,
   partitionQuery,
   planPages,
+  READ_ON_MARGIN,
   readOnLimit,
   recheckCount,
   roundLimits,
@@ -23,6 +28,7 @@ import {
 import { ORDER_SHARDS } from '../../lib/dynamodb/tables.ts';
 import { parseInstant } from '../../lib/orders/instant.ts';
 import type { OrderFilter } from '../../lib/orders/order-filter.ts';
+import { PROJECT_ROOT } from '../../local/local-stack.ts';
 
 const MARCH = parseInstant('2026-03-01T00:00:00Z')!;
 const APRIL = parseInstant('2026-04-01T00:00:00Z')!;
@@ -304,5 +310,35 @@ describe('where a page ends', () => {
 
   it('otherwise reads on', () => {
     expect(pageEnd(base)).toBeUndefined();
+  });
+});
+
+describe("the docs' figures of the page reader", () => {
+  /** A document's text, its lines joined (a figure may wrap). */
+  const text = (file: string) =>
+    readFileSync(join(PROJECT_ROOT, file), 'utf8').replace(/\s+/g, ' ');
+  const figure = (n: number) => n.toLocaleString('en-US');
+  const { rounds, evaluated, fetched } = PAGE_READ_BUDGET;
+
+  it('are the code’s: the budget, what it costs at most, the batch size, the margins', () => {
+    const architecture = text('docs/architecture.md');
+    expect(architecture).toContain(
+      `Every page stops at ${rounds} rounds of queries, ${figure(evaluated)} keys or items evaluated, or ${figure(fetched)} orders read by key`,
+    );
+    // An item of the table is about 150 B; a strongly consistent read unit is 4 KB.
+    const rcu = Math.ceil((evaluated * 150) / 4096 / 10) * 10;
+    expect(architecture).toContain(`about ${rcu} RCU of the table's items`);
+    expect(architecture).toContain(`or ${figure(fetched)} RCU of reads by key`);
+    expect(architecture).toContain(`BatchGetItem, ${GET_BATCH} keys a call`);
+    expect(architecture).toContain(
+      `⌈n/${GET_BATCH}⌉ calls for n candidates, up to the ${figure(fetched)} of the budget`,
+    );
+    expect(architecture).toContain(`${READ_ON_MARGIN} times it`);
+    expect(text('bench/README.md')).toContain(`${READ_ON_MARGIN} times its share`);
+    expect(text('bench/README.md')).toContain(`budget of ${figure(fetched)} orders read by key`);
+    expect(text('lib/functions.ts')).toContain(`${GET_BATCH} keys a call`);
+    expect(text('lib/functions.ts')).toContain(
+      `up to ${fetched / GET_BATCH} for a re-checked filter's ${figure(fetched)}`,
+    );
   });
 });
