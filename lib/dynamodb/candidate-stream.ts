@@ -59,7 +59,7 @@ export interface Taken {
 }
 
 /** One Query of a partition's range: at most `limit` keys from `startKey` (its last answer's LastEvaluatedKey). */
-export type PartitionQuery = (
+export type QueryPartition = (
   partition: PartitionValue,
   limit: number,
   startKey: Item | undefined,
@@ -80,7 +80,7 @@ export function queryPartitions(
   plan: DynamoDbPagePlan,
   start: PagePosition | undefined,
   signal: AbortSignal | undefined,
-): PartitionQuery {
+): QueryPartition {
   return async (partition, limit, startKey) => {
     const input = partitionQuery(tableName, plan, partition, start);
     if (!input) return 'empty-range';
@@ -112,7 +112,7 @@ export interface CandidateStreamOptions {
   /** The page's size: its first round's Limits. */
   readonly pageSize: number;
   readonly budget: PageReadBudget;
-  readonly query: PartitionQuery;
+  readonly query: QueryPartition;
 }
 
 interface Partition {
@@ -141,12 +141,18 @@ function earliest(positions: readonly PagePosition[]): PagePosition | undefined 
 export class CandidateStream {
   private readonly plan: DynamoDbPagePlan;
   private readonly budget: PageReadBudget;
-  private readonly query: PartitionQuery;
+  private readonly query: QueryPartition;
   private readonly partitions: Partition[];
   private spent: QueryCost = { queries: 0, rounds: 0, evaluated: 0 };
   private started = false;
 
   constructor({ plan, pageSize, budget, query }: CandidateStreamOptions) {
+    // The merge knows nothing of a partition it has not read: the first round reads them all.
+    if (budget.evaluated < plan.partitions) {
+      throw new RangeError(
+        `a page's budget of ${budget.evaluated} evaluated items cannot read its ${plan.partitions} partitions`,
+      );
+    }
     this.plan = plan;
     this.budget = budget;
     this.query = query;

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { DependencyFailure } from '../../lib/failures.ts';
 import { GET_BATCH } from '../../lib/dynamodb/batch-write.ts';
+import { CandidateStream } from '../../lib/dynamodb/candidate-stream.ts';
 import { dateKey, dateKeyAfter, dateKeyBound } from '../../lib/dynamodb/order-index-keys.ts';
 import { pageEnd, type PageSoFar } from '../../lib/dynamodb/order-pages.ts';
 import {
@@ -248,6 +249,19 @@ describe('how much a page asks for', () => {
         },
       ),
     );
+  });
+
+  it('a budget that cannot read every partition once is refused before any Query', () => {
+    const query = () => Promise.reject(new Error('no Query may be sent'));
+    const stream = (evaluated: number) =>
+      new CandidateStream({
+        plan: planPages({ shipDate: { from: MARCH } }),
+        pageSize: 5,
+        budget: { rounds: 10, evaluated, fetched: 100 },
+        query,
+      });
+    expect(() => stream(23)).toThrow(RangeError);
+    expect(() => stream(24)).not.toThrow();
   });
 
   it('a re-checked page reads on by the share that matched, 1.25 times, within its reads by key', () => {
