@@ -66,7 +66,9 @@ function caller(perMinute = 1_000, perDay = 1_000_000) {
   return { principalId: keyId, keyId, plan: 'enterprise', ...limits };
 }
 
-function page(
+/** A page request to `handler`. */
+function pageOf(
+  handler: typeof listPages,
   query: Record<string, string> = {},
   headers: Record<string, string> = {},
   authorizer: Record<string, string> = caller(),
@@ -78,12 +80,18 @@ function page(
     authorizer,
   });
   const parameters = Object.entries(query).map(([name, value]) => [name, [value]]);
-  return invokeHttp(listPages, {
+  return invokeHttp(handler, {
     ...event,
     headers,
     multiValueQueryStringParameters: parameters.length ? Object.fromEntries(parameters) : null,
   });
 }
+
+const page = (
+  query?: Record<string, string>,
+  headers?: Record<string, string>,
+  authorizer?: Record<string, string>,
+) => pageOf(listPages, query, headers, authorizer);
 
 function cancel(id: string): Promise<HttpResult> {
   return invokeHttp(
@@ -194,17 +202,7 @@ describe('the clock', () => {
       freeAllowance: () => limiter,
       now: () => (reads++, now()),
     });
-    const ask = (headers: Record<string, string>) =>
-      invokeHttp(counting, {
-        ...proxyEvent({
-          method: 'GET',
-          resource: '/store/orders',
-          path: '/store/orders',
-          authorizer: caller(),
-        }),
-        headers,
-        multiValueQueryStringParameters: { pageSize: ['2'] },
-      });
+    const ask = (headers: Record<string, string>) => pageOf(counting, { pageSize: '2' }, headers);
     const first = await ask({});
     expect(first.statusCode).toBe(200);
     expect(reads).toBe(1);
@@ -274,16 +272,7 @@ describe('a page whose index is not deployed', () => {
     now,
   });
   const ask = (headers: Record<string, string>) =>
-    invokeHttp(notDeployed, {
-      ...proxyEvent({
-        method: 'GET',
-        resource: '/store/orders',
-        path: '/store/orders',
-        authorizer: caller(),
-      }),
-      headers,
-      multiValueQueryStringParameters: { status: ['pending'] },
-    });
+    pageOf(notDeployed, { status: 'pending' }, headers);
 
   it('is answered 503 once counted, having read nothing of the orders table: no version read, plain or conditional', async () => {
     const asked: Record<string, string>[] = [

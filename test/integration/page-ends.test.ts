@@ -94,14 +94,20 @@ function expectFewRoundsThatQuery(page: OrderPage): void {
   expect(page.cost.rounds).toBeLessThanOrEqual(3);
 }
 
-describe('many orders at one ship-date instant', () => {
+/** Tables of their own holding `orders`, made before the describe's tests, dropped after. */
+function tablesHolding(label: string, orders: readonly Order[]): () => TestTables {
   let t: TestTables;
-  const store = tiedStore();
   beforeAll(async () => {
-    t = await createTestTables('page-ties');
-    await loadOrders(t.client, t.tables.orders, store);
+    t = await createTestTables(label);
+    await loadOrders(t.client, t.tables.orders, orders);
   });
   afterAll(() => t.drop());
+  return () => t;
+}
+
+describe('many orders at one ship-date instant', () => {
+  const store = tiedStore();
+  const tables = tablesHolding('page-ties', store);
 
   it.each([
     ['without a status', YEAR],
@@ -109,7 +115,8 @@ describe('many orders at one ship-date instant', () => {
   ] as [string, OrderFilter][])(
     'a date range %s gives full pages to the end, each from rounds that query',
     async (_, filter) => {
-      const pages = new DynamoDbOrderPages(t.client, t.tables.orders, { indexes: ALL });
+      const { client, tables: names } = tables();
+      const pages = new DynamoDbOrderPages(client, names.orders, { indexes: ALL });
       const expected = sorted(store, filter);
       const sizes: number[] = [];
       const listed: Order[] = [];
@@ -134,16 +141,12 @@ describe('many orders at one ship-date instant', () => {
 });
 
 describe('a store with mixed ship dates, many of them shared', () => {
-  let t: TestTables;
   const store = mixedStore();
-  beforeAll(async () => {
-    t = await createTestTables('page-mixed');
-    await loadOrders(t.client, t.tables.orders, store);
-  });
-  afterAll(() => t.drop());
+  const tables = tablesHolding('page-mixed', store);
 
   it('gives a full page from anywhere, of any size, unless the filter ends first (random starts and sizes)', async () => {
-    const pages = new DynamoDbOrderPages(t.client, t.tables.orders, { indexes: ALL });
+    const { client, tables: names } = tables();
+    const pages = new DynamoDbOrderPages(client, names.orders, { indexes: ALL });
     const filters: OrderFilter[] = [
       { shipDate: { from: parseInstant('2026-05-03T00:00:00Z')! } },
       { shipDate: { to: parseInstant('2026-05-28T00:00:00Z')! }, statuses: ['pending', 'shipped'] },
