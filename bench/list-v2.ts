@@ -23,11 +23,8 @@ import { valueFlag } from '../lib/config/flags.ts';
 import { GET_BATCH, getInBatches } from '../lib/dynamodb/batch-write.ts';
 import { benchDynamoDb } from './dynamodb.ts';
 import { ensureTables } from '../lib/dynamodb/create-table.ts';
-import {
-  DynamoDbOrderPages,
-  partitionQuery,
-  type DynamoDbOrderPage,
-} from '../lib/dynamodb/order-pages.ts';
+import { DynamoDbOrderPages, type DynamoDbOrderPage } from '../lib/dynamodb/order-pages.ts';
+import { partitionQuery } from '../lib/dynamodb/page-plan.ts';
 import { DynamoDbOrderStore, readOrderItem } from '../lib/dynamodb/orders-table.ts';
 import { ORDER_INDEX_NAMES } from '../lib/dynamodb/tables.ts';
 import { parseInstant } from '../lib/orders/instant.ts';
@@ -124,7 +121,7 @@ async function floorPage(
   const { plan } = page;
   const inputs = page.end
     ? plan.partitionValues.flatMap(
-        (value) => partitionQuery(table, plan, filter, value, start, page.end) ?? [],
+        (value) => partitionQuery(table, plan, value, start, page.end) ?? [],
       )
     : [];
   const found = (
@@ -254,7 +251,7 @@ async function main(): Promise<void> {
       let firstFloor: Measured | undefined;
       for (let run = 0; run <= runs; run++) {
         const started = performance.now();
-        const page = await pages.readPage({ filter, pageSize: N });
+        const page = await pages.readPage({ plan: pages.plan(filter), pageSize: N });
         const ms = performance.now() - started;
         const floor = await floorPage(client, tables.orders, filter, page, undefined);
         if (run === 0) continue;
@@ -280,7 +277,11 @@ async function main(): Promise<void> {
         let start: PagePosition | undefined;
         do {
           const started = performance.now();
-          const page = await pages.readPage({ filter, pageSize: N, ...(start ? { start } : {}) });
+          const page = await pages.readPage({
+            plan: pages.plan(filter),
+            pageSize: N,
+            ...(start ? { start } : {}),
+          });
           readerMs += performance.now() - started;
           const floor = await floorPage(client, tables.orders, filter, page, start);
           floorMs += floor.ms;

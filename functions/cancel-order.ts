@@ -19,7 +19,7 @@ export interface CancelOrderDependencies extends RateLimitDependencies {
 export function createCancelOrderHandler(deps: CancelOrderDependencies) {
   return httpFunction(deps, {
     // A malformed id is answered 400 INVALID_ORDER_ID once the request is counted.
-    read: (event) => parseOrderId(event.pathParameters?.orderId),
+    read: ({ event }) => parseOrderId(event.pathParameters?.orderId),
     act: async (id, { signal }) => {
       await cancelOrder(deps.orders(), id, { signal });
       return noContent();

@@ -12,26 +12,22 @@
  * before the rate limiter (or, for a conditional request, the free allowance) has admitted the
  * request (./shared/http-function.ts).
  */
-import type { APIGatewayProxyEvent } from 'aws-lambda';
 import type { Readable } from 'node:stream';
 import { negotiateCoding, type Coding } from '../lib/api/content-coding.ts';
 import { parseIfNoneMatch } from '../lib/api/etag.ts';
 import { jsonStream, type HttpResponse } from '../lib/api/responses.ts';
-import type { CallOptions } from '../lib/failures.ts';
 import type { OrderStore } from '../lib/orders/order-store.ts';
 import { httpStoresFromEnv } from './shared/stores.ts';
 import { ApiError } from './shared/http-errors.ts';
-import type { HttpRequest } from './shared/http-function.ts';
-import { streamedHttpFunction } from './shared/streamed-function.ts';
+import {
+  conditionalHttpFunction,
+  type HttpRequest,
+  type Validators,
+} from './shared/http-function.ts';
+import { streamed } from './shared/streamed-function.ts';
 import { listBody, ListReport } from './shared/list-body.ts';
 import type { RateLimitDependencies } from './shared/rate-limit.ts';
-import {
-  freeWhileUnchanged,
-  requestHeader,
-  validate,
-  versionCheck,
-  type ConditionalListRequest,
-} from './shared/validators.ts';
+import { requestHeader, versionCheck, type ConditionalRequest } from './shared/validators.ts';
 
 /** Every answer that depends on Accept-Encoding says so (for caches): the 200, 304 and 406. */
 const VARIES = { Vary: 'Accept-Encoding' } as const;
@@ -42,49 +38,51 @@ export interface ListOrdersDependencies extends RateLimitDependencies {
   readonly ceilingBytes?: number;
 }
 
-/** What a list request asks (and, once a conditional request's check read it, what it found). */
-interface ListRequest extends ConditionalListRequest {
+/** What a list request asks: its condition and the coding of its answer. */
+interface ListRequest extends ConditionalRequest {
   readonly coding: Coding;
 }
 
 type ListAnswer = HttpResponse<Readable | string>;
 
 /** The request's preconditions: 406 when no coding is acceptable, before any (RFC 9110 §13.2.1). */
-function readListRequest(event: APIGatewayProxyEvent): ListRequest {
+function readListRequest({ event }: HttpRequest): ListRequest {
   const coding = negotiateCoding(requestHeader(event, 'accept-encoding'));
   if (coding === undefined) throw new ApiError('NOT_ACCEPTABLE', { headers: VARIES });
   return { condition: parseIfNoneMatch(requestHeader(event, 'if-none-match')), coding };
 }
 
 export function createListOrdersHandler(deps: ListOrdersDependencies) {
-  // The list's version, read before its first page (its tag covers nothing the list lacks).
-  const versionNow = (options: CallOptions) => deps.orders().readListVersion(options);
-  // The version's check, once a request: the free answer's, or act's when there was none.
-  const checkVersion = versionCheck<ListRequest>(versionNow, (request, version) =>
-    validate(request.condition, version.tag, VARIES),
+  /** The list's tag is its version's (read before its first page: it covers nothing the list lacks). */
+  const check = versionCheck<ListRequest>(
+    (options) => deps.orders().readListVersion(options),
+    (_, version) => version.tag,
+    VARIES,
   );
 
-  const act = async (request: ListRequest, { signal }: HttpRequest): Promise<ListAnswer> => {
-    const checked = await checkVersion(request, { signal });
-    if ('notModified' in checked) return checked.notModified;
-    const { validators } = checked;
+  const act = async (
+    { coding }: ListRequest,
+    validators: Validators,
+    { signal }: HttpRequest,
+  ): Promise<ListAnswer> => {
     const report = new ListReport();
     const orders = await deps.orders().openOrderStream({
       signal,
       onUnreadable: report.addUnreadable,
     });
-    const { coding } = request;
     return jsonStream(200, listBody(orders, coding, report, deps.ceilingBytes), {
       ...(coding === 'identity' ? {} : { 'Content-Encoding': coding }),
       ...validators,
     });
   };
 
-  return streamedHttpFunction<ListRequest, Readable | string>(deps, {
-    read: readListRequest,
-    free: freeWhileUnchanged(checkVersion),
-    act,
-  });
+  return streamed(
+    conditionalHttpFunction<ListRequest, Readable | string>(deps, {
+      read: readListRequest,
+      check,
+      act,
+    }),
+  );
 }
 
 // The limiter's client is created at load (Lambda's init, outside the handler); the stores at

@@ -23,8 +23,10 @@ export const FUNCTIONS: Readonly<Record<FunctionName, FunctionDefinition>> = {
     memoryMb: 1769,
     timeoutSeconds: 900,
   },
-  // A page of at most 100 orders: a version read, a few Queries and one BatchGetItem, after the
-  // limiter's. Its answer is small and its work mostly waiting: 512 MB, as the cancel.
+  // A page of at most 100 orders: a version read, a few rounds of Queries and the BatchGetItems of
+  // its candidates (100 keys a call, at once: one call for a page of 100 whose filter its index
+  // holds, up to 25 for a re-checked filter's 2,500), after the limiter's. Its answer is small
+  // and its work mostly waiting: 512 MB, as the cancel.
   listOrderPages: {
     entry: 'list-order-pages.ts',
     description: 'GET /v2/store/orders: the orders a query selects, a page at a time',

@@ -1,14 +1,20 @@
 /**
- * An HTTP function: what it does, described once (`HttpOperation`), run the same way for every
- * function — decide, then act:
+ * An HTTP function: what it does, described once, run the same way for every function — decide,
+ * then act:
  *
- *   1. read: what the request asks, without any I/O. A malformed request's refusal (400, 406)
- *      waits for step 2: it counts like any other request, and its answer carries the headers.
- *   2. decide: the rate limiter counts the request (./rate-limit.ts). A request that may be
- *      answered without using the plan's quota (a conditional list: 304) is first admitted by
- *      the key's free allowance, then checked (`free.answer`); when the check finds it must be
- *      answered in full, it is counted like any other.
- *   3. act: the function's work and its answer, only once the request is admitted.
+ *   1. the request (`HttpRequest`): the event, the caller the authorizer identified, the time it
+ *      is served (`now`, read once) and the deadline of its DynamoDB work (`signal`), shared by
+ *      every step below;
+ *   2. read: what the request asks, without any I/O. A request that cannot be served as asked
+ *      (400, 406, 503 for an index not deployed) is refused only after step 3: it counts like
+ *      any other request, and its answer carries the headers;
+ *   3. decide: the rate limiter counts the request (./rate-limit.ts);
+ *   4. act: the function's work and its answer, only once the request is admitted.
+ *
+ * A list's request may be conditional (`conditionalHttpFunction`): it is first admitted by the
+ * key's free allowance and its check (the list's version) decides: a 304 is answered free; a
+ * change is answered in full, counted like any other request. Without the allowance (used up,
+ * or none) it is counted first, then checked.
  *
  * So a refused request (429) costs the store nothing but the limiter's own write: no order read,
  * no list version read, no version mark. Every answer to the identified caller carries the
@@ -21,106 +27,153 @@
  */
 import middy from '@middy/core';
 import type { APIGatewayProxyEvent, Context } from 'aws-lambda';
+import { isConditional, type IfNoneMatch } from '../../lib/api/etag.ts';
 import { withHeaders, type HttpResponse } from '../../lib/api/responses.ts';
 import { requestDeadline, signalAt } from '../../lib/config/budgets.ts';
 import { callerFromContext } from '../../lib/keys/authenticate.ts';
+import type { Caller } from '../../lib/keys/key-record.ts';
 import { recordInvocation } from './dynamodb-calls.ts';
 import { answeredWith, httpErrors } from './http-errors.ts';
 import { perInvocation } from './invocation.ts';
-import { countRequest, takeFreeRequest, type RateLimitDependencies } from './rate-limit.ts';
+import {
+  countRequest,
+  takeFreeRequest,
+  type Admission,
+  type RateLimitDependencies,
+} from './rate-limit.ts';
 
-/** What the steps of a function get of the request besides what it asks. */
+/** What every step of a function gets of the request. */
 export interface HttpRequest {
   readonly event: APIGatewayProxyEvent;
+  /** The key that asks, as the authorizer identified it. */
+  readonly caller: Caller;
+  /** When the request is served (ms since the epoch): one reading of the clock for every step. */
+  readonly now: number;
   /** The deadline of the request's DynamoDB work, shared by all its calls (lib/config/budgets.ts). */
   readonly signal: AbortSignal;
 }
 
-/** What a request that may be answered free (a conditional request) does before it is counted. */
-export interface FreeAnswer<Input, Answer> {
-  /** Whether this request may be answered free. */
-  readonly applies: (input: Input) => boolean;
-  /**
-   * Once the key's free allowance admitted it: the free answer, or what `act` goes on from when
-   * the answer is not the free one (the check found a change: the request is counted).
-   */
-  readonly answer: (
-    input: Input,
-    request: HttpRequest,
-  ) => Promise<{ readonly free: Answer } | { readonly counted: Input }>;
-}
-
-/** An HTTP function: what it reads from a request, what it does once admitted, how it answers. */
+/** An HTTP function: what it reads from a request, and what it does once admitted. */
 export interface HttpOperation<Input, Answer> {
-  /** What the request asks, without I/O; throws the refusal of a malformed request. */
-  readonly read: (event: APIGatewayProxyEvent) => Input;
-  /** For requests that may be answered without using the plan's quota. */
-  readonly free?: FreeAnswer<Input, Answer>;
+  /** What the request asks, without I/O; throws the refusal of a request that cannot be served. */
+  readonly read: (request: HttpRequest) => Input;
   /** The work, once the request is admitted, and its answer. */
   readonly act: (input: Input, request: HttpRequest) => Promise<Answer>;
+}
+
+/** The headers that validate an answer (ETag, Cache-Control, Vary). */
+export type Validators = Readonly<Record<string, string>>;
+
+/** What a conditional request's check found: its 304, or the validators of its full answer. */
+export type Validated<Answer> =
+  { readonly notModified: Answer } | { readonly validators: Validators };
+
+/** A list's operation: its requests may be conditional (If-None-Match). */
+export interface ConditionalOperation<Input extends { readonly condition: IfNoneMatch }, Answer> {
+  /** What the request asks, without I/O; throws the refusal of a request that cannot be served. */
+  readonly read: (request: HttpRequest) => Input;
+  /** Once admitted: the answer's validators as the list stands now, or its 304. */
+  readonly check: (input: Input, request: HttpRequest) => Promise<Validated<Answer>>;
+  /** The full answer, with the validators the check found. */
+  readonly act: (input: Input, validators: Validators, request: HttpRequest) => Promise<Answer>;
 }
 
 type Asked<Input> =
   { readonly ok: true; readonly input: Input } | { readonly ok: false; readonly refusal: unknown };
 
-function ask<Input>(
-  operation: HttpOperation<Input, unknown>,
-  event: APIGatewayProxyEvent,
-): Asked<Input> {
+function ask<Input>(read: (request: HttpRequest) => Input, request: HttpRequest): Asked<Input> {
   try {
-    return { ok: true, input: operation.read(event) };
+    return { ok: true, input: read(request) };
   } catch (refusal) {
     return { ok: false, refusal };
   }
 }
 
+/** What was asked, or the refusal thrown (once the request is counted). */
+function given<Input>(asked: Asked<Input>): Input {
+  if (!asked.ok) throw asked.refusal;
+  return asked.input;
+}
+
+function requestOf(event: APIGatewayProxyEvent, deps: RateLimitDependencies): HttpRequest {
+  const caller = callerFromContext(event.requestContext?.authorizer);
+  // No caller: a route without the authorizer, a misconfiguration answered 500 and paged.
+  if (!caller) {
+    throw new Error('No caller in the authorizer context: is the function behind the authorizer?');
+  }
+  const now = deps.now?.() ?? Date.now();
+  // The request's deadline, fixed before any work: every DynamoDB call of the request shares it.
+  const deadline = requestDeadline(
+    event.requestContext?.requestTimeEpoch,
+    now,
+    deps.requestBudgetMs,
+  );
+  return { event, caller, now, signal: signalAt(deadline, now) };
+}
+
+/** `answer`, once the rate limiter has counted and admitted the request, with its headers. */
+async function counted<Body>(
+  deps: RateLimitDependencies,
+  request: HttpRequest,
+  answer: () => Promise<HttpResponse<Body>>,
+): Promise<HttpResponse<Body>> {
+  const admission = await countRequest(deps.limiter(), request.caller, request.now, request.signal);
+  return answeredWith(admission.headers, async () => {
+    admission.admit();
+    return withHeaders(await answer(), admission.headers);
+  });
+}
+
+/** `serve` for every request, behind the chain every HTTP function shares (see the header). */
+function served<Body>(
+  deps: RateLimitDependencies,
+  serve: (request: HttpRequest) => Promise<HttpResponse<Body>>,
+): (event: APIGatewayProxyEvent, context: Context) => Promise<HttpResponse<Body>> {
+  const chain = middy<APIGatewayProxyEvent, HttpResponse<Body>>()
+    .use([recordInvocation(), ...httpErrors()])
+    .handler((event) => serve(requestOf(event, deps)));
+  return perInvocation(chain, (event) => event.requestContext?.requestId);
+}
+
+/** Read, count, act. */
 export function httpFunction<Input, Body>(
   deps: RateLimitDependencies,
   operation: HttpOperation<Input, HttpResponse<Body>>,
-): (event: APIGatewayProxyEvent, context: Context) => Promise<HttpResponse<Body>> {
-  const serve = async (event: APIGatewayProxyEvent): Promise<HttpResponse<Body>> => {
-    const now = deps.now?.() ?? Date.now();
-    // The request's deadline, fixed before any work: every DynamoDB call of the request shares it.
-    const deadline = requestDeadline(
-      event.requestContext?.requestTimeEpoch,
-      now,
-      deps.requestBudgetMs,
-    );
-    const request: HttpRequest = { event, signal: signalAt(deadline, now) };
-    const caller = callerFromContext(event.requestContext?.authorizer);
-    // No caller: a route without the authorizer, a misconfiguration answered 500 and paged.
-    if (!caller) {
-      throw new Error(
-        'No caller in the authorizer context: is the function behind the authorizer?',
-      );
-    }
-    const asked = ask(operation, event);
+) {
+  return served(deps, (request) => {
+    const asked = ask(operation.read, request);
+    return counted(deps, request, () => operation.act(given(asked), request));
+  });
+}
 
-    // A request that may be answered free: admitted by the key's free allowance, then checked.
-    let continued: { readonly input: Input } | undefined;
-    const { free } = operation;
-    if (asked.ok && free?.applies(asked.input) && deps.freeAllowance) {
-      const allowed = await takeFreeRequest(deps.freeAllowance(), caller, now, request.signal);
-      if (allowed) {
-        const checked = await answeredWith(allowed.headers, () => {
-          allowed.admit();
-          return free.answer(asked.input, request);
-        });
-        if ('free' in checked) return withHeaders(checked.free, allowed.headers);
-        continued = { input: checked.counted };
-      }
-    }
-
-    const counted = await countRequest(deps.limiter(), caller, now, request.signal);
-    return answeredWith(counted.headers, async () => {
-      counted.admit();
-      if (!asked.ok) throw asked.refusal;
-      const input = continued ? continued.input : asked.input;
-      return withHeaders(await operation.act(input, request), counted.headers);
-    });
+/** Read; a conditional request first within the key's free allowance; else count, check, act. */
+export function conditionalHttpFunction<Input extends { readonly condition: IfNoneMatch }, Body>(
+  deps: RateLimitDependencies,
+  operation: ConditionalOperation<Input, HttpResponse<Body>>,
+) {
+  const checkThenAct = async (input: Input, request: HttpRequest) => {
+    const checked = await operation.check(input, request);
+    if ('notModified' in checked) return checked.notModified;
+    return operation.act(input, checked.validators, request);
   };
-  const chain = middy<APIGatewayProxyEvent, HttpResponse<Body>>()
-    .use([recordInvocation(), ...httpErrors()])
-    .handler(serve);
-  return perInvocation(chain, (event) => event.requestContext?.requestId);
+
+  /** Admitted free: a 304 is the free answer; a change is answered in full, counted. */
+  const answerFree = async (input: Input, free: Admission, request: HttpRequest) => {
+    const checked = await answeredWith(free.headers, () => {
+      free.admit();
+      return operation.check(input, request);
+    });
+    if ('notModified' in checked) return withHeaders(checked.notModified, free.headers);
+    return counted(deps, request, () => operation.act(input, checked.validators, request));
+  };
+
+  return served(deps, async (request) => {
+    const asked = ask(operation.read, request);
+    if (asked.ok && isConditional(asked.input.condition) && deps.freeAllowance) {
+      const { caller, now, signal } = request;
+      const free = await takeFreeRequest(deps.freeAllowance(), caller, now, signal);
+      if (free) return answerFree(asked.input, free, request);
+    }
+    return counted(deps, request, () => checkThenAct(given(asked), request));
+  });
 }

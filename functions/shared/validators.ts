@@ -6,15 +6,15 @@
 import type { APIGatewayProxyEvent } from 'aws-lambda';
 import {
   formatEntityTag,
-  isConditional,
   notModified,
+  type EntityTag,
   type IfNoneMatch,
 } from '../../lib/api/etag.ts';
 import { notModifiedResponse, type HttpResponse } from '../../lib/api/responses.ts';
 import type { CallOptions } from '../../lib/failures.ts';
 import { METRIC_NAMES } from '../../lib/metrics.ts';
 import type { ListVersion } from '../../lib/orders/order-store.ts';
-import type { FreeAnswer } from './http-function.ts';
+import type { HttpRequest, Validated } from './http-function.ts';
 import { logger } from './logger.ts';
 import { metrics, MetricUnit } from './metrics.ts';
 
@@ -37,81 +37,44 @@ export function requestHeader(event: APIGatewayProxyEvent, name: string): string
   return undefined;
 }
 
+/** A list request: what it asks and its If-None-Match. */
+export interface ConditionalRequest {
+  readonly condition: IfNoneMatch;
+}
+
 /**
  * The validators of an answer whose weak tag is `opaque` (none: the answer has no tag now), with
- * `headers` beside them, and its 304 when the request's condition still matches.
+ * `headers` beside them, or its 304 when the request's condition still matches.
  */
 export function validate(
   condition: IfNoneMatch,
   opaque: string | undefined,
   headers: Readonly<Record<string, string>>,
-): { validators: Record<string, string>; notModified: HttpResponse | undefined } {
-  const tag = opaque === undefined ? undefined : { weak: true, opaque };
+): Validated<HttpResponse> {
+  const tag: EntityTag | undefined = opaque === undefined ? undefined : { weak: true, opaque };
   const validators = {
     ...(tag ? { ETag: formatEntityTag(tag) } : {}),
     ...CACHE_CONTROL,
     ...headers,
   };
-  if (!notModified(condition, tag)) return { validators, notModified: undefined };
+  if (!notModified(condition, tag)) return { validators };
   logger.info('List not modified', { etag: validators.ETag });
   metrics.addMetric(METRIC_NAMES.listNotModified, MetricUnit.Count, 1);
-  return { validators, notModified: notModifiedResponse(validators) };
-}
-
-/** What a list's check found when the answer is not a 304: the version read and its validators. */
-export interface CheckedList {
-  readonly version: ListVersion;
-  readonly validators: Record<string, string>;
-}
-
-/** A list request that may be conditional; `checked`: what its free answer's check found. */
-export interface ConditionalListRequest {
-  readonly condition: IfNoneMatch;
-  readonly checked?: CheckedList;
+  return { notModified: notModifiedResponse(validators) };
 }
 
 /**
- * The one step from the list's version to the answer's validators, for the free answer and `act`
- * alike: the version is read and `check`ed (its 304, or the validators of the answer to send);
- * a request whose free answer already did so (`checked`) reads and checks nothing again.
+ * A list's check (./http-function.ts ConditionalOperation): the list's version read by the
+ * request's deadline, its answer's tag from it (`tagOf`: none when the answer has no tag now),
+ * and the validators, with `headers`, or the 304.
  */
-export function versionCheck<Request extends ConditionalListRequest>(
+export function versionCheck<Request extends ConditionalRequest>(
   readVersion: (options: CallOptions) => Promise<ListVersion>,
-  check: (request: Request, version: ListVersion) => ReturnType<typeof validate>,
-): (
-  request: Request,
-  options: CallOptions,
-) => Promise<CheckedList | { readonly notModified: HttpResponse }> {
-  return async (request, options) => {
-    if (request.checked) return request.checked;
-    const version = await readVersion(options);
-    const { validators, notModified: unchanged } = check(request, version);
-    return unchanged ? { notModified: unchanged } : { version, validators };
-  };
-}
-
-/**
- * The free answer of a conditional list request (./http-function.ts): once the key's free
- * allowance has admitted it, `checkVersion` (versionCheck) reads the list's version and checks
- * it; a 304 is the free answer, otherwise the request goes on, counted, with what the check
- * found (`act` reads no other version). `prepare`, when given, first turns the request into
- * what the check needs, without I/O (it may refuse it: then nothing is read).
- */
-export function freeWhileUnchanged<Request extends ConditionalListRequest>(
-  checkVersion: (
-    request: Request,
-    options: CallOptions,
-  ) => Promise<CheckedList | { readonly notModified: HttpResponse }>,
-  prepare: (request: Request) => Request = (request) => request,
-): FreeAnswer<Request, HttpResponse> {
-  return {
-    applies: (request) => isConditional(request.condition),
-    answer: async (request, { signal }) => {
-      const prepared = prepare(request);
-      const checked = await checkVersion(prepared, { signal });
-      return 'notModified' in checked
-        ? { free: checked.notModified }
-        : { counted: { ...prepared, checked } };
-    },
+  tagOf: (request: Request, version: ListVersion, http: HttpRequest) => string | undefined,
+  headers: Readonly<Record<string, string>> = {},
+): (request: Request, http: HttpRequest) => Promise<Validated<HttpResponse>> {
+  return async (request, http) => {
+    const version = await readVersion({ signal: http.signal });
+    return validate(request.condition, tagOf(request, version, http), headers);
   };
 }

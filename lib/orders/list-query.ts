@@ -22,6 +22,9 @@ import { decodePageToken, type PageTokenProblem } from './page-token.ts';
 
 export const PAGE_SIZE_DEFAULT = 50;
 export const PAGE_SIZE_MAX = 100;
+/** The most digits a `pageSize` may be written with (a larger value is served as PAGE_SIZE_MAX). */
+export const PAGE_SIZE_DIGITS = 64;
+const PAGE_SIZE_TEXT = new RegExp(`^\\d{1,${PAGE_SIZE_DIGITS}}$`);
 
 export const LIST_PARAMETERS = [
   'status',
@@ -106,7 +109,7 @@ function dateTime(name: string, value: string): bigint {
 
 function pageSizeOf(value: string): number {
   // Digits only: `1e2`, `+5`, `5.0` and `-1` are not page sizes; a huge one is served as the max.
-  if (!/^\d{1,64}$/.test(value) || /^0+$/.test(value)) {
+  if (!PAGE_SIZE_TEXT.test(value) || /^0+$/.test(value)) {
     throw new Refusal(
       'INVALID_PARAMETER',
       `pageSize must be a whole number from 1 (above ${PAGE_SIZE_MAX} is served as ${PAGE_SIZE_MAX}), got ${quoted(value)}.`,

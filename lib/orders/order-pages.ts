@@ -14,16 +14,10 @@ import type { OrderStreamOptions } from './order-store.ts';
 import type { Order } from './order.ts';
 import type { OrderFilter, PagePosition } from './order-filter.ts';
 
-export interface PageRequest {
-  readonly filter: OrderFilter;
-  /** Start after this position; the first page when absent. */
-  readonly start?: PagePosition;
-  /** 1 to PAGE_SIZE_MAX (./list-query.ts). */
-  readonly pageSize: number;
-}
-
-/** Where a filter's pages come from, known before any page is read. */
+/** Where a filter's pages come from, known before any page is read (OrderPageReader.plan). */
 export interface PagePlan {
+  /** The filter whose pages these are. */
+  readonly filter: OrderFilter;
   /** The table, or the name of the index that serves the filter. */
   readonly source: string;
   /**
@@ -34,6 +28,15 @@ export interface PagePlan {
   readonly consistent: boolean;
   /** How many partitions a page reads from. */
   readonly partitions: number;
+}
+
+/** One page of a plan's filter. */
+export interface PageRequest<Plan extends PagePlan = PagePlan> {
+  readonly plan: Plan;
+  /** Start after this position; the first page when absent. */
+  readonly start?: PagePosition;
+  /** 1 to PAGE_SIZE_MAX (./list-query.ts). */
+  readonly pageSize: number;
 }
 
 /** What one page cost storage. */
@@ -56,12 +59,6 @@ export interface OrderPage {
   readonly cost: PageCost;
 }
 
-/** How a page is read: by `signal`'s deadline, with the filter's plan when the caller made it. */
-export interface PageReadOptions<Plan extends PagePlan = PagePlan> extends OrderStreamOptions {
-  /** The request's filter's plan, from `plan` (not made again); made by readPage when absent. */
-  readonly plan?: Plan;
-}
-
 export interface OrderPageReader<Plan extends PagePlan = PagePlan> {
   /**
    * The plan of a filter's pages, without I/O. Throws a transient DependencyFailure (reason
@@ -69,8 +66,8 @@ export interface OrderPageReader<Plan extends PagePlan = PagePlan> {
    */
   plan(filter: OrderFilter): Plan;
   /**
-   * One page, by `signal`'s deadline. Fails transient (`index-not-ready`) while the index it
-   * needs is backfilling or its orders are not all indexed yet.
+   * One page of a plan, by `signal`'s deadline. Fails transient (`index-not-ready`) while the
+   * index it needs is backfilling or its orders are not all indexed yet.
    */
-  readPage(request: PageRequest, options?: PageReadOptions<Plan>): Promise<OrderPage>;
+  readPage(request: PageRequest<Plan>, options?: OrderStreamOptions): Promise<OrderPage>;
 }

@@ -1,11 +1,10 @@
 /**
  * The entity tag of one page of the v2 list: a hash of the list's version (the version items of
  * lib/dynamodb/list-version.ts, read strongly consistent before the page, as v1's list does), the
- * filters, the page's start and its size. Same version, same request: the same page — but for a
- * page served short by its read budget, whose end follows the Limits its container has learned
- * (lib/dynamodb/order-pages.ts): another container may end it elsewhere, under the same tag. So
- * a conditional request needs only the version read: If-None-Match with the current tag is
- * answered 304 without reading an order.
+ * filters, the page's start and its size. Same version, same request: the same page, wherever it
+ * is read (where a page ends, a page served short by its read budget included, follows from the
+ * store and the request alone: lib/dynamodb/order-pages.ts). So a conditional request needs only
+ * the version read: If-None-Match with the current tag is answered 304 without reading an order.
  *
  * What makes that true, and when it is not:
  * - A page read strongly consistent (the table) after the version read shows every write the

@@ -146,9 +146,15 @@ describe('orders reindex', () => {
     const pages = new DynamoDbOrderPages(t.client, t.tables.orders, {
       indexes: new Set(ORDER_INDEX_NAMES),
     });
-    const pending = await pages.readPage({ filter: { statuses: ['pending'] }, pageSize: 10 });
+    const pending = await pages.readPage({
+      plan: pages.plan({ statuses: ['pending'] }),
+      pageSize: 10,
+    });
     expect(pending.orders.map((o) => o.id)).toEqual([1n, 5n, 9223372036854775807n]);
-    const dated = await pages.readPage({ filter: { shipDate: { from: 0n } }, pageSize: 10 });
+    const dated = await pages.readPage({
+      plan: pages.plan({ shipDate: { from: 0n } }),
+      pageSize: 10,
+    });
     expect(dated.orders.map((o) => o.id)).toEqual([1n, 2n, 9223372036854775807n]);
   });
 

@@ -3,9 +3,11 @@
  * query parameters and page sizes, the error catalogue — and against real answers of the
  * handlers behind the local API Gateway emulator, on DynamoDB Local with every index.
  */
+import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { compileErrors, validate } from '@readme/openapi-parser';
+import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERROR_CATALOGUE } from '../../lib/api/errors.ts';
 import { ROUTES_V2 } from '../../lib/api/routes.ts';
@@ -21,17 +23,21 @@ import { registerKeys } from '../../lib/keys/plaintext-keys.ts';
 import {
   LIST_PARAMETERS,
   PAGE_SIZE_DEFAULT,
+  PAGE_SIZE_DIGITS,
   PAGE_SIZE_MAX,
+  parseListQuery,
   type ListQueryErrorCode,
 } from '../../lib/orders/list-query.ts';
 import type { Order } from '../../lib/orders/order.ts';
-import { createGateway, type GatewayListener } from '../../local/gateway.ts';
+import { createGateway, createGatewayServer, type GatewayListener } from '../../local/gateway.ts';
 import { loadFunctions } from '../../local/local-stack.ts';
 import {
+  expectHeadersTooLargeAsDocumented,
   expectValidAgainstOpenApi,
   HTTP_METHODS,
   loadOpenApiDocument,
   OPENAPI_PATHS,
+  openApiRequestErrors,
   openApiResponseErrors,
   type OpenApiDocument,
   type OperationObject,
@@ -105,12 +111,22 @@ describe("v2's OpenAPI document", () => {
     expect(query.map((p) => p.name)).toEqual([...LIST_PARAMETERS]);
     const pageSize = query.find((p) => p.name === 'pageSize')!.schema;
     expect(pageSize).toMatchObject({ minimum: 1, default: PAGE_SIZE_DEFAULT });
-    // A larger size is served as the most, not refused: the document bounds it no further.
-    expect(pageSize).not.toHaveProperty('maximum');
     expect(pageSize).not.toHaveProperty('format');
+    // A larger size is served as the most, not refused, up to what the API reads: the largest
+    // number of PAGE_SIZE_DIGITS digits, written digit for digit (JavaScript reads it as 10^64).
+    const text = readFileSync(OPENAPI_PATHS.v2, 'utf8');
+    expect(text).toMatch(new RegExp(`^ +maximum: ${'9'.repeat(PAGE_SIZE_DIGITS)}$`, 'm'));
+    expect(pageSize.maximum).toBe(10 ** PAGE_SIZE_DIGITS);
     const body = list().responses!['200']!.content!['application/json']!.schema!;
     const served = (body.properties as Record<string, Schema>).pageSize!;
     expect(served).toMatchObject({ minimum: 1, maximum: PAGE_SIZE_MAX });
+  });
+
+  it('lists on every operation the 413 API Gateway answers a request whose headers pass its limit', () => {
+    for (const { operation } of operations()) {
+      const tooLarge = operation.responses!['413']!.content!['application/json']!.schema!;
+      expect(JSON.stringify(tooLarge)).toContain('"const":"REQUEST_TOO_LARGE"');
+    }
   });
 
   it('answers a refused query with exactly the four codes of the list, each 400 in the catalogue', () => {
@@ -119,6 +135,102 @@ describe("v2's OpenAPI document", () => {
       .enum as string[];
     expect([...codes].sort()).toEqual([...QUERY_CODES].sort());
     for (const code of QUERY_CODES) expect(ERROR_CATALOGUE[code].status).toBe(400);
+  });
+});
+
+/**
+ * What the list's parameters take, as the document says and as the API reads them: a validating
+ * proxy or a generated client must refuse what the API refuses, and let through what it serves.
+ */
+describe("the list's parameters: the document takes what the API takes", () => {
+  const documented = async (query: Record<string, string>) =>
+    (
+      await openApiRequestErrors({
+        version: 'v2',
+        method: 'GET',
+        path: '/store/orders',
+        headers: {},
+        query,
+      })
+    ).length === 0;
+  const served = (name: string, value: string) => 'ok' in parseListQuery([[name, value]]);
+
+  it.each([
+    ['1', true],
+    ['100', true],
+    ['0100', true],
+    ['101', true],
+    ['9'.repeat(PAGE_SIZE_DIGITS), true],
+    ['9'.repeat(PAGE_SIZE_DIGITS + 1), false],
+    ['0', false],
+    ['-1', false],
+    ['2.5', false],
+  ] as const)('pageSize=%s: %s by both', async (value, valid) => {
+    expect(served('pageSize', value)).toBe(valid);
+    expect(await documented({ pageSize: value })).toBe(valid);
+  });
+
+  it.each([
+    ['2026-12-01T00:00:00Z', true],
+    ['2026-12-01t09:30:00.123456789+01:00', true],
+    ['0000-01-01T00:00:00-23:59', true],
+    ['2028-02-29T23:59:59.5z', true],
+    ['2026-12-01T00:00:00.0000000001Z', false],
+    ['2026-12-01T00:00:00', false],
+    ['2026-12-01 00:00:00Z', false],
+    ['2026-12-01T00:00:00+0100', false],
+    ['2026-12-31T23:59:60Z', false],
+    ['2026-12-01T24:00:00Z', false],
+    ['2026-02-29T00:00:00Z', false],
+    ['2026-04-31T00:00:00Z', false],
+    ['2026-12-01T00:00:00+24:00', false],
+  ] as const)('shipDateFrom=%s: %s by both', async (value, valid) => {
+    expect(served('shipDateFrom', value)).toBe(valid);
+    expect(await documented({ shipDateFrom: value })).toBe(valid);
+    expect(await documented({ shipDateTo: value })).toBe(valid);
+  });
+
+  it('a date-time is valid by the document exactly when the API takes it (generated date-times)', async () => {
+    const digits = (n: number, min: number, max: number) =>
+      fc.integer({ min, max }).map((v) => String(v).padStart(n, '0'));
+    const offset = fc.oneof(
+      fc.constantFrom('Z', 'z', ''),
+      fc
+        .tuple(
+          fc.constantFrom('+', '-'),
+          digits(2, 0, 25),
+          fc.constantFrom(':', ''),
+          digits(2, 0, 61),
+        )
+        .map((parts) => parts.join('')),
+    );
+    const dateTime = fc
+      .tuple(
+        digits(4, 0, 9999),
+        digits(2, 0, 13),
+        digits(2, 0, 32),
+        fc.constantFrom('T', 't', ' '),
+        digits(2, 0, 25),
+        digits(2, 0, 61),
+        digits(2, 0, 61),
+        fc.option(fc.stringMatching(/^[0-9]{1,12}$/), { nil: undefined }),
+        offset,
+      )
+      .map(
+        ([y, mo, d, t, h, mi, s, fraction, zone]) =>
+          `${y}-${mo}-${d}${t}${h}:${mi}:${s}${fraction === undefined ? '' : `.${fraction}`}${zone}`,
+      );
+    let both = 0;
+    await fc.assert(
+      fc.asyncProperty(dateTime, async (value) => {
+        const valid = served('shipDateFrom', value);
+        expect(await documented({ shipDateFrom: value }), value).toBe(valid);
+        if (valid) both++;
+      }),
+      { numRuns: 600 },
+    );
+    // The generator reaches both sides.
+    expect(both).toBeGreaterThan(20);
   });
 });
 
@@ -220,6 +332,8 @@ describe('real answers of v2, through the local API Gateway emulator', () => {
     ['/store/orders?status=lost', 'INVALID_PARAMETER'],
     ['/store/orders?petId=12.5', 'INVALID_PARAMETER'],
     ['/store/orders?pageSize=0', 'INVALID_PARAMETER'],
+    [`/store/orders?pageSize=${'9'.repeat(PAGE_SIZE_DIGITS + 1)}`, 'INVALID_PARAMETER'],
+    ['/store/orders?shipDateFrom=2026-12-01T00:00:00.0000000001Z', 'INVALID_PARAMETER'],
     ['/store/orders?petId=1&petId=2', 'INVALID_PARAMETER'],
     [
       '/store/orders?shipDateFrom=2026-12-05T00:00:00Z&shipDateTo=2026-12-05T00:00:00Z',
@@ -247,6 +361,25 @@ describe('real answers of v2, through the local API Gateway emulator', () => {
     const other = await call('GET', `/store/orders?status=shipped&pageToken=${token}`);
     expect(other.status).toBe(400);
     expect(JSON.parse(other.body)).toMatchObject({ code: 'INVALID_PAGE_TOKEN' });
+  });
+
+  it('serves a page size of 64 digits as the most, as documented', async () => {
+    const page = await call('GET', `/store/orders?pageSize=${'9'.repeat(PAGE_SIZE_DIGITS)}`);
+    expect(page.status).toBe(200);
+    expect(JSON.parse(page.body)).toMatchObject({ pageSize: PAGE_SIZE_MAX });
+  });
+
+  it('answers a request whose headers pass 10,240 bytes with 413, as each operation documents', async () => {
+    // npm start's server in front of the same gateway: API Gateway's limit on a request's head.
+    const edge = createGatewayServer(() => handle);
+    await new Promise<void>((resolve) => edge.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = edge.address() as AddressInfo;
+      await expectHeadersTooLargeAsDocumented(port, 'v2', key);
+    } finally {
+      edge.closeAllConnections();
+      edge.close();
+    }
   });
 
   it("cancels as v1 does, and answers API Gateway's 405 and 404 on v2's paths", async () => {

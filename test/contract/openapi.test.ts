@@ -43,6 +43,7 @@ import { MAX_HEADER_BYTES } from '../../local/http-edge.ts';
 import { loadFunctions } from '../../local/local-stack.ts';
 import { failDynamoDbCalls, invokeHttp, proxyEvent, type HttpResult } from '../support/lambda.ts';
 import {
+  expectHeadersTooLargeAsDocumented,
   expectValidAgainstOpenApi,
   componentStatus,
   findConst,
@@ -146,8 +147,8 @@ const LIST_HEADERS = { Vary: 'Accept-Encoding', 'Cache-Control': 'private, no-ca
 const FUNCTION_HEADERS = { ...JSON_HEADERS, ...RATE_HEADERS, ...LIST_HEADERS };
 /** The statuses each operation documents, by what answers them. */
 const STATUSES = {
-  listOrders: { function: [200, 304, 406], either: [429, 500, 503], gateway: [401] },
-  cancelOrder: { function: [204, 400, 404, 409], either: [429, 500, 503], gateway: [401] },
+  listOrders: { function: [200, 304, 406], either: [429, 500, 503], gateway: [401, 413] },
+  cancelOrder: { function: [204, 400, 404, 409], either: [429, 500, 503], gateway: [401, 413] },
 } as const;
 
 describe('the OpenAPI document', () => {
@@ -1010,6 +1011,10 @@ describe('real responses, through the local API Gateway emulator', () => {
         }
       },
     );
+
+    it('a request whose headers pass the limit: 413, as each operation documents', async () => {
+      await expectHeadersTooLargeAsDocumented(port, API_STAGE, key);
+    });
 
     it.each(HEADERS)('%s: the document bounds it by no less than the head’s limit', (name) => {
       const [, item] = Object.entries(document.paths).find(([path]) => path === '/store/orders')!;

@@ -66,7 +66,9 @@ function caller(perMinute = 1_000, perDay = 1_000_000) {
   return { principalId: keyId, keyId, plan: 'enterprise', ...limits };
 }
 
-function page(
+/** A page request to `handler`. */
+function pageOf(
+  handler: typeof listPages,
   query: Record<string, string> = {},
   headers: Record<string, string> = {},
   authorizer: Record<string, string> = caller(),
@@ -78,12 +80,18 @@ function page(
     authorizer,
   });
   const parameters = Object.entries(query).map(([name, value]) => [name, [value]]);
-  return invokeHttp(listPages, {
+  return invokeHttp(handler, {
     ...event,
     headers,
     multiValueQueryStringParameters: parameters.length ? Object.fromEntries(parameters) : null,
   });
 }
+
+const page = (
+  query?: Record<string, string>,
+  headers?: Record<string, string>,
+  authorizer?: Record<string, string>,
+) => pageOf(listPages, query, headers, authorizer);
 
 function cancel(id: string): Promise<HttpResult> {
   return invokeHttp(
@@ -184,6 +192,30 @@ describe('a conditional page', () => {
   });
 });
 
+describe('the clock', () => {
+  it('is read once a request, for the limiter, the deadline and the page tag alike', async () => {
+    let reads = 0;
+    const counting = createListOrderPagesHandler({
+      orders: () => store,
+      pages: () => pages,
+      limiter: () => limiter,
+      freeAllowance: () => limiter,
+      now: () => (reads++, now()),
+    });
+    const ask = (headers: Record<string, string>) => pageOf(counting, { pageSize: '2' }, headers);
+    const first = await ask({});
+    expect(first.statusCode).toBe(200);
+    expect(reads).toBe(1);
+    // A conditional request: the free allowance, the version's check and its tag, one reading.
+    const hit = await ask({ 'If-None-Match': first.headers.ETag! });
+    expect(hit.statusCode).toBe(304);
+    expect(reads).toBe(2);
+    const miss = await ask({ 'If-None-Match': 'W/"another"' });
+    expect(miss.statusCode).toBe(200);
+    expect(reads).toBe(3);
+  });
+});
+
 describe('what a page costs the key', () => {
   // A second after the minute began: the free allowance's window does not end mid-test.
   beforeEach(() => void (clockOffsetMs = 1_000 - (Date.now() % 60_000)));
@@ -240,18 +272,9 @@ describe('a page whose index is not deployed', () => {
     now,
   });
   const ask = (headers: Record<string, string>) =>
-    invokeHttp(notDeployed, {
-      ...proxyEvent({
-        method: 'GET',
-        resource: '/store/orders',
-        path: '/store/orders',
-        authorizer: caller(),
-      }),
-      headers,
-      multiValueQueryStringParameters: { status: ['pending'] },
-    });
+    pageOf(notDeployed, { status: 'pending' }, headers);
 
-  it('is answered 503 having read nothing of the orders table: no version read, plain or conditional', async () => {
+  it('is answered 503 once counted, having read nothing of the orders table: no version read, plain or conditional', async () => {
     const asked: Record<string, string>[] = [
       {},
       { 'If-None-Match': 'W/"some-tag"' },
@@ -265,9 +288,12 @@ describe('a page whose index is not deployed', () => {
       expect(answer!.statusCode).toBe(503);
       expect(answer!.headers['Retry-After']).toBeDefined();
       expect(answer!.body).toContain('SERVICE_UNAVAILABLE');
-      // Only the rate limiter's writes (the free allowance's, then the count's, or the count's).
-      expect(calls.filter(({ table }) => table !== t.tables.rateLimits)).toEqual([]);
-      expect(calls.map(({ command }) => command)).not.toContain('BatchGetItemCommand');
+      // The filter is planned as the request is read: a refusal, answered once the request is
+      // counted (conditional or not, as a malformed query), with nothing else read or written.
+      expect(calls.map(({ command, table }) => [command, table])).toEqual([
+        ['UpdateItemCommand', t.tables.rateLimits],
+      ]);
+      expect(answer!.headers['X-RateLimit-Remaining']).toBeDefined();
     }
   });
 });

@@ -15,7 +15,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureTables } from '../../lib/dynamodb/create-table.ts';
 import { IndexReadiness, markIndexesReady } from '../../lib/dynamodb/index-readiness.ts';
 import { derivedIndexAttributes, statusKey } from '../../lib/dynamodb/order-index-keys.ts';
-import { DynamoDbOrderPages, PAGE_READ_BUDGET } from '../../lib/dynamodb/order-pages.ts';
+import { DynamoDbOrderPages } from '../../lib/dynamodb/order-pages.ts';
+import { PAGE_READ_BUDGET } from '../../lib/dynamodb/page-plan.ts';
 import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
 import {
   INDEX_READINESS_KEY,
@@ -104,7 +105,11 @@ async function walk(
   const orders: Order[] = [];
   let start: PagePosition | undefined;
   for (let n = 1; ; n++) {
-    const page = await pages.readPage({ filter, pageSize, ...(start ? { start } : {}) });
+    const page = await pages.readPage({
+      plan: pages.plan(filter),
+      pageSize,
+      ...(start ? { start } : {}),
+    });
     expect(page.orders.length).toBeLessThanOrEqual(pageSize);
     orders.push(...page.orders);
     if (!page.next) return { orders, pages: n };
@@ -197,7 +202,11 @@ describe('what a page costs', () => {
       let start: PagePosition | undefined;
       const costs = [];
       do {
-        const page = await pages.readPage({ filter, pageSize: N, ...(start ? { start } : {}) });
+        const page = await pages.readPage({
+          plan: pages.plan(filter),
+          pageSize: N,
+          ...(start ? { start } : {}),
+        });
         expect(page.plan).toMatchObject({ source, partitions: k, consistent: source === 'table' });
         expect(page.cost.batchGets).toBe(source === 'table' ? 0 : 1);
         costs.push(page.cost);
@@ -221,7 +230,7 @@ describe('what a page costs', () => {
     const filter: OrderFilter = { petId: 0n, statuses: ['pending'] };
     const expected = reference(filter);
     expect(expected.length).toBeGreaterThan(4);
-    const page = await pages.readPage({ filter, pageSize: 2 });
+    const page = await pages.readPage({ plan: pages.plan(filter), pageSize: 2 });
     expect(ids(page.orders)).toEqual(ids(expected.slice(0, 2)));
     // Every order of the pet up to its 2nd pending one was read by key to be checked.
     const pets = reference({ petId: 0n });
@@ -237,7 +246,7 @@ describe('what a page costs', () => {
 
   it('of `complete` alone is read from the table and may evaluate far more than it holds, up to its budget', async () => {
     const pages = new DynamoDbOrderPages(t.client, t.tables.orders, { indexes: ALL });
-    const page = await pages.readPage({ filter: { complete: false }, pageSize: 30 });
+    const page = await pages.readPage({ plan: pages.plan({ complete: false }), pageSize: 30 });
     expect(page.plan.source).toBe('table');
     expect(page.orders.every((o) => o.complete === false)).toBe(true);
     expect(page.cost.evaluated).toBeGreaterThan(2 * 30 + ORDER_SHARDS);
@@ -254,7 +263,7 @@ describe("a page's read budget", () => {
     const filter: OrderFilter = { complete: false };
     const expected = reference(filter);
     expect(expected.length).toBeGreaterThan(40);
-    const page = await pages.readPage({ filter, pageSize: 40 });
+    const page = await pages.readPage({ plan: pages.plan(filter), pageSize: 40 });
     expect(page.plan.source).toBe('table');
     expect(page.cost.evaluated).toBeLessThanOrEqual(budget.evaluated);
     // Stopped by what it evaluated, not by its rounds.
@@ -298,7 +307,7 @@ describe('an index that lags a write', () => {
         { statuses: ['pending'] },
         { statuses: ['pending'], shipDate: { from: 0n } },
       ] as OrderFilter[]) {
-        const first = await pages.readPage({ filter, pageSize: 10 });
+        const first = await pages.readPage({ plan: pages.plan(filter), pageSize: 10 });
         expect(ids(first.orders)).toEqual(['1', '2', '3', '4', '5', '6', '7', '9', '10', '11']);
         expect(first.next?.id).toBe(11n);
         // Ten read, one dropped, then one more wanted: read by the share that matched (10 of 11),
@@ -357,7 +366,7 @@ describe('an order whose status changes between the Queries of one round', () =>
           { step: 'initialize', name: 'changeBetweenPartitions' },
         );
         const pages = new DynamoDbOrderPages(own.client, own.tables.orders, { indexes: ALL });
-        const page = await pages.readPage({ filter, pageSize: 20 });
+        const page = await pages.readPage({ plan: pages.plan(filter), pageSize: 20 });
         expect(ids(page.orders).sort()).toEqual(orders.map((o) => o.id.toString()).sort());
         expect(page.orders.find((o) => o.id === 5n)).toMatchObject(moved);
       } finally {
@@ -392,7 +401,10 @@ describe('the derived index attributes', () => {
       expect((await raw(own.client, own.tables.orders, -3n))?.dateKey).toBeDefined();
       expect((await raw(own.client, own.tables.orders, 4n))?.statusKey).toBe('shipped#4');
       const pages = new DynamoDbOrderPages(own.client, own.tables.orders, { indexes: ALL });
-      const cancelled = await pages.readPage({ filter: { statuses: ['cancelled'] }, pageSize: 5 });
+      const cancelled = await pages.readPage({
+        plan: pages.plan({ statuses: ['cancelled'] }),
+        pageSize: 5,
+      });
       expect(ids(cancelled.orders)).toEqual(['-3']);
     } finally {
       await own.drop();
@@ -409,22 +421,21 @@ describe('an index that is not ready', () => {
       { statuses: ['pending'] },
       { petId: 1n, shipDate: { from: 0n } },
     ] as OrderFilter[]) {
-      expect(() => pages.plan(filter)).toThrow(DependencyFailure);
-      const error = await failure(() => pages.readPage({ filter, pageSize: 5 }));
+      const error = await failure(() => Promise.resolve().then(() => pages.plan(filter)));
       expect(error).toMatchObject({ kind: 'transient', reason: 'index-not-ready' });
       expect(error.message).toContain('not deployed yet');
     }
     // What is deployed serves: byPet, and the table.
     expect(
-      (await pages.readPage({ filter: { petId: 1n }, pageSize: 5 })).orders.length,
+      (await pages.readPage({ plan: pages.plan({ petId: 1n }), pageSize: 5 })).orders.length,
     ).toBeGreaterThan(0);
-    expect((await pages.readPage({ filter: {}, pageSize: 5 })).orders).toHaveLength(5);
+    expect((await pages.readPage({ plan: pages.plan({}), pageSize: 5 })).orders).toHaveLength(5);
   });
 
   it('still backfilling: transient index-not-ready, as DynamoDB refuses the Query', async () => {
     const pages = new DynamoDbOrderPages(t.client, t.tables.orders, { indexes: ALL });
     // Once the reader has seen the readiness marker, a page's only calls are its Queries.
-    await pages.readPage({ filter: { statuses: ['shipped'] }, pageSize: 5 });
+    await pages.readPage({ plan: pages.plan({ statuses: ['shipped'] }), pageSize: 5 });
     const remove = failDynamoDbCalls(
       t.client,
       () =>
@@ -437,7 +448,7 @@ describe('an index that is not ready', () => {
     );
     try {
       const error = await failure(() =>
-        pages.readPage({ filter: { statuses: ['shipped'] }, pageSize: 5 }),
+        pages.readPage({ plan: pages.plan({ statuses: ['shipped'] }), pageSize: 5 }),
       );
       expect(error).toMatchObject({ kind: 'transient', reason: 'index-not-ready' });
       expect(error.message).toContain('backfilling');
@@ -452,10 +463,12 @@ describe('an index that is not ready', () => {
     try {
       const pages = new DynamoDbOrderPages(t.client, names.orders, { indexes: ALL });
       const error = await failure(() =>
-        pages.readPage({ filter: { statuses: ['pending'] }, pageSize: 5 }),
+        pages.readPage({ plan: pages.plan({ statuses: ['pending'] }), pageSize: 5 }),
       );
       expect(error).toMatchObject({ kind: 'permanent', reason: 'index-missing' });
-      expect((await pages.readPage({ filter: { petId: 1n }, pageSize: 5 })).orders).toEqual([]);
+      expect(
+        (await pages.readPage({ plan: pages.plan({ petId: 1n }), pageSize: 5 })).orders,
+      ).toEqual([]);
     } finally {
       const { DeleteTableCommand } = await import('@aws-sdk/client-dynamodb');
       await Promise.all(
@@ -483,17 +496,19 @@ describe('an index that is not ready', () => {
         ] as OrderFilter[]
       ).entries()) {
         counter.reset();
-        const error = await failure(() => pages.readPage({ filter, pageSize: 5 }));
+        const error = await failure(() =>
+          pages.readPage({ plan: pages.plan(filter), pageSize: 5 }),
+        );
         expect(error).toMatchObject({ kind: 'transient', reason: 'index-not-ready' });
         expect(error.message).toContain('run orders reindex');
         // The first read finds no marker; the container then refuses before any call.
         if (i > 0) expect(counter.calls).toEqual([]);
         else expect(counter.calls).toContain('GetItemCommand');
       }
-      expect((await pages.readPage({ filter: { petId: 1n }, pageSize: 50 })).plan.source).toBe(
-        'byPet',
-      );
-      expect((await pages.readPage({ filter: {}, pageSize: 5 })).orders).toHaveLength(5);
+      expect(
+        (await pages.readPage({ plan: pages.plan({ petId: 1n }), pageSize: 50 })).plan.source,
+      ).toBe('byPet');
+      expect((await pages.readPage({ plan: pages.plan({}), pageSize: 5 })).orders).toHaveLength(5);
     } finally {
       await own.drop();
     }
@@ -576,7 +591,7 @@ describe('a page past its deadline', () => {
     const pages = new DynamoDbOrderPages(t.client, t.tables.orders, { indexes: ALL });
     const error = await failure(() =>
       pages.readPage(
-        { filter: { statuses: ['pending'] }, pageSize: 5 },
+        { plan: pages.plan({ statuses: ['pending'] }), pageSize: 5 },
         { signal: AbortSignal.abort() },
       ),
     );

@@ -22,8 +22,10 @@ import ajvFormatsModule from 'ajv-formats';
 import { OpenAPIBackend, type Document } from 'openapi-backend';
 import { expect } from 'vitest';
 import type { ApiStage } from '../../lib/api/routes.ts';
+import { MAX_HEADER_BYTES } from '../../local/http-edge.ts';
 import { INT64_MAX, INT64_MIN } from '../../lib/orders/order.ts';
 import type { SourceReviver } from '../../lib/orders/order-input.ts';
+import { rawRequest } from './raw-http.ts';
 
 export const OPENAPI_PATH = fileURLToPath(new URL('../../openapi/openapi.yaml', import.meta.url));
 
@@ -92,8 +94,8 @@ const GATEWAY_RESPONSES = {
   unknownPath: ['RouteNotFound', 'BadRequest'],
   /** The path is in the document, the method is not. */
   unknownMethod: ['MethodNotAllowed', 'BadRequest'],
-  /** A documented operation: besides its own responses. */
-  operation: ['RequestTooLarge', 'BadRequest', 'GatewayInternalError'],
+  /** A documented operation: besides its own responses (its 413 among them, listed on each). */
+  operation: ['BadRequest', 'GatewayInternalError'],
 } as const;
 
 /** The rate-limit headers of a function's answer (CONTRACT 4.2), in the document's spelling. */
@@ -424,11 +426,15 @@ export async function openApiResponseErrors(input: ResponseToCheck): Promise<str
 }
 
 export interface RequestToCheck {
+  /** The version whose document the request is checked against (v1 by default). */
+  readonly version?: ApiStage;
   readonly method: string;
   /** A stage-relative path (`/store/orders`). */
   readonly path: string;
   /** Header values as the service reads them (bytes 0x80–0xFF as one character each). */
   readonly headers: Record<string, string>;
+  /** Query parameters as the service reads them (decoded; a repeated one as a list). */
+  readonly query?: Record<string, string | string[]>;
 }
 
 /**
@@ -436,8 +442,9 @@ export interface RequestToCheck {
  * validating proxy or a generated client would refuse); empty when it conforms.
  */
 export async function openApiRequestErrors(input: RequestToCheck): Promise<string[]> {
-  const api = await backend();
-  const result = api.validator.validateRequest({ ...input, query: {} });
+  const { version, ...request } = input;
+  const api = await backend(version);
+  const result = api.validator.validateRequest({ ...request, query: input.query ?? {} });
   return describeSchemaErrors(`${input.method} ${input.path} `, result.errors ?? []);
 }
 
@@ -462,4 +469,33 @@ export async function expectValidAgainstOpenApi(
     `${method} ${path} → ${response.status} does not conform to the OpenAPI document:\n` +
       problems.map((problem) => `  - ${problem}`).join('\n'),
   ).toEqual([]);
+}
+
+/**
+ * A request to each operation of a version's document whose headers pass API Gateway's limit,
+ * sent to the local API's server at `port` with `key`: answered 413 `REQUEST_TOO_LARGE`, as the
+ * operation lists it (a path parameter is 1).
+ */
+export async function expectHeadersTooLargeAsDocumented(
+  port: number,
+  version: ApiStage,
+  key: string,
+): Promise<void> {
+  const document = await loadOpenApiDocument(version);
+  for (const [template, item] of Object.entries(document.paths)) {
+    for (const method of HTTP_METHODS.filter((m) => item[m])) {
+      const path = template.replace(/\{[^}]+\}/g, '1');
+      const answer = await rawRequest(
+        port,
+        `${method.toUpperCase()} /${version}${path} HTTP/1.1\r\nHost: a\r\n` +
+          `Authorization: Bearer ${key}\r\nX-Big: ${'a'.repeat(MAX_HEADER_BYTES)}\r\n` +
+          'Connection: close\r\n\r\n',
+      );
+      const where = `${method.toUpperCase()} ${path}`;
+      expect(answer.status, where).toBe(413);
+      expect(JSON.parse(answer.body), where).toMatchObject({ code: 'REQUEST_TOO_LARGE' });
+      const problems = await openApiResponseErrors({ version, method, path, ...answer });
+      expect(problems, where).toEqual([]);
+    }
+  }
 }

@@ -1,0 +1,358 @@
+/**
+ * The plan of the v2 list's pages (lib/dynamodb/page-plan.ts), without DynamoDB: which source
+ * and partitions serve each filter, the key condition of each partition's Query, how a key reads
+ * as a position, and how much a page asks for in each round; and where a page ends once it has
+ * checked what it read (lib/dynamodb/order-pages.ts pageEnd). The reads themselves are tested on
+ * DynamoDB Local (test/integration/order-pages.test.ts, page-ends.test.ts).
+ */
+import fc from 'fast-check';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { DependencyFailure } from '../../lib/failures.ts';
+import { GET_BATCH } from '../../lib/dynamodb/batch-write.ts';
+import { CandidateStream } from '../../lib/dynamodb/candidate-stream.ts';
+import { dateKey, dateKeyAfter, dateKeyBound } from '../../lib/dynamodb/order-index-keys.ts';
+import { pageEnd, type PageSoFar } from '../../lib/dynamodb/order-pages.ts';
+import {
+  firstLimit,
+  keyPosition,
+  MAX_QUERY_LIMIT,
+  PAGE_READ_BUDGET,
+  partitionQuery,
+  planPages,
+  READ_ON_MARGIN,
+  readOnLimit,
+  recheckCount,
+  roundLimits,
+} from '../../lib/dynamodb/page-plan.ts';
+import { ORDER_SHARDS } from '../../lib/dynamodb/tables.ts';
+import { parseInstant } from '../../lib/orders/instant.ts';
+import type { OrderFilter } from '../../lib/orders/order-filter.ts';
+import { PROJECT_ROOT } from '../../local/local-stack.ts';
+
+const MARCH = parseInstant('2026-03-01T00:00:00Z')!;
+const APRIL = parseInstant('2026-04-01T00:00:00Z')!;
+const shards = (prefix: string) => Array.from({ length: ORDER_SHARDS }, (_, s) => `${prefix}#${s}`);
+
+describe("the plan of a filter's pages", () => {
+  it.each([
+    ['no filter', {}, 'table', 8],
+    ['complete alone', { complete: false }, 'table', 8],
+    ['one status', { statuses: ['pending'] }, 'byStatus', 8],
+    ['two statuses', { statuses: ['pending', 'shipped'] }, 'byStatus', 16],
+    ['a status and complete', { statuses: ['shipped'], complete: true }, 'byStatus', 8],
+    ['a date range', { shipDate: { from: MARCH } }, 'byStatusDate', 24],
+    [
+      'a date range and a status',
+      { shipDate: { to: APRIL }, statuses: ['cancelled'] },
+      'byStatusDate',
+      8,
+    ],
+    ['a pet', { petId: 7n }, 'byPet', 1],
+    ['a pet and a status', { petId: 7n, statuses: ['pending'] }, 'byPet', 1],
+    ['a pet and a date range', { petId: 7n, shipDate: { from: MARCH } }, 'byPetDate', 1],
+  ] as [string, OrderFilter, string, number][])(
+    '%s: read from %s, %d partitions',
+    (_, filter, source, partitions) => {
+      const plan = planPages(filter);
+      expect(plan).toMatchObject({ filter, source, partitions });
+      expect(plan.partitionValues).toHaveLength(partitions);
+      expect(plan.consistent).toBe(source === 'table');
+    },
+  );
+
+  it('names the partitions: the table by shard, a status index by status and shard, a pet by its id', () => {
+    expect(planPages({})).toMatchObject({
+      partitionKey: 'shard',
+      partitionValues: [0, 1, 2, 3, 4, 5, 6, 7],
+      sortKey: 'id',
+      order: 'id',
+      needsReadiness: false,
+    });
+    expect(planPages({ statuses: ['pending', 'cancelled'] })).toMatchObject({
+      partitionKey: 'statusKey',
+      partitionValues: [...shards('pending'), ...shards('cancelled')],
+      sortKey: 'id',
+      needsReadiness: true,
+    });
+    // A date range without a status reads every status.
+    expect(planPages({ shipDate: { from: MARCH } })).toMatchObject({
+      partitionValues: [...shards('pending'), ...shards('shipped'), ...shards('cancelled')],
+      sortKey: 'dateKey',
+      order: 'shipDate',
+    });
+    // byPet is keyed by the stored petId: it needs no readiness marker; byPetDate does.
+    expect(planPages({ petId: -4n })).toMatchObject({
+      partitionKey: 'petId',
+      partitionValues: [-4n],
+      needsReadiness: false,
+    });
+    expect(planPages({ petId: -4n, shipDate: { to: APRIL } }).needsReadiness).toBe(true);
+  });
+});
+
+describe("a partition's Query", () => {
+  const table = planPages({});
+  const pending = planPages({ statuses: ['pending'] });
+
+  it('of the table is strongly consistent, of its listed attributes, `complete` as its filter', () => {
+    const query = partitionQuery('orders', planPages({ complete: true }), 3, undefined)!;
+    expect(query).toMatchObject({
+      TableName: 'orders',
+      ConsistentRead: true,
+      KeyConditionExpression: '#pk = :pk',
+      FilterExpression: '#complete = :complete',
+      ExpressionAttributeValues: { ':pk': 3, ':complete': true },
+    });
+    expect(query.ProjectionExpression).toBeDefined();
+    expect(query).not.toHaveProperty('IndexName');
+  });
+
+  it("of an index names it, reads it eventually consistent, and leaves `complete` to the page's check", () => {
+    const query = partitionQuery(
+      'orders',
+      planPages({ statuses: ['shipped'], complete: true }),
+      'shipped#2',
+      undefined,
+    )!;
+    expect(query).toMatchObject({ IndexName: 'byStatus', KeyConditionExpression: '#pk = :pk' });
+    expect(query).not.toHaveProperty('ConsistentRead');
+    expect(query).not.toHaveProperty('FilterExpression');
+  });
+
+  it('in id order starts after the start, and ends at an end (inclusive); an empty range is no Query', () => {
+    expect(partitionQuery('orders', pending, 'pending#0', { id: 41n })).toMatchObject({
+      KeyConditionExpression: '#pk = :pk AND #sk > :lo',
+      ExpressionAttributeNames: { '#sk': 'id' },
+      ExpressionAttributeValues: { ':lo': 41n },
+    });
+    expect(partitionQuery('orders', table, 0, { id: 41n }, { id: 90n })).toMatchObject({
+      KeyConditionExpression: '#pk = :pk AND #sk BETWEEN :lo AND :hi',
+      ExpressionAttributeValues: { ':lo': 42n, ':hi': 90n },
+    });
+    expect(partitionQuery('orders', table, 0, undefined, { id: 90n })).toMatchObject({
+      KeyConditionExpression: '#pk = :pk AND #sk <= :hi',
+    });
+    expect(partitionQuery('orders', table, 0, { id: 90n }, { id: 90n })).toBeUndefined();
+  });
+
+  it('in ship-date order is the date range, from `from` (inclusive) to `to` (exclusive)', () => {
+    const plan = planPages({ shipDate: { from: MARCH, to: APRIL } });
+    expect(partitionQuery('orders', plan, 'shipped#1', undefined)).toMatchObject({
+      IndexName: 'byStatusDate',
+      KeyConditionExpression: '#pk = :pk AND #sk BETWEEN :lo AND :hi',
+      ExpressionAttributeNames: { '#sk': 'dateKey' },
+      // `to`'s bare prefix sorts before every key of its instant: the bound is excluded.
+      ExpressionAttributeValues: { ':lo': dateKeyBound(MARCH), ':hi': dateKeyBound(APRIL) },
+    });
+    const from = planPages({ shipDate: { from: MARCH } });
+    expect(partitionQuery('orders', from, 'shipped#1', undefined)).toMatchObject({
+      KeyConditionExpression: '#pk = :pk AND #sk >= :lo',
+    });
+    const to = planPages({ shipDate: { to: APRIL } });
+    expect(partitionQuery('orders', to, 'shipped#1', undefined)).toMatchObject({
+      KeyConditionExpression: '#pk = :pk AND #sk <= :hi',
+    });
+  });
+
+  it('in ship-date order starts right after the start: at its instant, the next id', () => {
+    const plan = planPages({ shipDate: { from: MARCH, to: APRIL } });
+    // Many orders can share the start's instant: the next page starts at the next id of it.
+    const start = { instant: MARCH, id: 5n };
+    expect(partitionQuery('orders', plan, 'shipped#1', start)).toMatchObject({
+      ExpressionAttributeValues: { ':lo': dateKeyAfter(MARCH, 5n), ':hi': dateKeyBound(APRIL) },
+    });
+    expect(dateKeyAfter(MARCH, 5n)).toBe(dateKey(MARCH, 6n));
+    // A start before `from` (a token of a wider range cannot be sent; a position can) starts at from.
+    const early = { instant: MARCH - 1n, id: 5n };
+    expect(partitionQuery('orders', plan, 'shipped#1', early)).toMatchObject({
+      ExpressionAttributeValues: { ':lo': dateKeyBound(MARCH) },
+    });
+    // A start at or past `to`, or past an end: nothing to read.
+    expect(partitionQuery('orders', plan, 'shipped#1', { instant: APRIL, id: 0n })).toBeUndefined();
+    expect(
+      partitionQuery('orders', plan, 'shipped#1', start, { instant: MARCH, id: 5n }),
+    ).toBeUndefined();
+    expect(
+      partitionQuery('orders', plan, 'shipped#1', start, { instant: MARCH, id: 9n }),
+    ).toMatchObject({ ExpressionAttributeValues: { ':hi': dateKey(MARCH, 9n) } });
+  });
+});
+
+describe('a key as a position', () => {
+  it('is the id in id order, the instant and the id in ship-date order', () => {
+    expect(keyPosition(planPages({}), { shard: 1, id: 17n })).toEqual({ id: 17n });
+    const dated = planPages({ shipDate: { from: MARCH } });
+    expect(keyPosition(dated, { dateKey: dateKey(MARCH, -3n) })).toEqual({
+      instant: MARCH,
+      id: -3n,
+    });
+  });
+
+  it('that is not one is a permanent failure naming the source, not a crash', () => {
+    const dated = planPages({ shipDate: { from: MARCH } });
+    for (const [plan, key] of [
+      [dated, { dateKey: 'yesterday' }],
+      [dated, {}],
+      [planPages({ petId: 1n }), { id: 'seven' }],
+    ] as const) {
+      const read = () => keyPosition(plan, key);
+      expect(read).toThrow(DependencyFailure);
+      expect(read).toThrow(
+        expect.objectContaining({ kind: 'permanent', reason: 'malformed-item' }),
+      );
+      expect(read).toThrow(plan.source);
+    }
+  });
+});
+
+describe('how much a page asks for', () => {
+  it('first: N + 1 from one partition, 2N/k + 1 from each of k, 2 at least', () => {
+    expect(firstLimit({ partitions: 1 }, 50)).toBe(51);
+    expect(firstLimit({ partitions: 8 }, 50)).toBe(13);
+    expect(firstLimit({ partitions: 24 }, 50)).toBe(5);
+    expect(firstLimit({ partitions: 24 }, 1)).toBe(2);
+  });
+
+  it('first: at most 2N + k keys in all, wherever 2N is at least k', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 100 }), fc.integer({ min: 2, max: 48 }), (n, k) => {
+        fc.pre(2 * n >= k);
+        expect(k * firstLimit({ partitions: k }, n)).toBeLessThanOrEqual(2 * n + k);
+      }),
+    );
+  });
+
+  it('reading on: 1.5 times its share of what is missing, plus one, by its keys per match', () => {
+    // An index partition: every key it evaluates is a candidate.
+    expect(readOnLimit(10, 2, { evaluated: 13, matched: 13 })).toBe(9);
+    // The table filtered by `complete`: 3 of 100 matched, so it reads about 25 keys a match.
+    expect(readOnLimit(10, 2, { evaluated: 100, matched: 3 })).toBe(Math.ceil(8.5 * (101 / 4)));
+    expect(readOnLimit(0, 1, { evaluated: 5, matched: 5 })).toBe(2);
+    expect(readOnLimit(5_000, 1, { evaluated: 0, matched: 0 })).toBe(MAX_QUERY_LIMIT);
+  });
+
+  it("a round's Limits share out what is left of the budget, none past it", () => {
+    expect(roundLimits([13, 13, 13], 10_000)).toEqual([13, 13, 13]);
+    expect(roundLimits(Array(8).fill(13), 20)).toEqual([3, 3, 3, 3, 2, 2, 2, 2]);
+    expect(roundLimits([13, 13], 0)).toEqual([0, 0]);
+    expect(roundLimits([13, 13], -5)).toEqual([0, 0]);
+    fc.assert(
+      fc.property(
+        fc.array(fc.integer({ min: 2, max: MAX_QUERY_LIMIT }), { minLength: 1, maxLength: 48 }),
+        fc.integer({ min: 0, max: 20_000 }),
+        (wanted, left) => {
+          const limits = roundLimits(wanted, left);
+          expect(limits.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(left);
+          limits.forEach((limit, i) => expect(limit).toBeLessThanOrEqual(wanted[i]!));
+        },
+      ),
+    );
+  });
+
+  it('a budget that cannot read every partition once is refused before any Query', () => {
+    const query = () => Promise.reject(new Error('no Query may be sent'));
+    const stream = (evaluated: number) =>
+      new CandidateStream({
+        plan: planPages({ shipDate: { from: MARCH } }),
+        pageSize: 5,
+        budget: { rounds: 10, evaluated, fetched: 100 },
+        query,
+      });
+    expect(() => stream(23)).toThrow(RangeError);
+    expect(() => stream(24)).not.toThrow();
+  });
+
+  it('a re-checked page reads on by the share that matched, 1.25 times, within its reads by key', () => {
+    // Ten checked, nine listed, one more needed: about one in ten left out.
+    expect(recheckCount(1, 9, 10, 2_490)).toBe(2);
+    // A pet's pending orders, 1 in 100: the page reads far on, up to what its budget leaves.
+    expect(recheckCount(49, 1, 100, 2_400)).toBe(2_400);
+    expect(recheckCount(49, 1, 100, 9_999)).toBe(Math.ceil((49 / (2 / 101)) * 1.25));
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 100 }),
+        fc.integer({ min: 0, max: 100 }),
+        fc.integer({ min: 0, max: 3_000 }),
+        (needed, listed, more) => {
+          const count = recheckCount(needed, listed, listed + more, 1_000_000);
+          expect(count).toBeGreaterThanOrEqual(needed);
+        },
+      ),
+    );
+  });
+});
+
+describe('where a page ends', () => {
+  const at = (id: bigint) => ({ id });
+  const base: PageSoFar = {
+    full: false,
+    leftOver: false,
+    last: at(10n),
+    taken: { more: true },
+    fetchSpent: false,
+  };
+
+  it('full: at its last candidate, with a next page when anything may follow it', () => {
+    expect(pageEnd({ ...base, full: true })).toEqual({ end: at(10n), next: at(10n) });
+    expect(pageEnd({ ...base, full: true, leftOver: true, taken: { more: false } })).toEqual({
+      end: at(10n),
+      next: at(10n),
+    });
+    expect(pageEnd({ ...base, full: true, taken: { more: false } })).toEqual({ end: at(10n) });
+  });
+
+  it('at the end of the filter: no next page', () => {
+    expect(pageEnd({ ...base, taken: { more: false } })).toEqual({ end: at(10n) });
+    const nothingRead: PageSoFar = {
+      full: false,
+      leftOver: false,
+      taken: { more: false },
+      fetchSpent: false,
+    };
+    expect(pageEnd(nothingRead)).toEqual({});
+  });
+
+  it('at its budget, served short: where the partitions had read to, or after its last candidate', () => {
+    expect(pageEnd({ ...base, taken: { more: true, cutAt: at(25n) } })).toEqual({
+      end: at(25n),
+      next: at(25n),
+    });
+    expect(pageEnd({ ...base, fetchSpent: true })).toEqual({ end: at(10n), next: at(10n) });
+  });
+
+  it('otherwise reads on', () => {
+    expect(pageEnd(base)).toBeUndefined();
+  });
+});
+
+describe("the docs' figures of the page reader", () => {
+  /** A document's text, its lines joined (a figure may wrap). */
+  const text = (file: string) =>
+    readFileSync(join(PROJECT_ROOT, file), 'utf8').replace(/\s+/g, ' ');
+  const figure = (n: number) => n.toLocaleString('en-US');
+  const { rounds, evaluated, fetched } = PAGE_READ_BUDGET;
+
+  it('are the code’s: the budget, what it costs at most, the batch size, the margins', () => {
+    const architecture = text('docs/architecture.md');
+    expect(architecture).toContain(
+      `Every page stops at ${rounds} rounds of queries, ${figure(evaluated)} keys or items evaluated, or ${figure(fetched)} orders read by key`,
+    );
+    // An item of the table is about 150 B; a strongly consistent read unit is 4 KB.
+    const rcu = Math.ceil((evaluated * 150) / 4096 / 10) * 10;
+    expect(architecture).toContain(`about ${rcu} RCU of the table's items`);
+    expect(architecture).toContain(`or ${figure(fetched)} RCU of reads by key`);
+    expect(architecture).toContain(`BatchGetItem, ${GET_BATCH} keys a call`);
+    expect(architecture).toContain(
+      `⌈n/${GET_BATCH}⌉ calls for n candidates, up to the ${figure(fetched)} of the budget`,
+    );
+    expect(architecture).toContain(`${READ_ON_MARGIN} times it`);
+    expect(text('bench/README.md')).toContain(`${READ_ON_MARGIN} times its share`);
+    expect(text('bench/README.md')).toContain(`budget of ${figure(fetched)} orders read by key`);
+    expect(text('lib/functions.ts')).toContain(`${GET_BATCH} keys a call`);
+    expect(text('lib/functions.ts')).toContain(
+      `up to ${fetched / GET_BATCH} for a re-checked filter's ${figure(fetched)}`,
+    );
+  });
+});
