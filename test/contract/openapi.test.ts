@@ -19,6 +19,7 @@ import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
 import { DynamoDbRateLimiter } from '../../lib/dynamodb/rate-limit-table.ts';
 import { apiKeyFromBody } from '../../lib/keys/api-key.ts';
 import { callerToContext } from '../../lib/keys/authenticate.ts';
+import { ALL_PERMISSIONS } from '../../lib/keys/permissions.ts';
 import type { Caller } from '../../lib/keys/key-record.ts';
 import { registerKeys } from '../../lib/keys/plaintext-keys.ts';
 import {
@@ -1052,7 +1053,12 @@ describe('real responses from the handlers, on a fixed clock', () => {
 
   /** Both functions for one new caller, sharing a limiter (one container) and a clock. */
   function functionsFor(limits: Limits) {
-    const caller: Caller = { keyId: `key_contract${++sequence}`, plan: 'enterprise', limits };
+    const caller: Caller = {
+      keyId: `key_contract${++sequence}`,
+      plan: 'enterprise',
+      limits,
+      permissions: ALL_PERMISSIONS,
+    };
     const limiter = new DynamoDbRateLimiter(tables.client, tables.tables.rateLimits);
     const clock = { now: NOW };
     const deps = {

@@ -50,7 +50,18 @@ describe('authorizer against DynamoDB', () => {
       plan: 'free',
       perMinute: '60',
       perDay: '1000',
+      permissions: 'read,cancel',
     });
+  });
+
+  it("passes a key's permissions in the context, with the same stage-wide Allow: the function decides", async () => {
+    const key = generateApiKey();
+    await registerKeys(keys, [{ key, plan: 'free', permissions: ['read'] }], new Date());
+    const result = await authorize(`Bearer ${key}`);
+    expect(result.context).toMatchObject({ permissions: 'read' });
+    expect(result.policyDocument.Statement).toEqual([
+      expect.objectContaining({ Effect: 'Allow', Resource: stageWideResource(methodArn) }),
+    ]);
   });
 
   it('passes an enterprise key its own limits', async () => {
@@ -143,6 +154,29 @@ describe('authorizer against DynamoDB', () => {
         Key: { keyHash: hashApiKey(key) },
         UpdateExpression: 'SET expiresAt = :never',
         ExpressionAttributeValues: { ':never': 'next Tuesday' },
+      }),
+    );
+    await expect(authorize(`Bearer ${key}`)).rejects.toThrow('The key store is unavailable');
+    await expect(keys.findByHash(hashApiKey(key))).rejects.toMatchObject({
+      kind: 'permanent',
+      reason: 'malformed-item',
+    });
+  });
+
+  it.each([
+    ['no permission', []],
+    ['a permission this code does not know', ['read', 'delete']],
+    ['permissions that are not a list', 'read,cancel'],
+  ])('fails closed (uncached) on a stored key with %s', async (_, permissions) => {
+    const key = generateApiKey();
+    await registerKeys(keys, [{ key, plan: 'free' }], new Date());
+    await t.client.send(
+      new UpdateCommand({
+        TableName: t.tables.apiKeys,
+        Key: { keyHash: hashApiKey(key) },
+        UpdateExpression: 'SET #permissions = :permissions',
+        ExpressionAttributeNames: { '#permissions': 'permissions' },
+        ExpressionAttributeValues: { ':permissions': permissions },
       }),
     );
     await expect(authorize(`Bearer ${key}`)).rejects.toThrow('The key store is unavailable');
