@@ -89,7 +89,7 @@ describe('wrong command lines: one line, exit 2', () => {
     [['keys'], /^error: missing keys command/],
     [
       ['keys', 'delete'],
-      /^error: unknown keys command "delete": create, list, show, revoke, rotate, set-plan, unban$/,
+      /^error: unknown keys command "delete": create, list, show, revoke, rotate, set-plan, set-permissions, unban$/,
     ],
     [
       ['orders', 'cancel', '1'],
