@@ -4,9 +4,10 @@
  * Local): N cancels of pending orders sent one after another on one keep-alive connection (after
  * a warm-up), with their latency (p50, p90, p99, mean), the DynamoDB calls one cancel makes
  * (counted on the handler run in this process with the same stores: every call, and each kind),
- * and the write units of its order write, the table's and each index's (ReturnConsumedCapacity
- * INDEXES, added to that call by the count). The orders table has the first K of its indexes
- * (default all 4): runs with 0 and 4 say what the v2 list's indexes add to a cancel.
+ * the request units of all of them and the write units of its order write, the table's and each
+ * index's (ReturnConsumedCapacity INDEXES, added to every call by the count), and the calls and
+ * units of a cancel refused 403 (a key that may only read). The orders table has the first K of
+ * its indexes (default all 4): runs with 0 and 4 say what the v2 list's indexes add to a cancel.
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -138,7 +139,10 @@ function counted<T extends ReturnType<typeof createDocumentClient>>(
  * units of each, and the write units of its order write (the UpdateItem of an order's
  * partition, 0 and up: the list version's items are below 0).
  */
-async function callsPerCancel(endpoint: string, prefix: string): Promise<RequestCost> {
+async function callsPerCancel(
+  endpoint: string,
+  prefix: string,
+): Promise<{ cancel: RequestCost; refused: RequestCost }> {
   installLambdaRuntimeGlobals();
   const tables = localTableNames(prefix);
   let cost: { calls: string[]; capacities: Capacity[]; orderWrite: Capacity | undefined } = {
@@ -154,10 +158,10 @@ async function callsPerCancel(endpoint: string, prefix: string): Promise<Request
   const orders = counted(createDocumentClient({ endpoint }), record);
   const limiter = counted(createSingleAttemptClient({ endpoint }), record);
   const store = new DynamoDbOrderStore(orders, tables.orders);
-  await store.putOrders(pendingOrders(2, 9_000_001));
+  await store.putOrders(pendingOrders(3, 9_000_001));
   const rateLimiter = new DynamoDbRateLimiter(limiter, tables.rateLimits);
   const handler = createCancelOrderHandler({ orders: () => store, limiter: () => rateLimiter });
-  const event = (id: string) => ({
+  const event = (id: string, permissions = 'read,cancel') => ({
     resource: '/store/orders/{orderId}',
     path: `/store/orders/${id}`,
     httpMethod: 'DELETE',
@@ -165,21 +169,38 @@ async function callsPerCancel(endpoint: string, prefix: string): Promise<Request
     multiValueHeaders: {},
     pathParameters: { orderId: id },
     requestContext: {
-      authorizer: { principalId: 'key_bench', keyId: 'key_bench', plan: 'enterprise', ...LIMITS },
+      authorizer: {
+        principalId: 'key_bench',
+        keyId: 'key_bench',
+        plan: 'enterprise',
+        ...LIMITS,
+        permissions,
+      },
       requestId: 'bench',
       requestTimeEpoch: Date.now(),
     },
   });
-  await handler(event('9000001') as never, createContext('cancelOrder') as never);
-  cost = { calls: [], capacities: [], orderWrite: undefined };
-  const result = (await handler(
-    event('9000002') as never,
-    createContext('cancelOrder') as never,
-  )) as { statusCode: number };
-  if (result.statusCode !== 204) throw new Error(`in-process cancel answered ${result.statusCode}`);
+  /** What one cancel costs, answered `expected`. */
+  const measure = async (id: string, expected: number, permissions?: string) => {
+    cost = { calls: [], capacities: [], orderWrite: undefined };
+    const result = (await handler(
+      event(id, permissions) as never,
+      createContext('cancelOrder') as never,
+    )) as { statusCode: number };
+    if (result.statusCode !== expected) {
+      throw new Error(`in-process cancel answered ${result.statusCode}, not ${expected}`);
+    }
+    return cost;
+  };
+  await measure('9000001', 204);
+  const measured = {
+    cancel: await measure('9000002', 204),
+    // A key that may only read asks to cancel a pending order: refused 403 once counted.
+    refused: await measure('9000003', 403, 'read'),
+  };
   orders.destroy();
   limiter.destroy();
-  return cost;
+  return measured;
 }
 
 async function main(): Promise<void> {
@@ -257,7 +278,8 @@ async function main(): Promise<void> {
       latencies.push(ms);
     }
     agent.destroy();
-    const { calls, capacities, orderWrite } = await callsPerCancel(dynamo.endpoint, prefix);
+    const { cancel: measured, refused } = await callsPerCancel(dynamo.endpoint, prefix);
+    const { calls, capacities, orderWrite } = measured;
 
     latencies.sort((a, b) => a - b);
     const mean = latencies.reduce((a, b) => a + b, 0) / latencies.length;
@@ -273,6 +295,9 @@ async function main(): Promise<void> {
     console.log('|---|---|---|---|---|---|---|');
     console.log(
       `| ${percentile(latencies, 50).toFixed(2)} | ${percentile(latencies, 90).toFixed(2)} | ${percentile(latencies, 99).toFixed(2)} | ${mean.toFixed(2)} | ${calls.length} (${callKinds(calls)}) | ${units(capacities)} | ${orderWrite?.Table?.CapacityUnits ?? '?'}${indexes ? ` + ${indexes}` : ''} |`,
+    );
+    console.log(
+      `\nA cancel refused 403 PERMISSION_DENIED (a key that may only read): ${refused.calls.length} DynamoDB call${refused.calls.length === 1 ? '' : 's'} (${callKinds(refused.calls)}), ${units(refused.capacities)} request unit${units(refused.capacities) === 1 ? '' : 's'}.`,
     );
   } finally {
     server?.kill('SIGTERM');

@@ -18,6 +18,7 @@ export interface CancelOrderDependencies extends RateLimitDependencies {
 
 export function createCancelOrderHandler(deps: CancelOrderDependencies) {
   return httpFunction(deps, {
+    permission: 'cancel',
     // A malformed id is answered 400 INVALID_ORDER_ID once the request is counted.
     read: (event) => parseOrderId(event.pathParameters?.orderId),
     act: async (id, { signal }) => {

@@ -145,6 +145,7 @@ export function createListOrderPagesHandler(deps: ListOrderPagesDependencies) {
   };
 
   return streamedHttpFunction<PageRequest, string>(deps, {
+    permission: 'read',
     read: readPageRequest,
     free: freeWhileUnchanged(checkVersion, planned),
     act,

@@ -81,6 +81,7 @@ export function createListOrdersHandler(deps: ListOrdersDependencies) {
   };
 
   return streamedHttpFunction<ListRequest, Readable | string>(deps, {
+    permission: 'read',
     read: readListRequest,
     free: freeWhileUnchanged(checkVersion),
     act,

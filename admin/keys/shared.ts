@@ -9,7 +9,7 @@ import { limitsOf, permissionsOf, type ApiKeyRecord } from '../../lib/keys/key-r
 import { choosePermissions, choosePlan, parseKeyId } from '../../lib/keys/lifecycle.ts';
 import {
   formatPermissions,
-  PERMISSION_MEANINGS,
+  PERMISSION_ACTIONS,
   PERMISSIONS,
   type Permission,
 } from '../../lib/keys/permissions.ts';
@@ -63,7 +63,7 @@ export function refuseUnhonourable(choice: { limits?: Limits }, target: Target):
 export const PERMISSION_FLAGS = {
   permissions: valueFlag(
     PERMISSIONS.join(','),
-    `what the key may do, comma-separated: ${PERMISSIONS.map((p) => `${p} (${PERMISSION_MEANINGS[p]})`).join(', ')}`,
+    `what the key may do, comma-separated: ${PERMISSIONS.map((p) => `${p} (${PERMISSION_ACTIONS[p]})`).join(', ')}; read covers v1's list and v2's pages`,
   ),
   'read-only': switchFlag('the key may only read orders (--permissions read)'),
 };

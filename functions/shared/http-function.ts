@@ -12,7 +12,9 @@
  *
  * So a refused request (429) costs the store nothing but the limiter's own write: no order read,
  * no list version read, no version mark. Every answer to the identified caller carries the
- * decision's rate-limit headers, errors included.
+ * decision's rate-limit headers, errors included. A request its key may not make (the operation's
+ * `permission`, lib/keys/permissions.ts) is counted like any other, never answered free, and
+ * refused 403 once admitted, before its malformed input's refusal and before any work.
  *
  * Around it, the middy chain every HTTP function shares, in the order middy runs it on an error:
  * the Error shaping and http-error-handler (./http-errors.ts), then the line of the invocation's
@@ -24,6 +26,7 @@ import type { APIGatewayProxyEvent, Context } from 'aws-lambda';
 import { withHeaders, type HttpResponse } from '../../lib/api/responses.ts';
 import { requestDeadline, signalAt } from '../../lib/config/budgets.ts';
 import { callerFromContext } from '../../lib/keys/authenticate.ts';
+import { refusalOf, type Permission } from '../../lib/keys/permissions.ts';
 import { recordInvocation } from './dynamodb-calls.ts';
 import { answeredWith, httpErrors } from './http-errors.ts';
 import { perInvocation } from './invocation.ts';
@@ -52,6 +55,8 @@ export interface FreeAnswer<Input, Answer> {
 
 /** An HTTP function: what it reads from a request, what it does once admitted, how it answers. */
 export interface HttpOperation<Input, Answer> {
+  /** What the caller's key must be allowed to do: a key without it is refused 403. */
+  readonly permission: Permission;
   /** What the request asks, without I/O; throws the refusal of a malformed request. */
   readonly read: (event: APIGatewayProxyEvent) => Input;
   /** For requests that may be answered without using the plan's quota. */
@@ -95,11 +100,13 @@ export function httpFunction<Input, Body>(
       );
     }
     const asked = ask(operation, event);
+    // A request its key may not make: never free (a 304 would answer it), refused once counted.
+    const denied = refusalOf(caller, operation.permission);
 
     // A request that may be answered free: admitted by the key's free allowance, then checked.
     let continued: { readonly input: Input } | undefined;
     const { free } = operation;
-    if (asked.ok && free?.applies(asked.input) && deps.freeAllowance) {
+    if (!denied && asked.ok && free?.applies(asked.input) && deps.freeAllowance) {
       const allowed = await takeFreeRequest(deps.freeAllowance(), caller, now, request.signal);
       if (allowed) {
         const checked = await answeredWith(allowed.headers, () => {
@@ -114,6 +121,7 @@ export function httpFunction<Input, Body>(
     const counted = await countRequest(deps.limiter(), caller, now, request.signal);
     return answeredWith(counted.headers, async () => {
       counted.admit();
+      if (denied) throw denied;
       if (!asked.ok) throw asked.refusal;
       const input = continued ? continued.input : asked.input;
       return withHeaders(await operation.act(input, request), counted.headers);

@@ -8,8 +8,8 @@ export const PERMISSIONS = ['read', 'cancel'] as const;
 export type Permission = (typeof PERMISSIONS)[number];
 
 /** What each permission lets a key do, in the words the CLI's help and the 403 use. */
-export const PERMISSION_MEANINGS: Readonly<Record<Permission, string>> = {
-  read: 'read orders (list them in v1, page through them in v2)',
+export const PERMISSION_ACTIONS: Readonly<Record<Permission, string>> = {
+  read: 'read orders',
   cancel: 'cancel orders',
 };
 
@@ -46,4 +46,31 @@ export function parsePermissions(text: string): Permission[] | undefined {
 /** Whether `held` includes `needed`. */
 export function permits(held: readonly Permission[], needed: Permission): boolean {
   return held.includes(needed);
+}
+
+/**
+ * A request its key may not make (answered 403 PERMISSION_DENIED once the request is counted,
+ * having read and written nothing of the orders).
+ */
+export class PermissionDenied extends Error {
+  readonly keyId: string;
+  readonly needed: Permission;
+  constructor(keyId: string, needed: Permission) {
+    super(
+      `This API key may not ${PERMISSION_ACTIONS[needed]}: it lacks the "${needed}" permission.`,
+    );
+    this.name = 'PermissionDenied';
+    this.keyId = keyId;
+    this.needed = needed;
+  }
+}
+
+/** The refusal of a request that needs `needed` by a key that lacks it; undefined if it may. */
+export function refusalOf(
+  caller: { readonly keyId: string; readonly permissions: readonly Permission[] },
+  needed: Permission,
+): PermissionDenied | undefined {
+  return permits(caller.permissions, needed)
+    ? undefined
+    : new PermissionDenied(caller.keyId, needed);
 }

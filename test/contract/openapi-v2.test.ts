@@ -28,6 +28,7 @@ import type { Order } from '../../lib/orders/order.ts';
 import { createGateway, type GatewayListener } from '../../local/gateway.ts';
 import { loadFunctions } from '../../local/local-stack.ts';
 import {
+  expectPermissionsAsDocumented,
   expectValidAgainstOpenApi,
   HTTP_METHODS,
   loadOpenApiDocument,
@@ -124,6 +125,11 @@ describe("v2's OpenAPI document", () => {
 
 describe('real answers of v2, through the local API Gateway emulator', () => {
   const key = apiKeyFromBody('OpenApiContractV2Key000000000000');
+  /** Keys that hold one permission each. */
+  const onlyKeys = {
+    read: apiKeyFromBody('OpenApiContractV2ReadOnlyKey0000'),
+    cancel: apiKeyFromBody('OpenApiContractV2CancelOnlyKey00'),
+  };
   const orders: Order[] = [
     ...Array.from({ length: 7 }, (_, i) => ({
       id: BigInt(i + 1),
@@ -146,7 +152,11 @@ describe('real answers of v2, through the local API Gateway emulator', () => {
     await new DynamoDbOrderStore(tables.client, tables.tables.orders).putOrders(orders);
     await registerKeys(
       new DynamoDbKeyStore(tables.client, tables.tables.apiKeys),
-      [{ key, plan: 'enterprise', limits: { perMinute: 10_000, perDay: 100_000 } }],
+      [
+        { key, plan: 'enterprise', limits: { perMinute: 10_000, perDay: 100_000 } },
+        { key: onlyKeys.read, plan: 'pro', permissions: ['read'] },
+        { key: onlyKeys.cancel, plan: 'pro', permissions: ['cancel'] },
+      ],
       new Date(),
     );
     const functions = await loadFunctions({ endpoint: tables.endpoint, tables: tables.tables });
@@ -247,6 +257,13 @@ describe('real answers of v2, through the local API Gateway emulator', () => {
     const other = await call('GET', `/store/orders?status=shipped&pageToken=${token}`);
     expect(other.status).toBe(400);
     expect(JSON.parse(other.body)).toMatchObject({ code: 'INVALID_PAGE_TOKEN' });
+  });
+
+  it('refuses each operation with 403 PERMISSION_DENIED, as documented, to a key without its x-permission, and counts it', async () => {
+    // Order 8 has shipped: the cancel a key may make changes nothing (409).
+    await expectPermissionsAsDocumented(document, '8', onlyKeys, (method, path, onlyKey) =>
+      call(method, path, { Authorization: `Bearer ${onlyKey}` }),
+    );
   });
 
   it("cancels as v1 does, and answers API Gateway's 405 and 404 on v2's paths", async () => {
