@@ -26,6 +26,7 @@ import type { APIGatewayProxyEvent, Context } from 'aws-lambda';
 import { withHeaders, type HttpResponse } from '../../lib/api/responses.ts';
 import { requestDeadline, signalAt } from '../../lib/config/budgets.ts';
 import { callerFromContext } from '../../lib/keys/authenticate.ts';
+import type { Caller } from '../../lib/keys/key-record.ts';
 import { refusalOf, type Permission } from '../../lib/keys/permissions.ts';
 import { recordInvocation } from './dynamodb-calls.ts';
 import { answeredWith, httpErrors } from './http-errors.ts';
@@ -37,6 +38,10 @@ export interface HttpRequest {
   readonly event: APIGatewayProxyEvent;
   /** The deadline of the request's DynamoDB work, shared by all its calls (lib/config/budgets.ts). */
   readonly signal: AbortSignal;
+  /** The identified caller (the authorizer's context). */
+  readonly caller: Caller;
+  /** When the function took the request (ms since the epoch): its clock, read once. */
+  readonly now: number;
 }
 
 /** What a request that may be answered free (a conditional request) does before it is counted. */
@@ -91,7 +96,6 @@ export function httpFunction<Input, Body>(
       now,
       deps.requestBudgetMs,
     );
-    const request: HttpRequest = { event, signal: signalAt(deadline, now) };
     const caller = callerFromContext(event.requestContext?.authorizer);
     // No caller: a route without the authorizer, a misconfiguration answered 500 and paged.
     if (!caller) {
@@ -99,6 +103,7 @@ export function httpFunction<Input, Body>(
         'No caller in the authorizer context: is the function behind the authorizer?',
       );
     }
+    const request: HttpRequest = { event, signal: signalAt(deadline, now), caller, now };
     const asked = ask(operation, event);
     // A request its key may not make: never free (a 304 would answer it), refused once counted.
     const denied = refusalOf(caller, operation.permission);
