@@ -93,7 +93,7 @@ describe('wrong command lines: one line, exit 2', () => {
     ],
     [
       ['orders', 'cancel', '1'],
-      /^error: unknown orders command "cancel": import, ship, export, retag, reindex$/,
+      /^error: unknown orders command "cancel": import, show, ship, export, retag, reindex$/,
     ],
     [['orders', 'export', 'a.json', 'b.json'], /^error: unexpected argument "b\.json"/],
     [['keys', 'list', '--stage'], /^error: Option '--stage <value>' argument missing$/],
