@@ -5,6 +5,7 @@ import {
   QueryCommand,
   UpdateCommand,
   type DynamoDBDocumentClient,
+  type GetCommandInput,
   type QueryCommandInput,
   type QueryCommandOutput,
 } from '@aws-sdk/lib-dynamodb';
@@ -382,6 +383,20 @@ export class DynamoDbOrderStore implements OrderImportStore {
     id: bigint,
     signal: AbortSignal | undefined,
   ): Promise<'pending' | 'shipped' | 'cancelled' | 'not-found'> {
+    const Item = await this.readItem(id, signal, {
+      ProjectionExpression: '#status, #id',
+      ExpressionAttributeNames: { '#status': 'status', '#id': 'id' },
+    });
+    if (!Item) return 'not-found';
+    return Item.status === undefined ? 'pending' : this.knownStatus(id, Item.status);
+  }
+
+  /** An order's item (or the attributes `projection` names), strongly consistent. */
+  private async readItem(
+    id: bigint,
+    signal: AbortSignal | undefined,
+    projection: Pick<GetCommandInput, 'ProjectionExpression' | 'ExpressionAttributeNames'> = {},
+  ): Promise<Item | undefined> {
     const { Item } = await send(
       DEPENDENCY,
       (abortSignal) =>
@@ -389,16 +404,14 @@ export class DynamoDbOrderStore implements OrderImportStore {
           new GetCommand({
             TableName: this.tableName,
             Key: { shard: orderShard(id), id },
-            ProjectionExpression: '#status, #id',
-            ExpressionAttributeNames: { '#status': 'status', '#id': 'id' },
+            ...projection,
             ConsistentRead: true,
           }),
           { abortSignal },
         ),
       signal,
     );
-    if (!Item) return 'not-found';
-    return Item.status === undefined ? 'pending' : this.knownStatus(id, Item.status);
+    return Item;
   }
 
   /**
@@ -416,19 +429,7 @@ export class DynamoDbOrderStore implements OrderImportStore {
    * existed has none). Read strongly consistent; undefined when no order has this id.
    */
   async findStored(id: bigint, options: CallOptions = {}): Promise<StoredOrder | undefined> {
-    const { Item } = await send(
-      DEPENDENCY,
-      (abortSignal) =>
-        this.client.send(
-          new GetCommand({
-            TableName: this.tableName,
-            Key: { shard: orderShard(id), id },
-            ConsistentRead: true,
-          }),
-          { abortSignal },
-        ),
-      options.signal,
-    );
+    const Item = await this.readItem(id, options.signal);
     if (!Item) return undefined;
     const { order } = readOrderItem(Item);
     const at = Number(numberText(Item[CANCEL_TRAIL.at]));
