@@ -1,10 +1,10 @@
 /**
- * `keys …`: issue, list, revoke, rotate and re-plan API keys. Thin: parse the command line,
+ * `keys …`: issue, list, revoke, rotate, re-plan API keys and change their permissions. Thin: parse the command line,
  * call lib/keys/lifecycle.ts, print. A plaintext key is printed once, by `create` and `rotate`;
  * nothing prints a stored hash.
  */
 import type { Command } from './command.ts';
-import { revoke, setPlan } from './keys/change.ts';
+import { revoke, setPermissions, setPlan } from './keys/change.ts';
 import { list, show } from './keys/inspect.ts';
 import { create, rotate } from './keys/issue.ts';
 import { unban } from './keys/unban.ts';
@@ -16,5 +16,6 @@ export const KEY_COMMANDS: readonly Command[] = [
   revoke,
   rotate,
   setPlan,
+  setPermissions,
   unban,
 ];

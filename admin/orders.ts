@@ -1,12 +1,13 @@
 /**
- * `orders …`: load orders from a file, ship one, export them all. Thin: parse the command line,
- * call lib/orders, print.
+ * `orders …`: load orders from a file, show one as stored (and who cancelled it), ship one,
+ * export them all. Thin: parse the command line, call lib/orders, print.
  */
 import { createWriteStream } from 'node:fs';
 import { readFile, rename, rm } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { BatchWriteOptions } from '../lib/dynamodb/batch-write.ts';
+import { itemToJson } from '../lib/dynamodb/attributes.ts';
 import { DynamoDbOrderStore } from '../lib/dynamodb/orders-table.ts';
 import { reindexOrders } from '../lib/dynamodb/reindex.ts';
 import { readOrderId, shipOrder } from '../lib/orders/operations.ts';
@@ -276,6 +277,58 @@ ship racing a cancel never ships a cancelled order). Shipping a shipped order ch
   },
 );
 
+const show = defineCommand(
+  {
+    name: 'orders show',
+    summary: 'an order as stored, its status, and who cancelled it: when, which key, which request',
+    description: `Shows one order as it is stored (read strongly consistent): its status and, for an order
+cancelled through the API, what its cancel recorded in the write that cancelled it — when, the
+id of the API key that asked (key_…: keys show names its label and plan) and the id of the
+request (its log lines: the request-by-id query, docs/operations.md). An order cancelled before
+that record existed, or stored cancelled by an import, has none. Then every attribute of the
+item, exact to the digit. Changes nothing. Ids are int64 (a negative id goes last, after --).`,
+    flags: { json: switchFlag('print {"id", "status", "cancellation", "stored"} instead') },
+    positionals: ['order-id'],
+  },
+  async (parsed, io) => {
+    const id = orderIdArgument(parsed.positionals[0]);
+    await withOrderStore(parsed.values, async (store, target) => {
+      const stored = await store.findStored(id);
+      if (!stored) throw new Failure(`order ${id} was not found on ${target.description}`);
+      const status = stored.order?.status ?? 'unreadable';
+      const { at, keyId, requestId } = stored.trail;
+      const when = at === undefined ? undefined : new Date(at).toISOString();
+      if (parsed.values.json) {
+        const cancellation =
+          when === undefined && keyId === undefined && requestId === undefined
+            ? null
+            : { at: when ?? null, keyId: keyId ?? null, requestId: requestId ?? null };
+        print(
+          io.stdout,
+          `{"id":${id},"status":${JSON.stringify(status)},"cancellation":${JSON.stringify(cancellation)},"stored":${itemToJson(stored.item)}}`,
+        );
+        return;
+      }
+      const lines: [string, string][] = [['status', status]];
+      if (when !== undefined || keyId !== undefined || requestId !== undefined) {
+        lines.push(
+          ['cancelled at', when ?? '-'],
+          ['by key', keyId ?? '-'],
+          ['request id', requestId ?? '-'],
+        );
+      } else if (status === 'cancelled') {
+        lines.push([
+          'cancelled at',
+          'not recorded (cancelled before the trail existed, or stored cancelled by an import)',
+        ]);
+      }
+      lines.push(['as stored', itemToJson(stored.item)]);
+      print(io.stdout, `Order ${id} on ${target.description}`);
+      for (const [name, value] of lines) print(io.stdout, `  ${name.padEnd(14)}${value}`);
+    });
+  },
+);
+
 /** Counts what passes through. */
 async function* counting<T>(
   batches: AsyncIterable<readonly T[]>,
@@ -389,6 +442,7 @@ writes nothing but the marker.`,
 
 export const ORDER_COMMANDS: readonly Command[] = [
   importOrders,
+  show,
   ship,
   exportOrders,
   retag,

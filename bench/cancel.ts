@@ -4,9 +4,10 @@
  * Local): N cancels of pending orders sent one after another on one keep-alive connection (after
  * a warm-up), with their latency (p50, p90, p99, mean), the DynamoDB calls one cancel makes
  * (counted on the handler run in this process with the same stores: every call, and each kind),
- * and the write units of its order write, the table's and each index's (ReturnConsumedCapacity
- * INDEXES, added to that call by the count). The orders table has the first K of its indexes
- * (default all 4): runs with 0 and 4 say what the v2 list's indexes add to a cancel.
+ * the request units of all of them and the write units of its order write, the table's and each
+ * index's (ReturnConsumedCapacity INDEXES, added to every call by the count), and the calls and
+ * units of a cancel refused 403 (a key that may only read). The orders table has the first K of
+ * its indexes (default all 4): runs with 0 and 4 say what the v2 list's indexes add to a cancel.
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -73,56 +74,94 @@ function cancel(
 }
 
 interface Capacity {
+  readonly TableName?: string;
   readonly Table?: { readonly CapacityUnits?: number };
   readonly GlobalSecondaryIndexes?: Record<string, { readonly CapacityUnits?: number }>;
 }
 
+/** What one request made of DynamoDB: each call, and the request units of each (all indexes). */
+interface RequestCost {
+  readonly calls: string[];
+  /** Every call's consumed capacity (ReturnConsumedCapacity INDEXES, added by the count). */
+  readonly capacities: Capacity[];
+  /** The consumed capacity of the order write (the UpdateItem of an order's partition). */
+  readonly orderWrite: Capacity | undefined;
+}
+
+/** Request units of calls, in all: the tables' and the indexes'. */
+function units(capacities: readonly Capacity[]): number {
+  let total = 0;
+  for (const capacity of capacities) {
+    total += capacity.Table?.CapacityUnits ?? 0;
+    for (const index of Object.values(capacity.GlobalSecondaryIndexes ?? {})) {
+      total += index.CapacityUnits ?? 0;
+    }
+  }
+  return total;
+}
+
+/** `2 × UpdateItem, 1 × GetItem`: the calls, by kind. */
+function callKinds(calls: readonly string[]): string {
+  const kinds = new Map<string, number>();
+  for (const call of calls) kinds.set(call, (kinds.get(call) ?? 0) + 1);
+  return [...kinds].map(([kind, n]) => `${n} × ${kind.replace(/Command$/, '')}`).join(', ');
+}
+
 /**
- * The DynamoDB calls of one cancel, counted on the handler in this process, and the write units
- * of its order write (the UpdateItem of an order's partition, 0 and up: the list version's items
- * are below 0).
+ * Counts every call a client makes, and asks each for its consumed capacity (INDEXES: the
+ * table's and each index's); `record` gets each call's name, key and consumed capacity.
  */
-async function callsPerCancel(
-  endpoint: string,
-  prefix: string,
-): Promise<{ calls: string[]; capacity: Capacity | undefined }> {
-  installLambdaRuntimeGlobals();
-  const tables = localTableNames(prefix);
-  const calls: string[] = [];
-  let capacity: Capacity | undefined;
-  const counted = <T extends ReturnType<typeof createDocumentClient>>(client: T): T => {
-    client.middlewareStack.add(
-      (next, context) => (args) => {
-        calls.push(context.commandName ?? 'unknown');
-        return next(args);
-      },
-      { step: 'finalizeRequest', name: 'countCalls' },
-    );
-    return client;
-  };
-  const orders = counted(createDocumentClient({ endpoint }));
-  orders.middlewareStack.add(
+function counted<T extends ReturnType<typeof createDocumentClient>>(
+  client: T,
+  record: (call: string, shard: number, capacity: Capacity | undefined) => void,
+): T {
+  client.middlewareStack.add(
     (next, context) => async (args) => {
       const input = args.input as { Key?: { shard?: unknown }; ReturnConsumedCapacity?: string };
       // The key as given, or already marshalled ({ N: '3' }), whichever this step sees.
       const raw = input.Key?.shard as { N?: string } | number | undefined;
       const shard = Number(typeof raw === 'object' ? raw.N : raw);
-      const orderWrite = /^Update(Item)?Command$/.test(context.commandName ?? '') && shard >= 0;
-      if (orderWrite) input.ReturnConsumedCapacity = 'INDEXES';
+      input.ReturnConsumedCapacity = 'INDEXES';
       const result = await next(args);
-      if (orderWrite) {
-        capacity = (result.output as { ConsumedCapacity?: Capacity }).ConsumedCapacity;
-      }
+      const consumed = (result.output as { ConsumedCapacity?: Capacity | Capacity[] })
+        .ConsumedCapacity;
+      const capacity = Array.isArray(consumed) ? consumed[0] : consumed;
+      record(context.commandName ?? 'unknown', shard, capacity);
       return result;
     },
-    { step: 'initialize', name: 'orderWriteCapacity' },
+    { step: 'initialize', name: 'countCalls' },
   );
-  const limiter = counted(createSingleAttemptClient({ endpoint }));
+  return client;
+}
+
+/**
+ * The DynamoDB calls of one cancel, counted on the handler in this process, with the request
+ * units of each, and the write units of its order write (the UpdateItem of an order's
+ * partition, 0 and up: the list version's items are below 0).
+ */
+async function callsPerCancel(
+  endpoint: string,
+  prefix: string,
+): Promise<{ cancel: RequestCost; refused: RequestCost }> {
+  installLambdaRuntimeGlobals();
+  const tables = localTableNames(prefix);
+  let cost: { calls: string[]; capacities: Capacity[]; orderWrite: Capacity | undefined } = {
+    calls: [],
+    capacities: [],
+    orderWrite: undefined,
+  };
+  const record = (call: string, shard: number, capacity: Capacity | undefined) => {
+    cost.calls.push(call);
+    if (capacity) cost.capacities.push(capacity);
+    if (/^Update(Item)?Command$/.test(call) && shard >= 0) cost.orderWrite = capacity;
+  };
+  const orders = counted(createDocumentClient({ endpoint }), record);
+  const limiter = counted(createSingleAttemptClient({ endpoint }), record);
   const store = new DynamoDbOrderStore(orders, tables.orders);
-  await store.putOrders(pendingOrders(2, 9_000_001));
+  await store.putOrders(pendingOrders(3, 9_000_001));
   const rateLimiter = new DynamoDbRateLimiter(limiter, tables.rateLimits);
   const handler = createCancelOrderHandler({ orders: () => store, limiter: () => rateLimiter });
-  const event = (id: string) => ({
+  const event = (id: string, permissions = 'read,cancel') => ({
     resource: '/store/orders/{orderId}',
     path: `/store/orders/${id}`,
     httpMethod: 'DELETE',
@@ -130,21 +169,38 @@ async function callsPerCancel(
     multiValueHeaders: {},
     pathParameters: { orderId: id },
     requestContext: {
-      authorizer: { principalId: 'key_bench', keyId: 'key_bench', plan: 'enterprise', ...LIMITS },
+      authorizer: {
+        principalId: 'key_bench',
+        keyId: 'key_bench',
+        plan: 'enterprise',
+        ...LIMITS,
+        permissions,
+      },
       requestId: 'bench',
       requestTimeEpoch: Date.now(),
     },
   });
-  await handler(event('9000001') as never, createContext('cancelOrder') as never);
-  calls.splice(0);
-  const result = (await handler(
-    event('9000002') as never,
-    createContext('cancelOrder') as never,
-  )) as { statusCode: number };
-  if (result.statusCode !== 204) throw new Error(`in-process cancel answered ${result.statusCode}`);
+  /** What one cancel costs, answered `expected`. */
+  const measure = async (id: string, expected: number, permissions?: string) => {
+    cost = { calls: [], capacities: [], orderWrite: undefined };
+    const result = (await handler(
+      event(id, permissions) as never,
+      createContext('cancelOrder') as never,
+    )) as { statusCode: number };
+    if (result.statusCode !== expected) {
+      throw new Error(`in-process cancel answered ${result.statusCode}, not ${expected}`);
+    }
+    return cost;
+  };
+  await measure('9000001', 204);
+  const measured = {
+    cancel: await measure('9000002', 204),
+    // A key that may only read asks to cancel a pending order: refused 403 once counted.
+    refused: await measure('9000003', 403, 'read'),
+  };
   orders.destroy();
   limiter.destroy();
-  return { calls: [...calls], capacity };
+  return measured;
 }
 
 async function main(): Promise<void> {
@@ -222,24 +278,26 @@ async function main(): Promise<void> {
       latencies.push(ms);
     }
     agent.destroy();
-    const { calls, capacity } = await callsPerCancel(dynamo.endpoint, prefix);
+    const { cancel: measured, refused } = await callsPerCancel(dynamo.endpoint, prefix);
+    const { calls, capacities, orderWrite } = measured;
 
     latencies.sort((a, b) => a - b);
     const mean = latencies.reduce((a, b) => a + b, 0) / latencies.length;
-    const kinds = new Map<string, number>();
-    for (const call of calls) kinds.set(call, (kinds.get(call) ?? 0) + 1);
-    const indexes = Object.entries(capacity?.GlobalSecondaryIndexes ?? {})
+    const indexes = Object.entries(orderWrite?.GlobalSecondaryIndexes ?? {})
       .map(([index, { CapacityUnits }]) => `${index} ${CapacityUnits ?? '?'}`)
       .join(', ');
     console.log(
       `\nbench:cancel — ${count} sequential cancels through the local API (after ${warmUp} to warm up); the orders table with ${ordersIndexes} of its indexes (${ORDER_INDEX_NAMES.slice(0, ordersIndexes).join(', ') || 'none'})\n`,
     );
     console.log(
-      '| p50 ms | p90 ms | p99 ms | mean ms | DynamoDB calls per cancel | WCU of the order write: table + indexes |',
+      '| p50 ms | p90 ms | p99 ms | mean ms | DynamoDB calls per cancel | request units per cancel | WCU of the order write: table + indexes |',
     );
-    console.log('|---|---|---|---|---|---|');
+    console.log('|---|---|---|---|---|---|---|');
     console.log(
-      `| ${percentile(latencies, 50).toFixed(2)} | ${percentile(latencies, 90).toFixed(2)} | ${percentile(latencies, 99).toFixed(2)} | ${mean.toFixed(2)} | ${calls.length} (${[...kinds].map(([kind, n]) => `${n} × ${kind.replace(/Command$/, '')}`).join(', ')}) | ${capacity?.Table?.CapacityUnits ?? '?'}${indexes ? ` + ${indexes}` : ''} |`,
+      `| ${percentile(latencies, 50).toFixed(2)} | ${percentile(latencies, 90).toFixed(2)} | ${percentile(latencies, 99).toFixed(2)} | ${mean.toFixed(2)} | ${calls.length} (${callKinds(calls)}) | ${units(capacities)} | ${orderWrite?.Table?.CapacityUnits ?? '?'}${indexes ? ` + ${indexes}` : ''} |`,
+    );
+    console.log(
+      `\nA cancel refused 403 PERMISSION_DENIED (a key that may only read): ${refused.calls.length} DynamoDB call${refused.calls.length === 1 ? '' : 's'} (${callKinds(refused.calls)}), ${units(refused.capacities)} request unit${units(refused.capacities) === 1 ? '' : 's'}.`,
     );
   } finally {
     server?.kill('SIGTERM');

@@ -1,9 +1,11 @@
 /**
  * DELETE /store/orders/{orderId} — pending → cancelled in one conditional write, once the rate
  * limiter has admitted the request (./shared/http-function.ts): a refused request reads and writes
- * nothing of the orders. A cancel that changes nothing (an order already cancelled, shipped, or
- * unknown) is answered from one strongly consistent read and leaves the list's version alone
- * (lib/dynamodb/orders-table.ts): it takes no conditional list's 304 from another client.
+ * nothing of the orders. The write records when, by which key and in which request (the id
+ * API Gateway gave the client). A cancel that changes nothing (an order already cancelled,
+ * shipped, or unknown) is answered from one strongly consistent read and leaves the list's
+ * version alone (lib/dynamodb/orders-table.ts): it takes no conditional list's 304 from another
+ * client.
  */
 import { noContent } from '../lib/api/responses.ts';
 import { cancelOrder, parseOrderId } from '../lib/orders/operations.ts';
@@ -18,10 +20,14 @@ export interface CancelOrderDependencies extends RateLimitDependencies {
 
 export function createCancelOrderHandler(deps: CancelOrderDependencies) {
   return httpFunction(deps, {
+    permission: 'cancel',
     // A malformed id is answered 400 INVALID_ORDER_ID once the request is counted.
     read: ({ event }) => parseOrderId(event.pathParameters?.orderId),
-    act: async (id, { signal }) => {
-      await cancelOrder(deps.orders(), id, { signal });
+    act: async (id, { event, signal, caller, now }) => {
+      const requestId = event.requestContext?.requestId;
+      // API Gateway gives every request one: without it, the cancel could not be traced.
+      if (!requestId) throw new Error('No request id in the request context');
+      await cancelOrder(deps.orders(), id, { at: now, keyId: caller.keyId, requestId }, { signal });
       return noContent();
     },
   });

@@ -20,7 +20,7 @@ import {
   parseListQuery,
   type ListQuery,
 } from '../lib/orders/list-query.ts';
-import { orderToJson } from '../lib/orders/order.ts';
+import { orderToJsonV2 } from '../lib/orders/order.ts';
 import type { OrderPageReader, PagePlan } from '../lib/orders/order-pages.ts';
 import type { OrderStore } from '../lib/orders/order-store.ts';
 import { pageEntityTag } from '../lib/orders/page-tag.ts';
@@ -98,7 +98,7 @@ export function createListOrderPagesHandler(deps: ListOrderPagesDependencies) {
         { signal, onUnreadable: report.addUnreadable },
       );
     const nextPageToken = page.next ? encodePageToken(filter, page.next) : undefined;
-    const body = pageBody(page.orders.map(orderToJson), nextPageToken, pageSize);
+    const body = pageBody(page.orders.map(orderToJsonV2), nextPageToken, pageSize);
     report.orders = page.orders.length;
     report.bytes = Buffer.byteLength(body);
     report.publish('identity', 'complete', { source: page.plan.source, ...page.cost });
@@ -116,7 +116,9 @@ export function createListOrderPagesHandler(deps: ListOrderPagesDependencies) {
     };
   };
 
-  return streamed(conditionalHttpFunction<AskedPage, string>(deps, { read, check, act }));
+  return streamed(
+    conditionalHttpFunction<AskedPage, string>(deps, { permission: 'read', read, check, act }),
+  );
 }
 
 // The limiter's client is created at load (Lambda's init, outside the handler); the stores at

@@ -78,6 +78,7 @@ export function createListOrdersHandler(deps: ListOrdersDependencies) {
 
   return streamed(
     conditionalHttpFunction<ListRequest, Readable | string>(deps, {
+      permission: 'read',
       read: readListRequest,
       check,
       act,

@@ -74,9 +74,10 @@ export function addDashboard(monitoring: Monitoring, alarms: Alarm[]): Dashboard
     );
   const service = (name: string, label: string, statistic = 'Sum') =>
     monitoring.serviceMetric(name, statistic, minute).with({ label });
-  const tooMany = graph('429 answers by code', [
+  const tooMany = graph('403 and 429 answers by code', [
     service(METRIC_NAMES.rateLimited, 'RATE_LIMITED'),
     service(METRIC_NAMES.bannedRequests, 'API_KEY_TEMPORARILY_BANNED'),
+    service(METRIC_NAMES.permissionDenied, 'PERMISSION_DENIED'),
   ]);
   const serviceErrors = graph('Service errors', [
     service(METRIC_NAMES.internalErrors, '500 INTERNAL_ERROR'),

@@ -43,4 +43,6 @@ export const METRIC_NAMES = {
   rateLimited: 'RateLimited',
   /** Requests refused with 429 API_KEY_TEMPORARILY_BANNED. */
   bannedRequests: 'BannedRequests',
+  /** Requests refused with 403 PERMISSION_DENIED: their key may not make them. */
+  permissionDenied: 'PermissionDenied',
 } as const;

@@ -1,8 +1,9 @@
 /**
  * The smoke suite: black-box checks of a running API (a deployed stage or `npm start`) over
- * HTTP(S), by its base addresses (v1's, ending in /v1, and v2's) and one API key. Read-only
- * unless given a pending order to cancel. About fifteen requests, nine of them counted against
- * the key's limits.
+ * HTTP(S), by its base addresses (v1's, ending in /v1, and v2's) and one API key (and, when
+ * given, a key that may only read). Read-only unless given a pending order to cancel. About
+ * fifteen requests, nine of them counted against the key's limits; five more with a read-only
+ * key, against its own.
  */
 import { methodsByPath, ROUTES } from '../lib/api/routes.ts';
 import { WWW_AUTHENTICATE } from '../lib/api/gateway-responses.ts';
@@ -14,6 +15,8 @@ export interface SmokeOptions {
   /** v2's base address (`…/v2`); without it v2's checks are skipped. */
   readonly v2BaseUrl?: string;
   readonly apiKey: string;
+  /** A key that may only read: checked to read, and to be refused a cancel (403). */
+  readonly readOnlyKey?: string;
   /** Id of a pending order: only then is an order really cancelled. */
   readonly pendingOrder?: bigint;
   /** Time allowed per request. */
@@ -396,6 +399,51 @@ export async function runSmoke(
       expectHeader(answer, 'ETag', etag);
     },
   );
+
+  // ── A key that may only read: it reads, and is refused a cancel, which changes nothing ────
+  const readOnly = options.readOnlyKey;
+  if (readOnly !== undefined) {
+    const reader = `Bearer ${readOnly}`;
+    const readerList = await check('read-only key: 200 list', async () => {
+      const answer = await request('GET', LIST_PATH, reader);
+      expect(answer.status === 200, `status ${answer.status}: ${answer.text.slice(0, 120)}`);
+      parseOrders(answer.text);
+      return answer;
+    });
+    await check(
+      'read-only key: 403 PERMISSION_DENIED cancelling, in v1 and v2, with the rate-limit headers',
+      async () => {
+        if (!orders) throw new Skip('the list failed: no id known to be absent');
+        // An id no order has: were the refusal missing, the cancel would still change nothing.
+        const path = orderPath(absentId(orders).toString());
+        for (const origin of v2 ? [base, v2] : [base]) {
+          const answer = await request('DELETE', path, reader, {}, origin);
+          expectError(answer, 403, 'PERMISSION_DENIED');
+          expectRateLimitHeaders(answer);
+        }
+      },
+    );
+    await check(
+      "read-only key: 304 for its list's ETag after its 403s (or 200 if the list changed since)",
+      async () => {
+        if (!readerList) throw new Skip('its list failed');
+        const etag = readerList.headers.get('etag');
+        if (etag === null) throw new Skip('its list came without an ETag');
+        const answer = await request('GET', LIST_PATH, reader, { 'If-None-Match': etag });
+        if (answer.status === 200) {
+          expect(answer.headers.get('etag') !== etag, `200 with the same ETag ${etag}`);
+          return;
+        }
+        expect(answer.status === 304, `status ${answer.status}: ${answer.text.slice(0, 120)}`);
+      },
+    );
+    await check('read-only key: v2: 200 a page', async () => {
+      if (!v2) throw new Skip('no v2 base address');
+      const answer = await request('GET', `${LIST_PATH}?pageSize=2`, reader, {}, v2);
+      expect(answer.status === 200, `status ${answer.status}: ${answer.text.slice(0, 120)}`);
+      parsePage(answer.text);
+    });
+  }
 
   const pending = options.pendingOrder;
   if (pending !== undefined) {

@@ -1,6 +1,6 @@
 /**
- * `npm run smoke -- (--base-url URL | --stage STAGE) --api-key KEY [--pending-order ID]
- * [--timeout SECONDS]`: the smoke suite (smoke/checks.ts) against any base address: a deployed
+ * `npm run smoke -- (--base-url URL | --stage STAGE) --api-key KEY [--read-only-key KEY]
+ * [--pending-order ID] [--timeout SECONDS]`: the smoke suite (smoke/checks.ts) against any base address: a deployed
  * stage (`https://…/v1`, the ApiUrl output, given or read from the stage's stack outputs) or the
  * local API (`http://127.0.0.1:3000/v1`); v2's checks against v2's address (the ApiUrlV2 output,
  * or the base address with its `/v1` as `/v2`).
@@ -18,7 +18,7 @@ import {
 import { OutputsUnavailable, stageOutputs } from '../lib/stack-outputs.ts';
 import { runSmoke, type CheckResult } from './checks.ts';
 
-export const USAGE = `usage: npm run smoke -- (--base-url URL | --stage STAGE) --api-key KEY [--pending-order ID] [--timeout SECONDS]
+export const USAGE = `usage: npm run smoke -- (--base-url URL | --stage STAGE) --api-key KEY [--read-only-key KEY] [--pending-order ID] [--timeout SECONDS]
 
   --base-url URL       the API's base address, ending in /v1 (a deployed stage's ApiUrl output,
                        or http://127.0.0.1:3000/v1 for npm start); v2's is the same with /v2
@@ -28,6 +28,8 @@ export const USAGE = `usage: npm run smoke -- (--base-url URL | --stage STAGE) -
   --region REGION      with --stage: the region CloudFormation is asked in
   --outputs FILE       with --stage: the outputs file cdk deploy --outputs-file wrote
   --api-key KEY        an API key of that stage (sent as Authorization: Bearer KEY, never printed)
+  --read-only-key KEY  also a key of that stage that may only read (keys create --read-only):
+                       it must list and page, and be refused a cancel with 403
   --pending-order ID   also cancel this pending order, twice (204 both times); without it the
                        suite changes nothing
   --timeout SECONDS    time allowed per request (default 60)`;
@@ -45,6 +47,7 @@ interface Command {
     readonly outputs?: string;
   };
   readonly apiKey: string;
+  readonly readOnlyKey?: string;
   readonly pendingOrder?: bigint;
   readonly timeoutMs: number;
 }
@@ -61,6 +64,7 @@ export function parseCommandLine(args: readonly string[]): Command | 'help' | { 
         region: { type: 'string' },
         outputs: { type: 'string' },
         'api-key': { type: 'string' },
+        'read-only-key': { type: 'string' },
         'pending-order': { type: 'string' },
         timeout: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
@@ -118,11 +122,14 @@ function checkBaseUrl(baseUrl: string, options: Options): Command | { error: str
 
 function checkKeyAndOptions(values: {
   'api-key'?: string;
+  'read-only-key'?: string;
   'pending-order'?: string;
   timeout?: string;
 }): Options | { error: string } {
   const apiKey = values['api-key'];
   if (!apiKey) return { error: '--api-key is required' };
+  const readOnlyKey = values['read-only-key'];
+  if (readOnlyKey === '') return { error: '--read-only-key must be an API key' };
   const pending = values['pending-order'];
   if (pending !== undefined && (!INT64.test(pending) || BigInt(pending) >= 2n ** 63n)) {
     return {
@@ -137,6 +144,7 @@ function checkKeyAndOptions(values: {
   }
   return {
     apiKey,
+    ...(readOnlyKey === undefined ? {} : { readOnlyKey }),
     ...(pending === undefined ? {} : { pendingOrder: BigInt(pending) }),
     timeoutMs: Number(timeout) * 1000,
   };

@@ -1,6 +1,7 @@
-/** `keys revoke` and `keys set-plan`: the commands that change a key's record. */
-import { limitsOf } from '../../lib/keys/key-record.ts';
-import { changePlan, revokeKey } from '../../lib/keys/lifecycle.ts';
+/** `keys revoke`, `keys set-plan` and `keys set-permissions`: the commands that change a key's record. */
+import { limitsOf, permissionsOf } from '../../lib/keys/key-record.ts';
+import { changePermissions, changePlan, revokeKey } from '../../lib/keys/lifecycle.ts';
+import { formatPermissions } from '../../lib/keys/permissions.ts';
 import { defineCommand } from '../command.ts';
 import { print } from '../common.ts';
 import { confirmChange } from '../confirm.ts';
@@ -9,6 +10,8 @@ import {
   describeKey,
   formatLimits,
   keyIdArgument,
+  PERMISSION_FLAGS,
+  permissionChoice,
   PLAN_FLAGS,
   planChoice,
   refuseUnhonourable,
@@ -58,6 +61,45 @@ export const setPlan = defineCommand(
       print(
         io.stdout,
         `Key ${keyId}: plan ${before.plan} (${formatLimits(limitsOf(before))}) → ${after.plan} (${formatLimits(limitsOf(after))}). It takes effect ${CACHE_NOTE}.`,
+      );
+    });
+  },
+);
+
+export const setPermissions = defineCommand(
+  {
+    name: 'keys set-permissions',
+    summary: 'change what a key may do (read, cancel, or both)',
+    description: `Changes what an active key may do: read orders (v1's list, v2's pages), cancel them, or both.
+A request the key may not make is answered 403 PERMISSION_DENIED (and counted against its
+limits like any other). It takes effect ${CACHE_NOTE}. Giving a key the permissions it holds
+changes nothing.`,
+    flags: PERMISSION_FLAGS,
+    positionals: ['key-id'],
+  },
+  async (parsed, io) => {
+    const { values } = parsed;
+    const keyId = keyIdArgument(parsed.positionals);
+    const permissions = permissionChoice(values);
+    await withKeyStore(values, async (store, target) => {
+      await confirmChange(
+        target,
+        `give key ${keyId} the permissions ${formatPermissions(permissions)}`,
+        values.yes,
+        io,
+      );
+      const { before, after, changed } = await changePermissions(
+        store,
+        keyId,
+        permissions,
+        io.now(),
+      );
+      const [was, now] = [before, after].map((record) => formatPermissions(permissionsOf(record)));
+      print(
+        io.stdout,
+        changed
+          ? `Key ${keyId}: permissions ${was} → ${now}. It takes effect ${CACHE_NOTE}.`
+          : `Key ${keyId} already has the permissions ${now}; nothing changed.`,
       );
     });
   },

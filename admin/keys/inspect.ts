@@ -5,7 +5,13 @@
 import { DynamoDbKeyStore } from '../../lib/dynamodb/keys-table.ts';
 import { RateLimitAdmin } from '../../lib/dynamodb/rate-limit-admin.ts';
 import { switchFlag } from '../../lib/config/flags.ts';
-import { isExpired, limitsOf, type ApiKeyRecord } from '../../lib/keys/key-record.ts';
+import {
+  isExpired,
+  limitsOf,
+  permissionsOf,
+  type ApiKeyRecord,
+} from '../../lib/keys/key-record.ts';
+import { formatPermissions, type Permission } from '../../lib/keys/permissions.ts';
 import { findKey, listKeys } from '../../lib/keys/lifecycle.ts';
 import { refusalsIn } from '../../lib/limits/ban.ts';
 import { standing } from '../../lib/limits/free-allowance.ts';
@@ -28,6 +34,8 @@ export interface KeyView {
   readonly label?: string;
   readonly plan: string;
   readonly limits?: Limits;
+  /** What the key may do (every permission for a key stored before permissions). */
+  readonly permissions: readonly Permission[];
   readonly status: 'active' | 'revoked' | 'expired';
   readonly createdAt: string;
   readonly expiresAt?: string;
@@ -42,6 +50,7 @@ function keyView(record: ApiKeyRecord, now: Date): KeyView {
     ...(record.label !== undefined ? { label: record.label } : {}),
     plan: record.plan,
     ...(limits ? { limits } : {}),
+    permissions: permissionsOf(record),
     status: record.status === 'revoked' ? 'revoked' : isExpired(record, now) ? 'expired' : 'active',
     createdAt: record.createdAt,
     ...(record.expiresAt !== undefined ? { expiresAt: record.expiresAt } : {}),
@@ -65,9 +74,10 @@ function table(rows: readonly (readonly string[])[]): string[] {
 export const list = defineCommand(
   {
     name: 'keys list',
-    summary: 'every key: id, label, plan, limits, status, created, expiry',
-    description: `Lists every key, oldest first: id, label, plan, limits, status (active, revoked, expired),
-created, expiry (set by a rotation) and successor. Never a key or a key hash.`,
+    summary: 'every key: id, label, plan, limits, permissions, status, created, expiry',
+    description: `Lists every key, oldest first: id, label, plan, limits, permissions (read, cancel), status
+(active, revoked, expired), created, expiry (set by a rotation) and successor. Never a key or a
+key hash.`,
     flags: { json: switchFlag('print a JSON array instead') },
   },
   async ({ values }, io) => {
@@ -83,13 +93,25 @@ created, expiry (set by a rotation) and successor. Never a key or a key hash.`,
       return;
     }
     const rows = [
-      ['ID', 'LABEL', 'PLAN', 'PER MIN', 'PER DAY', 'STATUS', 'CREATED', 'EXPIRES', 'REPLACED BY'],
+      [
+        'ID',
+        'LABEL',
+        'PLAN',
+        'PER MIN',
+        'PER DAY',
+        'PERMISSIONS',
+        'STATUS',
+        'CREATED',
+        'EXPIRES',
+        'REPLACED BY',
+      ],
       ...views.map((view) => [
         view.keyId,
         view.label ?? '-',
         view.plan,
         String(view.limits?.perMinute ?? '-'),
         String(view.limits?.perDay ?? '-'),
+        formatPermissions(view.permissions),
         view.status,
         shortTime(view.createdAt),
         shortTime(view.expiresAt),
@@ -152,9 +174,10 @@ export function counterView(
 export const show = defineCommand(
   {
     name: 'keys show',
-    summary: "a key's plan, limits, state, current minute and day counts, refusals and ban",
-    description: `Shows a key: plan, limits and state (active, revoked, expired), and its counter as the rate
-limiter sees it now: the minute and day counts (the sliding-window estimate its limits are
+    summary:
+      "a key's plan, limits, permissions, state, current minute and day counts, refusals and ban",
+    description: `Shows a key: plan, limits, permissions and state (active, revoked, expired), and its counter
+as the rate limiter sees it now: the minute and day counts (the sliding-window estimate its limits are
 checked against), the refusals counted toward a ban in this minute window, the ban's end, and
 what a request now would get. Changes nothing.`,
     flags: { json: switchFlag('print {"key": …, "counter": …} as JSON instead') },
@@ -177,6 +200,7 @@ what a request now would get. Changes nothing.`,
       const lines: (string | readonly [string, string])[] = [
         `Key ${keyId}${label} on ${target.description}`,
         ['plan', `${key.plan}: ${formatLimits(limits)}`],
+        ['permissions', formatPermissions(key.permissions)],
         ['state', `${key.status}${counter?.bannedUntil ? ', BANNED' : ''}`],
       ];
       if (counter) {

@@ -3,7 +3,8 @@
  * once, here; only its hash is stored.
  */
 import { switchFlag, valueFlag } from '../../lib/config/flags.ts';
-import { limitsOf } from '../../lib/keys/key-record.ts';
+import { limitsOf, permissionsOf } from '../../lib/keys/key-record.ts';
+import { ALL_PERMISSIONS } from '../../lib/keys/permissions.ts';
 import {
   DEFAULT_GRACE,
   issueKey,
@@ -17,6 +18,8 @@ import { confirmChange } from '../confirm.ts';
 import {
   describeKey,
   keyIdArgument,
+  PERMISSION_FLAGS,
+  permissionChoice,
   PLAN_FLAGS,
   planChoice,
   refuseUnhonourable,
@@ -36,29 +39,39 @@ export const create = defineCommand(
     name: 'keys create',
     summary: 'issue a key; it is printed once and only its hash is stored',
     description: `Issues a new API key and prints it once, with its public id (key_…). Only the key's SHA-256
-hash is stored: the key cannot be shown again. It works at once.`,
+hash is stored: the key cannot be shown again. It works at once. It may read and cancel orders
+unless --permissions or --read-only says less: a screen that only polls the list needs a key
+that cannot cancel.`,
     flags: {
       ...PLAN_FLAGS,
+      ...PERMISSION_FLAGS,
       label: valueFlag('TEXT', 'a note for people (who holds the key), shown by list'),
-      json: switchFlag('print {"keyId", "key", "plan", "limits", "label"} instead'),
+      json: switchFlag('print {"keyId", "key", "plan", "limits", "permissions", "label"} instead'),
     },
   },
   async ({ values }, io) => {
     const choice = planChoice(values);
+    const permissions = permissionChoice(values, ALL_PERMISSIONS);
     const label = parseLabel(values.label);
     await withKeyStore(values, async (store, target) => {
       refuseUnhonourable(choice, target);
       await confirmChange(target, `create a ${choice.plan} key`, values.yes, io);
       const { key, record } = await issueKey(
         store,
-        { ...choice, ...(label !== undefined ? { label } : {}) },
+        { ...choice, permissions, ...(label !== undefined ? { label } : {}) },
         io.now(),
       );
       if (values.json) {
-        const limits = limitsOf(record);
         print(
           io.stdout,
-          JSON.stringify({ keyId: record.keyId, key, plan: record.plan, limits, label }),
+          JSON.stringify({
+            keyId: record.keyId,
+            key,
+            plan: record.plan,
+            limits: limitsOf(record),
+            permissions: permissionsOf(record),
+            label,
+          }),
         );
         return;
       }
@@ -72,7 +85,7 @@ export const rotate = defineCommand(
   {
     name: 'keys rotate',
     summary: 'issue a successor now; the old key works until the grace ends',
-    description: `Issues a successor with the same plan, limits and label, printed once; it works at once. The
+    description: `Issues a successor with the same plan, limits, permissions and label, printed once; it works at once. The
 old key keeps working until the grace period ends, then is refused. A revoked, expired or
 already rotated key is not rotated.`,
     flags: {

@@ -5,10 +5,16 @@
 import { DynamoDbKeyStore } from '../../lib/dynamodb/keys-table.ts';
 import { STAGE_THROTTLES } from '../../lib/deployment.ts';
 import { perKeyCeiling, unhonourable } from '../../lib/limits/capacity.ts';
-import { limitsOf, type ApiKeyRecord } from '../../lib/keys/key-record.ts';
-import { choosePlan, parseKeyId } from '../../lib/keys/lifecycle.ts';
+import { limitsOf, permissionsOf, type ApiKeyRecord } from '../../lib/keys/key-record.ts';
+import { choosePermissions, choosePlan, parseKeyId } from '../../lib/keys/lifecycle.ts';
+import {
+  formatPermissions,
+  PERMISSION_ACTIONS,
+  PERMISSIONS,
+  type Permission,
+} from '../../lib/keys/permissions.ts';
 import { PLAN_NAMES, type Limits } from '../../lib/limits/plans.ts';
-import { valueFlag } from '../../lib/config/flags.ts';
+import { switchFlag, valueFlag } from '../../lib/config/flags.ts';
 import { Failure, integerFlag, UsageError } from '../common.ts';
 import { withTable, type Target, type TargetValues } from '../target.ts';
 
@@ -53,13 +59,31 @@ export function refuseUnhonourable(choice: { limits?: Limits }, target: Target):
   if (reason) throw new Failure(`refused, nothing changed: ${reason}`);
 }
 
+/** The flags that say what a key may do. */
+export const PERMISSION_FLAGS = {
+  permissions: valueFlag(
+    PERMISSIONS.join(','),
+    `what the key may do, comma-separated: ${PERMISSIONS.map((p) => `${p} (${PERMISSION_ACTIONS[p]})`).join(', ')}; read covers v1's list and v2's pages`,
+  ),
+  'read-only': switchFlag('the key may only read orders (--permissions read)'),
+};
+
+/** The permissions the flags give; `fallback` when they give none (undefined: required). */
+export function permissionChoice(
+  values: { permissions?: string; 'read-only'?: boolean },
+  fallback?: readonly Permission[],
+): readonly Permission[] {
+  return choosePermissions(values.permissions, values['read-only'], fallback);
+}
+
 export function formatLimits(limits: Limits | undefined): string {
   return limits ? `${limits.perMinute}/min, ${limits.perDay}/day` : 'no limits stored';
 }
 
 export function describeKey(record: ApiKeyRecord): string {
   const label = record.label === undefined ? '' : `, label ${JSON.stringify(record.label)}`;
-  return `${record.keyId} (plan ${record.plan}: ${formatLimits(limitsOf(record))}${label})`;
+  const permissions = formatPermissions(permissionsOf(record));
+  return `${record.keyId} (plan ${record.plan}: ${formatLimits(limitsOf(record))}; permissions ${permissions}${label})`;
 }
 
 /** Runs `action` with the key store of the target the flags name. */

@@ -18,6 +18,7 @@ import {
   type ErrorCode,
 } from '../../lib/api/errors.ts';
 import { DependencyFailure, INDEX_NOT_READY } from '../../lib/failures.ts';
+import { PermissionDenied } from '../../lib/keys/permissions.ts';
 import { RateLimitRefusal } from '../../lib/limits/limiter.ts';
 import { METRIC_NAMES } from '../../lib/metrics.ts';
 import { InvalidOrderId, OrderAlreadyShipped, OrderNotFound } from '../../lib/orders/operations.ts';
@@ -109,13 +110,24 @@ function catalogueRefusal(error: unknown): ApiError | undefined {
  * `status`: transient failures → 503 with Retry-After (a warning and ServiceUnavailable); bugs
  * and permanent failures → 500 without detail (an error and InternalErrors, which an alarm
  * watches); rate-limit refusals → 429 with Retry-After (a line by key id, and RateLimited or
- * BannedRequests); domain refusals as the catalogue says (an INFO line).
+ * BannedRequests); a request its key may not make → 403 (a line by key id, and PermissionDenied);
+ * domain refusals as the catalogue says (an INFO line).
  */
 export function toApiError(error: unknown): ApiError {
   const refusal = catalogueRefusal(error);
   if (refusal) {
     logger.info(ERROR_ANSWER_LOG, answered(refusal.code));
     return refusal;
+  }
+  if (error instanceof PermissionDenied) {
+    // One line per refusal, by key id: which key asks for what it may not do.
+    logger.info('Permission refusal', {
+      keyId: error.keyId,
+      permission: error.needed,
+      ...answered('PERMISSION_DENIED'),
+    });
+    metrics.addMetric(METRIC_NAMES.permissionDenied, MetricUnit.Count, 1);
+    return new ApiError('PERMISSION_DENIED', { message: error.message, cause: error });
   }
   if (error instanceof RateLimitRefusal) {
     const retryAfter = String(error.retryAfterSeconds);

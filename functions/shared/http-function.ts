@@ -5,9 +5,11 @@
  *   1. the request (`HttpRequest`): the event, the caller the authorizer identified, the time it
  *      is served (`now`, read once) and the deadline of its DynamoDB work (`signal`), shared by
  *      every step below;
- *   2. read: what the request asks, without any I/O. A request that cannot be served as asked
- *      (400, 406, 503 for an index not deployed) is refused only after step 3: it counts like
- *      any other request, and its answer carries the headers;
+ *   2. read: whether the caller's key may do what the operation does (its `permission`), then
+ *      what the request asks, without any I/O. A request that cannot be served as asked (403 for
+ *      a key without the permission, 400, 406, 503 for an index not deployed) is refused only
+ *      after step 3: it counts like any other request, its answer carries the headers, and it
+ *      is never answered free (a 304 would answer a key that may not read);
  *   3. decide: the rate limiter counts the request (./rate-limit.ts);
  *   4. act: the function's work and its answer, only once the request is admitted.
  *
@@ -32,6 +34,7 @@ import { withHeaders, type HttpResponse } from '../../lib/api/responses.ts';
 import { requestDeadline, signalAt } from '../../lib/config/budgets.ts';
 import { callerFromContext } from '../../lib/keys/authenticate.ts';
 import type { Caller } from '../../lib/keys/key-record.ts';
+import { refusalOf, type Permission } from '../../lib/keys/permissions.ts';
 import { recordInvocation } from './dynamodb-calls.ts';
 import { answeredWith, httpErrors } from './http-errors.ts';
 import { perInvocation } from './invocation.ts';
@@ -53,8 +56,14 @@ export interface HttpRequest {
   readonly signal: AbortSignal;
 }
 
+/** What an operation asks of every request: the permission its caller's key must hold. */
+interface Permitted {
+  /** What the caller's key must be allowed to do: a key without it is refused 403. */
+  readonly permission: Permission;
+}
+
 /** An HTTP function: what it reads from a request, and what it does once admitted. */
-export interface HttpOperation<Input, Answer> {
+export interface HttpOperation<Input, Answer> extends Permitted {
   /** What the request asks, without I/O; throws the refusal of a request that cannot be served. */
   readonly read: (request: HttpRequest) => Input;
   /** The work, once the request is admitted, and its answer. */
@@ -69,7 +78,8 @@ export type Validated<Answer> =
   { readonly notModified: Answer } | { readonly validators: Validators };
 
 /** A list's operation: its requests may be conditional (If-None-Match). */
-export interface ConditionalOperation<Input extends { readonly condition: IfNoneMatch }, Answer> {
+export interface ConditionalOperation<Input extends { readonly condition: IfNoneMatch }, Answer>
+  extends Permitted {
   /** What the request asks, without I/O; throws the refusal of a request that cannot be served. */
   readonly read: (request: HttpRequest) => Input;
   /** Once admitted: the answer's validators as the list stands now, or its 304. */
@@ -81,9 +91,15 @@ export interface ConditionalOperation<Input extends { readonly condition: IfNone
 type Asked<Input> =
   { readonly ok: true; readonly input: Input } | { readonly ok: false; readonly refusal: unknown };
 
-function ask<Input>(read: (request: HttpRequest) => Input, request: HttpRequest): Asked<Input> {
+/** What the request asks of an operation its key may use; else the refusal (403 first). */
+function ask<Input>(
+  operation: Permitted & { readonly read: (request: HttpRequest) => Input },
+  request: HttpRequest,
+): Asked<Input> {
+  const denied = refusalOf(request.caller, operation.permission);
+  if (denied) return { ok: false, refusal: denied };
   try {
-    return { ok: true, input: read(request) };
+    return { ok: true, input: operation.read(request) };
   } catch (refusal) {
     return { ok: false, refusal };
   }
@@ -141,7 +157,7 @@ export function httpFunction<Input, Body>(
   operation: HttpOperation<Input, HttpResponse<Body>>,
 ) {
   return served(deps, (request) => {
-    const asked = ask(operation.read, request);
+    const asked = ask(operation, request);
     return counted(deps, request, () => operation.act(given(asked), request));
   });
 }
@@ -168,7 +184,7 @@ export function conditionalHttpFunction<Input extends { readonly condition: IfNo
   };
 
   return served(deps, async (request) => {
-    const asked = ask(operation.read, request);
+    const asked = ask(operation, request);
     if (asked.ok && isConditional(asked.input.condition) && deps.freeAllowance) {
       const { caller, now, signal } = request;
       const free = await takeFreeRequest(deps.freeAllowance(), caller, now, signal);

@@ -13,7 +13,7 @@
  * show the key's standing with nothing counted, and only a banned key is refused.
  */
 import { isTransient } from '../../lib/failures.ts';
-import type { Caller } from '../../lib/keys/key-record.ts';
+import type { CountedKey } from '../../lib/keys/key-record.ts';
 import type { FreeAllowance } from '../../lib/limits/free-allowance.ts';
 import {
   countsKnown,
@@ -44,7 +44,7 @@ export interface Admission {
 /** Counts the request against the key's plan, by `signal`'s deadline. */
 export async function countRequest(
   limiter: RateLimiter,
-  caller: Caller,
+  caller: CountedKey,
   now: number,
   signal: AbortSignal,
 ): Promise<Admission> {
@@ -64,7 +64,7 @@ export async function countRequest(
  */
 export async function takeFreeRequest(
   allowance: FreeAllowance,
-  caller: Caller,
+  caller: CountedKey,
   now: number,
   signal: AbortSignal,
 ): Promise<Admission | undefined> {

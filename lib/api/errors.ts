@@ -27,6 +27,10 @@ export const ERROR_CATALOGUE = {
       'The page token was altered or cut short, is of an unknown version, or was issued for other filters.',
   },
   UNAUTHORIZED: { status: 401, message: 'The API key is missing or invalid.' },
+  PERMISSION_DENIED: {
+    status: 403,
+    message: 'The API key may not make this request: it lacks the permission the operation needs.',
+  },
   ORDER_NOT_FOUND: { status: 404, message: 'The order was not found.' },
   ROUTE_NOT_FOUND: { status: 404, message: 'No resource exists at this path.' },
   METHOD_NOT_ALLOWED: { status: 405, message: 'This method is not allowed on this resource.' },

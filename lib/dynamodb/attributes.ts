@@ -33,3 +33,23 @@ export function readOptionalNumber(
   if (!Number.isFinite(n)) throw malformedItem(dependency, `${attribute} is not a number`);
   return n;
 }
+
+/**
+ * A stored item as JSON text, attributes in name order, every number with its stored digits
+ * (a NumberValue is written as it is, never through a JS number); what an operator reads of an
+ * item as stored.
+ */
+export function itemToJson(item: Readonly<Record<string, unknown>>): string {
+  const value = (v: unknown): string => {
+    const digits = numberText(v);
+    if (digits !== undefined) return digits;
+    if (Array.isArray(v)) return `[${v.map(value).join(',')}]`;
+    if (v instanceof Set) return value([...(v as Set<unknown>)]);
+    if (typeof v === 'object' && v !== null && !(v instanceof Uint8Array)) {
+      return itemToJson(v as Record<string, unknown>);
+    }
+    return JSON.stringify(v instanceof Uint8Array ? Buffer.from(v).toString('base64') : v);
+  };
+  const names = Object.keys(item).sort();
+  return `{${names.map((name) => `${JSON.stringify(name)}:${value(item[name])}`).join(',')}}`;
+}

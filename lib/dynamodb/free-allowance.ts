@@ -7,7 +7,7 @@
  * the stored one.
  */
 import { DependencyFailure, type CallOptions } from '../failures.ts';
-import type { Caller } from '../keys/key-record.ts';
+import type { CountedKey } from '../keys/key-record.ts';
 import {
   freeTakeResult,
   planFreeTake,
@@ -36,7 +36,7 @@ export class DynamoDbFreeAllowance implements FreeAllowance {
    * counted against the plan. A store failure is thrown (a DependencyFailure).
    */
   async takeFree(
-    caller: Caller,
+    caller: CountedKey,
     now: number,
     options: CallOptions = {},
   ): Promise<FreeAllowanceResult> {

@@ -19,6 +19,7 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { isInstant, nextVersion, versionOf, type ApiKeyRecord } from '../keys/key-record.ts';
 import type { KeyAdminStore } from '../keys/key-store.ts';
+import { isPermission, normalPermissions, type Permission } from '../keys/permissions.ts';
 import { isPlanName, isValidLimits, type Limits, type PlanName } from '../limits/plans.ts';
 import type { CallOptions } from '../failures.ts';
 import { malformedItem, readOptionalNumber } from './attributes.ts';
@@ -36,6 +37,22 @@ export function recordToItem(record: ApiKeyRecord): Item {
   return limits ? { ...rest, perMinute: limits.perMinute, perDay: limits.perDay } : { ...rest };
 }
 
+/**
+ * A key's stored permissions: a list of their names (absent on a key stored before permissions,
+ * which holds them all). A list that is empty or names one this code does not know is malformed:
+ * a key fails closed, never open.
+ */
+function readPermissions(value: unknown, keyId: string): Permission[] | undefined {
+  if (value === undefined) return undefined;
+  if (!Array.isArray(value) || value.length === 0 || !value.every(isPermission)) {
+    throw malformedItem(
+      DEPENDENCY,
+      `key ${keyId} has permissions that are not a list of known ones`,
+    );
+  }
+  return normalPermissions(value);
+}
+
 /** A stored key record; a record the service cannot read is a permanent failure. */
 export function itemToRecord(item: Item): ApiKeyRecord {
   const { keyId, keyHash, plan, label, status, createdAt, expiresAt, revokedAt, replacedBy } = item;
@@ -47,6 +64,7 @@ export function itemToRecord(item: Item): ApiKeyRecord {
   if (status !== 'active' && status !== 'revoked') {
     throw malformedItem(DEPENDENCY, `key ${keyId} has no known status`);
   }
+  const permissions = readPermissions(item.permissions, keyId);
   const perMinute = number('perMinute');
   const perDay = number('perDay');
   const limits =
@@ -66,6 +84,7 @@ export function itemToRecord(item: Item): ApiKeyRecord {
     createdAt: String(createdAt),
     ...(limits ? { limits } : {}),
     ...(typeof label === 'string' ? { label } : {}),
+    ...(permissions ? { permissions } : {}),
     ...(typeof expiresAt === 'string' ? { expiresAt } : {}),
     ...(typeof revokedAt === 'string' ? { revokedAt } : {}),
     ...(typeof replacedBy === 'string' ? { replacedBy } : {}),
@@ -307,6 +326,24 @@ export class DynamoDbKeyStore implements KeyAdminStore {
         ...unchanged.ExpressionAttributeValues,
         ':plan': plan,
         ...(limits ? { ':perMinute': limits.perMinute, ':perDay': limits.perDay } : {}),
+      },
+    });
+  }
+
+  async setPermissions(record: ApiKeyRecord, permissions: readonly Permission[]): Promise<boolean> {
+    const { set, ...unchanged } = unchangedAndActive(record);
+    return this.update({
+      TableName: this.tableName,
+      Key: { keyHash: record.keyHash },
+      UpdateExpression: `SET #permissions = :permissions, ${set}`,
+      ...unchanged,
+      ExpressionAttributeNames: {
+        ...unchanged.ExpressionAttributeNames,
+        '#permissions': 'permissions',
+      },
+      ExpressionAttributeValues: {
+        ...unchanged.ExpressionAttributeValues,
+        ':permissions': normalPermissions(permissions),
       },
     });
   }

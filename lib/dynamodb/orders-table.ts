@@ -1,9 +1,11 @@
 /** The OrderStore (and what imports need) on DynamoDB: one item per order, keyed by (shard, id). */
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import {
   GetCommand,
   QueryCommand,
   UpdateCommand,
   type DynamoDBDocumentClient,
+  type GetCommandInput,
   type QueryCommandInput,
   type QueryCommandOutput,
 } from '@aws-sdk/lib-dynamodb';
@@ -19,6 +21,7 @@ import {
 } from '../orders/order.ts';
 import {
   OrdersPartlyWritten,
+  type Cancellation,
   type CancelOutcome,
   type ListVersion,
   type FindOrdersOptions,
@@ -30,7 +33,7 @@ import {
 } from '../orders/order-store.ts';
 import { malformedItem, numberText } from './attributes.ts';
 import { DynamoDbListVersion, type DynamoDbListVersionOptions } from './list-version.ts';
-import { isConditionFailure, send } from './errors.ts';
+import { send } from './errors.ts';
 import { derivedIndexAttributes } from './order-index-keys.ts';
 import {
   BatchWriteFailed,
@@ -39,6 +42,7 @@ import {
   type BatchWriteOptions,
 } from './batch-write.ts';
 import { ORDER_SHARDS, orderShard } from './tables.ts';
+import { UpdateBuilder } from './update-builder.ts';
 
 /** Items per Query page: bounds what each shard holds in memory while the list streams. */
 export const ORDER_PAGE_SIZE = 1_000;
@@ -54,6 +58,28 @@ const DEPENDENCY = 'orders table';
 
 type Item = Record<string, unknown>;
 
+/**
+ * What a cancel records on the order besides its status (lib/orders/order-store.ts,
+ * Cancellation), in the write that cancels: when (`cancelledAt`, a Number, ms since the epoch),
+ * the key that asked (`cancelledBy`, a String, its public id) and the request
+ * (`cancelRequestId`, a String). A ship records none of them.
+ */
+export const CANCEL_TRAIL = {
+  at: 'cancelledAt',
+  keyId: 'cancelledBy',
+  requestId: 'cancelRequestId',
+} as const satisfies Record<keyof Cancellation, string>;
+
+/** An order as stored (DynamoDbOrderStore.findStored). */
+export interface StoredOrder {
+  /** The item, every attribute as stored (numbers as NumberValue: exact). */
+  readonly item: Item;
+  /** The order as the API reads it (undefined when even its id is unreadable). */
+  readonly order?: Order;
+  /** What its cancel recorded, each part that is stored and readable. */
+  readonly trail: Partial<Cancellation>;
+}
+
 export function orderToItem(order: Order): Item {
   return { shard: orderShard(order.id), ...order, ...derivedIndexAttributes(order) };
 }
@@ -61,13 +87,22 @@ export function orderToItem(order: Order): Item {
 /**
  * A stored item as an order, as far as it can be read: an item without a status is `pending`
  * (as the seed and imports store it); a field whose value has the wrong type is left out and
- * named in `unreadable`. No order at all (`order` undefined) when even the id is unreadable.
+ * named in `unreadable`, and so is a cancel's time that is not a whole number of milliseconds.
+ * No order at all (`order` undefined) when even the id is unreadable.
  */
-export function readOrderItem(item: Item): { order?: Order; unreadable: OrderField[] } {
+export function readOrderItem(item: Item): {
+  order?: Order;
+  unreadable: (OrderField | typeof CANCEL_TRAIL.at)[];
+} {
   const { fields, unreadable } = readOrderFields(item, numberText);
   if (fields.id === undefined) return { unreadable: ['id'] };
   const order = fields as { -readonly [F in keyof Order]: Order[F] };
   if (item.status === undefined) order.status = 'pending';
+  const at = item[CANCEL_TRAIL.at];
+  if (at === undefined) return { order, unreadable };
+  const cancelledAt = Number(numberText(at));
+  if (Number.isSafeInteger(cancelledAt) && cancelledAt >= 0) order.cancelledAt = cancelledAt;
+  else return { order, unreadable: [...unreadable, CANCEL_TRAIL.at] };
   return { order, unreadable };
 }
 
@@ -89,15 +124,17 @@ export function readForList(
 }
 
 /**
- * What a list reads of an item: its key and the order's fields (ORDER_FIELDS), not the
- * attributes the v2 list's indexes are keyed by (lib/dynamodb/order-index-keys.ts), which would
- * add a third to what is read and parsed (DynamoDB charges the whole item either way).
+ * What a list reads of an item: its key, the order's fields (ORDER_FIELDS) and when it was
+ * cancelled (v2 shows it; v1 does not), not the attributes the v2 list's indexes are keyed by
+ * (lib/dynamodb/order-index-keys.ts) nor who cancelled it, which would add a third to what is
+ * read and parsed (DynamoDB charges the whole item either way).
  */
 export const LISTED_ATTRIBUTES = {
-  projection: ['#fs', ...ORDER_FIELDS.map((_, i) => `#f${i}`)].join(', '),
+  projection: ['#fs', ...ORDER_FIELDS.map((_, i) => `#f${i}`), '#fc'].join(', '),
   names: {
     '#fs': 'shard',
     ...Object.fromEntries(ORDER_FIELDS.map((field, i) => [`#f${i}`, field])),
+    '#fc': CANCEL_TRAIL.at,
   },
 };
 
@@ -122,6 +159,42 @@ export function shardPageQuery(
     Limit: limit,
     ConsistentRead: true,
   };
+}
+
+/** The attributes a write of an order's state names. */
+type OrderAttribute =
+  | 'id'
+  | OrderField
+  | keyof ReturnType<typeof derivedIndexAttributes>
+  | (typeof CANCEL_TRAIL)[keyof Cancellation];
+
+/** Where an order goes when it leaves pending, and what the write records besides. */
+type Departure =
+  | { readonly status: 'cancelled'; readonly cancellation: Cancellation }
+  | { readonly status: 'shipped' };
+
+/**
+ * The conditional write of an order leaving pending: the new status and its index key (the new
+ * status's statusKey; no ship date, so no dateKey), `complete` for a ship, the trail for a cancel.
+ * The condition: the order exists (an update must never create one) and is pending.
+ */
+function departureUpdate(departure: Departure, id: bigint): UpdateBuilder<OrderAttribute> {
+  const b = new UpdateBuilder<OrderAttribute>();
+  const status = b.name('status');
+  b.condition(
+    `attribute_exists(${b.name('id')}) AND (${status} = ${b.value('pending')} OR attribute_not_exists(${status}))`,
+  );
+  b.assign('status', departure.status);
+  const { statusKey } = derivedIndexAttributes({ id, status: departure.status });
+  if (statusKey !== undefined) b.assign('statusKey', statusKey);
+  if (departure.status === 'shipped') b.assign('complete', true);
+  else {
+    const { cancellation } = departure;
+    b.assign(CANCEL_TRAIL.at, cancellation.at);
+    b.assign(CANCEL_TRAIL.keyId, cancellation.keyId);
+    b.assign(CANCEL_TRAIL.requestId, cancellation.requestId);
+  }
+  return b;
 }
 
 /**
@@ -239,8 +312,12 @@ export class DynamoDbOrderStore implements OrderImportStore {
     );
   }
 
-  async cancel(id: bigint, options: CallOptions = {}): Promise<CancelOutcome> {
-    const result = await this.leavePending(id, { status: 'cancelled' }, options);
+  async cancel(
+    id: bigint,
+    cancellation: Cancellation,
+    options: CallOptions = {},
+  ): Promise<CancelOutcome> {
+    const result = await this.leavePending(id, { status: 'cancelled', cancellation }, options);
     if (result === 'moved') return 'cancelled';
     if (result === 'not-found') return 'not-found';
     if (result === 'cancelled') return 'already-cancelled';
@@ -248,7 +325,7 @@ export class DynamoDbOrderStore implements OrderImportStore {
   }
 
   async ship(id: bigint, options: CallOptions = {}): Promise<ShipOutcome> {
-    const result = await this.leavePending(id, { status: 'shipped', complete: true }, options);
+    const result = await this.leavePending(id, { status: 'shipped' }, options);
     if (result === 'moved') return 'shipped';
     if (result === 'not-found') return 'not-found';
     if (result === 'shipped') return 'already-shipped';
@@ -266,53 +343,34 @@ export class DynamoDbOrderStore implements OrderImportStore {
    */
   private async leavePending(
     id: bigint,
-    changes: Record<string, unknown>,
+    departure: Departure,
     options: CallOptions,
   ): Promise<'moved' | 'not-found' | 'shipped' | 'cancelled'> {
     const current = await this.statusOf(id, options.signal);
     if (current !== 'pending') return current;
-    const names: Record<string, string> = { '#status': 'status', '#id': 'id' };
-    const values: Record<string, unknown> = { ':pending': 'pending' };
-    // With the status goes its index key (the new status's statusKey; no ship date, no dateKey).
-    const indexed = { ...changes, ...derivedIndexAttributes({ id, status: changes.status }) };
-    const sets = Object.entries(indexed).map(([attribute, value], i) => {
-      names[`#a${i}`] = attribute;
-      values[`:v${i}`] = value;
-      return `#a${i} = :v${i}`;
+    const input = departureUpdate(departure, id).input(this.tableName, {
+      shard: orderShard(id),
+      id,
     });
     const write = () =>
       send(
         DEPENDENCY,
-        (abortSignal) =>
-          this.client.send(
-            new UpdateCommand({
-              TableName: this.tableName,
-              Key: { shard: orderShard(id), id },
-              UpdateExpression: `SET ${sets.join(', ')}`,
-              // attribute_exists: an update must never create an order.
-              ConditionExpression:
-                'attribute_exists(#id) AND (#status = :pending OR attribute_not_exists(#status))',
-              ExpressionAttributeNames: names,
-              ExpressionAttributeValues: values,
-              ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-            }),
-            { abortSignal },
-          ),
+        (abortSignal) => this.client.send(new UpdateCommand(input), { abortSignal }),
         options.signal,
       ).then(
-        () => true,
+        () => undefined,
         (error: unknown) => {
           // A failed condition changed nothing: an answer, read below.
-          if (isConditionFailure(error)) return error;
+          if (error instanceof ConditionalCheckFailedException) return error;
           throw error;
         },
       );
     // Changed only when the write went through; a failed condition leaves the version alone.
-    const result = await this.version.around(write, (moved) => moved === true, options);
-    if (result === true) return 'moved';
-    // lib-dynamodb leaves the failed item marshalled. Only its status is read: the rest of the
-    // item (numbers no JS number holds, say) has nothing to say about the answer.
-    const old = (result as { Item?: Record<string, { S?: unknown } | undefined> }).Item;
+    const failed = await this.version.around(write, (failure) => failure === undefined, options);
+    if (failed === undefined) return 'moved';
+    // The item as it was (lib-dynamodb leaves it marshalled). Only its status is read: the rest
+    // of the item (numbers no JS number holds, say) has nothing to say about the answer.
+    const old = failed.Item;
     if (!old) return 'not-found';
     const status = this.knownStatus(id, old.status?.S);
     if (status !== 'pending') return status;
@@ -325,6 +383,20 @@ export class DynamoDbOrderStore implements OrderImportStore {
     id: bigint,
     signal: AbortSignal | undefined,
   ): Promise<'pending' | 'shipped' | 'cancelled' | 'not-found'> {
+    const Item = await this.readItem(id, signal, {
+      ProjectionExpression: '#status, #id',
+      ExpressionAttributeNames: { '#status': 'status', '#id': 'id' },
+    });
+    if (!Item) return 'not-found';
+    return Item.status === undefined ? 'pending' : this.knownStatus(id, Item.status);
+  }
+
+  /** An order's item (or the attributes `projection` names), strongly consistent. */
+  private async readItem(
+    id: bigint,
+    signal: AbortSignal | undefined,
+    projection: Pick<GetCommandInput, 'ProjectionExpression' | 'ExpressionAttributeNames'> = {},
+  ): Promise<Item | undefined> {
     const { Item } = await send(
       DEPENDENCY,
       (abortSignal) =>
@@ -332,16 +404,14 @@ export class DynamoDbOrderStore implements OrderImportStore {
           new GetCommand({
             TableName: this.tableName,
             Key: { shard: orderShard(id), id },
-            ProjectionExpression: '#status, #id',
-            ExpressionAttributeNames: { '#status': 'status', '#id': 'id' },
+            ...projection,
             ConsistentRead: true,
           }),
           { abortSignal },
         ),
       signal,
     );
-    if (!Item) return 'not-found';
-    return Item.status === undefined ? 'pending' : this.knownStatus(id, Item.status);
+    return Item;
   }
 
   /**
@@ -351,6 +421,28 @@ export class DynamoDbOrderStore implements OrderImportStore {
   private knownStatus(id: bigint, status: unknown): 'pending' | 'shipped' | 'cancelled' {
     if (status === 'pending' || status === 'shipped' || status === 'cancelled') return status;
     throw malformedItem(DEPENDENCY, `order ${id} has an unknown status`);
+  }
+
+  /**
+   * An order as stored, for an operator: the item itself, the order as the API reads it, and the
+   * trail its cancel recorded (each part that is there: an order cancelled before the trail
+   * existed has none). Read strongly consistent; undefined when no order has this id.
+   */
+  async findStored(id: bigint, options: CallOptions = {}): Promise<StoredOrder | undefined> {
+    const Item = await this.readItem(id, options.signal);
+    if (!Item) return undefined;
+    const { order } = readOrderItem(Item);
+    const at = Number(numberText(Item[CANCEL_TRAIL.at]));
+    const { [CANCEL_TRAIL.keyId]: keyId, [CANCEL_TRAIL.requestId]: requestId } = Item;
+    return {
+      item: Item,
+      ...(order ? { order } : {}),
+      trail: {
+        ...(Number.isFinite(at) ? { at } : {}),
+        ...(typeof keyId === 'string' ? { keyId } : {}),
+        ...(typeof requestId === 'string' ? { requestId } : {}),
+      },
+    };
   }
 
   async findOrders(ids: readonly bigint[], options: FindOrdersOptions = {}): Promise<Order[]> {

@@ -12,7 +12,7 @@
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { DependencyFailure, isTransient, type CallOptions } from '../failures.ts';
-import type { Caller } from '../keys/key-record.ts';
+import type { CountedKey } from '../keys/key-record.ts';
 import { planRequest } from '../limits/counter-plan.ts';
 import type { FreeAllowance, FreeAllowanceResult } from '../limits/free-allowance.ts';
 import {
@@ -56,7 +56,7 @@ export class DynamoDbRateLimiter implements RateLimiter, FreeAllowance {
    * last known state and the failure mode; a permanent one (missing table, access denied,
    * malformed item) is thrown: no failure mode hides a misconfiguration.
    */
-  async consume(caller: Caller, now: number, options: CallOptions = {}): Promise<LimitResult> {
+  async consume(caller: CountedKey, now: number, options: CallOptions = {}): Promise<LimitResult> {
     try {
       return { decision: await this.count(caller, now, options.signal), degraded: false };
     } catch (error) {
@@ -75,13 +75,17 @@ export class DynamoDbRateLimiter implements RateLimiter, FreeAllowance {
   }
 
   /** The free allowance of conditional requests: ./free-allowance.ts. */
-  takeFree(caller: Caller, now: number, options: CallOptions = {}): Promise<FreeAllowanceResult> {
+  takeFree(
+    caller: CountedKey,
+    now: number,
+    options: CallOptions = {},
+  ): Promise<FreeAllowanceResult> {
     return this.free.takeFree(caller, now, options);
   }
 
   /** Plans on the key's known state, writes, and plans again on what a failed write found. */
   private async count(
-    caller: Caller,
+    caller: CountedKey,
     now: number,
     signal: AbortSignal | undefined,
   ): Promise<Decision> {

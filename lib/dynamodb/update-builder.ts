@@ -1,5 +1,5 @@
 /** One conditional UpdateItem built clause by clause, with generated placeholders. */
-import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { UpdateCommand, type UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 
 /**
  * Conditions (joined by AND), SET clauses and their values; `Attribute` is the names the item
@@ -30,6 +30,11 @@ export class UpdateBuilder<Attribute extends string = string> {
     this.sets.push(text);
   }
 
+  /** `attribute = value`, as a SET clause. */
+  assign(attribute: Attribute, value: unknown): void {
+    this.set(`${this.name(attribute)} = ${this.value(value)}`);
+  }
+
   /** The attribute holds `expected`, or is absent when `expected` is undefined. */
   equalsOrAbsent(attribute: Attribute, expected: number | undefined): void {
     this.condition(
@@ -39,17 +44,24 @@ export class UpdateBuilder<Attribute extends string = string> {
     );
   }
 
-  /** The write: the item after it (ALL_NEW), or before it when the condition failed (ALL_OLD). */
-  command(tableName: string, key: Record<string, unknown>): UpdateCommand {
-    return new UpdateCommand({
+  /**
+   * The write's input: its clauses, and, when its condition fails, the item as it was in the
+   * same answer (ReturnValuesOnConditionCheckFailure ALL_OLD, no extra read).
+   */
+  input(tableName: string, key: Record<string, unknown>): UpdateCommandInput {
+    return {
       TableName: tableName,
       Key: key,
       UpdateExpression: `SET ${this.sets.join(', ')}`,
       ConditionExpression: this.conditions.join(' AND '),
       ExpressionAttributeNames: this.names,
       ExpressionAttributeValues: this.values,
-      ReturnValues: 'ALL_NEW',
       ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-    });
+    };
+  }
+
+  /** The write: the item after it (ALL_NEW), or before it when the condition failed (ALL_OLD). */
+  command(tableName: string, key: Record<string, unknown>): UpdateCommand {
+    return new UpdateCommand({ ...this.input(tableName, key), ReturnValues: 'ALL_NEW' });
   }
 }

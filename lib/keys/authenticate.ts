@@ -1,8 +1,9 @@
 import type { CallOptions } from '../failures.ts';
 import { isPlanName } from '../limits/plans.ts';
 import { hashApiKey, isWellFormedApiKey, parseBearerToken } from './api-key.ts';
-import { isUsable, limitsOf, type Caller } from './key-record.ts';
+import { isUsable, limitsOf, permissionsOf, type Caller } from './key-record.ts';
 import type { KeyStore } from './key-store.ts';
+import { ALL_PERMISSIONS, formatPermissions, parsePermissions } from './permissions.ts';
 
 /**
  * The caller behind an Authorization header, or undefined when the header is not
@@ -23,7 +24,7 @@ export async function authenticate(
   const limits = limitsOf(record);
   // The store vouches for enterprise limits (a record without them is malformed data).
   if (!limits) throw new Error(`Key ${record.keyId} has no limits`);
-  return { keyId: record.keyId, plan: record.plan, limits };
+  return { keyId: record.keyId, plan: record.plan, limits, permissions: permissionsOf(record) };
 }
 
 /** The caller as the flat string map an API Gateway authorizer context can carry. */
@@ -33,10 +34,16 @@ export function callerToContext(caller: Caller): Record<string, string> {
     plan: caller.plan,
     perMinute: String(caller.limits.perMinute),
     perDay: String(caller.limits.perDay),
+    permissions: formatPermissions(caller.permissions),
   };
 }
 
-/** The caller from an authorizer context (values arrive as strings), or undefined. */
+/**
+ * The caller from an authorizer context (values arrive as strings), or undefined. A context
+ * without permissions is an answer of the authorizer from before permissions existed, which API
+ * Gateway may still hold in its cache for the TTL after a deploy: its key may do everything, as
+ * every key then could. Permissions that cannot be read make no caller (a bug: answered 500).
+ */
 export function callerFromContext(
   context: Record<string, unknown> | null | undefined,
 ): Caller | undefined {
@@ -46,5 +53,12 @@ export function callerFromContext(
   const perDay = Number(context.perDay);
   if (typeof keyId !== 'string' || !isPlanName(plan)) return undefined;
   if (!Number.isInteger(perMinute) || !Number.isInteger(perDay)) return undefined;
-  return { keyId, plan, limits: { perMinute, perDay } };
+  const permissions =
+    context.permissions === undefined
+      ? ALL_PERMISSIONS
+      : typeof context.permissions === 'string'
+        ? parsePermissions(context.permissions)
+        : undefined;
+  if (!permissions) return undefined;
+  return { keyId, plan, limits: { perMinute, perDay }, permissions };
 }

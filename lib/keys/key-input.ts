@@ -7,6 +7,7 @@ import {
   type PlanName,
 } from '../limits/plans.ts';
 import { isWellFormedApiKey, KEY_PREFIX, quotableInput } from './api-key.ts';
+import { isPermission, normalPermissions, PERMISSIONS, type Permission } from './permissions.ts';
 import {
   jsonSyntaxProblem,
   withoutByteOrderMark,
@@ -18,13 +19,27 @@ export interface KeyEntry {
   readonly plan: PlanName;
   readonly limits?: Limits;
   readonly label?: string;
+  /** What the key may do; every permission when not given. */
+  readonly permissions?: readonly Permission[];
 }
 
 export type KeysParseResult =
   | { readonly ok: true; readonly entries: KeyEntry[] }
   | { readonly ok: false; readonly problems: RecordProblem[] };
 
-const ALLOWED = ['key', 'plan', 'limits', 'label'];
+const ALLOWED = ['key', 'plan', 'limits', 'label', 'permissions'];
+
+/** An entry's permissions: a non-empty array of their names, or absent (every permission). */
+function readEntryPermissions(value: unknown, problems: string[]): Permission[] | undefined {
+  if (value === undefined) return undefined;
+  if (!Array.isArray(value) || value.length === 0 || !value.every(isPermission)) {
+    problems.push(
+      `permissions must be a non-empty array of ${PERMISSIONS.map((p) => `"${p}"`).join(', ')}`,
+    );
+    return undefined;
+  }
+  return normalPermissions(value);
+}
 
 function readEntry(value: unknown, problems: string[]): KeyEntry | undefined {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
@@ -37,6 +52,7 @@ function readEntry(value: unknown, problems: string[]): KeyEntry | undefined {
       problems.push(`unknown field "${quotableInput(name)}" (allowed: ${ALLOWED.join(', ')})`);
   }
   const { key, plan, limits, label } = entry;
+  const permissions = readEntryPermissions(entry.permissions, problems);
   // Only keys in the service's format pass API Gateway's identity validation expression.
   if (typeof key !== 'string' || !key.startsWith(KEY_PREFIX)) {
     problems.push(
@@ -70,6 +86,7 @@ function readEntry(value: unknown, problems: string[]): KeyEntry | undefined {
     plan,
     ...(plan === 'enterprise' && resolved ? { limits: resolved } : {}),
     ...(typeof label === 'string' ? { label } : {}),
+    ...(permissions ? { permissions } : {}),
   };
 }
 

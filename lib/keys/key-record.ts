@@ -1,4 +1,5 @@
 import { PLAN_LIMITS, type Limits, type PlanName } from '../limits/plans.ts';
+import { ALL_PERMISSIONS, type Permission } from './permissions.ts';
 
 export type KeyStatus = 'active' | 'revoked';
 
@@ -10,6 +11,11 @@ export interface ApiKeyRecord {
   /** Custom limits of an enterprise key. */
   readonly limits?: Limits;
   readonly label?: string;
+  /**
+   * What the key may do (./permissions.ts); absent on a key issued before permissions existed,
+   * which may do everything (permissionsOf).
+   */
+  readonly permissions?: readonly Permission[];
   readonly status: KeyStatus;
   /** ISO 8601 instants. */
   readonly createdAt: string;
@@ -37,11 +43,22 @@ export function nextVersion(record: Pick<ApiKeyRecord, 'version'>): number {
   return versionOf(record) + 1;
 }
 
-/** The identified caller that the authorizer hands to the functions. */
-export interface Caller {
+/** A key as the rate limiter counts its requests: its id, plan and limits. */
+export interface CountedKey {
   readonly keyId: string;
   readonly plan: PlanName;
   readonly limits: Limits;
+}
+
+/** The identified caller that the authorizer hands to the functions. */
+export interface Caller extends CountedKey {
+  /** What the key may do: a request it may not make is refused 403 once it is counted. */
+  readonly permissions: readonly Permission[];
+}
+
+/** What a key may do: its permissions, or every one for a key stored before permissions. */
+export function permissionsOf(record: Pick<ApiKeyRecord, 'permissions'>): readonly Permission[] {
+  return record.permissions ?? ALL_PERMISSIONS;
 }
 
 export function isUsable(record: ApiKeyRecord, now: Date): boolean {

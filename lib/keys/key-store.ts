@@ -1,6 +1,7 @@
 import type { CallOptions } from '../failures.ts';
 import type { Limits, PlanName } from '../limits/plans.ts';
 import type { ApiKeyRecord } from './key-record.ts';
+import type { Permission } from './permissions.ts';
 
 /** The port API-key authentication and registration need from storage. */
 export interface KeyStore {
@@ -11,7 +12,8 @@ export interface KeyStore {
 }
 
 /**
- * What the operator's key lifecycle (issue, list, revoke, rotate, change plan) needs besides.
+ * What the operator's key lifecycle (issue, list, revoke, rotate, change plan or permissions)
+ * needs besides.
  * Every change is one conditional write on the record's `version` as read, and stores the next
  * version: false means the key was not as it was read (gone, revoked, rotated or re-planned
  * meanwhile) and nothing was changed.
@@ -33,4 +35,6 @@ export interface KeyAdminStore extends KeyStore {
    * read and still active.
    */
   setPlan(record: ApiKeyRecord, plan: PlanName, limits: Limits | undefined): Promise<boolean>;
+  /** Replaces the permissions of a key that is at the version read and still active. */
+  setPermissions(record: ApiKeyRecord, permissions: readonly Permission[]): Promise<boolean>;
 }

@@ -1,12 +1,14 @@
 /**
- * The operator's API-key lifecycle — issue, list, revoke, rotate, change plan — as rules over a
- * KeyAdminStore. The plaintext key exists only in the value returned by `issueKey` and
+ * The operator's API-key lifecycle — issue, list, revoke, rotate, change plan or permissions — as
+ * rules over a KeyAdminStore. The plaintext key exists only in the value returned by `issueKey` and
  * `rotateKey`; the store only ever sees its hash.
  *
  * Rules:
- * - a revoked or expired key cannot be rotated or change plan, nor can a key already rotated
- *   (its successor can); revoking is idempotent;
- * - a rotation issues a new key with the same plan, limits and label, and sets the old key's
+ * - a revoked or expired key cannot be rotated or change plan or permissions, nor can a key
+ *   already rotated (its successor can); revoking is idempotent;
+ * - a key may read orders, cancel them, or both (./permissions.ts): every permission unless the
+ *   operator names fewer;
+ * - a rotation issues a new key with the same plan, limits, permissions and label, and sets the old key's
  *   `expiresAt` to now + grace (it keeps working until then) and its `replacedBy` to the new id;
  * - enterprise keys carry their own per-minute and per-day limits; the other plans refuse them.
  */
@@ -21,8 +23,15 @@ import {
   type PlanName,
 } from '../limits/plans.ts';
 import { findApiKey, generateApiKey, keyHint, looksLikeApiKey, quotableInput } from './api-key.ts';
-import { isExpired, nextVersion, type ApiKeyRecord } from './key-record.ts';
+import { isExpired, nextVersion, permissionsOf, type ApiKeyRecord } from './key-record.ts';
 import type { KeyAdminStore } from './key-store.ts';
+import {
+  formatPermissions,
+  parsePermissions,
+  PERMISSIONS,
+  READ_ONLY,
+  type Permission,
+} from './permissions.ts';
 import { newKeyRecord } from './plaintext-keys.ts';
 
 /** Input that breaks a rule before anything is read: a bad plan, limits, grace or key id. */
@@ -123,6 +132,34 @@ export function choosePlan(plan: string | undefined, custom: Partial<Limits> = {
   return plan === 'enterprise' ? { plan, limits } : { plan };
 }
 
+/**
+ * The permissions an operator gives: a list (`read,cancel`), or read only (`--read-only`), not
+ * both; `fallback` when neither is given (without one, they are required).
+ */
+export function choosePermissions(
+  list: string | undefined,
+  readOnly: boolean | undefined,
+  fallback?: readonly Permission[],
+): readonly Permission[] {
+  if (list !== undefined && readOnly) {
+    throw new InvalidKeyInput('give --permissions or --read-only, not both');
+  }
+  if (readOnly) return READ_ONLY;
+  if (list === undefined) {
+    if (fallback) return fallback;
+    throw new InvalidKeyInput(
+      `give the key's permissions: --permissions with ${PERMISSIONS.join(', ')} or both (comma-separated), or --read-only`,
+    );
+  }
+  const permissions = parsePermissions(list);
+  if (!permissions) {
+    throw new InvalidKeyInput(
+      `permissions must be ${PERMISSIONS.join(', ')} or both, comma-separated (e.g. read,cancel), got "${quotableInput(list)}"`,
+    );
+  }
+  return permissions;
+}
+
 export const DEFAULT_GRACE = '24h';
 const UNIT_MS = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
 /** A longer overlap would defeat the point of rotating. */
@@ -147,8 +184,15 @@ export interface IssuedKey {
   readonly record: ApiKeyRecord;
 }
 
+/** What a new key is issued with: a plan, and a label and permissions when chosen. */
+export interface KeyTemplate extends PlanChoice {
+  readonly label?: string;
+  /** Every permission when not given. */
+  readonly permissions?: readonly Permission[];
+}
+
 /** A fresh key and the record that will store its hash. */
-function newKey(template: PlanChoice & { readonly label?: string }, now: Date): IssuedKey {
+function newKey(template: KeyTemplate, now: Date): IssuedKey {
   const key = generateApiKey();
   const record = newKeyRecord(
     {
@@ -156,6 +200,7 @@ function newKey(template: PlanChoice & { readonly label?: string }, now: Date): 
       plan: template.plan,
       ...(template.limits ? { limits: template.limits } : {}),
       ...(template.label !== undefined ? { label: template.label } : {}),
+      ...(template.permissions ? { permissions: template.permissions } : {}),
     },
     now,
   );
@@ -164,7 +209,7 @@ function newKey(template: PlanChoice & { readonly label?: string }, now: Date): 
 
 export async function issueKey(
   store: KeyAdminStore,
-  choice: PlanChoice & { readonly label?: string },
+  choice: KeyTemplate,
   now: Date,
 ): Promise<IssuedKey> {
   const issued = newKey(choice, now);
@@ -198,7 +243,7 @@ function refuseUnusable(record: ApiKeyRecord, now: Date, action: string): void {
 function conflict(keyId: string): KeyRefused {
   return new KeyRefused(
     'conflict',
-    `key ${keyId} changed while this command ran (revoked, rotated, re-planned or deleted); nothing was changed, look at it again`,
+    `key ${keyId} changed while this command ran (revoked, rotated, re-planned, given other permissions or deleted); nothing was changed, look at it again`,
   );
 }
 
@@ -252,11 +297,13 @@ export async function rotateKey(
       `key ${keyId} was already rotated to ${record.replacedBy} (it expires at ${record.expiresAt}); rotate ${record.replacedBy} instead`,
     );
   }
+  // A key stored before permissions holds them all: so does its successor, stored with them.
   const issued = newKey(
     {
       plan: record.plan,
       ...(record.limits ? { limits: record.limits } : {}),
       ...(record.label !== undefined ? { label: record.label } : {}),
+      permissions: permissionsOf(record),
     },
     now,
   );
@@ -274,17 +321,50 @@ export async function changePlan(
   choice: PlanChoice,
   now: Date,
 ): Promise<{ before: ApiKeyRecord; after: ApiKeyRecord }> {
-  const before = await findKey(store, keyId);
-  refuseUnusable(before, now, 'change plan');
-  if (before.replacedBy !== undefined) {
-    throw new KeyRefused(
-      'rotated',
-      `key ${keyId} was rotated to ${before.replacedBy} and expires at ${before.expiresAt}; change the plan of ${before.replacedBy} instead`,
-    );
-  }
+  const before = await changeableKey(store, keyId, now, 'plan');
   if (!(await store.setPlan(before, choice.plan, choice.limits))) throw conflict(keyId);
   return {
     before,
     after: { ...before, plan: choice.plan, limits: choice.limits, version: nextVersion(before) },
+  };
+}
+
+/** The key with this id, refused when its state forbids a change (`change` says which). */
+async function changeableKey(
+  store: KeyAdminStore,
+  keyId: string,
+  now: Date,
+  change: string,
+): Promise<ApiKeyRecord> {
+  const record = await findKey(store, keyId);
+  refuseUnusable(record, now, `change ${change}`);
+  if (record.replacedBy !== undefined) {
+    throw new KeyRefused(
+      'rotated',
+      `key ${keyId} was rotated to ${record.replacedBy} and expires at ${record.expiresAt}; change the ${change} of ${record.replacedBy} instead`,
+    );
+  }
+  return record;
+}
+
+/**
+ * Replaces what a key may do. Giving a key the permissions it holds changes nothing (no write:
+ * `changed` is false), so running the same command again is harmless.
+ */
+export async function changePermissions(
+  store: KeyAdminStore,
+  keyId: string,
+  permissions: readonly Permission[],
+  now: Date,
+): Promise<{ before: ApiKeyRecord; after: ApiKeyRecord; changed: boolean }> {
+  const before = await changeableKey(store, keyId, now, 'permissions');
+  if (formatPermissions(permissionsOf(before)) === formatPermissions(permissions)) {
+    return { before, after: before, changed: false };
+  }
+  if (!(await store.setPermissions(before, permissions))) throw conflict(keyId);
+  return {
+    before,
+    after: { ...before, permissions, version: nextVersion(before) },
+    changed: true,
   };
 }

@@ -6,8 +6,12 @@ import { hashApiKey, newKeyId } from './api-key.ts';
 import type { KeyEntry } from './key-input.ts';
 import type { ApiKeyRecord } from './key-record.ts';
 import type { KeyStore } from './key-store.ts';
+import { ALL_PERMISSIONS, normalPermissions } from './permissions.ts';
 
-/** The record that stores a key: its hash, never the key. */
+/**
+ * The record that stores a key: its hash, never the key, and its permissions (every one unless
+ * the entry names fewer), stored with every new key.
+ */
 export function newKeyRecord(entry: KeyEntry, now: Date): ApiKeyRecord {
   return {
     keyId: newKeyId(),
@@ -17,6 +21,7 @@ export function newKeyRecord(entry: KeyEntry, now: Date): ApiKeyRecord {
     createdAt: now.toISOString(),
     ...(entry.limits ? { limits: entry.limits } : {}),
     ...(entry.label !== undefined ? { label: entry.label } : {}),
+    permissions: normalPermissions(entry.permissions ?? ALL_PERMISSIONS),
   };
 }
 

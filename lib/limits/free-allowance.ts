@@ -14,7 +14,7 @@
  * a client that polls at its plan's rate gets every unchanged poll for free.
  */
 import type { CallOptions } from '../failures.ts';
-import type { Caller } from '../keys/key-record.ts';
+import type { CountedKey } from '../keys/key-record.ts';
 import { keepNewUntil } from './counter-plan.ts';
 import type { Limits } from './plans.ts';
 import {
@@ -39,7 +39,7 @@ export interface FreeAllowanceResult {
 
 /** Takes one free conditional request from a key's allowance, atomically. */
 export interface FreeAllowance {
-  takeFree(caller: Caller, now: number, options?: CallOptions): Promise<FreeAllowanceResult>;
+  takeFree(caller: CountedKey, now: number, options?: CallOptions): Promise<FreeAllowanceResult>;
 }
 
 /**

@@ -1,7 +1,7 @@
 /** The rate limiter as the functions see it: a port, its settings and the headers it yields. */
 import { wholeNumberSetting, type IntegerRange } from '../config/integers.ts';
 import { DependencyFailure, type CallOptions } from '../failures.ts';
-import type { Caller } from '../keys/key-record.ts';
+import type { CountedKey } from '../keys/key-record.ts';
 import type { Limits } from './plans.ts';
 import {
   bindingFirst,
@@ -81,7 +81,7 @@ export interface LimitResult {
  * is answered by the failure mode.
  */
 export interface RateLimiter {
-  consume(caller: Caller, now: number, options?: CallOptions): Promise<LimitResult>;
+  consume(caller: CountedKey, now: number, options?: CallOptions): Promise<LimitResult>;
 }
 
 /** A request refused by the rate limit: over a window's limit (`limited`) or of a banned key. */

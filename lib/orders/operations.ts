@@ -6,7 +6,7 @@
 import type { CallOptions } from '../failures.ts';
 import { quotableInput } from '../keys/api-key.ts';
 import { parseInt64 } from './order.ts';
-import type { OrderStore } from './order-store.ts';
+import type { Cancellation, OrderStore } from './order-store.ts';
 
 /** The text given as an order id is not an int64. `shown` is what a message may quote of it. */
 export class InvalidOrderId extends Error {
@@ -58,13 +58,18 @@ export function parseOrderId(raw: string | undefined): bigint {
   return read.id;
 }
 
-/** Cancels a pending order; a cancelled one stays cancelled (DELETE is idempotent). */
+/**
+ * Cancels a pending order, recording who asked, when and in which request (`cancellation`); a
+ * cancelled one stays cancelled, with the trail of the cancel that cancelled it (DELETE is
+ * idempotent).
+ */
 export async function cancelOrder(
   store: OrderStore,
   id: bigint,
+  cancellation: Cancellation,
   options: CallOptions = {},
 ): Promise<void> {
-  const outcome = await store.cancel(id, options);
+  const outcome = await store.cancel(id, cancellation, options);
   switch (outcome) {
     case 'cancelled':
     case 'already-cancelled':

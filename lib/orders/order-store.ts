@@ -4,6 +4,21 @@ import type { Order } from './order.ts';
 /** What a cancel did, or why it could not: decided by one conditional write. */
 export type CancelOutcome = 'cancelled' | 'already-cancelled' | 'shipped' | 'not-found';
 
+/**
+ * Who cancelled an order, when, and in which request: the trail the write that cancels records
+ * on the order (and only that write: a cancel that changes nothing records nothing). What an
+ * operator reads to answer "who cancelled order N?" (the request id leads to the request's log
+ * lines, the key id to the key).
+ */
+export interface Cancellation {
+  /** When, in milliseconds since the epoch. */
+  readonly at: number;
+  /** The public id of the API key that asked (`key_…`: not a secret; never the key). */
+  readonly keyId: string;
+  /** The id of the request, as its client saw it (API Gateway's `x-amzn-RequestId`). */
+  readonly requestId: string;
+}
+
 /** What a ship did, or why it could not: decided by one conditional write. */
 export type ShipOutcome = 'shipped' | 'already-shipped' | 'cancelled' | 'not-found';
 
@@ -75,11 +90,12 @@ export interface OrderStore {
    */
   openOrderStream(options?: OrderStreamOptions): Promise<AsyncIterable<readonly Order[]>>;
   /**
-   * pending (or no status) → cancelled in one conditional write. Like every write below, it
-   * changes the list's version when it changes the list — and only then: a cancel that changes
-   * nothing leaves the version as it is.
+   * pending (or no status) → cancelled in one conditional write, which records `cancellation`
+   * on the order. Like every write below, it changes the list's version when it changes the list
+   * — and only then: a cancel that changes nothing leaves the version (and the order's trail)
+   * as it is.
    */
-  cancel(id: bigint, options?: CallOptions): Promise<CancelOutcome>;
+  cancel(id: bigint, cancellation: Cancellation, options?: CallOptions): Promise<CancelOutcome>;
   /** pending (or no status) → shipped (and complete) in one conditional write. */
   ship(id: bigint, options?: CallOptions): Promise<ShipOutcome>;
   /**

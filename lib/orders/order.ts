@@ -22,6 +22,13 @@ export interface Order {
    * order read from storage whose stored status is not one of ORDER_STATUSES.
    */
   readonly status?: OrderStatus;
+  /**
+   * When the order was cancelled through the API (ms since the epoch), as its cancel recorded it
+   * (lib/orders/order-store.ts, Cancellation); absent on an order cancelled before the trail
+   * existed or stored cancelled by an import. Not one of ORDER_FIELDS: no seed or import file
+   * sets it, and v1's JSON leaves it out; v2's shows it (orderToJsonV2).
+   */
+  readonly cancelledAt?: number;
 }
 
 export const INT64_MIN = -(2n ** 63n);
@@ -123,4 +130,15 @@ export function orderToJson(order: Order): string {
   if (order.complete !== undefined) json += `,"complete":${order.complete}`;
   if (order.status !== undefined) json += `,"status":"${order.status}"`;
   return `${json}}`;
+}
+
+/**
+ * The JSON text of one order in v2: v1's (orderToJson), then `cancelledAt` as an RFC 3339
+ * date-time in UTC with milliseconds, when the order has one. Who cancelled it, and in which
+ * request, are the operators' to see, never a client's.
+ */
+export function orderToJsonV2(order: Order): string {
+  const json = orderToJson(order);
+  if (order.cancelledAt === undefined) return json;
+  return `${json.slice(0, -1)},"cancelledAt":"${new Date(order.cancelledAt).toISOString()}"}`;
 }

@@ -89,11 +89,11 @@ describe('wrong command lines: one line, exit 2', () => {
     [['keys'], /^error: missing keys command/],
     [
       ['keys', 'delete'],
-      /^error: unknown keys command "delete": create, list, show, revoke, rotate, set-plan, unban$/,
+      /^error: unknown keys command "delete": create, list, show, revoke, rotate, set-plan, set-permissions, unban$/,
     ],
     [
       ['orders', 'cancel', '1'],
-      /^error: unknown orders command "cancel": import, ship, export, retag, reindex$/,
+      /^error: unknown orders command "cancel": import, show, ship, export, retag, reindex$/,
     ],
     [['orders', 'export', 'a.json', 'b.json'], /^error: unexpected argument "b\.json"/],
     [['keys', 'list', '--stage'], /^error: Option '--stage <value>' argument missing$/],

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DynamoDbKeyStore } from '../../lib/dynamodb/keys-table.ts';
 import { generateApiKey, hashApiKey } from '../../lib/keys/api-key.ts';
 import { authenticate } from '../../lib/keys/authenticate.ts';
+import { newKeyRecord } from '../../lib/keys/plaintext-keys.ts';
 import { PLAN_LIMITS } from '../../lib/limits/plans.ts';
 import { createTestTables, type TestTables } from '../support/tables.ts';
 import {
@@ -44,7 +45,7 @@ describe('keys create', () => {
     const key = printedKey(result.stdout);
     issued.push(key);
     expect(result.stdout).toMatch(
-      /^Created key key_\w+ \(plan pro: 300\/min, 10000\/day, label "ci pipeline"\) on http/,
+      /^Created key key_\w+ \(plan pro: 300\/min, 10000\/day; permissions read,cancel, label "ci pipeline"\) on http/,
     );
     expect(result.stdout).toContain('cannot be shown again');
     expect(result.stdout.split(key)).toHaveLength(2);
@@ -53,7 +54,36 @@ describe('keys create', () => {
       keyId: printedKeyId(result.stdout),
       plan: 'pro',
       limits: PLAN_LIMITS.pro,
+      permissions: ['read', 'cancel'],
     });
+  });
+
+  it('issues a key that may only read with --read-only, or the permissions --permissions names', async () => {
+    const readOnly = await keys('create', '--plan', 'free', '--read-only');
+    expect(readOnly.code, readOnly.stderr).toBe(0);
+    issued.push(printedKey(readOnly.stdout));
+    expect(readOnly.stdout).toMatch(
+      /^Created key key_\w+ \(plan free: [^;]+; permissions read\) on/,
+    );
+    expect(
+      (await authenticate(store, bearer(printedKey(readOnly.stdout)), new Date()))?.permissions,
+    ).toEqual(['read']);
+    expect((await store.findById(printedKeyId(readOnly.stdout)))?.permissions).toEqual(['read']);
+
+    // Any order, once each: stored in one order.
+    for (const [flag, stored] of [
+      ['cancel', ['cancel']],
+      ['cancel, read', ['read', 'cancel']],
+      ['read,read', ['read']],
+    ] as const) {
+      const { key, keyId } = await createKey('--plan', 'free', '--permissions', flag);
+      expect((await store.findById(keyId))?.permissions).toEqual(stored);
+      expect((await authenticate(store, bearer(key), new Date()))?.permissions).toEqual(stored);
+    }
+    const json = await keys('create', '--plan', 'free', '--read-only', '--json');
+    const printed = JSON.parse(json.stdout) as { key: string; permissions: string[] };
+    issued.push(printed.key);
+    expect(printed.permissions).toEqual(['read']);
   });
 
   it('stores only the hash of the key, with its plan, label and status', async () => {
@@ -81,6 +111,7 @@ describe('keys create', () => {
       key: expect.stringMatching(/^sok_/),
       plan: 'enterprise',
       limits: { perMinute: 7, perDay: 500 },
+      permissions: ['read', 'cancel'],
     });
     expect((await authenticate(store, bearer(printed.key), new Date()))?.limits).toEqual({
       perMinute: 7,
@@ -117,6 +148,15 @@ describe('keys create', () => {
       /^error: label must not hold an API key \(sok_\w{4}…\): a label is stored and listed as it is$/,
     ],
     [['--plan', 'free', '--colour', 'red'], /^error: Unknown option '--colour'$/],
+    [
+      ['--plan', 'free', '--permissions', 'write'],
+      /^error: permissions must be read, cancel or both, comma-separated \(e\.g\. read,cancel\), got "write"$/,
+    ],
+    [['--plan', 'free', '--permissions', ''], /^error: permissions must be read, cancel or both/],
+    [
+      ['--plan', 'free', '--permissions', 'read', '--read-only'],
+      /^error: give --permissions or --read-only, not both$/,
+    ],
     [['--plan', 'free', 'extra'], /^error: unexpected argument "extra"/],
   ])('refuses %j with one line, exit 2, and stores nothing', async (args, message) => {
     const before = (await scanAll(t.client, t.tables.apiKeys)).length;
@@ -126,15 +166,23 @@ describe('keys create', () => {
 });
 
 describe('keys list', () => {
-  it('shows id, label, plan, limits, status, created and expiry, and never a key or hash', async () => {
-    const { key, keyId } = await createKey('--plan', 'business', '--label', 'listed');
+  it('shows id, label, plan, limits, permissions, status, created and expiry, and never a key or hash', async () => {
+    const { key, keyId } = await createKey(
+      '--plan',
+      'business',
+      '--label',
+      'listed',
+      '--read-only',
+    );
     const text = await keys('list');
     expect(text.code).toBe(0);
     const header = text.stdout.split('\n')[0];
-    expect(header).toMatch(/^ID\s+LABEL\s+PLAN\s+PER MIN\s+PER DAY\s+STATUS\s+CREATED\s+EXPIRES/);
+    expect(header).toMatch(
+      /^ID\s+LABEL\s+PLAN\s+PER MIN\s+PER DAY\s+PERMISSIONS\s+STATUS\s+CREATED\s+EXPIRES/,
+    );
     const row = text.stdout.split('\n').find((line) => line.startsWith(keyId));
     expect(row).toMatch(
-      new RegExp(`^${keyId}\\s+listed\\s+business\\s+1000\\s+100000\\s+active\\s+\\d{4}-`),
+      new RegExp(`^${keyId}\\s+listed\\s+business\\s+1000\\s+100000\\s+read\\s+active\\s+\\d{4}-`),
     );
 
     const json = await keys('list', '--json');
@@ -144,6 +192,7 @@ describe('keys list', () => {
       label: 'listed',
       plan: 'business',
       limits: PLAN_LIMITS.business,
+      permissions: ['read'],
       status: 'active',
       createdAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
     });
@@ -216,6 +265,7 @@ describe('keys rotate', () => {
       keyId: expect.not.stringMatching(oldId),
       plan: 'enterprise',
       limits: { perMinute: 9, perDay: 99 },
+      permissions: ['read', 'cancel'],
     });
     const old = await store.findById(oldId);
     const expiry = Date.parse(old?.expiresAt ?? '');
@@ -230,6 +280,18 @@ describe('keys rotate', () => {
       1,
       new RegExp(`^error: key ${oldId} was already rotated to ${newCaller?.keyId}`),
     );
+  });
+
+  it("keeps the key's permissions: a read-only key's successor may only read", async () => {
+    const { keyId } = await createKey('--plan', 'free', '--read-only');
+    const result = await keys('rotate', keyId, '--json');
+    expect(result.code, result.stderr).toBe(0);
+    const printed = JSON.parse(result.stdout) as { key: string; keyId: string };
+    issued.push(printed.key);
+    expect((await store.findById(printed.keyId))?.permissions).toEqual(['read']);
+    expect((await authenticate(store, bearer(printed.key), new Date()))?.permissions).toEqual([
+      'read',
+    ]);
   });
 
   it('defaults the grace to 24 hours', async () => {
@@ -328,6 +390,105 @@ describe('keys set-plan', () => {
       /is revoked; a revoked key cannot change plan/,
     );
     expect((await store.findById(revokedId))?.plan).toBe('free');
+  });
+});
+
+describe('keys set-permissions', () => {
+  it('changes what a key may do; the same permissions again change nothing', async () => {
+    const { key, keyId } = await createKey('--plan', 'free');
+    const result = await keys('set-permissions', keyId, '--read-only');
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toMatch(
+      new RegExp(`^Key ${keyId}: permissions read,cancel → read\\. It takes effect within`),
+    );
+    expect((await authenticate(store, bearer(key), new Date()))?.permissions).toEqual(['read']);
+    const record = await store.findById(keyId);
+    expect(record?.version).toBe(1);
+
+    const again = await keys('set-permissions', keyId, '--permissions', 'read');
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).toBe(`Key ${keyId} already has the permissions read; nothing changed.\n`);
+    expect((await store.findById(keyId))?.version).toBe(1);
+
+    const shown = await keys('show', keyId, '--table-rate-limits', t.tables.rateLimits);
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(shown.stdout).toMatch(/^ {2}permissions {2}read$/m);
+    const json = await keys('show', keyId, '--json', '--table-rate-limits', t.tables.rateLimits);
+    expect((JSON.parse(json.stdout) as { key: object }).key).toMatchObject({
+      permissions: ['read'],
+    });
+
+    await keys('set-permissions', keyId, '--permissions', 'cancel,read');
+    expect((await authenticate(store, bearer(key), new Date()))?.permissions).toEqual([
+      'read',
+      'cancel',
+    ]);
+  });
+
+  it('refuses no or bad permissions (exit 2) and revoked or rotated keys (exit 1), changing nothing', async () => {
+    const { keyId } = await createKey('--plan', 'free');
+    expectOneLineError(
+      await keys('set-permissions', keyId),
+      2,
+      /^error: give the key's permissions: --permissions with read, cancel or both \(comma-separated\), or --read-only$/,
+    );
+    expectOneLineError(
+      await keys('set-permissions', keyId, '--permissions', 'delete'),
+      2,
+      /^error: permissions must be read, cancel or both/,
+    );
+    const rotated = await keys('rotate', keyId, '--json');
+    issued.push((JSON.parse(rotated.stdout) as { key: string }).key);
+    expectOneLineError(
+      await keys('set-permissions', keyId, '--read-only'),
+      1,
+      /was rotated to key_\w+ and expires at .*; change the permissions of key_\w+ instead$/,
+    );
+    const { keyId: revokedId } = await createKey('--plan', 'free');
+    await keys('revoke', revokedId);
+    const before = await scanAll(t.client, t.tables.apiKeys);
+    expectOneLineError(
+      await keys('set-permissions', revokedId, '--read-only'),
+      1,
+      /is revoked; a revoked key cannot change permissions/,
+    );
+    expect(await scanAll(t.client, t.tables.apiKeys)).toEqual(before);
+  });
+});
+
+describe('a key stored before permissions existed', () => {
+  /** A key as the CLI stored it before permissions: no permissions attribute. */
+  async function legacyKey(): Promise<{ key: string; keyId: string }> {
+    const key = generateApiKey();
+    const { permissions, ...record } = newKeyRecord({ key, plan: 'pro' }, new Date());
+    expect(permissions).toEqual(['read', 'cancel']);
+    expect(await store.create(record)).toBe(true);
+    issued.push(key);
+    return { key, keyId: record.keyId };
+  }
+
+  it('may do everything, is listed so, and its successor is stored with both permissions', async () => {
+    const { key, keyId } = await legacyKey();
+    expect(await store.findById(keyId)).not.toHaveProperty('permissions');
+    expect((await authenticate(store, bearer(key), new Date()))?.permissions).toEqual([
+      'read',
+      'cancel',
+    ]);
+    const views = JSON.parse((await keys('list', '--json')).stdout) as { keyId: string }[];
+    expect(views.find((view) => view.keyId === keyId)).toMatchObject({
+      permissions: ['read', 'cancel'],
+    });
+    const rotated = await keys('rotate', keyId, '--json');
+    const printed = JSON.parse(rotated.stdout) as { key: string; keyId: string };
+    issued.push(printed.key);
+    expect((await store.findById(printed.keyId))?.permissions).toEqual(['read', 'cancel']);
+  });
+
+  it('can be made read-only', async () => {
+    const { key, keyId } = await legacyKey();
+    const result = await keys('set-permissions', keyId, '--read-only');
+    expect(result.stdout).toMatch(/permissions read,cancel → read\./);
+    expect((await authenticate(store, bearer(key), new Date()))?.permissions).toEqual(['read']);
   });
 });
 

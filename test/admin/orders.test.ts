@@ -229,6 +229,83 @@ describe('orders ship', () => {
   });
 });
 
+describe('orders show', () => {
+  const AT = Date.UTC(2026, 10, 28, 9, 30, 15, 250);
+  beforeEach(() => orders('import', tempFile('orders.json', FILE)));
+
+  it('shows who cancelled an order: when, which key, which request, and the item as stored', async () => {
+    const store = new DynamoDbOrderStore(t.client, t.tables.orders);
+    await store.putOrders([{ id: 42n, petId: 9007199254740993n, status: 'pending' }]);
+    const cancellation = {
+      at: AT,
+      keyId: 'key_Warehouse7',
+      requestId: 'c0ffee00-1111-2222-3333-444455556666',
+    };
+    expect(await store.cancel(42n, cancellation)).toBe('cancelled');
+
+    const result = await orders('show', '42');
+    expect(result.code, result.stderr).toBe(0);
+    const lines = result.stdout.trimEnd().split('\n');
+    expect(lines.slice(0, 5)).toEqual([
+      `Order 42 on ${t.endpoint}`,
+      '  status        cancelled',
+      '  cancelled at  2026-11-28T09:30:15.250Z',
+      '  by key        key_Warehouse7',
+      '  request id    c0ffee00-1111-2222-3333-444455556666',
+    ]);
+    // As stored: every attribute, numbers to the digit (a JS number would end in ...992).
+    expect(lines[5]).toMatch(
+      /^ {2}as stored {5}\{.*"cancelRequestId":"c0ffee00-[^"]+".*"cancelledAt":1795858215250,"cancelledBy":"key_Warehouse7","id":42,"petId":9007199254740993,.*"status":"cancelled".*\}$/,
+    );
+    expect(lines).toHaveLength(6);
+
+    const json = JSON.parse((await orders('show', '42', '--json')).stdout) as Record<
+      string,
+      unknown
+    >;
+    expect(json).toMatchObject({
+      id: 42,
+      status: 'cancelled',
+      cancellation: {
+        at: '2026-11-28T09:30:15.250Z',
+        keyId: cancellation.keyId,
+        requestId: cancellation.requestId,
+      },
+      stored: { cancelledBy: 'key_Warehouse7', status: 'cancelled', shard: 2 },
+    });
+  });
+
+  it('shows an order no cancel recorded: pending, shipped, or stored cancelled by an import', async () => {
+    const pending = await orders('show', '9223372036854775807');
+    expect(pending.code, pending.stderr).toBe(0);
+    expect(pending.stdout).toMatch(/^ {2}status {8}pending$/m);
+    expect(pending.stdout).not.toMatch(/cancelled at|by key|request id/);
+    expect(pending.stdout).toContain('"id":9223372036854775807,"petId":9007199254740993');
+    const imported = await runCli([
+      'orders',
+      'show',
+      ...tableFlags(t),
+      '--',
+      '-9223372036854775808',
+    ]);
+    expect(imported.stdout).toMatch(/^ {2}status {8}cancelled$/m);
+    expect(imported.stdout).toMatch(
+      /^ {2}cancelled at {2}not recorded \(cancelled before the trail existed/m,
+    );
+    const json = JSON.parse((await orders('show', '3', '--json')).stdout) as Record<
+      string,
+      unknown
+    >;
+    expect(json).toMatchObject({ id: 3, status: 'shipped', cancellation: null });
+  });
+
+  it('refuses an unknown order (exit 1) and a malformed id (exit 2), changing nothing', async () => {
+    expectOneLineError(await orders('show', '99'), 1, /^error: order 99 was not found on http/);
+    expectOneLineError(await orders('show', 'x1'), 2, /^error: order id must be a base-10 integer/);
+    expectOneLineError(await orders('show'), 2, /^error: missing <order-id>/);
+  });
+});
+
 describe('orders export', () => {
   it('writes the API list to a file, complete, with no partial file left', async () => {
     await orders('import', tempFile('orders.json', FILE));

@@ -21,6 +21,7 @@ import {
 } from '../../lib/dynamodb/tables.ts';
 import { createTestTables, type TestTables } from '../support/tables.ts';
 import { expectOneLineError, runCli, scanAll, tableFlags } from './support.ts';
+import { TEST_CANCELLATION } from '../support/cancellation.ts';
 
 let t: TestTables;
 beforeAll(async () => {
@@ -177,7 +178,7 @@ describe('orders reindex', () => {
       beforeWrite: async (id) => {
         if (raced.has(id)) return;
         raced.add(id);
-        if (id === 1n) await store.cancel(1n);
+        if (id === 1n) await store.cancel(1n, TEST_CANCELLATION);
         if (id === 9223372036854775807n) await store.ship(id);
         if (id === 5n)
           await store.putOrders([{ id: 5n, shipDate: '2026-12-01T00:00:00Z', status: 'pending' }]);

@@ -28,11 +28,12 @@ import {
   parseListQuery,
   type ListQueryErrorCode,
 } from '../../lib/orders/list-query.ts';
-import type { Order } from '../../lib/orders/order.ts';
+import { ORDER_FIELDS, orderToJsonV2, type Order } from '../../lib/orders/order.ts';
 import { createGateway, createGatewayServer, type GatewayListener } from '../../local/gateway.ts';
 import { loadFunctions } from '../../local/local-stack.ts';
 import {
   expectHeadersTooLargeAsDocumented,
+  expectPermissionsAsDocumented,
   expectValidAgainstOpenApi,
   HTTP_METHODS,
   loadOpenApiDocument,
@@ -127,6 +128,33 @@ describe("v2's OpenAPI document", () => {
       const tooLarge = operation.responses!['413']!.content!['application/json']!.schema!;
       expect(JSON.stringify(tooLarge)).toContain('"const":"REQUEST_TOO_LARGE"');
     }
+  });
+
+  it("describes v2's Order as v1's fields, in the order the API writes them, then cancelledAt", async () => {
+    const v1 = await loadOpenApiDocument('v1');
+    const order = document.components.schemas.Order!;
+    const properties = order.properties as Record<string, Schema>;
+    expect(Object.keys(properties)).toEqual([...ORDER_FIELDS, 'cancelledAt']);
+    for (const field of ORDER_FIELDS) {
+      expect(properties[field], field).toEqual(
+        (v1.components.schemas.Order!.properties as Record<string, Schema>)[field],
+      );
+    }
+    expect(order.additionalProperties).toBe(false);
+    const json = orderToJsonV2({
+      id: 1n,
+      petId: 2n,
+      quantity: 3,
+      shipDate: '2026-11-20T09:00:00Z',
+      complete: false,
+      status: 'cancelled',
+      cancelledAt: Date.UTC(2026, 10, 28, 9, 30, 15, 250),
+    });
+    expect(Object.keys(JSON.parse(json) as object)).toEqual(Object.keys(properties));
+    // The longest time JavaScript writes before the year 10000 fits the schema's bounds.
+    const latest = new Date(Date.UTC(9999, 11, 31, 23, 59, 59, 999)).toISOString();
+    expect(latest).toMatch(new RegExp(properties.cancelledAt!.pattern as string));
+    expect(latest.length).toBeLessThanOrEqual(properties.cancelledAt!.maxLength as number);
   });
 
   it('answers a refused query with exactly the four codes of the list, each 400 in the catalogue', () => {
@@ -236,6 +264,11 @@ describe("the list's parameters: the document takes what the API takes", () => {
 
 describe('real answers of v2, through the local API Gateway emulator', () => {
   const key = apiKeyFromBody('OpenApiContractV2Key000000000000');
+  /** Keys that hold one permission each. */
+  const onlyKeys = {
+    read: apiKeyFromBody('OpenApiContractV2ReadOnlyKey0000'),
+    cancel: apiKeyFromBody('OpenApiContractV2CancelOnlyKey00'),
+  };
   const orders: Order[] = [
     ...Array.from({ length: 7 }, (_, i) => ({
       id: BigInt(i + 1),
@@ -258,7 +291,11 @@ describe('real answers of v2, through the local API Gateway emulator', () => {
     await new DynamoDbOrderStore(tables.client, tables.tables.orders).putOrders(orders);
     await registerKeys(
       new DynamoDbKeyStore(tables.client, tables.tables.apiKeys),
-      [{ key, plan: 'enterprise', limits: { perMinute: 10_000, perDay: 100_000 } }],
+      [
+        { key, plan: 'enterprise', limits: { perMinute: 10_000, perDay: 100_000 } },
+        { key: onlyKeys.read, plan: 'pro', permissions: ['read'] },
+        { key: onlyKeys.cancel, plan: 'pro', permissions: ['cancel'] },
+      ],
       new Date(),
     );
     const functions = await loadFunctions({ endpoint: tables.endpoint, tables: tables.tables });
@@ -380,6 +417,41 @@ describe('real answers of v2, through the local API Gateway emulator', () => {
       edge.closeAllConnections();
       edge.close();
     }
+  });
+
+  it('refuses each operation with 403 PERMISSION_DENIED, as documented, to a key without its x-permission, and counts it', async () => {
+    // Order 8 has shipped: the cancel a key may make changes nothing (409).
+    await expectPermissionsAsDocumented(document, '8', onlyKeys, (method, path, onlyKey) =>
+      call(method, path, { Authorization: `Bearer ${onlyKey}` }),
+    );
+  });
+
+  it("shows when an order was cancelled through the API, as documented; v1's list does not", async () => {
+    const before = Date.now();
+    expect((await call('DELETE', '/store/orders/2')).status).toBe(204);
+    const page = await call('GET', '/store/orders?status=cancelled');
+    const cancelled = (
+      JSON.parse(page.body) as { orders: { id: number; status: string; cancelledAt: string }[] }
+    ).orders;
+    const order = cancelled.find((o) => o.id === 2);
+    expect(order).toMatchObject({ id: 2, status: 'cancelled', cancelledAt: expect.any(String) });
+    const at = Date.parse(order!.cancelledAt);
+    expect(at).toBeGreaterThanOrEqual(before);
+    expect(at).toBeLessThanOrEqual(Date.now());
+    // Never who cancelled it, nor in which request.
+    expect(page.body).not.toMatch(/cancelledBy|cancelRequestId|key_/);
+    // The same through the table (no filter, no index), and v1's list as it always was.
+    const table = await call('GET', '/store/orders?pageSize=3');
+    expect(table.body).toContain(`"status":"cancelled","cancelledAt":"${order!.cancelledAt}"}`);
+    const v1 = await fetch(`${origin}/v1/store/orders`, {
+      headers: { Authorization: `Bearer ${key}` },
+    });
+    const v1Body = await v1.text();
+    await expectValidAgainstOpenApi(v1, v1Body, 'GET', '/store/orders', 'v1');
+    expect(v1Body).toContain(
+      '{"id":2,"petId":10,"quantity":1,"shipDate":"2026-12-02T09:00:00Z","complete":false,"status":"cancelled"}',
+    );
+    expect(v1Body).not.toContain('cancelledAt');
   });
 
   it("cancels as v1 does, and answers API Gateway's 405 and 404 on v2's paths", async () => {

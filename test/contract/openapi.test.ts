@@ -19,6 +19,7 @@ import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
 import { DynamoDbRateLimiter } from '../../lib/dynamodb/rate-limit-table.ts';
 import { apiKeyFromBody } from '../../lib/keys/api-key.ts';
 import { callerToContext } from '../../lib/keys/authenticate.ts';
+import { ALL_PERMISSIONS } from '../../lib/keys/permissions.ts';
 import type { Caller } from '../../lib/keys/key-record.ts';
 import { registerKeys } from '../../lib/keys/plaintext-keys.ts';
 import {
@@ -44,6 +45,7 @@ import { loadFunctions } from '../../local/local-stack.ts';
 import { failDynamoDbCalls, invokeHttp, proxyEvent, type HttpResult } from '../support/lambda.ts';
 import {
   expectHeadersTooLargeAsDocumented,
+  expectPermissionsAsDocumented,
   expectValidAgainstOpenApi,
   componentStatus,
   findConst,
@@ -147,8 +149,12 @@ const LIST_HEADERS = { Vary: 'Accept-Encoding', 'Cache-Control': 'private, no-ca
 const FUNCTION_HEADERS = { ...JSON_HEADERS, ...RATE_HEADERS, ...LIST_HEADERS };
 /** The statuses each operation documents, by what answers them. */
 const STATUSES = {
-  listOrders: { function: [200, 304, 406], either: [429, 500, 503], gateway: [401, 413] },
-  cancelOrder: { function: [204, 400, 404, 409], either: [429, 500, 503], gateway: [401, 413] },
+  listOrders: { function: [200, 304, 403, 406], either: [429, 500, 503], gateway: [401, 413] },
+  cancelOrder: {
+    function: [204, 400, 403, 404, 409],
+    either: [429, 500, 503],
+    gateway: [401, 413],
+  },
 } as const;
 
 describe('the OpenAPI document', () => {
@@ -817,6 +823,11 @@ describe('real responses, through the local API Gateway emulator', () => {
   const key = apiKeyFromBody('OpenApiContractTestKey0000000000');
   /** An enterprise key allowed one request a minute. */
   const tinyKey = apiKeyFromBody('OpenApiContractTinyKey0000000000');
+  /** Keys that hold one permission each. */
+  const onlyKeys = {
+    read: apiKeyFromBody('OpenApiContractReadOnlyKey000000'),
+    cancel: apiKeyFromBody('OpenApiContractCancelOnlyKey0000'),
+  };
   const orders: Order[] = [
     { id: 1n, petId: 10n, quantity: 1, shipDate: '2026-11-20T09:00:00Z', status: 'pending' },
     { id: 2n, petId: 20n, quantity: 2, complete: true, status: 'shipped' },
@@ -836,6 +847,8 @@ describe('real responses, through the local API Gateway emulator', () => {
       [
         { key, plan: 'pro' },
         { key: tinyKey, plan: 'enterprise', limits: { perMinute: 1, perDay: 1000 } },
+        { key: onlyKeys.read, plan: 'pro', permissions: ['read'] },
+        { key: onlyKeys.cancel, plan: 'pro', permissions: ['cancel'] },
       ],
       new Date(),
     );
@@ -865,6 +878,13 @@ describe('real responses, through the local API Gateway emulator', () => {
     await expectValidAgainstOpenApi(response, body, method, path);
     return { status: response.status, body, headers: response.headers };
   }
+
+  it('refuses each operation with 403 PERMISSION_DENIED, as documented, to a key without its x-permission, and counts it', async () => {
+    // Order 3 is cancelled: the cancel a key may make changes nothing (204 again).
+    await expectPermissionsAsDocumented(document, '3', onlyKeys, (method, path, onlyKey) =>
+      call(method, path, { Authorization: `Bearer ${onlyKey}` }),
+    );
+  });
 
   it("puts the pro plan's rate-limit headers on a function's answer, and none on a 401", async () => {
     const listed = await call('GET', '/store/orders');
@@ -1057,7 +1077,12 @@ describe('real responses from the handlers, on a fixed clock', () => {
 
   /** Both functions for one new caller, sharing a limiter (one container) and a clock. */
   function functionsFor(limits: Limits) {
-    const caller: Caller = { keyId: `key_contract${++sequence}`, plan: 'enterprise', limits };
+    const caller: Caller = {
+      keyId: `key_contract${++sequence}`,
+      plan: 'enterprise',
+      limits,
+      permissions: ALL_PERMISSIONS,
+    };
     const limiter = new DynamoDbRateLimiter(tables.client, tables.tables.rateLimits);
     const clock = { now: NOW };
     const deps = {

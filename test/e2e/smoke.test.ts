@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../../local/local-stack.ts';
 import { DEMO_KEYS, DEMO_ORDERS } from '../../local/demo-data.ts';
 import { generateApiKey } from '../../lib/keys/api-key.ts';
+import { runCli } from '../admin/support.ts';
 import { startLocalApi, type LocalApi } from '../support/local-api.ts';
 
 const SMOKE = join(PROJECT_ROOT, 'smoke', 'smoke.ts');
@@ -94,6 +95,50 @@ describe('npm run smoke against npm start', () => {
       `ok   204 cancelling order ${pending} again (idempotent)`,
       `smoke: ${READ_ONLY_CHECKS.length + 2} passed, 0 failed, 0 skipped`,
     ]);
+  });
+
+  it('checks a key that may only read when given --read-only-key: it reads, and is refused a cancel', async () => {
+    const created = await runCli(
+      ['keys', 'create', '--plan', 'free', '--read-only', '--json', '--local'],
+      { env: { STORE_ORDERS_LOCAL_STATE: api.stateFile } },
+    );
+    expect(created.code, created.stderr).toBe(0);
+    const readOnly = (JSON.parse(created.stdout) as { key: string }).key;
+    const run = await smoke([
+      '--base-url',
+      api.url,
+      '--api-key',
+      freeKey,
+      '--read-only-key',
+      readOnly,
+    ]);
+    expect(run.code, run.lines.join('\n') + run.stderr).toBe(0);
+    const readOnlyChecks = [
+      'ok   read-only key: 200 list',
+      'ok   read-only key: 403 PERMISSION_DENIED cancelling, in v1 and v2, with the rate-limit headers',
+      "ok   read-only key: 304 for its list's ETag after its 403s (or 200 if the list changed since)",
+      'ok   read-only key: v2: 200 a page',
+    ];
+    expect(run.lines).toEqual([
+      `smoke: ${api.url} (read-only)`,
+      ...READ_ONLY_CHECKS,
+      ...readOnlyChecks,
+      `smoke: ${READ_ONLY_CHECKS.length + readOnlyChecks.length} passed, 0 failed, 0 skipped`,
+    ]);
+    expect(run.lines.join('\n')).not.toContain(readOnly);
+    // Given a key that may cancel as the read-only one, the suite fails: the check has teeth.
+    const wrong = await smoke([
+      '--base-url',
+      api.url,
+      '--api-key',
+      freeKey,
+      '--read-only-key',
+      freeKey,
+    ]);
+    expect(wrong.code).toBe(1);
+    expect(wrong.lines).toContain(
+      'FAIL read-only key: 403 PERMISSION_DENIED cancelling, in v1 and v2, with the rate-limit headers: status 404, expected 403',
+    );
   });
 
   it('fails, naming the failed checks, with a key the API does not know', async () => {

@@ -446,11 +446,12 @@ describe.each(STAGE_NAMES)('dashboard (%s)', (stage) => {
     expect(JSON.stringify(calls.metrics)).toMatch(/"stat":"p50".*"stat":"p99".*"stat":"Maximum"/);
   });
 
-  it("shows 429s by code, the limiter's store failures and the service errors", () => {
+  it("shows 403s and 429s by code, the limiter's store failures and the service errors", () => {
     const own = (name: string) => `StoreOrders/${stage} ${name} service store-orders`;
-    expect(series('429 answers by code')).toEqual([
+    expect(series('403 and 429 answers by code')).toEqual([
       own(METRIC_NAMES.rateLimited),
       own(METRIC_NAMES.bannedRequests),
+      own(METRIC_NAMES.permissionDenied),
     ]);
     expect(series('Service errors')).toEqual(
       expect.arrayContaining([

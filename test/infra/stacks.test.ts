@@ -22,11 +22,15 @@ import {
   ROUTES_V2,
   type RouteDefinition,
 } from '../../lib/api/routes.ts';
+import { createAuthorizerHandler } from '../../functions/authorizer.ts';
 import { createGateway } from '../../local/gateway.ts';
+import { invokeHandler } from '../../local/invoker.ts';
+import { tokenAuthorizer } from '../../local/token-authorizer.ts';
+import type { KeyStore } from '../../lib/keys/key-store.ts';
 import { STACK_OUTPUTS, stackNames } from '../../lib/deployment.ts';
 import { TABLES } from '../../lib/dynamodb/tables.ts';
 import { DEPLOY_HOOKS, FUNCTION_NAMES, FUNCTIONS } from '../../lib/functions.ts';
-import { BEARER_KEY_PATTERN, generateApiKey } from '../../lib/keys/api-key.ts';
+import { BEARER_KEY_PATTERN, generateApiKey, hashApiKey } from '../../lib/keys/api-key.ts';
 import { templates, testApp } from './support.ts';
 
 const { app, stages } = testApp();
@@ -189,6 +193,76 @@ describe('API Gateway', () => {
         AuthorizationType: 'CUSTOM',
         AuthorizerId: { Ref: authorizerId },
       });
+    }
+  });
+
+  it("leaves a key's permissions to the functions, from one answer a token, deployed as locally", async () => {
+    // Deployed: each stage caches one answer per Authorization header (the identity source alone,
+    // so never per route) for its TTL, and every route is a proxy integration: the function's
+    // 403 reaches the client as it gave it.
+    const ttls: number[] = [];
+    for (const [name, { api }] of [
+      ['staging', staging],
+      ['production', production],
+    ] as const) {
+      const [, authorizer] = resources(api, 'AWS::ApiGateway::Authorizer')[0]!;
+      const ttl = stageConfig(name, () => undefined).authorizerCacheTtl.toSeconds();
+      expect(authorizer.Properties).toMatchObject({
+        Type: 'TOKEN',
+        IdentitySource: 'method.request.header.Authorization',
+        AuthorizerResultTtlInSeconds: ttl,
+      });
+      ttls.push(ttl);
+      for (const [, method] of resources(api, 'AWS::ApiGateway::Method').filter(
+        ([, m]) => m.Properties.HttpMethod !== 'ANY',
+      )) {
+        expect((method.Properties.Integration as { Type: string }).Type).toBe('AWS_PROXY');
+      }
+    }
+    // The emulator, with each deployed TTL and the real authorizer: a read-only key's one answer
+    // serves every route of the stage, whichever was asked first, with the permissions in it.
+    const key = generateApiKey();
+    const keys: KeyStore = {
+      findByHash: (hash) =>
+        Promise.resolve(
+          hash === hashApiKey(key)
+            ? {
+                keyId: 'key_readonly',
+                keyHash: hash,
+                plan: 'free' as const,
+                status: 'active' as const,
+                createdAt: '2026-11-28T00:00:00.000Z',
+                permissions: ['read' as const],
+              }
+            : undefined,
+        ),
+      create: () => Promise.resolve(false),
+    };
+    const authorizer = createAuthorizerHandler({ keys: () => keys });
+    const arn = (method: string, path: string) =>
+      `arn:aws:execute-api:local:000000000000:local/v1/${method}${path}`;
+    const routes = ROUTES.map((r) => arn(r.method, r.path.replace('{orderId}', '1')));
+    for (const ttlSeconds of ttls) {
+      for (const order of [routes, [...routes].reverse()]) {
+        let invocations = 0;
+        const authorize = tokenAuthorizer({
+          invoker: {
+            invoke: (_name, event, options) => {
+              invocations += 1;
+              return invokeHandler(authorizer, 'authorizer', event, options);
+            },
+          },
+          ttlSeconds,
+          timeoutMs: 10_000,
+          now: () => 0,
+        });
+        for (const methodArn of order) {
+          const answer = await authorize(`Bearer ${key}`, methodArn, 'v1');
+          expect(answer.ok, methodArn).toBe(true);
+          expect(answer.ok && answer.result.context?.permissions).toBe('read');
+        }
+        expect(invocations).toBe(1);
+      }
     }
   });
 

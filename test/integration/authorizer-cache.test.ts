@@ -16,9 +16,11 @@ import { DynamoDbKeyStore } from '../../lib/dynamodb/keys-table.ts';
 import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
 import { DynamoDbRateLimiter } from '../../lib/dynamodb/rate-limit-table.ts';
 import { generateApiKey } from '../../lib/keys/api-key.ts';
-import { issueKey, revokeKey, rotateKey } from '../../lib/keys/lifecycle.ts';
+import { changePermissions, issueKey, revokeKey, rotateKey } from '../../lib/keys/lifecycle.ts';
+import type { Permission } from '../../lib/keys/permissions.ts';
 import { createGateway } from '../../local/gateway.ts';
 import { captureObservations, injectFault, type Fault } from '../support/faults.ts';
+import { countDynamoDbCalls } from '../support/lambda.ts';
 import { createTestTables, type TestTables } from '../support/tables.ts';
 
 // The functions log at INFO here: the log lines are part of what is checked.
@@ -96,8 +98,14 @@ async function call(method: Method, key: string) {
   };
 }
 
-async function newKey(): Promise<{ key: string; keyId: string }> {
-  const issued = await issueKey(keys, { plan: 'free' }, new Date());
+async function newKey(
+  permissions?: readonly Permission[],
+): Promise<{ key: string; keyId: string }> {
+  const issued = await issueKey(
+    keys,
+    { plan: 'free', ...(permissions ? { permissions } : {}) },
+    new Date(),
+  );
   return { key: issued.key, keyId: issued.record.keyId };
 }
 
@@ -169,6 +177,52 @@ describe(`a key-store failure with the deployed authorizer TTL (${DEPLOYED_TTL_S
     clockOffsetMs = DEPLOYED_TTL_SECONDS * 1000 + 1;
     expect(await call('GET', key)).toMatchObject({ status: 401, code: 'UNAUTHORIZED' });
     expect(await call('DELETE', key)).toMatchObject({ status: 401, code: 'UNAUTHORIZED' });
+  });
+});
+
+describe(`permissions with the deployed authorizer TTL (${DEPLOYED_TTL_SECONDS} s): one cached policy a key, every route`, () => {
+  /** The answers to `methods` in turn, all within one TTL, and the key lookups they made. */
+  async function inTurn(key: string, methods: readonly Method[]) {
+    const lookups = countDynamoDbCalls(fnClient, t.tables.apiKeys);
+    const answers = [];
+    for (const method of methods) {
+      const { status, code } = await call(method, key);
+      answers.push(code ? `${status} ${code}` : String(status));
+    }
+    return { answers, lookups: lookups.calls.length };
+  }
+
+  it.each([
+    ['read', ['GET', 'DELETE', 'GET'], ['200', '403 PERMISSION_DENIED', '200']],
+    [
+      'read',
+      ['DELETE', 'GET', 'DELETE'],
+      ['403 PERMISSION_DENIED', '200', '403 PERMISSION_DENIED'],
+    ],
+    ['cancel', ['DELETE', 'GET', 'DELETE'], ['204', '403 PERMISSION_DENIED', '204']],
+    ['cancel', ['GET', 'DELETE', 'GET'], ['403 PERMISSION_DENIED', '204', '403 PERMISSION_DENIED']],
+  ] as const)(
+    'a key that may only %s: %j answer %j, whichever route was asked first (one lookup)',
+    async (permission, methods, expected) => {
+      const { key } = await newKey([permission]);
+      const { answers, lookups } = await inTurn(key, methods);
+      expect(answers).toEqual(expected);
+      // Asked once: the later routes were answered from the cached policy.
+      expect(lookups).toBe(1);
+    },
+  );
+
+  it('a change of permissions reaches requests once the TTL has passed, on every route', async () => {
+    const { key, keyId } = await newKey();
+    expect((await inTurn(key, ['GET', 'DELETE'])).answers).toEqual(['200', '204']);
+    await changePermissions(keys, keyId, ['read'], new Date());
+    // Within the TTL the cached context still says read,cancel: the documented delay.
+    expect((await inTurn(key, ['DELETE'])).answers).toEqual(['204']);
+    clockOffsetMs = DEPLOYED_TTL_SECONDS * 1000 + 1;
+    expect((await inTurn(key, ['DELETE', 'GET'])).answers).toEqual([
+      '403 PERMISSION_DENIED',
+      '200',
+    ]);
   });
 });
 

@@ -50,7 +50,18 @@ describe('authorizer against DynamoDB', () => {
       plan: 'free',
       perMinute: '60',
       perDay: '1000',
+      permissions: 'read,cancel',
     });
+  });
+
+  it("passes a key's permissions in the context, with the same stage-wide Allow: the function decides", async () => {
+    const key = generateApiKey();
+    await registerKeys(keys, [{ key, plan: 'free', permissions: ['read'] }], new Date());
+    const result = await authorize(`Bearer ${key}`);
+    expect(result.context).toMatchObject({ permissions: 'read' });
+    expect(result.policyDocument.Statement).toEqual([
+      expect.objectContaining({ Effect: 'Allow', Resource: stageWideResource(methodArn) }),
+    ]);
   });
 
   it('passes an enterprise key its own limits', async () => {
@@ -134,15 +145,21 @@ describe('authorizer against DynamoDB', () => {
     expect(reads).toEqual([expect.objectContaining({ ConsistentRead: true })]);
   });
 
-  it('fails closed (uncached) on a stored key whose expiry does not parse', async () => {
+  it.each([
+    ['an expiry that does not parse', 'expiresAt', 'next Tuesday'],
+    ['no permission', 'permissions', []],
+    ['a permission this code does not know', 'permissions', ['read', 'delete']],
+    ['permissions that are not a list', 'permissions', 'read,cancel'],
+  ])('fails closed (uncached) on a stored key with %s', async (_, attribute, value) => {
     const key = generateApiKey();
     await registerKeys(keys, [{ key, plan: 'free' }], new Date());
     await t.client.send(
       new UpdateCommand({
         TableName: t.tables.apiKeys,
         Key: { keyHash: hashApiKey(key) },
-        UpdateExpression: 'SET expiresAt = :never',
-        ExpressionAttributeValues: { ':never': 'next Tuesday' },
+        UpdateExpression: 'SET #attribute = :value',
+        ExpressionAttributeNames: { '#attribute': attribute },
+        ExpressionAttributeValues: { ':value': value },
       }),
     );
     await expect(authorize(`Bearer ${key}`)).rejects.toThrow('The key store is unavailable');

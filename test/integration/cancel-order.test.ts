@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { GetCommand, NumberValue, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createCancelOrderHandler } from '../../functions/cancel-order.ts';
@@ -6,16 +7,18 @@ import { DynamoDbRateLimiter } from '../../lib/dynamodb/rate-limit-table.ts';
 import { orderShard } from '../../lib/dynamodb/tables.ts';
 import type { CallOptions } from '../../lib/failures.ts';
 import type { Order } from '../../lib/orders/order.ts';
-import type { CancelOutcome, OrderStore } from '../../lib/orders/order-store.ts';
+import type { Cancellation, CancelOutcome, OrderStore } from '../../lib/orders/order-store.ts';
 import {
   countDynamoDbCalls,
   failDynamoDbCalls,
   invokeHttp,
   proxyEvent,
+  TEST_CALLER_CONTEXT,
   timeDynamoDbCalls,
   type TimedCall,
 } from '../support/lambda.ts';
 import { createTestTables, type TestTables } from '../support/tables.ts';
+import { TEST_CANCELLATION } from '../support/cancellation.ts';
 
 let t: TestTables;
 let store: DynamoDbOrderStore;
@@ -108,6 +111,138 @@ describe('cancelOrder against DynamoDB', () => {
       status: 404,
     });
     expect(await statusOf(42n)).toBeUndefined();
+  });
+
+  describe('the trail', () => {
+    /** A cancel as a request with its own id, by its own key, at a time the function reads. */
+    const cancelAs = (orderId: string, keyId: string, requestId: string, now: number) => {
+      const traced = createCancelOrderHandler({
+        orders: () => store,
+        limiter: () => limiter,
+        now: () => now,
+      });
+      const event = proxyEvent({
+        method: 'DELETE',
+        resource: '/store/orders/{orderId}',
+        path: `/store/orders/${orderId}`,
+        pathParameters: { orderId },
+        authorizer: { ...TEST_CALLER_CONTEXT, principalId: keyId, keyId },
+      });
+      return invokeHttp(traced, {
+        ...event,
+        requestContext: { ...event.requestContext, requestId },
+      });
+    };
+
+    async function stored(id: bigint): Promise<Record<string, unknown> | undefined> {
+      const { Item } = await t.client.send(
+        new GetCommand({ TableName: t.tables.orders, Key: { shard: orderShard(id), id } }),
+      );
+      return Item;
+    }
+    const trailOf = async (id: bigint) => {
+      const item = await stored(id);
+      return {
+        cancelledAt: item?.cancelledAt === undefined ? undefined : Number(item.cancelledAt),
+        cancelledBy: item?.cancelledBy,
+        cancelRequestId: item?.cancelRequestId,
+      };
+    };
+    const AT = Date.UTC(2026, 10, 28, 9, 30, 15, 250);
+
+    it('records when, by which key and in which request the order was cancelled, with its status', async () => {
+      expect((await cancelAs('1', 'key_WarehouseA', 'req-1', AT)).statusCode).toBe(204);
+      expect(await statusOf(1n)).toBe('cancelled');
+      expect(await trailOf(1n)).toEqual({
+        cancelledAt: AT,
+        cancelledBy: 'key_WarehouseA',
+        cancelRequestId: 'req-1',
+      });
+    });
+
+    it("keeps the first cancel's trail: a cancel that changes nothing records nothing", async () => {
+      expect((await cancelAs('1', 'key_First', 'req-first', AT)).statusCode).toBe(204);
+      expect((await cancelAs('1', 'key_Second', 'req-second', AT + 60_000)).statusCode).toBe(204);
+      expect((await cancelAs('2', 'key_Second', 'req-shipped', AT)).statusCode).toBe(409);
+      expect(await trailOf(1n)).toEqual({
+        cancelledAt: AT,
+        cancelledBy: 'key_First',
+        cancelRequestId: 'req-first',
+      });
+      expect(await trailOf(2n)).toEqual({
+        cancelledAt: undefined,
+        cancelledBy: undefined,
+        cancelRequestId: undefined,
+      });
+      // A ship leaves no cancel's trail either.
+      await store.putOrders([{ id: 5n, status: 'pending' }]);
+      expect(await store.ship(5n)).toBe('shipped');
+      expect(await stored(5n)).not.toHaveProperty('cancelledBy');
+    });
+
+    it('is written by the write that cancels: no other call, and no more request units (9, the order write 5)', async () => {
+      // The largest order item the service writes: int64 extremes, a 35-character ship date,
+      // and the longest key id there is (key_ and 64 characters) with a request id of 36.
+      const id = 9223372036854775807n;
+      await store.putOrders([
+        {
+          id,
+          petId: -9223372036854775808n,
+          quantity: 2147483647,
+          shipDate: '2026-11-28T09:30:15.123456789+05:30',
+          complete: false,
+          status: 'pending',
+        },
+      ]);
+      const capacity: { command: string; units: number; indexes: Record<string, number> }[] = [];
+      const name = `capacity${Math.random()}`;
+      t.client.middlewareStack.add(
+        (next, context) => async (args) => {
+          (args.input as { ReturnConsumedCapacity?: string }).ReturnConsumedCapacity = 'INDEXES';
+          const result = await next(args);
+          const consumed = (
+            result.output as {
+              ConsumedCapacity?: {
+                CapacityUnits?: number;
+                GlobalSecondaryIndexes?: Record<string, { CapacityUnits?: number }>;
+              };
+            }
+          ).ConsumedCapacity;
+          capacity.push({
+            command: context.commandName ?? '',
+            units: consumed?.CapacityUnits ?? Number.NaN,
+            indexes: Object.fromEntries(
+              Object.entries(consumed?.GlobalSecondaryIndexes ?? {}).map(([index, c]) => [
+                index,
+                c.CapacityUnits ?? Number.NaN,
+              ]),
+            ),
+          });
+          return result;
+        },
+        { step: 'initialize', name },
+      );
+      const keyId = `key_${'K'.repeat(64)}`;
+      try {
+        const answer = await cancelAs(String(id), keyId, randomUUID(), AT);
+        expect(answer.statusCode).toBe(204);
+      } finally {
+        t.client.middlewareStack.remove(name);
+      }
+      // The limiter's write, the read, the mark, the order's write, the release: as before.
+      expect(capacity.map((c) => c.command)).toEqual([
+        'UpdateItemCommand',
+        'GetItemCommand',
+        'UpdateItemCommand',
+        'UpdateItemCommand',
+        'UpdateItemCommand',
+      ]);
+      // The order's write: 1 unit for the item (under 1 KB with the trail), 2 for each status
+      // index its statusKey moves in (a delete and a put; KEYS_ONLY, so the trail adds nothing).
+      expect(capacity[3]).toMatchObject({ units: 5, indexes: { byStatus: 2, byStatusDate: 2 } });
+      expect(capacity.reduce((sum, c) => sum + c.units, 0)).toBe(9);
+      expect((await trailOf(id)).cancelledBy).toBe(keyId);
+    });
   });
 
   it('cancels the int64 extremes by their exact ids', async () => {
@@ -256,8 +391,8 @@ describe('cancelOrder against DynamoDB', () => {
     // budget-from-arrival.test.ts.
     const outcomes: CancelOutcome[] = [];
     const counting: OrderStore = Object.assign(Object.create(store) as OrderStore, {
-      cancel: async (id: bigint, options?: CallOptions) => {
-        const outcome = await store.cancel(id, options);
+      cancel: async (id: bigint, cancellation: Cancellation, options?: CallOptions) => {
+        const outcome = await store.cancel(id, cancellation, options);
         outcomes.push(outcome);
         return outcome;
       },
@@ -311,7 +446,9 @@ describe('cancelOrder against DynamoDB', () => {
     const jitter = () => new Promise((resolve) => setTimeout(resolve, Math.random() * 4));
     await Promise.all(
       ids.map(async (id) => {
-        const cancels = Array.from({ length: 5 }, () => jitter().then(() => store.cancel(id)));
+        const cancels = Array.from({ length: 5 }, () =>
+          jitter().then(() => store.cancel(id, TEST_CANCELLATION)),
+        );
         const ships = Array.from({ length: 5 }, () => jitter().then(() => ship(id)));
         const [cancelled, shipped] = [await Promise.all(cancels), await Promise.all(ships)];
         const final = await statusOf(id);

@@ -13,6 +13,7 @@ import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
 import { counterKey } from '../../lib/dynamodb/rate-limit-item.ts';
 import { DynamoDbRateLimiter } from '../../lib/dynamodb/rate-limit-table.ts';
 import { callerToContext } from '../../lib/keys/authenticate.ts';
+import { ALL_PERMISSIONS } from '../../lib/keys/permissions.ts';
 import type { Caller } from '../../lib/keys/key-record.ts';
 import { policyHeader } from '../../lib/limits/limiter.ts';
 import { PLAN_LIMITS } from '../../lib/limits/plans.ts';
@@ -93,8 +94,18 @@ it('keeps each invocation’s log lines, deadline and caller its own while they 
     freeAllowance: () => limiter,
     requestBudgetMs: BUDGET_MS,
   });
-  const a: Caller = { keyId: 'key_scope_a', plan: 'free', limits: PLAN_LIMITS.free };
-  const b: Caller = { keyId: 'key_scope_b', plan: 'pro', limits: PLAN_LIMITS.pro };
+  const a: Caller = {
+    keyId: 'key_scope_a',
+    plan: 'free',
+    limits: PLAN_LIMITS.free,
+    permissions: ALL_PERMISSIONS,
+  };
+  const b: Caller = {
+    keyId: 'key_scope_b',
+    plan: 'pro',
+    limits: PLAN_LIMITS.pro,
+    permissions: ALL_PERMISSIONS,
+  };
 
   const started = Date.now();
   const answerA = invokeHttp(list, listEvent('request-a', a, started - BUDGET_MS + A_DEADLINE_MS));

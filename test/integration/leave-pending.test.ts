@@ -8,6 +8,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
 import { orderShard } from '../../lib/dynamodb/tables.ts';
 import { createTestTables, type TestTables } from '../support/tables.ts';
+import { TEST_CANCELLATION } from '../support/cancellation.ts';
 
 let t: TestTables;
 let store: DynamoDbOrderStore;
@@ -59,14 +60,14 @@ beforeEach(async () => {
 describe('an order that leaves pending between the read and the write', () => {
   it('shipped meanwhile: the cancel answers shipped and changes nothing', async () => {
     meanwhile = setStatus('shipped');
-    expect(await store.cancel(ID)).toBe('shipped');
+    expect(await store.cancel(ID, TEST_CANCELLATION)).toBe('shipped');
     expect(meanwhile).toBeUndefined();
     expect((await store.findOrders([ID]))[0]?.status).toBe('shipped');
   });
 
   it('cancelled meanwhile: the cancel answers already cancelled, the ship cancelled', async () => {
     meanwhile = setStatus('cancelled');
-    expect(await store.cancel(ID)).toBe('already-cancelled');
+    expect(await store.cancel(ID, TEST_CANCELLATION)).toBe('already-cancelled');
     await store.putOrders([{ id: ID, status: 'pending' }]);
     meanwhile = setStatus('cancelled');
     expect(await store.ship(ID)).toBe('cancelled');
@@ -74,12 +75,12 @@ describe('an order that leaves pending between the read and the write', () => {
 
   it('deleted meanwhile: not found', async () => {
     meanwhile = () => t.client.send(new DeleteCommand({ TableName: t.tables.orders, Key: key }));
-    expect(await store.cancel(ID)).toBe('not-found');
+    expect(await store.cancel(ID, TEST_CANCELLATION)).toBe('not-found');
   });
 
   it('given a status the service does not know meanwhile: a malformed item, neither state assumed', async () => {
     meanwhile = setStatus('lost-in-transit');
-    await expect(store.cancel(ID)).rejects.toMatchObject({
+    await expect(store.cancel(ID, TEST_CANCELLATION)).rejects.toMatchObject({
       reason: 'malformed-item',
       message: expect.stringContaining('unknown status') as unknown,
     });

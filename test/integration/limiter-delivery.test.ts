@@ -16,6 +16,7 @@ import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
 import { counterKey } from '../../lib/dynamodb/rate-limit-item.ts';
 import { DynamoDbRateLimiter } from '../../lib/dynamodb/rate-limit-table.ts';
 import { callerToContext } from '../../lib/keys/authenticate.ts';
+import { ALL_PERMISSIONS } from '../../lib/keys/permissions.ts';
 import type { Caller } from '../../lib/keys/key-record.ts';
 import { PLAN_LIMITS } from '../../lib/limits/plans.ts';
 import { invokeHttp, proxyEvent } from '../support/lambda.ts';
@@ -140,6 +141,7 @@ const freeCaller = (): Caller => ({
   keyId: `key_delivery${++sequence}`,
   plan: 'free',
   limits: PLAN_LIMITS.free,
+  permissions: ALL_PERMISSIONS,
 });
 
 async function counted(keyId: string): Promise<number> {

@@ -41,6 +41,7 @@ import { loadOrders } from '../../bench/raw-orders.ts';
 import { seeded } from '../../bench/statistics.ts';
 import { countDynamoDbCalls, failDynamoDbCalls } from '../support/lambda.ts';
 import { createTestTables, uniquePrefix, type TestTables } from '../support/tables.ts';
+import { TEST_CANCELLATION } from '../support/cancellation.ts';
 
 let t: TestTables;
 const ALL = new Set(ORDER_INDEX_NAMES);
@@ -395,7 +396,7 @@ describe('the derived index attributes', () => {
           .dateKey,
       });
       expect(await raw(own.client, own.tables.orders, 4n)).not.toHaveProperty('dateKey');
-      await store.cancel(-3n);
+      await store.cancel(-3n, TEST_CANCELLATION);
       await store.ship(4n);
       expect((await raw(own.client, own.tables.orders, -3n))?.statusKey).toBe('cancelled#5');
       expect((await raw(own.client, own.tables.orders, -3n))?.dateKey).toBeDefined();
@@ -569,7 +570,7 @@ describe('the tag of a page read from an index', () => {
       const store = new DynamoDbOrderStore(own.client, own.tables.orders);
       await loadOrders(own.client, own.tables.orders, [{ id: 1n, status: 'pending' }]);
       const before = Date.now();
-      await store.cancel(1n);
+      await store.cancel(1n, TEST_CANCELLATION);
       const version = await store.readListVersion();
       expect(version.lastChangeAt).toBeGreaterThanOrEqual(before);
       expect(version.lastChangeAt).toBeLessThanOrEqual(Date.now());

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCancelOrderHandler } from '../../functions/cancel-order.ts';
 import { createListOrdersHandler } from '../../functions/list-orders.ts';
 import { callerToContext } from '../../lib/keys/authenticate.ts';
+import { ALL_PERMISSIONS } from '../../lib/keys/permissions.ts';
 import type { Caller } from '../../lib/keys/key-record.ts';
 import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
 import { counterKey } from '../../lib/dynamodb/rate-limit-item.ts';
@@ -33,6 +34,7 @@ const freeCaller = (): Caller => ({
   keyId: `key_free${++sequence}`,
   plan: 'free',
   limits: PLAN_LIMITS.free,
+  permissions: ALL_PERMISSIONS,
 });
 const limiter = (settings = DEFAULT_LIMITER_SETTINGS, onStoreFailure?: (e: unknown) => void) =>
   new DynamoDbRateLimiter(t.client, t.tables.rateLimits, {
@@ -412,6 +414,7 @@ describe('through the functions', () => {
       keyId: `key_ent${++sequence}`,
       plan: 'enterprise',
       limits: { perMinute: 100, perDay: 5 },
+      permissions: ALL_PERMISSIONS,
     };
     const store = new DynamoDbOrderStore(t.client, t.tables.orders);
     const l = limiter();

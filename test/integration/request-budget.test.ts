@@ -13,6 +13,7 @@ import { createDocumentClient } from '../../lib/dynamodb/client.ts';
 import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
 import { DynamoDbRateLimiter } from '../../lib/dynamodb/rate-limit-table.ts';
 import { callerToContext } from '../../lib/keys/authenticate.ts';
+import { ALL_PERMISSIONS } from '../../lib/keys/permissions.ts';
 import { PLAN_LIMITS } from '../../lib/limits/plans.ts';
 import { invokeHttp, proxyEvent } from '../support/lambda.ts';
 import { createTestTables, type TestTables } from '../support/tables.ts';
@@ -44,7 +45,12 @@ it("gives a list's version read the request's whole budget, not the default", as
     freeAllowance: () => limiter,
     requestBudgetMs: 4 * TIME_BUDGETS.requestMs,
   });
-  const caller = { keyId: 'key_budget1', plan: 'free' as const, limits: PLAN_LIMITS.free };
+  const caller = {
+    keyId: 'key_budget1',
+    plan: 'free' as const,
+    limits: PLAN_LIMITS.free,
+    permissions: ALL_PERMISSIONS,
+  };
   const started = Date.now();
   const answer = await invokeHttp(
     list,
@@ -85,7 +91,12 @@ it("gives a cancel's version mark, sent after the limiter and the order's read, 
     limiter: () => limiter,
     requestBudgetMs: 4 * TIME_BUDGETS.requestMs,
   });
-  const caller = { keyId: 'key_budget2', plan: 'free' as const, limits: PLAN_LIMITS.free };
+  const caller = {
+    keyId: 'key_budget2',
+    plan: 'free' as const,
+    limits: PLAN_LIMITS.free,
+    permissions: ALL_PERMISSIONS,
+  };
   const answer = await invokeHttp(
     cancel,
     proxyEvent({

@@ -4,7 +4,7 @@
  * stale state; and containers that cached the ban see it lifted within BAN_RECHECK_MS.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Caller } from '../../lib/keys/key-record.ts';
+import type { CountedKey } from '../../lib/keys/key-record.ts';
 import { RateLimitAdmin } from '../../lib/dynamodb/rate-limit-admin.ts';
 import { BAN_RECHECK_MS } from '../../lib/dynamodb/rate-limit-items.ts';
 import { DynamoDbRateLimiter } from '../../lib/dynamodb/rate-limit-table.ts';
@@ -24,7 +24,7 @@ const SETTINGS: LimiterSettings = {
   failureMode: 'closed',
 };
 
-const caller = (): Caller => ({
+const caller = (): CountedKey => ({
   keyId: `key_unban${++sequence}`,
   plan: 'free',
   limits: { perMinute: 3, perDay: PLAN_LIMITS.free.perDay },
@@ -38,7 +38,7 @@ beforeAll(async () => {
 afterAll(() => t.drop());
 
 /** Three admitted, then refusals 1 s apart (each early): the key holds 2 counted refusals. */
-async function toTheBrink(container: DynamoDbRateLimiter, key: Caller, at: number) {
+async function toTheBrink(container: DynamoDbRateLimiter, key: CountedKey, at: number) {
   for (let i = 0; i < 3; i++) await container.consume(key, at + i);
   const outcomes = [];
   for (let i = 0; i < 3; i++)

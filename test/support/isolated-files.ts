@@ -16,6 +16,7 @@ export const ISOLATED_FILES: readonly string[] = [
   'test/integration/dynamodb-calls.test.ts',
   'test/integration/faults.test.ts',
   'test/integration/invocation-scope.test.ts',
+  'test/integration/permissions.test.ts',
   // Its tables in the environment, for the bundles' default dependencies.
   'test/integration/deployed-bundles.test.ts',
   // The functions as npm start loads them (local/local-stack.ts loadFunctions): their tables in

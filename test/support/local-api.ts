@@ -42,6 +42,7 @@ export interface KeyFileEntry {
   readonly key: string;
   readonly plan: string;
   readonly limits?: { readonly perMinute: number; readonly perDay: number };
+  readonly permissions?: readonly string[];
 }
 
 /**

@@ -119,6 +119,72 @@ export function loadOpenApiDocument(version: ApiStage = 'v1'): Promise<OpenApiDo
   return document;
 }
 
+/**
+ * Each operation of a document with the permission it says a key needs (`x-permission`), and
+ * the path with `{orderId}` set to `orderId`, to be sent as it is.
+ */
+export function documentedPermissions(
+  document: OpenApiDocument,
+  orderId: string,
+): { method: string; path: string; permission: string }[] {
+  return Object.entries(document.paths).flatMap(([path, item]) =>
+    HTTP_METHODS.flatMap((method) => {
+      const operation = item[method];
+      if (!operation) return [];
+      const permission = operation['x-permission'];
+      if (typeof permission !== 'string') throw new Error(`${method} ${path} has no x-permission`);
+      return [
+        { method: method.toUpperCase(), path: path.replace('{orderId}', orderId), permission },
+      ];
+    }),
+  );
+}
+
+/**
+ * Asks each operation of a document with a key holding only another permission than its
+ * `x-permission` (`onlyKeys`: a key that holds only that permission, for each), which must be
+ * answered 403 PERMISSION_DENIED naming the permission, counted (one request fewer remaining);
+ * and with a key that holds only its permission, which must not be. `send` checks each answer
+ * against the document.
+ */
+export async function expectPermissionsAsDocumented(
+  document: OpenApiDocument,
+  orderId: string,
+  onlyKeys: Readonly<Record<string, string>>,
+  send: (
+    method: string,
+    path: string,
+    key: string,
+  ) => Promise<{ status: number; body: string; headers: Headers }>,
+): Promise<void> {
+  const operations = documentedPermissions(document, orderId);
+  expect(operations.map((o) => o.permission).sort()).toEqual(Object.keys(onlyKeys).sort());
+  for (const { method, path, permission } of operations) {
+    const [other, otherKey] = Object.entries(onlyKeys).find(([held]) => held !== permission)!;
+    const where = `${method} ${path} with a key that may only ${other}`;
+    const first = await send(method, path, otherKey);
+    const second = await send(method, path, otherKey);
+    for (const refused of [first, second]) {
+      expect(refused.status, where).toBe(403);
+      expect(JSON.parse(refused.body), where).toEqual({
+        code: 'PERMISSION_DENIED',
+        status: 403,
+        message: expect.stringContaining(`lacks the "${permission}" permission`),
+      });
+    }
+    // Counted like any other request.
+    expect(
+      Number(first.headers.get('x-ratelimit-remaining')) -
+        Number(second.headers.get('x-ratelimit-remaining')),
+      where,
+    ).toBe(1);
+    const allowed = await send(method, path, onlyKeys[permission]!);
+    expect(allowed.status, `${method} ${path} with a key that may only ${permission}`).not.toBe(
+      403,
+    );
+  }
+}
+
 /** The `const` a schema (through `allOf`) gives one of its properties. */
 export function findConst(schema: Schema | undefined, property: string): unknown {
   const own = (schema?.properties as Record<string, Schema> | undefined)?.[property]?.const;

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { apiKeyFromBody, generateApiKey, hashApiKey } from '../../lib/keys/api-key.ts';
 import { authenticate, callerFromContext, callerToContext } from '../../lib/keys/authenticate.ts';
+import { ALL_PERMISSIONS } from '../../lib/keys/permissions.ts';
 import type { ApiKeyRecord } from '../../lib/keys/key-record.ts';
 import type { KeyStore } from '../../lib/keys/key-store.ts';
 import { parseKeyEntries } from '../../lib/keys/key-input.ts';
@@ -63,9 +64,19 @@ describe('plans', () => {
 });
 
 describe('authenticate', () => {
-  it('identifies an active key with its plan limits', async () => {
+  it('identifies an active key with its plan limits, and a key stored before permissions with every one', async () => {
     const caller = await authenticate(new MemoryKeyStore([record()]), `Bearer ${key}`, now);
-    expect(caller).toEqual({ keyId: 'key_1', plan: 'pro', limits: PLAN_LIMITS.pro });
+    expect(caller).toEqual({
+      keyId: 'key_1',
+      plan: 'pro',
+      limits: PLAN_LIMITS.pro,
+      permissions: ['read', 'cancel'],
+    });
+  });
+
+  it('gives the caller the permissions its key holds', async () => {
+    const store = new MemoryKeyStore([record({ permissions: ['read'] })]);
+    expect((await authenticate(store, `Bearer ${key}`, now))?.permissions).toEqual(['read']);
   });
 
   it('gives an enterprise key its own limits', async () => {
@@ -111,6 +122,7 @@ describe('authenticate', () => {
       keyId: 'key_1',
       plan: 'enterprise' as const,
       limits: { perMinute: 5, perDay: 9 },
+      permissions: ALL_PERMISSIONS,
     };
     const context = callerToContext(caller);
     expect(Object.values(context).every((v) => typeof v === 'string')).toBe(true);
@@ -118,6 +130,25 @@ describe('authenticate', () => {
     expect(
       callerFromContext({ keyId: 'k', plan: 'gold', perMinute: '1', perDay: '1' }),
     ).toBeUndefined();
+  });
+
+  it("carries a key's permissions; a context from before permissions may do everything", () => {
+    const readOnly = { keyId: 'key_r', plan: 'free' as const, limits: PLAN_LIMITS.free };
+    const context = callerToContext({ ...readOnly, permissions: ['read'] });
+    expect(context.permissions).toBe('read');
+    expect(callerFromContext(context)?.permissions).toEqual(['read']);
+    expect(callerFromContext({ ...context, permissions: 'cancel,read' })?.permissions).toEqual([
+      'read',
+      'cancel',
+    ]);
+    // An answer the authorizer gave before permissions existed, still in API Gateway's cache.
+    const { permissions, ...before } = context;
+    expect(permissions).toBeDefined();
+    expect(callerFromContext(before)?.permissions).toEqual(['read', 'cancel']);
+    // Permissions that cannot be read: no caller (the function answers 500), never everything.
+    for (const unreadable of ['', 'write', 'read;cancel', 7]) {
+      expect(callerFromContext({ ...context, permissions: unreadable })).toBeUndefined();
+    }
   });
 });
 
@@ -159,6 +190,27 @@ describe('parseKeyEntries', () => {
       },
       { index: 5, message: 'the same key appears twice' },
     ]);
+  });
+
+  it('reads the permissions a key may have, and refuses others', () => {
+    const read = parseKeyEntries(
+      `[{"key":"${a}","plan":"free","permissions":["read"]},{"key":"${b}","plan":"free","permissions":["cancel","read"]}]`,
+    );
+    expect(read).toEqual({
+      ok: true,
+      entries: [
+        { key: a, plan: 'free', permissions: ['read'] },
+        { key: b, plan: 'free', permissions: ['read', 'cancel'] },
+      ],
+    });
+    for (const permissions of ['[]', '["write"]', '"read"', '[1]']) {
+      const refused = parseKeyEntries(
+        `[{"key":"${a}","plan":"free","permissions":${permissions}}]`,
+      );
+      expect(refused.ok ? [] : refused.problems).toEqual([
+        { index: 0, message: 'permissions must be a non-empty array of "read", "cancel"' },
+      ]);
+    }
   });
 
   it('names a syntax error without echoing the text, and cuts long values', () => {
