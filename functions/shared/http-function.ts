@@ -78,8 +78,10 @@ export type Validated<Answer> =
   { readonly notModified: Answer } | { readonly validators: Validators };
 
 /** A list's operation: its requests may be conditional (If-None-Match). */
-export interface ConditionalOperation<Input extends { readonly condition: IfNoneMatch }, Answer>
-  extends Permitted {
+export interface ConditionalOperation<
+  Input extends { readonly condition: IfNoneMatch },
+  Answer,
+> extends Permitted {
   /** What the request asks, without I/O; throws the refusal of a request that cannot be served. */
   readonly read: (request: HttpRequest) => Input;
   /** Once admitted: the answer's validators as the list stands now, or its 304. */
