@@ -2,16 +2,21 @@
  * The list's version on DynamoDB: what the ETag of GET /store/orders is made of, and how every
  * write of orders changes it, without a hot item and without a transaction.
  *
- * The version is LIST_VERSION_ITEMS small items in the orders table (tables.ts). A write of
- * orders (a cancel, a ship, one BatchWriteItem request of an import) goes mark → write → release:
- * the mark puts an in-flight entry `w_<random>` on one version item chosen at random, valued at
- * its lease (a time by which the write has surely landed or never will); the release removes it
- * and, when the write changed something (or its outcome is unknown), gives the item's nonce `n`
- * a new random value and records when in `c`. A reader reads every item in one strongly
- * consistent BatchGetItem: no tag while a lease runs, else a hash of everything the items hold
- * but `c` (which changes only with the nonce, or from absent to present: see stampChangeTimes);
- * and the time of the last change, for the v2 list's pages read from eventually consistent
- * indexes (lib/orders/page-tag.ts).
+ * The version is a few small items in the orders table (./tables.ts; how many a stage uses:
+ * ./list-version-items.ts). A write of orders (a cancel, a ship, one BatchWriteItem request of an
+ * import) goes mark → write → release: the mark puts an in-flight entry `w_<random>` (with
+ * `#<id>` when the write is of one order) on one version item, valued at its lease (a time by
+ * which the write has surely landed or never will); the release removes it and, when the write
+ * changed something (or its outcome is unknown), gives the item's nonce `n` a new random value,
+ * records when in `c`, and notes which order changed (`r_<id>`, its time; or `o`, the time, when
+ * the write was of many orders or the item already notes RECENT_WRITES_CAP of them), dropping
+ * the notes older than INDEX_SETTLE_MS that its mark saw. A reader reads every item in one
+ * strongly consistent BatchGetItem: no tag while a lease runs, else a hash of everything the
+ * items hold but `c` (which changes only with the nonce, or from absent to present: see
+ * stampChangeTimes); the time of the last change; and which orders were written less than
+ * INDEX_SETTLE_MS ago, or are being written (`recentWrites`): the ones whose entries in the
+ * eventually consistent indexes may lag, which the v2 list's pages read again by key
+ * (lib/orders/page-tag.ts).
  *
  * The invariant: a tag read before a list's first page covers no write that the list lacks, so
  * no 304 follows a change. The proof, its one assumption, what a tag does not promise, and why
@@ -25,16 +30,30 @@ import {
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
 import { TIME_BUDGETS } from '../config/budgets.ts';
-import type { ListVersion } from '../orders/order-store.ts';
+import type { ListVersion, RecentWrites } from '../orders/order-store.ts';
+import { INDEX_SETTLE_MS } from '../orders/page-tag.ts';
 import { numberText } from './attributes.ts';
 import { isConditionFailure, send } from './errors.ts';
-import { LIST_VERSION_ITEMS, listVersionKey } from './tables.ts';
+import { DEFAULT_LIST_VERSION_ITEMS, type ListVersionItems } from './list-version-items.ts';
+import { LIST_VERSION_SLOTS, listVersionKey } from './tables.ts';
 
 /** How failures of the version items are named in logs. */
 const DEPENDENCY = 'orders table (list version)';
 
-/** The prefix of an in-flight entry's attribute name. */
+/** The prefix of an in-flight entry's attribute name; `#` then the order's id, for one order. */
 const ENTRY_PREFIX = 'w_';
+const ENTRY_ID_SEPARATOR = '#';
+/** The prefix of a note of a recent write of one order (`r_<id>`: when its release came). */
+const RECENT_PREFIX = 'r_';
+/** When a write of many orders, or one past the cap, was released: every order may lag. */
+const OVERFLOW = 'o';
+/**
+ * The most notes of recent writes one version item keeps: past them a write notes `o` instead,
+ * and the pages of the next INDEX_SETTLE_MS read each of their orders again by key. Twelve notes
+ * of about 30 bytes keep an item under 1 KB (a write of it costs 1 WCU), and at one write a
+ * second a stage's four items hold about 2.5 each.
+ */
+export const RECENT_WRITES_CAP = 12;
 
 /** The nonce, and when it last changed (ms since the epoch). */
 const NONCE = 'n';
@@ -58,6 +77,8 @@ export const FUNCTION_WRITE_LEASE_MS = TIME_BUDGETS.requestMs + TIME_BUDGETS.lat
 export interface DynamoDbListVersionOptions {
   /** How long after its mark a write is assumed to have landed, if ever (FUNCTION_WRITE_LEASE_MS). */
   readonly leaseMs?: number;
+  /** The items written and read (the stage's setting); DEFAULT_LIST_VERSION_ITEMS by default. */
+  readonly items?: ListVersionItems;
   readonly now?: () => number;
   /** Told when a release failed: the write stands, the list has no tag until the lease ends. */
   readonly onReleaseFailure?: (error: unknown) => void;
@@ -124,28 +145,64 @@ function lastChangeOf(item: Item | undefined): number | undefined {
   return item[NONCE] !== undefined && item[CHANGED_AT] === undefined ? undefined : last;
 }
 
+/** The order a note or an entry names: its id's text after the prefix, if any. */
+function namedOrder(name: string): string | undefined {
+  if (name.startsWith(RECENT_PREFIX)) return name.slice(RECENT_PREFIX.length) || undefined;
+  const separator = name.indexOf(ENTRY_ID_SEPARATOR);
+  return separator < 0 ? undefined : name.slice(separator + 1) || undefined;
+}
+
+/**
+ * The orders written less than INDEX_SETTLE_MS before `now`, or being written: every note and
+ * entry that names one; `all` when some write of that time names none (a write of many orders, a
+ * note past the cap, an entry of code that did not name its order) or a time cannot be read.
+ */
+function recentWritesOf(items: readonly (Item | undefined)[], now: number): RecentWrites {
+  const since = now - INDEX_SETTLE_MS;
+  const ids = new Set<string>();
+  for (const item of items) {
+    for (const [name, value] of Object.entries(item ?? {})) {
+      const noted =
+        name.startsWith(ENTRY_PREFIX) || name.startsWith(RECENT_PREFIX) || name === OVERFLOW;
+      if (!noted) continue;
+      // An entry's value is its lease: a write in flight, or one that landed by then, if ever.
+      const at = Number(numberText(value));
+      if (Number.isFinite(at) && at <= since) continue;
+      const id = name === OVERFLOW || !Number.isFinite(at) ? undefined : namedOrder(name);
+      if (id === undefined) return 'all';
+      ids.add(id);
+    }
+  }
+  return ids;
+}
+
 /** The tag of the items read: a hash of what they hold, or undefined while a write is in flight. */
 export function listVersionOf(items: readonly (Item | undefined)[], now: number): ListVersion {
-  if (items.some((item) => hasRunningLease(item, now))) return { tag: undefined };
-  const hash = createHash('sha256').update(REPRESENTATION);
   let lastChangeAt: number | undefined = 0;
   for (const item of items) {
-    hash.update(`\n${canonical(item)}`);
     const changed = lastChangeOf(item);
     lastChangeAt =
       lastChangeAt === undefined || changed === undefined
         ? undefined
         : Math.max(lastChangeAt, changed);
   }
+  const recentWrites = lastChangeAt === undefined ? 'all' : recentWritesOf(items, now);
+  const when = lastChangeAt === undefined ? {} : { lastChangeAt };
+  if (items.some((item) => hasRunningLease(item, now))) {
+    return { tag: undefined, recentWrites };
+  }
+  const hash = createHash('sha256').update(REPRESENTATION);
+  for (const item of items) hash.update(`\n${canonical(item)}`);
   // 132 bits, base64url: every character is an etagc.
   const tag = hash.digest('base64url').slice(0, 22);
-  return lastChangeAt === undefined ? { tag } : { tag, lastChangeAt };
+  return { tag, ...when, recentWrites };
 }
 
 export class DynamoDbListVersion {
   private readonly client: DynamoDBDocumentClient;
   private readonly tableName: string;
   private readonly leaseMs: number;
+  private readonly items: ListVersionItems;
   private readonly now: () => number;
   private readonly onReleaseFailure: (error: unknown) => void;
 
@@ -157,14 +214,15 @@ export class DynamoDbListVersion {
     this.client = client;
     this.tableName = tableName;
     this.leaseMs = options.leaseMs ?? FUNCTION_WRITE_LEASE_MS;
+    this.items = options.items ?? DEFAULT_LIST_VERSION_ITEMS;
     this.now = options.now ?? Date.now;
     this.onReleaseFailure = options.onReleaseFailure ?? (() => undefined);
   }
 
-  /** The version now: every version item, read strongly consistent (one BatchGetItem). */
+  /** The version now: the items read (`items.read`), strongly consistent (one BatchGetItem). */
   async read(signal?: AbortSignal): Promise<ListVersion> {
     const byIndex = new Map<number, Item>();
-    let pending = Array.from({ length: LIST_VERSION_ITEMS }, (_, index) => listVersionKey(index));
+    let pending = Array.from({ length: this.items.read }, (_, index) => listVersionKey(index));
     while (pending.length > 0) {
       const keys = pending;
       const result = await send(
@@ -184,27 +242,41 @@ export class DynamoDbListVersion {
       pending = (result.UnprocessedKeys?.[this.tableName]?.Keys ?? []) as typeof pending;
     }
     return listVersionOf(
-      Array.from({ length: LIST_VERSION_ITEMS }, (_, index) => byIndex.get(index)),
+      Array.from({ length: this.items.read }, (_, index) => byIndex.get(index)),
       this.now(),
     );
   }
 
   /**
-   * Runs one write of orders between a mark and a release of a version item (see above). A
-   * failed mark fails the write before it is sent. `changed` says from the write's result whether
-   * it changed the list; a write that failed counts as changed (it may have landed). A failed
-   * release is reported, not thrown: the write stands.
+   * Runs one write of orders between a mark and a release of a version item (see above), one of
+   * the first `items.write` at random. A failed mark fails the write before it is sent. `changed`
+   * says from the write's result whether it changed the list; a write that failed counts as
+   * changed (it may have landed). A failed release is reported, not thrown: the write stands.
+   * `orderId`: the one order the write is of, noted for the pages (none: a write of many).
    */
   async around<T>(
     write: () => Promise<T>,
     changed: (result: T) => boolean,
-    options: { readonly signal?: AbortSignal } = {},
+    options: { readonly signal?: AbortSignal; readonly orderId?: bigint } = {},
   ): Promise<T> {
-    const key = listVersionKey(randomInt(LIST_VERSION_ITEMS));
-    const entry = `${ENTRY_PREFIX}${randomBytes(9).toString('base64url')}`;
+    const key = listVersionKey(randomInt(this.items.write));
+    const id = options.orderId === undefined ? '' : `${ENTRY_ID_SEPARATOR}${options.orderId}`;
+    const entry = `${ENTRY_PREFIX}${randomBytes(9).toString('base64url')}${id}`;
     const until = { ':until': this.now() + this.leaseMs };
-    await this.update(key, 'SET #e = :until', { '#e': entry }, until, options.signal);
-    const release = (changedList: boolean) => this.release(key, entry, changedList, options.signal);
+    const marked = await this.update(
+      key,
+      'SET #e = :until',
+      { '#e': entry },
+      until,
+      options.signal,
+    );
+    const release = (changedList: boolean) =>
+      this.release(
+        key,
+        entry,
+        changedList ? notesOf(marked, options.orderId, this.now()) : undefined,
+        options.signal,
+      );
     let result: T;
     try {
       result = await write();
@@ -217,24 +289,34 @@ export class DynamoDbListVersion {
   }
 
   /**
-   * Removes a write's entry and, when the list changed, gives the item a new nonce. A write that
-   * used up the request's budget still gets its release; a failed release is reported.
+   * Removes a write's entry and, when the list changed (`notes`), gives the item a new nonce and
+   * the notes of its recent writes. A write that used up the request's budget still gets its
+   * release; a failed release is reported.
    */
   private async release(
     key: VersionKey,
     entry: string,
-    changed: boolean,
+    notes: ReleaseNotes | undefined,
     signal: AbortSignal | undefined,
   ): Promise<void> {
-    const names: Record<string, string> = changed
-      ? { '#e': entry, '#n': NONCE, '#c': CHANGED_AT }
-      : { '#e': entry };
+    const names: Record<string, string> = { '#e': entry };
+    const values: Record<string, unknown> = {};
+    let expression = 'REMOVE #e';
+    if (notes) {
+      notes.drop.forEach((name, i) => {
+        names[`#d${i}`] = name;
+        expression += `, #d${i}`;
+      });
+      Object.assign(names, { '#n': NONCE, '#c': CHANGED_AT, '#r': notes.note });
+      Object.assign(values, { ':n': nonce(), ':c': notes.at });
+      expression += ' SET #n = :n, #c = :c, #r = :c';
+    }
     try {
       await this.update(
         key,
-        changed ? 'REMOVE #e SET #n = :n, #c = :c' : 'REMOVE #e',
+        expression,
         names,
-        changed ? { ':n': nonce(), ':c': this.now() } : undefined,
+        notes ? values : undefined,
         signal?.aborted ? AbortSignal.timeout(RELEASE_GRACE_MS) : signal,
       );
     } catch (error) {
@@ -242,10 +324,13 @@ export class DynamoDbListVersion {
     }
   }
 
-  /** A new nonce in every version item: every tag changes (after writes made by hand). */
+  /**
+   * A new nonce in every version item, of every stage's setting (LIST_VERSION_SLOTS): every tag
+   * changes (after writes made by hand).
+   */
   async retag(signal?: AbortSignal): Promise<void> {
     await Promise.all(
-      Array.from({ length: LIST_VERSION_ITEMS }, (_, index) =>
+      Array.from({ length: LIST_VERSION_SLOTS }, (_, index) =>
         this.update(
           listVersionKey(index),
           'SET #n = :n, #c = :c',
@@ -265,7 +350,7 @@ export class DynamoDbListVersion {
    */
   async stampChangeTimes(signal?: AbortSignal): Promise<number> {
     const stamped = await Promise.all(
-      Array.from({ length: LIST_VERSION_ITEMS }, (_, index) =>
+      Array.from({ length: LIST_VERSION_SLOTS }, (_, index) =>
         send(
           DEPENDENCY,
           (abortSignal) =>
@@ -293,14 +378,15 @@ export class DynamoDbListVersion {
     return stamped.reduce((a, b) => a + b, 0);
   }
 
+  /** One UpdateItem of a version item; what the item holds after it. */
   private async update(
     key: VersionKey,
     expression: string,
     names: Record<string, string>,
     values: Record<string, unknown> | undefined,
     signal: AbortSignal | undefined,
-  ): Promise<void> {
-    await send(
+  ): Promise<Item | undefined> {
+    const result = await send(
       DEPENDENCY,
       (abortSignal) =>
         this.client.send(
@@ -310,10 +396,43 @@ export class DynamoDbListVersion {
             UpdateExpression: expression,
             ExpressionAttributeNames: names,
             ...(values ? { ExpressionAttributeValues: values } : {}),
+            ReturnValues: 'ALL_NEW',
           }),
           { abortSignal },
         ),
       signal,
     );
+    return result.Attributes;
   }
+}
+
+/** What a release that changed the list writes besides its nonce: its note, and notes to drop. */
+interface ReleaseNotes {
+  /** `r_<id>`, or `o` (many orders, or the cap reached). */
+  readonly note: string;
+  /** The release's time: `c` and the note's value. */
+  readonly at: number;
+  /** The notes older than INDEX_SETTLE_MS that the mark saw on the item. */
+  readonly drop: readonly string[];
+}
+
+/**
+ * The notes of a release at `now` that changed the list, from what its mark saw of the item
+ * (`marked`): its own (`r_<id>` for one order, else `o`), and the stale ones to remove. Writes
+ * released at once may each add a note past the cap: the cap bounds the item's size, give or take
+ * what a moment's concurrent writes add.
+ */
+function notesOf(marked: Item | undefined, orderId: bigint | undefined, now: number): ReleaseNotes {
+  const since = now - INDEX_SETTLE_MS;
+  const drop: string[] = [];
+  let fresh = 0;
+  for (const [name, value] of Object.entries(marked ?? {})) {
+    if (!name.startsWith(RECENT_PREFIX) && name !== OVERFLOW) continue;
+    const at = Number(numberText(value));
+    if (Number.isFinite(at) && at <= since) drop.push(name);
+    else if (name !== OVERFLOW) fresh++;
+  }
+  const own = orderId === undefined ? undefined : `${RECENT_PREFIX}${orderId}`;
+  const note = own !== undefined && fresh < RECENT_WRITES_CAP ? own : OVERFLOW;
+  return { note, at: now, drop: drop.filter((name) => name !== note) };
 }

@@ -37,18 +37,18 @@ export interface TableDefinition {
 export const ORDER_SHARDS = 8;
 
 /**
- * The list's version items (what its ETag is made of; lib/dynamodb/list-version.ts): this many
- * items in the orders table, each in a partition of its own that no order uses (`shard` −1 to
- * −LIST_VERSION_ITEMS, `id` 0), so that the writes they take are spread like the orders'.
- * Every write of orders marks one of them, chosen at random, before it writes and releases it
- * after: 2 WCU of one item (items under 1 KB). 32 × 1,000 WCU/s ÷ 2 = 16,000 writes a second,
- * twice the orders' own ceiling (8 partitions × 1,000 WCU/s), so that no version item binds
- * first however the random choices fall. A 304 reads them all: one BatchGetItem (at most 100
- * keys), strongly consistent, 32 RCU.
+ * The list's version items (what its ETag is made of; lib/dynamodb/list-version.ts): items in
+ * the orders table, each in a partition of its own that no order uses (`shard` −1 to
+ * −LIST_VERSION_SLOTS, `id` 0). A stage uses the first few of these slots (its
+ * `listVersionItems` setting, ./list-version-items.ts): a function's write of orders marks one of
+ * them, chosen at random, before it writes and releases it after (2 WCU of one item, items under
+ * 1 KB), and a reader reads them all, strongly consistent (1 RCU each). So the count is a trade:
+ * n items bound the cancels at n × 1,000 WCU/s ÷ 2 = n × 500 a second and cost each conditional
+ * hit (304) n RCU.
  */
-export const LIST_VERSION_ITEMS = 32;
+export const LIST_VERSION_SLOTS = 32;
 
-/** The key of list version item `index` (0 to LIST_VERSION_ITEMS − 1). */
+/** The key of list version item `index` (0 to LIST_VERSION_SLOTS − 1). */
 export function listVersionKey(index: number): { readonly shard: number; readonly id: number } {
   return { shard: -1 - index, id: 0 };
 }

@@ -14,7 +14,7 @@ import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
 import { reindexOrders } from '../../lib/dynamodb/reindex.ts';
 import {
   INDEX_READINESS_KEY,
-  LIST_VERSION_ITEMS,
+  LIST_VERSION_SLOTS,
   listVersionKey,
   ORDER_INDEX_NAMES,
   orderShard,
@@ -84,7 +84,7 @@ async function storeAsBefore(): Promise<void> {
     }),
   );
   await t.client.send(new DeleteCommand({ TableName: t.tables.orders, Key: INDEX_READINESS_KEY }));
-  for (let index = 0; index < LIST_VERSION_ITEMS; index++) {
+  for (let index = 0; index < LIST_VERSION_SLOTS; index++) {
     await t.client.send(
       new PutCommand({
         TableName: t.tables.orders,
