@@ -8,6 +8,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { BatchWriteOptions } from '../lib/dynamodb/batch-write.ts';
 import { itemToJson } from '../lib/dynamodb/attributes.ts';
+import { OPERATOR_LIST_VERSION_ITEMS } from '../lib/dynamodb/list-version-items.ts';
 import { DynamoDbOrderStore } from '../lib/dynamodb/orders-table.ts';
 import { reindexOrders } from '../lib/dynamodb/reindex.ts';
 import { readOrderId, shipOrder } from '../lib/orders/operations.ts';
@@ -47,7 +48,9 @@ function withOrderStore<T>(
 ): Promise<T> {
   return withTable(values, 'orders', (client, table, target) =>
     action(
-      new DynamoDbOrderStore(client, table, { listVersion: { leaseMs: adminWriteLeaseMs() } }),
+      new DynamoDbOrderStore(client, table, {
+        listVersion: { leaseMs: adminWriteLeaseMs(), items: OPERATOR_LIST_VERSION_ITEMS },
+      }),
       target,
       table,
     ),

@@ -13,6 +13,7 @@ import {
 } from '../../lib/dynamodb/client.ts';
 import { deliveryWatchingAgents } from '../../lib/dynamodb/undelivered.ts';
 import { DynamoDbKeyStore } from '../../lib/dynamodb/keys-table.ts';
+import { listVersionItemsFromEnv } from '../../lib/dynamodb/list-version-items.ts';
 import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
 import { TABLES } from '../../lib/dynamodb/tables.ts';
 import { DynamoDbRateLimiter } from '../../lib/dynamodb/rate-limit-table.ts';
@@ -50,7 +51,10 @@ export function onListVersionReleaseFailure(error: unknown): void {
 
 function orderStoreFromEnv(): DynamoDbOrderStore {
   return new DynamoDbOrderStore(client, requireEnv(TABLES.orders.envVar), {
-    listVersion: { onReleaseFailure: onListVersionReleaseFailure },
+    listVersion: {
+      items: listVersionItemsFromEnv(),
+      onReleaseFailure: onListVersionReleaseFailure,
+    },
   });
 }
 
