@@ -8,6 +8,12 @@ import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { readSetting } from '../lib/config/settings.ts';
 import { STREAMING_LIMITS } from '../lib/config/streaming.ts';
 import { STAGE_THROTTLES, type StageName } from '../lib/deployment.ts';
+import {
+  DEFAULT_LIST_VERSION_ITEMS,
+  LEGACY_LIST_VERSION_ITEMS,
+  type ListVersionItems,
+} from '../lib/dynamodb/list-version-items.ts';
+import type { OrderIndexName } from '../lib/dynamodb/tables.ts';
 import { FUNCTION_NAMES, type FunctionName } from '../lib/functions.ts';
 import { DEFAULT_LIMITER_SETTINGS, type FailureMode } from '../lib/limits/limiter.ts';
 import {
@@ -79,13 +85,20 @@ export interface StageConfig {
   };
   readonly logLevel: 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
   /**
-   * How many of the orders table's global indexes the stage has: the first ones of
-   * TABLES.orders.globalIndexes (0 to all). CloudFormation adds at most one index to a table per
-   * update, so a live stage takes them one deploy at a time (docs/deploy.md, "The v2 list's
-   * indexes"); the functions learn which are there from ORDERS_INDEXES
-   * (lib/dynamodb/order-indexes.ts). Not given: 0 (no index).
+   * The orders table's global indexes the stage has, by name (lib/dynamodb/tables.ts: the current
+   * ones, and the first release's while a stage moves from them). CloudFormation adds or removes
+   * at most one index of a table per update, so a live stage changes them one deploy at a time
+   * (docs/deploy.md, "The v2 list's indexes"); the functions learn which are there from
+   * ORDERS_INDEXES (lib/dynamodb/order-indexes.ts). Not given: none.
    */
-  readonly ordersIndexes: number;
+  readonly ordersIndexes: readonly OrderIndexName[];
+  /**
+   * The list version items the functions mark and read (lib/dynamodb/list-version-items.ts):
+   * n items cost a 304 n read units and bound the cancels at n × 500 a second. Not given: 4
+   * marked and 32 read, which is safe to deploy over any earlier release (whose code marked any
+   * of 32); a stage whose code all marks 4 then reads 4 (docs/deploy.md).
+   */
+  readonly listVersionItems: ListVersionItems;
   /** Optional custom domain: base URL `https://<domainName>/v1`. */
   readonly customDomain?: { readonly domainName: string; readonly certificateArn: string };
   /**
@@ -162,9 +175,23 @@ const RATE_LIMITER: StageConfig['rateLimiter'] = {
   banSeconds: DEFAULT_LIMITER_SETTINGS.banMs / 1000,
 };
 
+/**
+ * A stage's list version items when its settings name none: mark the default count, read as many
+ * as any earlier release marked (safe while that release's code still runs beside this one).
+ */
+const SAFE_LIST_VERSION_ITEMS: ListVersionItems = {
+  write: DEFAULT_LIST_VERSION_ITEMS.write,
+  read: LEGACY_LIST_VERSION_ITEMS.read,
+};
+
 type Defaults = Omit<
   StageConfig,
-  'stage' | 'env' | 'apiGatewayAccountRole' | 'alarmSubscriptions' | 'ordersIndexes'
+  | 'stage'
+  | 'env'
+  | 'apiGatewayAccountRole'
+  | 'alarmSubscriptions'
+  | 'ordersIndexes'
+  | 'listVersionItems'
 >;
 
 const DEFAULTS: Record<StageName, Defaults> = {
@@ -305,7 +332,8 @@ export function stageConfig(
     authorizerCacheTtl: Duration.seconds(
       given.authorizerCacheTtlSeconds ?? defaults.authorizerCacheTtl.toSeconds(),
     ),
-    ordersIndexes: given.ordersIndexes ?? 0,
+    ordersIndexes: given.ordersIndexes ?? [],
+    listVersionItems: given.listVersionItems ?? SAFE_LIST_VERSION_ITEMS,
     rateLimiter: {
       failureMode: given.rateLimitFailureMode ?? defaults.rateLimiter.failureMode,
       banAfterRefusals: given.rateLimitBanAfterRefusals ?? defaults.rateLimiter.banAfterRefusals,
