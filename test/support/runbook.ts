@@ -13,17 +13,22 @@ import { PROJECT_ROOT } from '../../local/local-stack.ts';
 /** A document of docs/. */
 export const docs = (file: string) => readFileSync(join(PROJECT_ROOT, 'docs', file), 'utf8');
 
-/**
- * The shell blocks of a document under a heading (up to the next heading of any level), a list
- * item's (indented three spaces) as well as the section's own.
- */
-export function shellBlocks(file: string, heading: string): string {
+/** The text of a document under a heading, up to the next heading of any level. */
+export function docSection(file: string, heading: string): string {
   const text = docs(file);
   const start = text.indexOf(`\n${heading}\n`);
   if (start < 0) throw new Error(`${file}: no heading ${heading}`);
   const rest = text.slice(start + heading.length + 2);
   const end = rest.search(/^#{1,6} /m);
-  const section = end < 0 ? rest : rest.slice(0, end);
+  return end < 0 ? rest : rest.slice(0, end);
+}
+
+/**
+ * The shell blocks of a document under a heading (up to the next heading of any level), a list
+ * item's (indented three spaces) as well as the section's own.
+ */
+export function shellBlocks(file: string, heading: string): string {
+  const section = docSection(file, heading);
   return [...section.matchAll(/^ *```sh\n([\s\S]*?)^ *```$/gm)]
     .map((m) => m[1]!.replace(/^ {3}/gm, ''))
     .join('\n');
