@@ -21,8 +21,8 @@ import { httpStoresFromEnv } from './shared/stores.ts';
 import { ApiError } from './shared/http-errors.ts';
 import {
   conditionalHttpFunction,
+  type Checked,
   type HttpRequest,
-  type Validators,
 } from './shared/http-function.ts';
 import { streamed } from './shared/streamed-function.ts';
 import { listBody, ListReport } from './shared/list-body.ts';
@@ -62,7 +62,7 @@ export function createListOrdersHandler(deps: ListOrdersDependencies) {
 
   const act = async (
     { coding }: ListRequest,
-    validators: Validators,
+    { validators }: Checked,
     { signal }: HttpRequest,
   ): Promise<ListAnswer> => {
     const report = new ListReport();
