@@ -19,11 +19,7 @@ import { jsonStream, type HttpResponse } from '../lib/api/responses.ts';
 import type { OrderStore } from '../lib/orders/order-store.ts';
 import { httpStoresFromEnv } from './shared/stores.ts';
 import { ApiError } from './shared/http-errors.ts';
-import {
-  conditionalHttpFunction,
-  type Checked,
-  type HttpRequest,
-} from './shared/http-function.ts';
+import { conditionalHttpFunction, type Checked, type HttpRequest } from './shared/http-function.ts';
 import { streamed } from './shared/streamed-function.ts';
 import { listBody, ListReport } from './shared/list-body.ts';
 import type { RateLimitDependencies } from './shared/rate-limit.ts';
