@@ -9,6 +9,11 @@ import { pipeline } from 'node:stream/promises';
 import type { BatchWriteOptions } from '../lib/dynamodb/batch-write.ts';
 import { itemToJson } from '../lib/dynamodb/attributes.ts';
 import { OPERATOR_LIST_VERSION_ITEMS } from '../lib/dynamodb/list-version-items.ts';
+import {
+  describeOrderIndexes,
+  firstReleaseWrites,
+  NO_FIRST_RELEASE_WRITES,
+} from '../lib/dynamodb/order-indexes.ts';
 import { DynamoDbOrderStore } from '../lib/dynamodb/orders-table.ts';
 import { reindexOrders } from '../lib/dynamodb/reindex.ts';
 import { readOrderId, shipOrder } from '../lib/orders/operations.ts';
@@ -42,20 +47,32 @@ export function adminWriteLeaseMs(env: NodeJS.ProcessEnv = process.env): number 
   return ADMIN_ATTEMPTS * adminAttemptMs(env) + 5 * 60_000;
 }
 
+type OrderStoreAction<T> = (store: DynamoDbOrderStore, target: Target, table: string) => Promise<T>;
+
+/**
+ * The orders store of a command's target. One that writes orders (withOrderWrites: import, ship)
+ * first reads which indexes the table has (DescribeTable, once), so that its writes do what the
+ * functions of the table's stage do (lib/dynamodb/order-indexes.ts, firstReleaseWrites).
+ */
 function withOrderStore<T>(
   values: TargetValues,
-  action: (store: DynamoDbOrderStore, target: Target, table: string) => Promise<T>,
+  action: OrderStoreAction<T>,
+  writes = false,
 ): Promise<T> {
-  return withTable(values, 'orders', (client, table, target) =>
-    action(
-      new DynamoDbOrderStore(client, table, {
-        listVersion: { leaseMs: adminWriteLeaseMs(), items: OPERATOR_LIST_VERSION_ITEMS },
-      }),
-      target,
-      table,
-    ),
-  );
+  return withTable(values, 'orders', async (client, table, target) => {
+    const firstRelease = writes
+      ? firstReleaseWrites(await describeOrderIndexes(client, table))
+      : NO_FIRST_RELEASE_WRITES;
+    const store = new DynamoDbOrderStore(client, table, {
+      listVersion: { leaseMs: adminWriteLeaseMs(), items: OPERATOR_LIST_VERSION_ITEMS },
+      firstRelease,
+    });
+    return action(store, target, table);
+  });
 }
+
+const withOrderWrites = <T>(values: TargetValues, action: OrderStoreAction<T>): Promise<T> =>
+  withOrderStore(values, action, true);
 
 /**
  * Reads and validates an import file. Every problem of every record is printed (with its line
@@ -220,7 +237,7 @@ the error says how many, and running the same import again finishes it.`,
   async (parsed, io) => {
     const { values } = parsed;
     const path = parsed.positionals[0] as string;
-    await withOrderStore(values, async (store, target, table) => {
+    await withOrderWrites(values, async (store, target, table) => {
       const orders = await readImportFile(path, io);
       const started = performance.now();
       const counts = await importValidated(
@@ -267,7 +284,7 @@ ship racing a cancel never ships a cancelled order). Shipping a shipped order ch
   },
   async (parsed, io) => {
     const id = orderIdArgument(parsed.positionals[0]);
-    await withOrderStore(parsed.values, async (store, target) => {
+    await withOrderWrites(parsed.values, async (store, target) => {
       await confirmChange(target, `ship order ${id}`, parsed.values.yes, io);
       const outcome = await shipOrder(store, id);
       print(
@@ -289,7 +306,10 @@ cancelled through the API, what its cancel recorded in the write that cancelled 
 id of the API key that asked (key_…: keys show names its label and plan) and the id of the
 request (its log lines: the request-by-id query, docs/operations.md). An order cancelled before
 that record existed, or stored cancelled by an import, has none. Then every attribute of the
-item, exact to the digit. Changes nothing. Ids are int64 (a negative id goes last, after --).`,
+item, exact to the digit. The status is the order's as the API shows it: a cancel through the
+API records itself and leaves the item's status attribute as an import or a ship set it, so an
+order with that record is cancelled whatever the attribute says. Changes nothing. Ids are int64
+(a negative id goes last, after --).`,
     flags: { json: switchFlag('print {"id", "status", "cancellation", "stored"} instead') },
     positionals: ['order-id'],
   },

@@ -26,7 +26,7 @@ import { isConditionFailure, send } from './errors.ts';
 import { markIndexesReady } from './index-readiness.ts';
 import { DynamoDbListVersion } from './list-version.ts';
 import { derivedIndexAttributes } from './order-index-keys.ts';
-import { isOrderItem } from './orders-table.ts';
+import { isOrderItem } from './order-item.ts';
 import { ORDER_INDEX_ATTRIBUTES } from './tables.ts';
 
 /** How failures are named in logs and messages. */

@@ -460,7 +460,7 @@ describe('an index that is not ready', () => {
 
   it('named in ORDERS_INDEXES but missing from the table: permanent index-missing (a misconfigured stage)', async () => {
     const names = localTableNames(uniquePrefix('pages-one-index'));
-    await ensureTables(t.client, names, { ordersIndexes: 1 });
+    await ensureTables(t.client, names, { ordersIndexes: ['ordersByPet'] });
     try {
       const pages = new DynamoDbOrderPages(t.client, names.orders, { indexes: ALL });
       const error = await failure(() =>
