@@ -6,13 +6,14 @@ import { createWriteStream } from 'node:fs';
 import { readFile, rename, rm } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { BatchWriteOptions } from '../lib/dynamodb/batch-write.ts';
 import { itemToJson } from '../lib/dynamodb/attributes.ts';
 import { OPERATOR_LIST_VERSION_ITEMS } from '../lib/dynamodb/list-version-items.ts';
 import {
   describeOrderIndexes,
   firstReleaseWrites,
-  NO_FIRST_RELEASE_WRITES,
+  type FirstReleaseWrites,
 } from '../lib/dynamodb/order-indexes.ts';
 import { DynamoDbOrderStore } from '../lib/dynamodb/orders-table.ts';
 import { reindexOrders } from '../lib/dynamodb/reindex.ts';
@@ -47,32 +48,50 @@ export function adminWriteLeaseMs(env: NodeJS.ProcessEnv = process.env): number 
   return ADMIN_ATTEMPTS * adminAttemptMs(env) + 5 * 60_000;
 }
 
-type OrderStoreAction<T> = (store: DynamoDbOrderStore, target: Target, table: string) => Promise<T>;
-
-/**
- * The orders store of a command's target. One that writes orders (withOrderWrites: import, ship)
- * first reads which indexes the table has (DescribeTable, once), so that its writes do what the
- * functions of the table's stage do (lib/dynamodb/order-indexes.ts, firstReleaseWrites).
- */
-function withOrderStore<T>(
-  values: TargetValues,
-  action: OrderStoreAction<T>,
-  writes = false,
-): Promise<T> {
-  return withTable(values, 'orders', async (client, table, target) => {
-    const firstRelease = writes
-      ? firstReleaseWrites(await describeOrderIndexes(client, table))
-      : NO_FIRST_RELEASE_WRITES;
-    const store = new DynamoDbOrderStore(client, table, {
-      listVersion: { leaseMs: adminWriteLeaseMs(), items: OPERATOR_LIST_VERSION_ITEMS },
-      firstRelease,
-    });
-    return action(store, target, table);
+/** The orders store of a command's target (its writes as `firstRelease` says: withOrderWrites). */
+function orderStore(
+  client: DynamoDBDocumentClient,
+  table: string,
+  firstRelease?: FirstReleaseWrites,
+) {
+  return new DynamoDbOrderStore(client, table, {
+    listVersion: { leaseMs: adminWriteLeaseMs(), items: OPERATOR_LIST_VERSION_ITEMS },
+    ...(firstRelease ? { firstRelease } : {}),
   });
 }
 
-const withOrderWrites = <T>(values: TargetValues, action: OrderStoreAction<T>): Promise<T> =>
-  withOrderStore(values, action, true);
+function withOrderStore<T>(
+  values: TargetValues,
+  action: (store: DynamoDbOrderStore, target: Target, table: string) => Promise<T>,
+): Promise<T> {
+  return withTable(values, 'orders', (client, table, target) =>
+    action(orderStore(client, table), target, table),
+  );
+}
+
+/**
+ * As withOrderStore, for a command that writes orders (import, ship): `openStore()` first reads
+ * which indexes the table has (DescribeTable, once), so that the store's writes do what the
+ * functions of the table's stage do (lib/dynamodb/order-indexes.ts, firstReleaseWrites). The
+ * command calls it once its own checks have passed (an import file is read first).
+ */
+function withOrderWrites<T>(
+  values: TargetValues,
+  action: (
+    openStore: () => Promise<DynamoDbOrderStore>,
+    target: Target,
+    table: string,
+  ) => Promise<T>,
+): Promise<T> {
+  return withTable(values, 'orders', (client, table, target) =>
+    action(
+      async () =>
+        orderStore(client, table, firstReleaseWrites(await describeOrderIndexes(client, table))),
+      target,
+      table,
+    ),
+  );
+}
 
 /**
  * Reads and validates an import file. Every problem of every record is printed (with its line
@@ -237,11 +256,11 @@ the error says how many, and running the same import again finishes it.`,
   async (parsed, io) => {
     const { values } = parsed;
     const path = parsed.positionals[0] as string;
-    await withOrderWrites(values, async (store, target, table) => {
+    await withOrderWrites(values, async (openStore, target, table) => {
       const orders = await readImportFile(path, io);
       const started = performance.now();
       const counts = await importValidated(
-        store,
+        await openStore(),
         path,
         orders,
         {
@@ -284,9 +303,9 @@ ship racing a cancel never ships a cancelled order). Shipping a shipped order ch
   },
   async (parsed, io) => {
     const id = orderIdArgument(parsed.positionals[0]);
-    await withOrderWrites(parsed.values, async (store, target) => {
+    await withOrderWrites(parsed.values, async (openStore, target) => {
       await confirmChange(target, `ship order ${id}`, parsed.values.yes, io);
-      const outcome = await shipOrder(store, id);
+      const outcome = await shipOrder(await openStore(), id);
       print(
         io.stdout,
         outcome === 'shipped'
