@@ -12,8 +12,8 @@ import { firstReleaseWrites } from '../../lib/dynamodb/order-indexes.ts';
 import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
 import { DynamoDbRateLimiter } from '../../lib/dynamodb/rate-limit-table.ts';
 import { ORDER_INDEX_NAMES, type OrderIndexName } from '../../lib/dynamodb/tables.ts';
-import type { Order } from '../../lib/orders/order.ts';
 import { invokeHttp, proxyEvent, TEST_CALLER_CONTEXT } from '../support/lambda.ts';
+import { LARGEST_ORDER, LONGEST_KEY_ID } from '../support/largest-order.ts';
 import { createTestTables } from '../support/tables.ts';
 
 /** What one call consumed: its command, its units, and each index's share. */
@@ -22,21 +22,6 @@ interface Consumed {
   readonly units: number;
   readonly indexes: Record<string, number>;
 }
-
-/**
- * The largest order item the service writes: int64 extremes, a 35-character ship date (in every
- * date index), and, once cancelled, the longest key id there is (key_ and 64 characters) with a
- * request id of 36.
- */
-const LARGEST: Order = {
-  id: 9223372036854775807n,
-  petId: -9223372036854775808n,
-  quantity: 2147483647,
-  shipDate: '2026-11-28T09:30:15.123456789+05:30',
-  complete: false,
-  status: 'pending',
-};
-const KEY_ID = `key_${'K'.repeat(64)}`;
 
 /** A table of these indexes, a store that writes what they need, and the cancels' costs. */
 async function tableOf(label: string, ordersIndexes: readonly OrderIndexName[]) {
@@ -47,7 +32,7 @@ async function tableOf(label: string, ordersIndexes: readonly OrderIndexName[]) 
   const limiter = new DynamoDbRateLimiter(t.client, t.tables.rateLimits);
   const handler = createCancelOrderHandler({ orders: () => store, limiter: () => limiter });
   await store.putOrders([
-    LARGEST,
+    LARGEST_ORDER,
     { id: 2n, status: 'shipped', complete: true },
     { id: 3n, status: 'cancelled' },
   ]);
@@ -88,7 +73,7 @@ async function tableOf(label: string, ordersIndexes: readonly OrderIndexName[]) 
         resource: '/store/orders/{orderId}',
         path: `/store/orders/${orderId}`,
         pathParameters: { orderId },
-        authorizer: { ...TEST_CALLER_CONTEXT, principalId: KEY_ID, keyId: KEY_ID },
+        authorizer: { ...TEST_CALLER_CONTEXT, principalId: LONGEST_KEY_ID, keyId: LONGEST_KEY_ID },
       });
       const answer = await invokeHttp(handler, {
         ...event,
@@ -112,7 +97,7 @@ describe('what a cancel costs on a table with the current indexes', () => {
   afterAll(() => table.t.drop());
 
   it('a pending order: 7 units (limiter 1, read 1, mark 1, order 1 + ordersByStatus 2, release 1)', async () => {
-    const { status, calls } = await table.cancel(LARGEST.id);
+    const { status, calls } = await table.cancel(LARGEST_ORDER.id);
     expect(status).toBe(204);
     expect(calls.map((c) => [c.command, c.units])).toEqual([
       ['UpdateItemCommand', 1],
@@ -125,7 +110,7 @@ describe('what a cancel costs on a table with the current indexes', () => {
     // other index holds what it changes (the trail, `s`).
     expect(calls[3]!.indexes).toEqual({ ordersByStatus: 2 });
     expect(total(calls)).toBe(7);
-    expect((await table.store.findStored(LARGEST.id))?.trail.keyId).toBe(KEY_ID);
+    expect((await table.store.findStored(LARGEST_ORDER.id))?.trail.keyId).toBe(LONGEST_KEY_ID);
   });
 
   it.each([
@@ -159,7 +144,7 @@ describe('what a cancel costs while the table still has an index of the first re
   ] as const)('%j: %i units', async (indexes, units, written) => {
     const table = await tableOf('cancel-capacity-first', indexes);
     try {
-      const { status, calls } = await table.cancel(LARGEST.id);
+      const { status, calls } = await table.cancel(LARGEST_ORDER.id);
       expect(status).toBe(204);
       expect(calls.map((c) => c.command)).toEqual([
         'UpdateItemCommand',
@@ -170,7 +155,7 @@ describe('what a cancel costs while the table still has an index of the first re
       ]);
       expect(calls[3]!.indexes).toEqual(written);
       expect(total(calls)).toBe(units);
-      expect((await table.store.findStored(LARGEST.id))?.item.status).toBe('cancelled');
+      expect((await table.store.findStored(LARGEST_ORDER.id))?.item.status).toBe('cancelled');
       // A cancel that changes nothing costs what it does without them.
       expect(total((await table.cancel(2n)).calls)).toBe(2);
     } finally {

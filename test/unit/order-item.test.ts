@@ -15,6 +15,7 @@ import {
 import { ORDER_INDEX_NAMES } from '../../lib/dynamodb/tables.ts';
 import type { Order } from '../../lib/orders/order.ts';
 import { itemSize, type WireValue } from '../../bench/item-size.ts';
+import { LARGEST_ORDER, LONGEST_KEY_ID } from '../support/largest-order.ts';
 
 const SHIPPED: Order = {
   id: 1_000_000_000_004n,
@@ -99,21 +100,15 @@ describe('what an order item weighs (DynamoDB counts names and values)', () => {
   });
 
   it('stays under 1 KB at its largest with a trail: a cancel writes 1 unit of the table', () => {
-    const largest: Order = {
-      id: 9223372036854775807n,
-      petId: -9223372036854775808n,
-      quantity: 2147483647,
-      shipDate: '2026-11-28T09:30:15.123456789+05:30',
-      complete: false,
-      status: 'pending',
-    };
     const trail = {
       cancelledAt: 1_795_858_215_250,
-      cancelledBy: `key_${'K'.repeat(64)}`,
+      cancelledBy: LONGEST_KEY_ID,
       cancelRequestId: '6f1c1e64-0d8e-4a3e-9d51-5b0c9a3f2e10',
     };
-    expect(size(without(orderToItem(largest, { status: true, keys: true }), ['s', 't']))).toBe(182);
-    expect(size(orderToItem(largest))).toBe(130);
-    expect(size({ ...orderToItem(largest), ...trail })).toBe(278);
+    expect(
+      size(without(orderToItem(LARGEST_ORDER, { status: true, keys: true }), ['s', 't'])),
+    ).toBe(182);
+    expect(size(orderToItem(LARGEST_ORDER))).toBe(130);
+    expect(size({ ...orderToItem(LARGEST_ORDER), ...trail })).toBe(278);
   });
 });
