@@ -6,9 +6,15 @@ import { createWriteStream } from 'node:fs';
 import { readFile, rename, rm } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { BatchWriteOptions } from '../lib/dynamodb/batch-write.ts';
 import { itemToJson } from '../lib/dynamodb/attributes.ts';
 import { OPERATOR_LIST_VERSION_ITEMS } from '../lib/dynamodb/list-version-items.ts';
+import {
+  describeOrderIndexes,
+  firstReleaseWrites,
+  type FirstReleaseWrites,
+} from '../lib/dynamodb/order-indexes.ts';
 import { DynamoDbOrderStore } from '../lib/dynamodb/orders-table.ts';
 import { reindexOrders } from '../lib/dynamodb/reindex.ts';
 import { readOrderId, shipOrder } from '../lib/orders/operations.ts';
@@ -42,15 +48,45 @@ export function adminWriteLeaseMs(env: NodeJS.ProcessEnv = process.env): number 
   return ADMIN_ATTEMPTS * adminAttemptMs(env) + 5 * 60_000;
 }
 
+/** The orders store of a command's target (its writes as `firstRelease` says: withOrderWrites). */
+function orderStore(
+  client: DynamoDBDocumentClient,
+  table: string,
+  firstRelease?: FirstReleaseWrites,
+) {
+  return new DynamoDbOrderStore(client, table, {
+    listVersion: { leaseMs: adminWriteLeaseMs(), items: OPERATOR_LIST_VERSION_ITEMS },
+    ...(firstRelease ? { firstRelease } : {}),
+  });
+}
+
 function withOrderStore<T>(
   values: TargetValues,
   action: (store: DynamoDbOrderStore, target: Target, table: string) => Promise<T>,
 ): Promise<T> {
   return withTable(values, 'orders', (client, table, target) =>
+    action(orderStore(client, table), target, table),
+  );
+}
+
+/**
+ * As withOrderStore, for a command that writes orders (import, ship): `openStore()` first reads
+ * which indexes the table has (DescribeTable, once), so that the store's writes do what the
+ * functions of the table's stage do (lib/dynamodb/order-indexes.ts, firstReleaseWrites). The
+ * command calls it once its own checks have passed (an import file is read first).
+ */
+function withOrderWrites<T>(
+  values: TargetValues,
+  action: (
+    openStore: () => Promise<DynamoDbOrderStore>,
+    target: Target,
+    table: string,
+  ) => Promise<T>,
+): Promise<T> {
+  return withTable(values, 'orders', (client, table, target) =>
     action(
-      new DynamoDbOrderStore(client, table, {
-        listVersion: { leaseMs: adminWriteLeaseMs(), items: OPERATOR_LIST_VERSION_ITEMS },
-      }),
+      async () =>
+        orderStore(client, table, firstReleaseWrites(await describeOrderIndexes(client, table))),
       target,
       table,
     ),
@@ -220,11 +256,11 @@ the error says how many, and running the same import again finishes it.`,
   async (parsed, io) => {
     const { values } = parsed;
     const path = parsed.positionals[0] as string;
-    await withOrderStore(values, async (store, target, table) => {
+    await withOrderWrites(values, async (openStore, target, table) => {
       const orders = await readImportFile(path, io);
       const started = performance.now();
       const counts = await importValidated(
-        store,
+        await openStore(),
         path,
         orders,
         {
@@ -267,9 +303,9 @@ ship racing a cancel never ships a cancelled order). Shipping a shipped order ch
   },
   async (parsed, io) => {
     const id = orderIdArgument(parsed.positionals[0]);
-    await withOrderStore(parsed.values, async (store, target) => {
+    await withOrderWrites(parsed.values, async (openStore, target) => {
       await confirmChange(target, `ship order ${id}`, parsed.values.yes, io);
-      const outcome = await shipOrder(store, id);
+      const outcome = await shipOrder(await openStore(), id);
       print(
         io.stdout,
         outcome === 'shipped'
@@ -289,7 +325,10 @@ cancelled through the API, what its cancel recorded in the write that cancelled 
 id of the API key that asked (key_…: keys show names its label and plan) and the id of the
 request (its log lines: the request-by-id query, docs/operations.md). An order cancelled before
 that record existed, or stored cancelled by an import, has none. Then every attribute of the
-item, exact to the digit. Changes nothing. Ids are int64 (a negative id goes last, after --).`,
+item, exact to the digit. The status is the order's as the API shows it: a cancel through the
+API records itself and leaves the item's status attribute as an import or a ship set it, so an
+order with that record is cancelled whatever the attribute says. Changes nothing. Ids are int64
+(a negative id goes last, after --).`,
     flags: { json: switchFlag('print {"id", "status", "cancellation", "stored"} instead') },
     positionals: ['order-id'],
   },
@@ -405,18 +444,23 @@ const reindex = defineCommand(
   {
     name: 'orders reindex',
     summary:
-      "write the v2 list's index attributes onto every order that lacks them, then mark the indexes ready (once per deploy that brings them; re-runnable)",
+      "write the v2 list's index attributes onto every order that lacks them or holds stale ones, then mark the indexes ready (once per deploy that brings them; re-runnable)",
     description: `Reads every order (a parallel Scan, strongly consistent) and writes the attributes the v2
-list's indexes are keyed by (statusKey, dateKey) onto each order that lacks them or holds stale
-ones: the orders stored before the release that writes them. Each write is conditional on the
-status and ship date it was derived from, so a cancel, ship or import racing it never leaves a
-stale key (the order is read again and written anew). Then it gives the list's version items the
-change time they lack (no ETag changes) and writes the marker that lets the indexes byStatus,
-byStatusDate and byPetDate serve. It changes no order's fields and no ETag.
+list's indexes are keyed by (s: the status and shard; t: the ship date's instant) onto each order
+that lacks them or holds stale ones: the orders stored before the release that writes them. The
+first release's statusKey and dateKey are written likewise while the table still has an index
+keyed by them (byStatus, byStatusDate or byPetDate: it asks DynamoDB which indexes the table
+has), and removed from every order once it has none. Each write is conditional on the status,
+the cancel's record and the ship date it was derived from, so a cancel, ship or import racing
+it never leaves a stale key (the order as it then is is written anew). Then it gives the list's
+version items the change time they lack (no ETag changes) and writes the marker that lets the
+indexes ordersByStatus, ordersByDate and ordersByPetDate serve. It changes no order's fields
+and no ETag.
 
 Run it after the deploy that brings the code writing the attributes has finished (no older
-version of a function still running): docs/deploy.md, "The v2 list's indexes". Running it again
-writes nothing but the marker.`,
+version of a function still running), and, on a table that still had byStatus, byStatusDate or
+byPetDate then, again after the deploy that removes the last of them: docs/deploy.md, "The v2
+list's indexes". Running it again writes nothing but the marker.`,
     flags: {},
     positionals: [],
   },
@@ -435,9 +479,12 @@ writes nothing but the marker.`,
           line.update(`${scanned} items read, ${updated} orders written`),
       }).finally(() => line.clear());
       const seconds = (performance.now() - started) / 1000;
+      const firstRelease = result.firstReleaseKeys
+        ? "the first release's statusKey and dateKey kept (the table has an index keyed by them)"
+        : "the first release's statusKey and dateKey removed (the table has no index keyed by them)";
       print(
         io.stdout,
-        `Reindexed ${table} on ${target.description} in ${seconds.toFixed(1)} s: ${result.orders} orders read, ${result.updated} written (${result.raced} again after a concurrent change), ${result.versionItemsStamped} version items given a change time; the indexes are marked ready.`,
+        `Reindexed ${table} on ${target.description} in ${seconds.toFixed(1)} s: ${result.orders} orders read, ${result.updated} written (${result.raced} again after a concurrent change), ${firstRelease}, ${result.versionItemsStamped} version items given a change time; the indexes are marked ready.`,
       );
     });
   },

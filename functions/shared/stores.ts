@@ -14,6 +14,7 @@ import {
 import { deliveryWatchingAgents } from '../../lib/dynamodb/undelivered.ts';
 import { DynamoDbKeyStore } from '../../lib/dynamodb/keys-table.ts';
 import { listVersionItemsFromEnv } from '../../lib/dynamodb/list-version-items.ts';
+import { deployedOrderIndexes, firstReleaseWrites } from '../../lib/dynamodb/order-indexes.ts';
 import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
 import { TABLES } from '../../lib/dynamodb/tables.ts';
 import { DynamoDbRateLimiter } from '../../lib/dynamodb/rate-limit-table.ts';
@@ -49,12 +50,17 @@ export function onListVersionReleaseFailure(error: unknown): void {
   });
 }
 
+/**
+ * The orders store; its writes also do what the first release's code needs while the stage has
+ * one of that release's indexes (ORDERS_INDEXES).
+ */
 function orderStoreFromEnv(): DynamoDbOrderStore {
   return new DynamoDbOrderStore(client, requireEnv(TABLES.orders.envVar), {
     listVersion: {
       items: listVersionItemsFromEnv(),
       onReleaseFailure: onListVersionReleaseFailure,
     },
+    firstRelease: firstReleaseWrites(deployedOrderIndexes()),
   });
 }
 

@@ -121,8 +121,13 @@ export interface IndexedFields {
   readonly cancelled?: boolean;
 }
 
-/** The status an order holds, all told: cancelled with a trail, pending without a status. */
-export function effectiveStatus(order: IndexedFields): OrderStatus | undefined {
+/**
+ * The status an order holds, all told: cancelled with a trail, pending without a status;
+ * undefined when its stored status is not one the service knows (and it holds no trail).
+ */
+export function effectiveStatus(
+  order: Pick<IndexedFields, 'status' | 'cancelled'>,
+): OrderStatus | undefined {
   if (order.cancelled) return 'cancelled';
   const status = order.status === undefined ? 'pending' : order.status;
   return isOrderStatus(status) ? status : undefined;

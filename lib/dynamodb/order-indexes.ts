@@ -9,7 +9,10 @@
  * (docs/deploy.md, "The v2 list's indexes"); while it does, what the first release's code needs
  * is written beside what this code needs (`firstReleaseWrites`).
  */
+import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { requireEnv } from '../config/env.ts';
+import { send } from './errors.ts';
 import {
   FIRST_RELEASE_ORDER_INDEX_NAMES,
   ORDER_INDEX_NAMES,
@@ -54,6 +57,26 @@ export function deployedOrderIndexes(
     );
   }
   return new Set(names as OrderIndexName[]);
+}
+
+/**
+ * The indexes an orders table has, as DynamoDB describes it (in any state: one being created or
+ * deleted is written with the table), those this code knows by name: what the operator's CLI
+ * reads once per command, so that its writes do what the functions of the table's stage do.
+ */
+export async function describeOrderIndexes(
+  client: DynamoDBDocumentClient,
+  tableName: string,
+  signal?: AbortSignal,
+): Promise<Set<OrderIndexName>> {
+  const { Table } = await send(
+    'orders table (its indexes)',
+    (abortSignal) =>
+      client.send(new DescribeTableCommand({ TableName: tableName }), { abortSignal }),
+    signal,
+  );
+  const names = new Set((Table?.GlobalSecondaryIndexes ?? []).map((index) => index.IndexName));
+  return new Set(KNOWN_ORDER_INDEX_NAMES.filter((name) => names.has(name)));
 }
 
 /**

@@ -206,8 +206,10 @@ describe('the derived index keys', () => {
     }
     expect(statusOfShard('x3')).toBeUndefined();
     expect(statusOfShard(3)).toBeUndefined();
-    expect(effectiveStatus({ id: 1n, status: 'shipped' })).toBe('shipped');
-    expect(effectiveStatus({ id: 1n, status: 'lost' })).toBeUndefined();
+    expect(effectiveStatus({ status: 'shipped' })).toBe('shipped');
+    expect(effectiveStatus({ status: 'lost' })).toBeUndefined();
+    expect(effectiveStatus({})).toBe('pending');
+    expect(effectiveStatus({ status: 'pending', cancelled: true })).toBe('cancelled');
   });
 
   it('order a date index as (instant, id): the instants are numbers, exact', () => {

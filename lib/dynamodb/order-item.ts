@@ -1,0 +1,126 @@
+/**
+ * An order as one item of the orders table: what a put writes (orderToItem), what an item says
+ * of its order (readOrderItem; its status all told: itemStatus), the cancel's trail, and which
+ * items are orders.
+ *
+ * The status an item holds is in two places: `status` is what an import or a ship gave the order;
+ * a cancel through the API records itself in its trail (tables.ts, CANCEL_TRAIL_ATTRIBUTES) and
+ * leaves `status` as it was (except while a stage still has an index of the first release:
+ * ./order-indexes.ts). So an order is cancelled when its item holds a trail, whatever its
+ * `status`; else its `status`, pending when absent. Every reader of an item's status asks
+ * itemStatus.
+ */
+import { ORDER_FIELDS, readOrderFields, type Order, type OrderField } from '../orders/order.ts';
+import type { Cancellation, UnreadableOrder } from '../orders/order-store.ts';
+import type { OrderStatus } from '../orders/order.ts';
+import { numberText } from './attributes.ts';
+import { derivedIndexAttributes, effectiveStatus } from './order-index-keys.ts';
+import { NO_FIRST_RELEASE_WRITES, type FirstReleaseWrites } from './order-indexes.ts';
+import { CANCEL_TRAIL_ATTRIBUTES, orderShard } from './tables.ts';
+
+type Item = Record<string, unknown>;
+
+/**
+ * The item of an order as a put writes it: its key, its fields, and the attributes the indexes
+ * are keyed by (`s`, `t`; the first release's `statusKey` and `dateKey` only when `firstRelease`
+ * says a stage still has an index keyed by them). A put replaces the whole item: a trail the
+ * order held is gone with it.
+ */
+export function orderToItem(
+  order: Order,
+  firstRelease: FirstReleaseWrites = NO_FIRST_RELEASE_WRITES,
+): Item {
+  return {
+    shard: orderShard(order.id),
+    ...order,
+    ...derivedIndexAttributes(order, firstRelease.keys),
+  };
+}
+
+/** Whether an item holds a cancel's trail (its time, at least): its order is then cancelled. */
+export function hasCancelTrail(item: Readonly<Item>): boolean {
+  return item[CANCEL_TRAIL_ATTRIBUTES.at] !== undefined;
+}
+
+/**
+ * The status of the order an item holds: cancelled with a trail, else its `status` (pending
+ * when absent); undefined when that is not a status the service knows.
+ */
+export function itemStatus(item: Readonly<Item>): OrderStatus | undefined {
+  return effectiveStatus({ status: item.status, cancelled: hasCancelTrail(item) });
+}
+
+/**
+ * A stored item as an order, as far as it can be read: its status as itemStatus reads it; a
+ * field whose value has the wrong type is left out and named in `unreadable` (a stored status
+ * the service does not know, unless a trail makes the order cancelled). No order at all
+ * (`order` undefined) when even the id is unreadable.
+ */
+export function readOrderItem(item: Item): { order?: Order; unreadable: OrderField[] } {
+  const { fields, unreadable } = readOrderFields(item, numberText);
+  if (fields.id === undefined) return { unreadable: ['id'] };
+  const order = fields as { -readonly [F in keyof Order]: Order[F] };
+  const status = itemStatus(item);
+  if (status !== undefined) order.status = status;
+  return { order, unreadable: status === undefined ? unreadable : unreadableBut(unreadable) };
+}
+
+/** `unreadable` without `status` (a trail gave the order its status). */
+function unreadableBut(unreadable: OrderField[]): OrderField[] {
+  return unreadable.includes('status') ? unreadable.filter((f) => f !== 'status') : unreadable;
+}
+
+/** What a reader that cannot stop to complain does with an item: the order, and the problem. */
+export function readForList(
+  item: Item,
+  onUnreadable: ((problem: UnreadableOrder) => void) | undefined,
+): Order | undefined {
+  const { order, unreadable } = readOrderItem(item);
+  if (unreadable.length > 0) {
+    const id = numberText(item.id);
+    onUnreadable?.({
+      ...(id !== undefined ? { id } : {}),
+      fields: unreadable,
+      skipped: order === undefined,
+    });
+  }
+  return order;
+}
+
+/**
+ * What a list reads of an item: its key, the order's fields (ORDER_FIELDS) and the trail's time
+ * (which makes the order cancelled; no list shows it), not the attributes the indexes are keyed
+ * by (./order-index-keys.ts) nor the rest of the trail, which would add to what is read and
+ * parsed (DynamoDB charges the whole item either way).
+ */
+export const LISTED_ATTRIBUTES = {
+  projection: ['#fs', ...ORDER_FIELDS.map((_, i) => `#f${i}`), '#fc'].join(', '),
+  names: {
+    '#fs': 'shard',
+    ...Object.fromEntries(ORDER_FIELDS.map((field, i) => [`#f${i}`, field])),
+    '#fc': CANCEL_TRAIL_ATTRIBUTES.at,
+  },
+};
+
+/**
+ * What an item's trail records, each part that is stored and readable (none on an order no cancel
+ * through the API cancelled, or one cancelled before the trail existed).
+ */
+export function readCancelTrail(item: Readonly<Item>): Partial<Cancellation> {
+  const at = Number(numberText(item[CANCEL_TRAIL_ATTRIBUTES.at]));
+  const { [CANCEL_TRAIL_ATTRIBUTES.by]: keyId, [CANCEL_TRAIL_ATTRIBUTES.request]: requestId } =
+    item;
+  return {
+    ...(Number.isFinite(at) ? { at } : {}),
+    ...(typeof keyId === 'string' ? { keyId } : {}),
+    ...(typeof requestId === 'string' ? { requestId } : {}),
+  };
+}
+
+/**
+ * Whether an item of the orders table is an order: the list's version items and the indexes'
+ * readiness marker stand in partitions no order uses (a negative `shard`).
+ */
+export function isOrderItem(item: Item): boolean {
+  return Number(numberText(item.shard)) >= 0;
+}
