@@ -161,16 +161,11 @@ describe('a conditional page', () => {
 
   it('is never 304 once a cancel changed the list: the old tag gets 200 with the change', async () => {
     const tag = (await page({ pageSize: '2' })).headers.ETag!;
-    const before = now();
     expect((await cancel('2')).statusCode).toBe(204);
     const answer = await page({ pageSize: '2' }, { 'If-None-Match': tag });
     expect(answer.statusCode).toBe(200);
-    // With the time of the cancel (v2 shows it).
-    const cancelled = /\{"id":2,"petId":7,"status":"cancelled","cancelledAt":"([^"]+)"\}/.exec(
-      answer.body,
-    );
-    expect(Date.parse(cancelled![1]!)).toBeGreaterThanOrEqual(before);
-    expect(Date.parse(cancelled![1]!)).toBeLessThanOrEqual(now());
+    // The order as v1 shows it: its status, and nothing of the cancel's trail.
+    expect(answer.body).toContain('{"id":2,"petId":7,"status":"cancelled"}');
     expect(answer.headers.ETag).not.toBe(tag);
   });
 
@@ -183,12 +178,14 @@ describe('a conditional page', () => {
     const byContent = fresh.headers.ETag!;
     expect(byContent).toMatch(/^W\/"[\w-]{22}"$/);
     // Its 304 reads the page again (the Queries of its index): the same page, nothing sent.
-    const counter = countDynamoDbCalls(t.client, t.tables.orders);
-    const again = await page({ status: 'pending' }, { 'If-None-Match': byContent });
-    expect(again.statusCode).toBe(304);
-    expect(again.body).toBe('');
-    expect(again.headers.ETag).toBe(byContent);
-    expect(counter.calls).toContain('QueryCommand');
+    let again: HttpResult | undefined;
+    const pageRead = await timeDynamoDbCalls(t.client, async () => {
+      again = await page({ status: 'pending' }, { 'If-None-Match': byContent });
+    });
+    expect(again!.statusCode).toBe(304);
+    expect(again!.body).toBe('');
+    expect(again!.headers.ETag).toBe(byContent);
+    expect(pageRead.map((c) => c.command)).toContain('QueryCommand');
     // The page changes: its old tag gets the new page.
     expect((await cancel('2')).statusCode).toBe(204);
     const changed = await page({ status: 'pending' }, { 'If-None-Match': byContent });
@@ -203,9 +200,15 @@ describe('a conditional page', () => {
     const tag = settled.headers.ETag!;
     expect(tag).toMatch(/^W\/"/);
     expect(tag).not.toBe(changed.headers.ETag);
-    counter.reset();
-    expect((await page({ status: 'pending' }, { 'If-None-Match': tag })).statusCode).toBe(304);
-    expect(counter.calls).toEqual(['BatchGetCommand']);
+    let hit: HttpResult | undefined;
+    const versionOnly = await timeDynamoDbCalls(t.client, async () => {
+      hit = await page({ status: 'pending' }, { 'If-None-Match': tag });
+    });
+    expect(hit!.statusCode).toBe(304);
+    expect(versionOnly.map(({ command, table }) => [command, table])).toEqual([
+      ['UpdateItemCommand', t.tables.rateLimits],
+      ['BatchGetItemCommand', t.tables.orders],
+    ]);
     // The tag by content of the same page still answers 304 (read in full), with the version's.
     const old = await page({ status: 'pending' }, { 'If-None-Match': changed.headers.ETag! });
     expect(old.statusCode).toBe(304);

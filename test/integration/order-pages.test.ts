@@ -18,7 +18,8 @@ import { derivedIndexAttributes, statusShard } from '../../lib/dynamodb/order-in
 import { DynamoDbOrderPages } from '../../lib/dynamodb/order-pages.ts';
 import { PAGE_READ_BUDGET } from '../../lib/dynamodb/page-plan.ts';
 import { DynamoDbListVersion } from '../../lib/dynamodb/list-version.ts';
-import { DynamoDbOrderStore, orderToItem } from '../../lib/dynamodb/orders-table.ts';
+import { orderToItem } from '../../lib/dynamodb/order-item.ts';
+import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
 import {
   INDEX_READINESS_KEY,
   ORDER_INDEX_NAMES,
@@ -460,12 +461,12 @@ describe('an order whose status changes between the Queries of one round', () =>
   );
 });
 
-describe('the derived index attributes', () => {
+describe('a cancel and a ship', () => {
   const raw = async (client: DynamoDBDocumentClient, table: string, id: bigint) =>
     (await client.send(new GetCommand({ TableName: table, Key: { shard: orderShard(id), id } })))
       .Item;
 
-  it('are written by a put, a cancel and a ship, and follow the status', async () => {
+  it("move an order to its new status's partition: the pages of each status follow, trusted or not", async () => {
     const own = await createTestTables('pages-writes');
     try {
       const store = new DynamoDbOrderStore(own.client, own.tables.orders);
@@ -473,23 +474,38 @@ describe('the derived index attributes', () => {
         { id: -3n, shipDate: '2026-11-02T00:00:00.5+01:00' },
         { id: 4n, status: 'pending' },
       ]);
-      expect(await raw(own.client, own.tables.orders, -3n)).toMatchObject({
-        statusKey: statusKey('pending', -3n),
-        dateKey: derivedIndexAttributes({ id: -3n, shipDate: '2026-11-02T00:00:00.5+01:00' })
-          .dateKey,
-      });
-      expect(await raw(own.client, own.tables.orders, 4n)).not.toHaveProperty('dateKey');
+      const put = await raw(own.client, own.tables.orders, -3n);
+      expect(put?.s).toBe(statusShard('pending', orderShard(-3n)));
+      expect(String(put?.t)).toBe(
+        String(derivedIndexAttributes({ id: -3n, shipDate: '2026-11-02T00:00:00.5+01:00' }).t),
+      );
       await store.cancel(-3n, TEST_CANCELLATION);
       await store.ship(4n);
-      expect((await raw(own.client, own.tables.orders, -3n))?.statusKey).toBe('cancelled#5');
-      expect((await raw(own.client, own.tables.orders, -3n))?.dateKey).toBeDefined();
-      expect((await raw(own.client, own.tables.orders, 4n))?.statusKey).toBe('shipped#4');
+      // The cancel leaves `status` as it was (none: pending) and moves `s`.
+      const cancelled = await raw(own.client, own.tables.orders, -3n);
+      expect(cancelled).toMatchObject({ s: 'c5' });
+      expect(cancelled).not.toHaveProperty('status');
+      expect((await raw(own.client, own.tables.orders, 4n))?.s).toBe('s4');
       const pages = new DynamoDbOrderPages(own.client, own.tables.orders, { indexes: ALL });
-      const cancelled = await pages.readPage({
-        plan: pages.plan({ statuses: ['cancelled'] }),
-        pageSize: 5,
-      });
-      expect(ids(cancelled.orders)).toEqual(['-3']);
+      const seen = await settled(own.client, own.tables.orders);
+      for (const trust of [seen, undefined]) {
+        const page = async (filter: OrderFilter) =>
+          ids(
+            (
+              await pages.readPage({
+                plan: pages.plan(filter),
+                pageSize: 5,
+                ...(trust ? { seen: trust } : {}),
+              })
+            ).orders,
+          );
+        expect(await page({ statuses: ['cancelled'] })).toEqual(['-3']);
+        expect(await page({ statuses: ['shipped'] })).toEqual(['4']);
+        expect(await page({ statuses: ['pending'] })).toEqual([]);
+        // The date index holds -3 as it was put (no status: pending): read again, it is cancelled.
+        expect(await page({ statuses: ['cancelled'], shipDate: { from: 0n } })).toEqual(['-3']);
+        expect(await page({ statuses: ['pending'], shipDate: { from: 0n } })).toEqual([]);
+      }
     } finally {
       await own.drop();
     }
