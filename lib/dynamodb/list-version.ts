@@ -61,6 +61,8 @@ export interface DynamoDbListVersionOptions {
   readonly now?: () => number;
   /** Told when a release failed: the write stands, the list has no tag until the lease ends. */
   readonly onReleaseFailure?: (error: unknown) => void;
+  /** The key of version item `index`: the list's (listVersionKey) unless another is given. */
+  readonly versionKey?: (index: number) => VersionKey;
 }
 
 type Item = Record<string, unknown>;
@@ -148,6 +150,7 @@ export class DynamoDbListVersion {
   private readonly leaseMs: number;
   private readonly now: () => number;
   private readonly onReleaseFailure: (error: unknown) => void;
+  private readonly keys: readonly VersionKey[];
 
   constructor(
     client: DynamoDBDocumentClient,
@@ -159,12 +162,20 @@ export class DynamoDbListVersion {
     this.leaseMs = options.leaseMs ?? FUNCTION_WRITE_LEASE_MS;
     this.now = options.now ?? Date.now;
     this.onReleaseFailure = options.onReleaseFailure ?? (() => undefined);
+    const keyOf = options.versionKey ?? listVersionKey;
+    this.keys = Array.from({ length: LIST_VERSION_ITEMS }, (_, index) => keyOf(index));
+  }
+
+  /** The index of a version item read back, by its key. */
+  private indexOf(item: Item): number {
+    const [shard, id] = [numberText(item.shard), numberText(item.id)];
+    return this.keys.findIndex((key) => String(key.shard) === shard && String(key.id) === id);
   }
 
   /** The version now: every version item, read strongly consistent (one BatchGetItem). */
   async read(signal?: AbortSignal): Promise<ListVersion> {
     const byIndex = new Map<number, Item>();
-    let pending = Array.from({ length: LIST_VERSION_ITEMS }, (_, index) => listVersionKey(index));
+    let pending: VersionKey[] = [...this.keys];
     while (pending.length > 0) {
       const keys = pending;
       const result = await send(
@@ -179,7 +190,7 @@ export class DynamoDbListVersion {
         signal,
       );
       for (const item of result.Responses?.[this.tableName] ?? []) {
-        byIndex.set(-1 - Number(numberText(item.shard)), item);
+        byIndex.set(this.indexOf(item), item);
       }
       pending = (result.UnprocessedKeys?.[this.tableName]?.Keys ?? []) as typeof pending;
     }
@@ -200,7 +211,7 @@ export class DynamoDbListVersion {
     changed: (result: T) => boolean,
     options: { readonly signal?: AbortSignal } = {},
   ): Promise<T> {
-    const key = listVersionKey(randomInt(LIST_VERSION_ITEMS));
+    const key = this.keys[randomInt(LIST_VERSION_ITEMS)]!;
     const entry = `${ENTRY_PREFIX}${randomBytes(9).toString('base64url')}`;
     const until = { ':until': this.now() + this.leaseMs };
     await this.update(key, 'SET #e = :until', { '#e': entry }, until, options.signal);
@@ -245,9 +256,9 @@ export class DynamoDbListVersion {
   /** A new nonce in every version item: every tag changes (after writes made by hand). */
   async retag(signal?: AbortSignal): Promise<void> {
     await Promise.all(
-      Array.from({ length: LIST_VERSION_ITEMS }, (_, index) =>
+      this.keys.map((key) =>
         this.update(
-          listVersionKey(index),
+          key,
           'SET #n = :n, #c = :c',
           { '#n': NONCE, '#c': CHANGED_AT },
           { ':n': nonce(), ':c': this.now() },
@@ -265,14 +276,14 @@ export class DynamoDbListVersion {
    */
   async stampChangeTimes(signal?: AbortSignal): Promise<number> {
     const stamped = await Promise.all(
-      Array.from({ length: LIST_VERSION_ITEMS }, (_, index) =>
+      this.keys.map((key) =>
         send(
           DEPENDENCY,
           (abortSignal) =>
             this.client.send(
               new UpdateCommand({
                 TableName: this.tableName,
-                Key: listVersionKey(index),
+                Key: key,
                 UpdateExpression: 'SET #c = :c',
                 ConditionExpression: 'attribute_exists(#n) AND attribute_not_exists(#c)',
                 ExpressionAttributeNames: { '#n': NONCE, '#c': CHANGED_AT },

@@ -81,9 +81,9 @@ export function statusPartition(status: OrderStatus, shard: number): string {
   return `${status}${SEPARATOR}${shard}`;
 }
 
-/** The statusKey of an order with this (effective) status. */
-export function statusKey(status: OrderStatus, id: bigint): string {
-  return statusPartition(status, orderShard(id));
+/** The statusKey of an order with this (effective) status, in its shard (by default its id's). */
+export function statusKey(status: OrderStatus, id: bigint, shard = orderShard(id)): string {
+  return statusPartition(status, shard);
 }
 
 /** What the derived attributes are computed from: the id, the status as stored, the ship date. */
@@ -96,16 +96,20 @@ export interface IndexedFields {
 
 /**
  * The derived attributes of an order: `statusKey` unless its stored status is not one the
- * service knows; `dateKey` when its ship date is an RFC 3339 date-time.
+ * service knows; `dateKey` when its ship date is an RFC 3339 date-time. `shard`: the partition
+ * the order stands in (its id's, but in the deploy check's partition: tables.ts).
  */
-export function derivedIndexAttributes(order: IndexedFields): {
+export function derivedIndexAttributes(
+  order: IndexedFields,
+  shard = orderShard(order.id),
+): {
   statusKey?: string;
   dateKey?: string;
 } {
   const status = order.status === undefined ? 'pending' : order.status;
   const instant = typeof order.shipDate === 'string' ? parseInstant(order.shipDate) : undefined;
   return {
-    ...(isOrderStatus(status) ? { statusKey: statusKey(status, order.id) } : {}),
+    ...(isOrderStatus(status) ? { statusKey: statusKey(status, order.id, shard) } : {}),
     ...(instant !== undefined ? { dateKey: dateKey(instant, order.id) } : {}),
   };
 }

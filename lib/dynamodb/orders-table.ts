@@ -38,7 +38,7 @@ import {
   writeInBatches,
   type BatchWriteOptions,
 } from './batch-write.ts';
-import { ORDER_SHARDS, orderShard } from './tables.ts';
+import { ORDER_PARTITIONS, ORDER_SHARDS, type OrderPartitions } from './tables.ts';
 
 /** Items per Query page: bounds what each shard holds in memory while the list streams. */
 export const ORDER_PAGE_SIZE = 1_000;
@@ -55,7 +55,13 @@ const DEPENDENCY = 'orders table';
 type Item = Record<string, unknown>;
 
 export function orderToItem(order: Order): Item {
-  return { shard: orderShard(order.id), ...order, ...derivedIndexAttributes(order) };
+  return itemIn(ORDER_PARTITIONS, order);
+}
+
+/** An order as its item in a store's partitions (tables.ts). */
+function itemIn(partitions: OrderPartitions, order: Order): Item {
+  const shard = partitions.shardOf(order.id);
+  return { shard, ...order, ...derivedIndexAttributes(order, shard) };
 }
 
 /**
@@ -138,10 +144,13 @@ export class DynamoDbOrderStore implements OrderImportStore {
   private readonly pageSize: number;
   private readonly pageTimeoutMs: number;
   private readonly version: DynamoDbListVersion;
+  private readonly partitions: OrderPartitions;
 
   /**
    * `listVersion`: how the list's version is kept (the lease of a write: the function's by
-   * default; the operator CLI, whose calls may take longer, gives its own).
+   * default; the operator CLI, whose calls may take longer, gives its own). `partitions`: where
+   * the orders and the version items stand, the service's by default (the deploy check's
+   * store: tables.ts, DEPLOY_CHECK_PARTITIONS).
    */
   constructor(
     client: DynamoDBDocumentClient,
@@ -150,13 +159,18 @@ export class DynamoDbOrderStore implements OrderImportStore {
       pageSize?: number;
       pageTimeoutMs?: number;
       listVersion?: DynamoDbListVersionOptions;
+      partitions?: OrderPartitions;
     } = {},
   ) {
     this.client = client;
     this.tableName = tableName;
     this.pageSize = options.pageSize ?? ORDER_PAGE_SIZE;
     this.pageTimeoutMs = options.pageTimeoutMs ?? TIME_BUDGETS.listPageMs;
-    this.version = new DynamoDbListVersion(client, tableName, options.listVersion);
+    this.partitions = options.partitions ?? ORDER_PARTITIONS;
+    this.version = new DynamoDbListVersion(client, tableName, {
+      ...options.listVersion,
+      versionKey: this.partitions.versionKey,
+    });
   }
 
   readListVersion(options: CallOptions = {}): Promise<ListVersion> {
@@ -274,7 +288,11 @@ export class DynamoDbOrderStore implements OrderImportStore {
     const names: Record<string, string> = { '#status': 'status', '#id': 'id' };
     const values: Record<string, unknown> = { ':pending': 'pending' };
     // With the status goes its index key (the new status's statusKey; no ship date, no dateKey).
-    const indexed = { ...changes, ...derivedIndexAttributes({ id, status: changes.status }) };
+    const shard = this.partitions.shardOf(id);
+    const indexed = {
+      ...changes,
+      ...derivedIndexAttributes({ id, status: changes.status }, shard),
+    };
     const sets = Object.entries(indexed).map(([attribute, value], i) => {
       names[`#a${i}`] = attribute;
       values[`:v${i}`] = value;
@@ -287,7 +305,7 @@ export class DynamoDbOrderStore implements OrderImportStore {
           this.client.send(
             new UpdateCommand({
               TableName: this.tableName,
-              Key: { shard: orderShard(id), id },
+              Key: { shard, id },
               UpdateExpression: `SET ${sets.join(', ')}`,
               // attribute_exists: an update must never create an order.
               ConditionExpression:
@@ -331,7 +349,7 @@ export class DynamoDbOrderStore implements OrderImportStore {
         this.client.send(
           new GetCommand({
             TableName: this.tableName,
-            Key: { shard: orderShard(id), id },
+            Key: { shard: this.partitions.shardOf(id), id },
             ProjectionExpression: '#status, #id',
             ExpressionAttributeNames: { '#status': 'status', '#id': 'id' },
             ConsistentRead: true,
@@ -354,7 +372,7 @@ export class DynamoDbOrderStore implements OrderImportStore {
   }
 
   async findOrders(ids: readonly bigint[], options: FindOrdersOptions = {}): Promise<Order[]> {
-    const keys = ids.map((id) => ({ shard: orderShard(id), id }));
+    const keys = ids.map((id) => ({ shard: this.partitions.shardOf(id), id }));
     const items = await getInBatches(this.client, this.tableName, keys, {
       ...options,
       dependency: DEPENDENCY,
@@ -368,7 +386,8 @@ export class DynamoDbOrderStore implements OrderImportStore {
     options: PutOrdersOptions & BatchWriteOptions = {},
   ): Promise<void> {
     try {
-      await writeInBatches(this.client, this.tableName, orders.map(orderToItem), {
+      const items = orders.map((order) => itemIn(this.partitions, order));
+      await writeInBatches(this.client, this.tableName, items, {
         ...options,
         dependency: DEPENDENCY,
         around: (request) => this.version.around(request, () => true),
