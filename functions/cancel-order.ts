@@ -4,8 +4,11 @@
  * nothing of the orders. A cancel that changes nothing (an order already cancelled, shipped, or
  * unknown) is answered from one strongly consistent read and leaves the list's version alone
  * (lib/dynamodb/orders-table.ts): it takes no conditional list's 304 from another client.
+ * The deploy check's cancels (lib/deploy-check.ts) go to its own partition of the orders table,
+ * with the same code: never to an order a client has.
  */
 import { noContent } from '../lib/api/responses.ts';
+import { isDeployCheck } from '../lib/deploy-check.ts';
 import { cancelOrder, parseOrderId } from '../lib/orders/operations.ts';
 import type { OrderStore } from '../lib/orders/order-store.ts';
 import { httpStoresFromEnv } from './shared/stores.ts';
@@ -14,14 +17,26 @@ import type { RateLimitDependencies } from './shared/rate-limit.ts';
 
 export interface CancelOrderDependencies extends RateLimitDependencies {
   readonly orders: () => OrderStore;
+  /**
+   * The deploy check's partition of the orders (lib/deploy-check.ts); without it, the deploy
+   * check's cancels fail (500): they never reach `orders`.
+   */
+  readonly deployCheckOrders?: () => OrderStore;
 }
 
 export function createCancelOrderHandler(deps: CancelOrderDependencies) {
+  const deployCheckOrders = (): OrderStore => {
+    if (!deps.deployCheckOrders) throw new Error("No store of the deploy check's orders");
+    return deps.deployCheckOrders();
+  };
   return httpFunction(deps, {
     // A malformed id is answered 400 INVALID_ORDER_ID once the request is counted.
     read: (event) => parseOrderId(event.pathParameters?.orderId),
-    act: async (id, { signal }) => {
-      await cancelOrder(deps.orders(), id, { signal });
+    act: async (id, { event, signal }) => {
+      const store = isDeployCheck(event.requestContext?.authorizer?.keyId)
+        ? deployCheckOrders()
+        : deps.orders();
+      await cancelOrder(store, id, { signal });
       return noContent();
     },
   });

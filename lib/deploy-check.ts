@@ -36,6 +36,25 @@ export function isDeployCheck(keyId: unknown): boolean {
   return keyId === DEPLOY_CHECK_KEY_ID;
 }
 
+/**
+ * The API id in the method ARN of the deploy check's authorizer events: API Gateway writes its
+ * own API's id there (10 lower-case letters and digits), never this one.
+ */
+export const DEPLOY_CHECK_API_ID = 'deploy-check';
+
+/**
+ * Whether a function's event is the deploy check's: a proxy event from its caller, or a TOKEN
+ * authorizer event for its API id.
+ */
+export function isDeployCheckEvent(event: unknown): boolean {
+  const { requestContext, methodArn } = (event ?? {}) as {
+    requestContext?: { authorizer?: { keyId?: unknown } | null };
+    methodArn?: unknown;
+  };
+  if (isDeployCheck(requestContext?.authorizer?.keyId)) return true;
+  return typeof methodArn === 'string' && methodArn.includes(`:${DEPLOY_CHECK_API_ID}/`);
+}
+
 /** The id of the deploy check's order, in its own partition (any int64 would do). */
 export const DEPLOY_CHECK_ORDER_ID = 44n;
 

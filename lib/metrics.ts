@@ -7,6 +7,15 @@ export function stageMetricsNamespace(stage: string): string {
 }
 export const SERVICE_NAME = 'store-orders';
 
+/**
+ * The dimensions of a metric filed by version (functions/shared/metrics.ts): by function, and by
+ * function and version, as the deploy judges read them (the same names as the metric filters').
+ */
+export const VERSION_DIMENSIONS = ['FunctionName', 'FunctionVersion'] as const;
+
+/** The value of the dimension `traffic` on the deploy check's own metrics (lib/deploy-check.ts). */
+export const DEPLOY_CHECK_TRAFFIC = 'deploy-check';
+
 export const METRIC_NAMES = {
   /** The rate limiter could not reach its counter store (then fails open or closed). */
   limiterStoreFailures: 'RateLimiterStoreFailures',
@@ -39,6 +48,11 @@ export const METRIC_NAMES = {
    * lines (infra/alarms.ts), by FunctionName and FunctionVersion, for the deploy alarms.
    */
   serverErrorAnswers: 'ServerErrorAnswers',
+  /**
+   * Milliseconds from an HTTP function's start to its answer's status line and headers (for a
+   * list, before the first order is sent): what a caller waits for its first byte, by version.
+   */
+  timeToFirstByte: 'TimeToFirstByte',
   /** Requests refused with 429 RATE_LIMITED. */
   rateLimited: 'RateLimited',
   /** Requests refused with 429 API_KEY_TEMPORARILY_BANNED. */

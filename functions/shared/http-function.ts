@@ -15,9 +15,9 @@
  * decision's rate-limit headers, errors included.
  *
  * Around it, the middy chain every HTTP function shares, in the order middy runs it on an error:
- * the Error shaping and http-error-handler (./http-errors.ts), then the line of the invocation's
- * DynamoDB calls and its metrics (./dynamodb-calls.ts); and each invocation in a scope of its own
- * (./invocation.ts).
+ * the Error shaping and http-error-handler (./http-errors.ts), the time to the answer's first
+ * byte (./first-byte.ts), then the line of the invocation's DynamoDB calls and its metrics
+ * (./dynamodb-calls.ts); and each invocation in a scope of its own (./invocation.ts).
  */
 import middy from '@middy/core';
 import type { APIGatewayProxyEvent, Context } from 'aws-lambda';
@@ -25,6 +25,7 @@ import { withHeaders, type HttpResponse } from '../../lib/api/responses.ts';
 import { requestDeadline, signalAt } from '../../lib/config/budgets.ts';
 import { callerFromContext } from '../../lib/keys/authenticate.ts';
 import { recordInvocation } from './dynamodb-calls.ts';
+import { timeToFirstByte } from './first-byte.ts';
 import { answeredWith, httpErrors } from './http-errors.ts';
 import { perInvocation } from './invocation.ts';
 import { countRequest, takeFreeRequest, type RateLimitDependencies } from './rate-limit.ts';
@@ -120,7 +121,7 @@ export function httpFunction<Input, Body>(
     });
   };
   const chain = middy<APIGatewayProxyEvent, HttpResponse<Body>>()
-    .use([recordInvocation(), ...httpErrors()])
+    .use([recordInvocation(), timeToFirstByte(), ...httpErrors()])
     .handler(serve);
   return perInvocation(chain, (event) => event.requestContext?.requestId);
 }

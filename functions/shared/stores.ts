@@ -14,7 +14,7 @@ import {
 import { deliveryWatchingAgents } from '../../lib/dynamodb/undelivered.ts';
 import { DynamoDbKeyStore } from '../../lib/dynamodb/keys-table.ts';
 import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
-import { TABLES } from '../../lib/dynamodb/tables.ts';
+import { DEPLOY_CHECK_PARTITIONS, TABLES } from '../../lib/dynamodb/tables.ts';
 import { DynamoDbRateLimiter } from '../../lib/dynamodb/rate-limit-table.ts';
 import { limiterSettingsFromEnv, type LimiterSettings } from '../../lib/limits/limiter.ts';
 import { METRIC_NAMES } from '../../lib/metrics.ts';
@@ -48,9 +48,10 @@ export function onListVersionReleaseFailure(error: unknown): void {
   });
 }
 
-function orderStoreFromEnv(): DynamoDbOrderStore {
+function orderStoreFromEnv(partitions?: typeof DEPLOY_CHECK_PARTITIONS): DynamoDbOrderStore {
   return new DynamoDbOrderStore(client, requireEnv(TABLES.orders.envVar), {
     listVersion: { onReleaseFailure: onListVersionReleaseFailure },
+    ...(partitions ? { partitions } : {}),
   });
 }
 
@@ -84,9 +85,12 @@ function rateLimiterFromEnv(limiterClient: DocumentClient): DynamoDbRateLimiter 
 export function httpStoresFromEnv() {
   const limiterClient = recordCalls(createSingleAttemptClient(connectionFromEnv(), agents));
   let orders: DynamoDbOrderStore | undefined;
+  let deployCheckOrders: DynamoDbOrderStore | undefined;
   let limiter: DynamoDbRateLimiter | undefined;
   return {
     orders: () => (orders ??= orderStoreFromEnv()),
+    // The deploy check's partition of the orders table (lib/deploy-check.ts).
+    deployCheckOrders: () => (deployCheckOrders ??= orderStoreFromEnv(DEPLOY_CHECK_PARTITIONS)),
     limiter: () => (limiter ??= rateLimiterFromEnv(limiterClient)),
   };
 }
