@@ -19,7 +19,9 @@
  * the old one's or more, each from at least MIN_LATENCY_SAMPLES requests (a median of fewer is
  * a few cold starts).
  */
+import { LIVE_ALIAS } from './deployment.ts';
 import type { FunctionName } from './functions.ts';
+import { METRIC_NAMES, VERSION_DIMENSIONS } from './metrics.ts';
 
 /** The chance below which a new version's failures are not bad luck. */
 export const SIGNIFICANCE = 0.001;
@@ -109,13 +111,15 @@ export function judge(newer: VersionFigures, older: VersionFigures): Judgement {
   const chance =
     newer.failures >= MIN_FAILURES ? binomialTail(newer.failures, newer.requests, rate) : 1;
   const failing = chance < SIGNIFICANCE;
-  const measured =
+  const [newMs, oldMs] = [newer.latencyMs, older.latencyMs];
+  const latencyRatio =
     newer.latencySamples >= MIN_LATENCY_SAMPLES &&
     older.latencySamples >= MIN_LATENCY_SAMPLES &&
-    newer.latencyMs !== undefined &&
-    older.latencyMs !== undefined &&
-    older.latencyMs > 0;
-  const latencyRatio = measured ? newer.latencyMs! / older.latencyMs! : undefined;
+    newMs !== undefined &&
+    oldMs !== undefined &&
+    oldMs > 0
+      ? newMs / oldMs
+      : undefined;
   const slow = latencyRatio !== undefined && latencyRatio >= LATENCY_RATIO;
   const reasons = [
     ...(failing
@@ -125,7 +129,7 @@ export function judge(newer: VersionFigures, older: VersionFigures): Judgement {
       : []),
     ...(slow
       ? [
-          `median latency ${newer.latencyMs} ms, ${latencyRatio!.toFixed(1)} times the old version's ${older.latencyMs} ms`,
+          `median latency ${newMs} ms, ${latencyRatio.toFixed(1)} times the old version's ${oldMs} ms`,
         ]
       : []),
   ];
@@ -151,3 +155,77 @@ export const LATENCY_METRIC: Readonly<Record<FunctionName, 'duration' | 'firstBy
   cancelOrder: 'duration',
   authorizer: 'duration',
 };
+
+/** A CloudWatch metric as the judges read it: the alarms by CDK, the hook by GetMetricData. */
+export interface JudgedMetric {
+  readonly namespace: string;
+  readonly metricName: string;
+  readonly dimensions: Readonly<Record<string, string>>;
+  readonly statistic: 'Sum' | 'SampleCount' | 'p50';
+}
+
+/** The metrics one version of a function (or all its versions) is judged by. */
+export interface JudgedMetrics {
+  /** Its invocations by callers (through `live`). */
+  readonly requests: JudgedMetric;
+  /** What adds up to its failures (+1) and what is taken from them (−1). */
+  readonly failures: readonly { readonly metric: JudgedMetric; readonly sign: 1 | -1 }[];
+  /** Its median latency, and how many requests that median is of. */
+  readonly latency: JudgedMetric;
+  readonly latencySamples: JudgedMetric;
+}
+
+/**
+ * What a function's version is judged by: `version` one version, or undefined: all its versions
+ * as callers invoke them (what the alarms take the new version from to have the old one's).
+ * Lambda's own metrics through the `live` alias (by ExecutedVersion), so that the deploy check's
+ * invocations of the version itself are not in them; the service's own by FunctionName (and
+ * FunctionVersion), from which the deploy check's lines are left out. `namespace`: the stage's.
+ */
+export function judgedMetrics(
+  fn: FunctionName,
+  functionName: string,
+  namespace: string,
+  version?: string,
+): JudgedMetrics {
+  const lambda = (metricName: string, statistic: JudgedMetric['statistic']): JudgedMetric => ({
+    namespace: 'AWS/Lambda',
+    metricName,
+    dimensions: {
+      FunctionName: functionName,
+      Resource: `${functionName}:${LIVE_ALIAS}`,
+      ...(version !== undefined ? { ExecutedVersion: version } : {}),
+    },
+    statistic,
+  });
+  const own = (metricName: string, statistic: JudgedMetric['statistic']): JudgedMetric => ({
+    namespace,
+    metricName,
+    dimensions: {
+      [VERSION_DIMENSIONS[0]]: functionName,
+      ...(version !== undefined ? { [VERSION_DIMENSIONS[1]]: version } : {}),
+    },
+    statistic,
+  });
+  const failures: JudgedMetrics['failures'] =
+    fn === 'authorizer'
+      ? [
+          // A failed key check is an error of the authorizer's; a transient one is the store's.
+          { metric: lambda('Errors', 'Sum'), sign: 1 },
+          { metric: own(METRIC_NAMES.keyCheckTransientFailures, 'Sum'), sign: -1 },
+        ]
+      : [
+          // Crashes and timeouts; 500 answers, which Lambda counts as successes.
+          { metric: lambda('Errors', 'Sum'), sign: 1 },
+          { metric: own(METRIC_NAMES.internalErrorAnswers, 'Sum'), sign: 1 },
+        ];
+  const firstByte = LATENCY_METRIC[fn] === 'firstByte';
+  return {
+    requests: lambda('Invocations', 'Sum'),
+    failures,
+    latency: firstByte ? own(METRIC_NAMES.timeToFirstByte, 'p50') : lambda('Duration', 'p50'),
+    latencySamples: firstByte
+      ? own(METRIC_NAMES.timeToFirstByte, 'SampleCount')
+      : lambda('Invocations', 'Sum'),
+  };
+}

@@ -373,16 +373,33 @@ describe.each(STAGES)('safe deployments (%s)', (stage) => {
   const config = stageConfig(stage, () => undefined, {});
   const aliasId = (name: FunctionName) => idOf(stage, stack.functions[name].live);
 
-  it("give each function one alias, live, on the function's current version", () => {
+  it("give each function one alias, live, on the function's current version, or on the version a rollback pins (the stack parameter <Function>LiveVersion)", () => {
     const aliases = resources(api, 'AWS::Lambda::Alias');
     expect(aliases).toHaveLength(FUNCTION_NAMES.length);
+    const json = api.toJSON() as {
+      Parameters: Record<string, Record<string, unknown>>;
+      Conditions: Record<string, unknown>;
+    };
     for (const name of FUNCTION_NAMES) {
       const fn = stack.functions[name];
+      const pin = `${name.charAt(0).toUpperCase()}${name.slice(1)}LiveVersion`;
+      const pinned = `${name.charAt(0).toUpperCase()}${name.slice(1)}LivePinned`;
       const alias = api.toJSON().Resources[aliasId(name)] as Resource;
       expect(alias.Properties).toEqual({
         FunctionName: ref(idOf(stage, fn)),
-        FunctionVersion: { 'Fn::GetAtt': [versionId(stage, fn), 'Version'] },
+        FunctionVersion: {
+          'Fn::If': [pinned, ref(pin), { 'Fn::GetAtt': [versionId(stage, fn), 'Version'] }],
+        },
         Name: LIVE_ALIAS,
+      });
+      // Unpinned unless given: a deploy without it moves live to its own version.
+      expect(json.Parameters[pin]).toMatchObject({
+        Type: 'String',
+        Default: '',
+        AllowedPattern: '^[0-9]*$',
+      });
+      expect(json.Conditions[pinned]).toEqual({
+        'Fn::Not': [{ 'Fn::Equals': [ref(pin), ''] }],
       });
     }
   });
@@ -464,10 +481,15 @@ describe.each(STAGES)('safe deployments (%s)', (stage) => {
       const group = stack.deployments.groups[name];
       const groupId = idOf(stage, group);
       const props = resource(groupId).Properties;
+      const pinned = `${name.charAt(0).toUpperCase()}${name.slice(1)}LivePinned`;
       expect(props).toMatchObject({
         ApplicationName: ref(applicationId),
         DeploymentGroupName: name,
-        DeploymentConfigName: configName,
+        // A rollback (a pinned version) moves all at once.
+        DeploymentConfigName:
+          stage === 'production'
+            ? { 'Fn::If': [pinned, 'CodeDeployDefault.LambdaAllAtOnce', configName] }
+            : configName,
         DeploymentStyle: { DeploymentOption: 'WITH_TRAFFIC_CONTROL', DeploymentType: 'BLUE_GREEN' },
         AutoRollbackConfiguration: {
           Enabled: true,
@@ -491,7 +513,7 @@ describe.each(STAGES)('safe deployments (%s)', (stage) => {
     }
   });
 
-  it("watch, during each deploy and its bake, the new version's failure rate (and a buffered function's p99 duration)", () => {
+  it("judge, during each deploy's shift, the new version (the one live moves to) against the versions beside it, on its failures and its latency", () => {
     const alarms = Object.fromEntries(resources(api, 'AWS::CloudWatch::Alarm'));
     for (const name of FUNCTION_NAMES) {
       const fn = stack.functions[name];
@@ -499,48 +521,41 @@ describe.each(STAGES)('safe deployments (%s)', (stage) => {
         AlarmConfiguration: { Alarms: { Name: { Ref: string } }[] };
       };
       const watched = group.AlarmConfiguration.Alarms.map((a) => alarms[a.Name.Ref]!.Properties);
+      const pascal = `${name.charAt(0).toUpperCase()}${name.slice(1)}`;
       expect(watched.map((a) => String(a.AlarmName).replace(`store-orders-${stage}-`, ''))).toEqual(
-        name === 'listOrders'
-          ? ['ListOrdersNewVersionFailureRate']
-          : [
-              `${name.charAt(0).toUpperCase()}${name.slice(1)}NewVersionFailureRate`,
-              `${name.charAt(0).toUpperCase()}${name.slice(1)}NewVersionLatencyP99`,
-            ],
+        [`${pascal}NewVersionFailures`, `${pascal}NewVersionLatency`],
       );
+      // The version live moves to: this deploy's, or the one a rollback pins.
+      const version = {
+        'Fn::If': [
+          `${pascal}LivePinned`,
+          ref(`${pascal}LiveVersion`),
+          { 'Fn::GetAtt': [versionId(stage, fn), 'Version'] },
+        ],
+      };
       for (const alarm of watched) {
         const metrics = (
           alarm.Metrics as {
-            MetricStat?: { Metric: { Namespace: string; Dimensions: unknown[] } };
+            MetricStat?: {
+              Metric: { Namespace: string; Dimensions: { Name: string; Value: unknown }[] };
+            };
           }[]
         )
           .filter((m) => m.MetricStat)
           .map((m) => m.MetricStat!.Metric);
-        expect(metrics.length).toBeGreaterThanOrEqual(2);
-        // The version this deploy publishes, as invoked through the alias: not the old one.
-        const version = { 'Fn::GetAtt': [versionId(stage, fn), 'Version'] };
-        for (const metric of metrics) {
-          expect(metric.Dimensions).toEqual(
-            metric.Namespace === 'AWS/Lambda'
-              ? [
-                  { Name: 'ExecutedVersion', Value: version },
-                  { Name: 'FunctionName', Value: ref(idOf(stage, fn)) },
-                  {
-                    Name: 'Resource',
-                    Value: { 'Fn::Join': ['', [ref(idOf(stage, fn)), `:${LIVE_ALIAS}`]] },
-                  },
-                ]
-              : [
-                  { Name: 'FunctionName', Value: ref(idOf(stage, fn)) },
-                  { Name: 'FunctionVersion', Value: version },
-                ],
-          );
-        }
+        expect(metrics.length).toBeGreaterThanOrEqual(4);
+        const versions = metrics.flatMap((m) =>
+          m.Dimensions.filter((d) => d.Name === 'ExecutedVersion' || d.Name === 'FunctionVersion'),
+        );
+        // Half of them the new version's, half all versions' (the old one's is their difference).
+        expect(versions.length * 2).toBe(metrics.length);
+        for (const dimension of versions) expect(dimension.Value).toEqual(version);
         expect(alarm).toMatchObject({ EvaluationPeriods: 1 });
       }
     }
   });
 
-  it('give the hooks what they act on: the new versions, the alarms, the bake, how many versions to keep', () => {
+  it("give the hooks what they act on: each function (never a version: CodeDeploy's deployment names it), the alarms, the bake, how many versions to keep, the deploy check's tables, the metrics' namespace", () => {
     const pre = resource(hookIds.pre).Properties;
     const post = resource(hookIds.post).Properties;
     expect(pre).toMatchObject({ Handler: 'index.preTraffic', Runtime: 'nodejs24.x' });
@@ -555,12 +570,10 @@ describe.each(STAGES)('safe deployments (%s)', (stage) => {
       [HOOK_ENV.bakeSeconds]: String(config.deployment.bakeMinutes * 60),
       [HOOK_ENV.versionsKept]: String(config.deployment.versionsKept),
       [HOOK_ENV.ignoreAlarms]: 'false',
+      [HOOK_ENV.metricsNamespace]: `StoreOrders/${stage}`,
     });
     // What the hooks read from it, as CloudFormation resolves it on a deploy: each function's
-    // name, the version this deploy publishes, its deployment alarms by name, its provisioning.
-    const versions = new Map(
-      FUNCTION_NAMES.map((n, i) => [versionId(stage, stack.functions[n]), `${i + 7}`]),
-    );
+    // name, its deployment alarms by name, its provisioning; the tables.
     const resolve = (value: unknown): string => {
       if (typeof value === 'string') return value;
       const token = value as Record<string, unknown>;
@@ -568,15 +581,12 @@ describe.each(STAGES)('safe deployments (%s)', (stage) => {
         const [separator, parts] = token['Fn::Join'] as [string, unknown[]];
         return parts.map(resolve).join(separator);
       }
-      if ('Ref' in token) {
-        const target = resource(token.Ref as string);
-        return target.Type === 'AWS::CloudWatch::Alarm'
-          ? String(target.Properties.AlarmName)
-          : `deployed-${String(token.Ref)}`;
-      }
-      const [id, attribute] = token['Fn::GetAtt'] as [string, string];
-      expect(attribute).toBe('Version');
-      return versions.get(id)!;
+      if ('Fn::ImportValue' in token) return `imported-${JSON.stringify(token['Fn::ImportValue'])}`;
+      expect(Object.keys(token)).toEqual(['Ref']);
+      const target = resource(token.Ref as string);
+      return target.Type === 'AWS::CloudWatch::Alarm'
+        ? String(target.Properties.AlarmName)
+        : `deployed-${String(token.Ref)}`;
     };
     const settings = settingsFromEnv(
       Object.fromEntries(Object.entries(env).map(([name, value]) => [name, resolve(value)])),
@@ -588,7 +598,6 @@ describe.each(STAGES)('safe deployments (%s)', (stage) => {
           name,
           {
             functionName: `deployed-${idOf(stage, stack.functions[name])}`,
-            version: versions.get(versionId(stage, stack.functions[name])),
             // The alarms its deployment group rolls back on.
             alarms: (
               resource(idOf(stage, stack.deployments.groups[name])).Properties as {
@@ -604,10 +613,13 @@ describe.each(STAGES)('safe deployments (%s)', (stage) => {
       bakeSeconds: config.deployment.bakeMinutes * 60,
       versionsKept: config.deployment.versionsKept,
       ignoreAlarms: config.deployment.ignoreAlarms,
+      ordersTable: expect.stringMatching(/^imported-.*Orders/),
+      apiKeysTable: expect.stringMatching(/^imported-.*ApiKeys/),
+      metricsNamespace: `StoreOrders/${stage}`,
     });
     for (const name of FUNCTION_NAMES) {
       expect(settings.targets[name].alarms).toContain(
-        `store-orders-${stage}-${pascal(name)}NewVersionFailureRate`,
+        `store-orders-${stage}-${pascal(name)}NewVersionFailures`,
       );
     }
     expect(config.deployment.bakeMinutes).toBe(stage === 'production' ? 10 : 2);
@@ -622,14 +634,61 @@ describe.each(STAGES)('safe deployments (%s)', (stage) => {
     }
   });
 
+  const rules = () => resources(api, 'AWS::Events::Rule').map(([, rule]) => rule.Properties);
+
   it('resume the scaling of provisioned concurrency after a failed or stopped deployment (EventBridge to the post-traffic hook)', () => {
-    const [[, rule]] = resources(api, 'AWS::Events::Rule') as [[string, Resource]];
-    expect(rule.Properties.EventPattern).toEqual({
+    const rule = rules().find((r) => JSON.stringify(r.EventPattern).includes('aws.codedeploy'))!;
+    expect(rule.EventPattern).toEqual({
       source: ['aws.codedeploy'],
       'detail-type': ['CodeDeploy Deployment State-change Notification'],
       detail: { application: [expect.anything()], state: ['FAILURE', 'STOP'] },
     });
-    expect(JSON.stringify(rule.Properties.Targets)).toContain(hookIds.post);
+    expect(JSON.stringify(rule.Targets)).toContain(hookIds.post);
+  });
+
+  it("hand the post-traffic hook this stack's rolled-back updates (it publishes each function again, so that the same deploy can be retried)", () => {
+    const rule = rules().find((r) =>
+      JSON.stringify(r.EventPattern).includes('aws.cloudformation'),
+    )!;
+    expect(rule.EventPattern).toEqual({
+      source: ['aws.cloudformation'],
+      'detail-type': ['CloudFormation Stack Status Change'],
+      detail: {
+        'stack-id': [{ Ref: 'AWS::StackId' }],
+        'status-details': { status: ['UPDATE_ROLLBACK_COMPLETE'] },
+      },
+    });
+    expect(JSON.stringify(rule.Targets)).toContain(hookIds.post);
+  });
+
+  it("let the hooks invoke and delete any version of each function by a pattern granted once, never a version's own grant (no deploy's grant races its probe)", () => {
+    const roleId = idOf(stage, hooks.role);
+    const statements = resources(api, 'AWS::IAM::Policy')
+      .filter(([, p]) => JSON.stringify(p.Properties.Roles) === JSON.stringify([ref(roleId)]))
+      .flatMap(
+        ([, p]) =>
+          (p.Properties.PolicyDocument as { Statement: Record<string, unknown>[] }).Statement,
+      );
+    const text = JSON.stringify(statements);
+    // No statement names a version (its ARN changes with every deploy).
+    expect(text).not.toMatch(/CurrentVersion/);
+    const actionsOn = (resource: unknown) =>
+      statements
+        .filter((st) => JSON.stringify(st.Resource).includes(JSON.stringify(resource)))
+        .flatMap((st) => [st.Action].flat());
+    for (const name of FUNCTION_NAMES) {
+      const arn = { 'Fn::GetAtt': [idOf(stage, stack.functions[name]), 'Arn'] };
+      expect(actionsOn({ 'Fn::Join': ['', [arn, ':*']] })).toEqual(
+        expect.arrayContaining(['lambda:InvokeFunction', 'lambda:DeleteFunction']),
+      );
+      expect(actionsOn(arn)).toEqual(
+        expect.arrayContaining([
+          'lambda:PublishVersion',
+          'lambda:CreateAlias',
+          'lambda:UpdateAlias',
+        ]),
+      );
+    }
   });
 
   it('output the CodeDeploy application that docs/deploy.md watches', () => {
