@@ -294,11 +294,13 @@ function failureScore(newer: JudgedMetrics, all: JudgedMetrics, label: string): 
   const oldRate = expression('IF(nAll - n > 0, (kAll - k) / (nAll - n), 0)', metrics);
   const rate = expression(`IF(oldRate > ${FLOOR_RATE}, oldRate, ${FLOOR_RATE})`, { oldRate });
   const share = expression('IF(n > 0, IF(k > n, 1, k / n), 0)', { k: metrics.k, n: metrics.n });
+  // Judged only beside another version (the old one's requests in the same minute): after the
+  // last shift, and outside a deploy, there is nothing to compare with, and the alarm says nothing.
   return new MathExpression({
     expression:
-      `IF(k >= ${MIN_FAILURES} AND share > rate, n * (share * LOG(share / rate)` +
+      `IF(k >= ${MIN_FAILURES} AND nAll - n > 0 AND share > rate, n * (share * LOG(share / rate)` +
       ' + IF(share < 1, (1 - share) * LOG((1 - share) / (1 - rate)), 0)), 0)',
-    usingMetrics: { k: metrics.k, n: metrics.n, share, rate },
+    usingMetrics: { k: metrics.k, n: metrics.n, nAll: metrics.nAll, share, rate },
     period,
     label,
   });

@@ -145,6 +145,52 @@ describe("docs/deploy.md's provisioned concurrency", () => {
   });
 });
 
+describe("docs/deploy.md's costs of provisioned concurrency at its ceiling and of the alarms", () => {
+  const text = docs('deploy.md').replace(/\s+/g, ' ');
+  const price = Number(/\$(0\.\d+) per GB-second/.exec(text)?.[1]);
+  const floors = stageConfig('production', () => undefined, {}).concurrency.provisioned;
+  const month = (fn: FunctionName) => (FUNCTIONS[fn].memoryMb / 1024) * 730 * 3600 * price;
+  const dollars = (amount: number) => `$${amount.toFixed(2)}`;
+
+  it('states the month at the scaling ceiling (every floor times the factor) as the stack and the price make it', () => {
+    const [, total] = /At its ceiling, [^$]*costs (\$[\d.]+) a month/.exec(text)!;
+    const ceiling = FUNCTION_NAMES.reduce(
+      (sum, fn) => sum + floors[fn] * PROVISIONED_SCALING.maxFactor * month(fn),
+      0,
+    );
+    expect(total).toBe(dollars(ceiling));
+  });
+
+  it("states the alarms' cost as their metrics in the synthesized stages make it ($0.10 an alarm metric a month)", () => {
+    const [, metrics, cost, deployMetrics, deployCost] =
+      /(\d+) alarm metrics a stage, (\$[\d.]+) a month each stage \(the 8 deployment alarms' (\d+) of them, (\$[\d.]+)/.exec(
+        text,
+      )!;
+    expect(/\$0\.10 an alarm metric a month/.test(text)).toBe(true);
+    for (const stage of Object.values(stages)) {
+      const alarms = Object.values(
+        templates(stage).api.findResources('AWS::CloudWatch::Alarm') as Record<
+          string,
+          { Properties: { AlarmName: string; Metrics?: { MetricStat?: unknown }[] } }
+        >,
+      );
+      // A simple alarm reads one metric; a metric-math alarm each metric of its expression.
+      const metricsOf = (a: (typeof alarms)[number]) =>
+        a.Properties.Metrics ? a.Properties.Metrics.filter((m) => m.MetricStat).length : 1;
+      const all = alarms.reduce((sum, a) => sum + metricsOf(a), 0);
+      const deployment = alarms.filter((a) =>
+        /NewVersion/.test(JSON.stringify(a.Properties.AlarmName)),
+      );
+      expect(deployment).toHaveLength(8);
+      const deploymentMetrics = deployment.reduce((sum, a) => sum + metricsOf(a), 0);
+      expect(Number(metrics)).toBe(all);
+      expect(cost).toBe(dollars(all * 0.1));
+      expect(Number(deployMetrics)).toBe(deploymentMetrics);
+      expect(deployCost).toBe(dollars(deploymentMetrics * 0.1));
+    }
+  });
+});
+
 describe("docs/local.md's routing", () => {
   it("names every stage the local API serves as the paths it answers, before the 404 of any other's", () => {
     const line = docs('local.md')

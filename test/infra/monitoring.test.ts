@@ -345,6 +345,8 @@ describe.each(STAGE_NAMES)('what a deploy is judged by (%s)', (stage) => {
       expect(fires(name, minute(10, 100, 18, 900))).toBe(true);
       // No data at all (no traffic): no verdict.
       expect(fires(name, {})).toBe(false);
+      // No version beside it (after the last shift, outside a deploy): nothing to compare with.
+      expect(fires(name, minute(10, 10, 0, 0))).toBe(false);
     },
   );
 

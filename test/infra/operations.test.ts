@@ -32,6 +32,7 @@ import {
   HOOK_ENV,
   FUNCTION_OUTPUTS,
   LIVE_ALIAS,
+  ROLLBACK_ALIAS,
   LOG_GROUP_OUTPUTS,
   logGroupName,
   queryPrefix,
@@ -770,6 +771,10 @@ describe('what cdk destroy deletes and keeps', () => {
 const AWS_STAND_IN = `
 const [service, command] = args;
 const call = service + ' ' + command;
+// What CloudFormation records of live, where the alias is, the pin: kept between runs.
+const stateFile = process.env.AWS_STAND_IN_FIXTURE + '.state';
+const state = () => fs.existsSync(stateFile) ? JSON.parse(fs.readFileSync(stateFile, 'utf8')) : { ...fixture.initialState };
+const save = (s) => fs.writeFileSync(stateFile, JSON.stringify(s));
 const fn = () => { if (option('--function-name') !== fixture.functionName) fail('no function ' + option('--function-name')); };
 if (call === 'logs describe-query-definitions') {
   const query = fixture.queries.find((q) => q.name === option('--query-definition-name-prefix'));
@@ -802,8 +807,42 @@ if (call === 'logs describe-query-definitions') {
   console.log(outputs[key]);
 } else if (call === 'lambda get-alias') {
   fn();
-  if (option('--name') !== fixture.alias) fail('no alias ' + option('--name'));
-  console.log(option('--query') === 'FunctionVersion' ? fixture.liveVersion : '{}');
+  const name = option('--name');
+  if (name !== fixture.alias && name !== fixture.rollbackAlias) fail('ResourceNotFoundException: no alias ' + name);
+  const version = name === fixture.alias ? state().alias : fixture.rollbackVersion;
+  console.log(option('--query') === 'FunctionVersion' ? version : '{}');
+} else if (call === 'lambda publish-version') {
+  fn();
+  console.log('{"Version":"11"}');
+} else if (call === 'cloudformation update-stack') {
+  // CloudFormation moving live through CodeDeploy: the deployment's AppSpec names the version
+  // CloudFormation recorded as the alias's; an alias moved by hand is not on it (reported
+  // against SAM: such deployments fail; this stand-in refuses them).
+  if (option('--stack-name') !== fixture.apiStack) fail('Stack ' + option('--stack-name') + ' does not exist');
+  if (!args.includes('--use-previous-template') && !args.includes('--template-body')) fail('a template is required');
+  if (option('--capabilities') !== 'CAPABILITY_IAM') fail('Requires capabilities : [CAPABILITY_IAM]');
+  const given = args.slice(args.indexOf('--parameters') + 1).filter((a) => a.startsWith('ParameterKey='));
+  const params = Object.fromEntries(given.map((p) => {
+    const fields = Object.fromEntries(p.split(',').map((kv) => kv.split('=')));
+    return [fields.ParameterKey, fields.UsePreviousValue === 'true' ? { previous: true } : { value: fields.ParameterValue ?? '' }];
+  }));
+  if (given.length !== Object.keys(params).length) fail('a parameter given twice');
+  for (const key of fixture.parameters) if (!(key in params)) fail('Parameters: [' + key + '] must have values');
+  for (const key of Object.keys(params)) if (!fixture.parameters.includes(key)) fail('Parameters: [' + key + '] do not exist in the template');
+  const s = state();
+  const pin = params[fixture.pinParameter];
+  const pinned = pin.previous ? s.pin : pin.value;
+  const target = pinned !== '' ? pinned : s.templateVersion;
+  if (target !== s.record) {
+    if (s.alias !== s.record) fail("UPDATE_ROLLBACK_COMPLETE: the deployment failed: alias live is on version " + s.alias + ", the AppSpec's CurrentVersion is " + s.record);
+    s.alias = target;
+    s.record = target;
+  }
+  s.pin = pinned;
+  save(s);
+  console.log('{"StackId":"arn:aws:cloudformation:eu-west-1:123456789012:stack/Production-Api/1"}');
+} else if (call === 'cloudformation wait') {
+  if (args[2] !== 'stack-update-complete' || option('--stack-name') !== fixture.apiStack) fail('stand-in: unknown wait');
 } else if (call === 'lambda list-versions-by-function') {
   fn();
   if (option('--query') !== 'Versions[].Version') fail('stand-in: unknown --query ' + option('--query'));
@@ -812,6 +851,9 @@ if (call === 'logs describe-query-definitions') {
   fn();
   if (option('--name') !== fixture.alias) fail('no alias ' + option('--name'));
   if (!fixture.versions.includes(option('--function-version'))) fail('no version ' + option('--function-version'));
+  const s = state();
+  s.alias = option('--function-version');
+  save(s);
   console.log('{}');
 } else if (call === 'lambda delete-provisioned-concurrency-config') {
   fn();
@@ -881,7 +923,14 @@ describe('the runbooks, run with a stand-in AWS CLI against the synthesized prod
     },
     functionName: FUNCTION_NAME,
     versions: ['3', '5', '6', '7', '10'],
-    liveVersion: '7',
+    // live serves 7, the last deployment that passed replaced 5 (6 is a kept version whose own
+    // deploy failed): CloudFormation records live on 7; this deploy's template publishes 10.
+    initialState: { record: '7', alias: '7', pin: '', templateVersion: '10' },
+    rollbackAlias: ROLLBACK_ALIAS,
+    rollbackVersion: '5',
+    apiStack: stages.production.api.stackName,
+    parameters: Object.keys((api.toJSON() as { Parameters: object }).Parameters),
+    pinParameter: 'CancelOrderLiveVersion',
     restApiId: STAND_IN_REST_API_ID,
     apiStages: API_STAGES,
     ordersTable: ORDERS_TABLE,
@@ -947,21 +996,67 @@ describe('the runbooks, run with a stand-in AWS CLI against the synthesized prod
     expect(after(calls[1]!, '--qualifier')).toBe(LIVE_ALIAS);
   });
 
-  it('rolls a function back in one step: live on the version before the one it serves, with no weights', async () => {
-    const calls = await runbook(shellBlocks('deploy.md', '### Roll back at once'));
+  /** Runs a script from a fresh state of the stage (live on 7, recorded so). */
+  const fromFreshState = (script: string) =>
+    standIn.run(`rm -f "$AWS_STAND_IN_FIXTURE.state"\n${script}`);
+  /** What `cdk deploy --no-previous-parameters` asks CloudFormation for: the new template, no pin. */
+  const nextDeploy = `aws cloudformation update-stack --stack-name Production-Api --template-body file://template.json --capabilities CAPABILITY_IAM --parameters ${[
+    ...Object.keys((api.toJSON() as { Parameters: object }).Parameters),
+  ]
+    .map((key) => `ParameterKey=${key},ParameterValue=`)
+    .join(' ')}`;
+  const aliasNow = async () =>
+    (
+      await standIn.run(
+        `aws lambda get-alias --function-name ${FUNCTION_NAME} --name live --query FunctionVersion`,
+      )
+    ).stdout.trim();
+
+  it('rolls a function back to the version the last passed deployment replaced (its rollback alias), not the version before, through CloudFormation: every parameter kept but the pin', async () => {
+    const { calls } = await fromFreshState(shellBlocks('deploy.md', '### Roll back at once'));
     expect(calls.map((c) => `${c[0]} ${c[1]}`)).toEqual([
       'cloudformation describe-stacks',
       'lambda get-alias',
-      'lambda list-versions-by-function',
-      'lambda update-alias',
+      'cloudformation update-stack',
+      'cloudformation wait',
     ]);
-    const update = calls.at(-1)!;
-    // live serves 7 of 3, 5, 6, 7 and 10 (a version published and never shifted to): 6.
-    expect(after(update, '--function-version')).toBe('6');
-    expect(after(update, '--name')).toBe(LIVE_ALIAS);
-    expect(JSON.parse(after(update, '--routing-config')!)).toEqual({
-      AdditionalVersionWeights: {},
-    });
+    expect(after(calls[1]!, '--name')).toBe(ROLLBACK_ALIAS);
+    const update = calls[2]!;
+    expect(update).toContain('--use-previous-template');
+    const parameters = update.slice(update.indexOf('--parameters') + 1);
+    expect(parameters).toContain('ParameterKey=CancelOrderLiveVersion,ParameterValue=5');
+    // live serves 5 now, not 6 (the version before 7, whose own deploy failed).
+    expect(await aliasNow()).toBe('5');
+  });
+
+  it('lets the next deploy (the fix) move live on from a rollback through CloudFormation, where one after a manual update-alias is refused', async () => {
+    await fromFreshState(shellBlocks('deploy.md', '### Roll back at once'));
+    await standIn.run(nextDeploy);
+    expect(await aliasNow()).toBe('10');
+    // The rollback this runbook used to give: the alias moved by hand, CloudFormation not told.
+    await fromFreshState(
+      `aws lambda update-alias --function-name ${FUNCTION_NAME} --name live --function-version 5 --routing-config '{"AdditionalVersionWeights":{}}'`,
+    );
+    await expect(standIn.run(nextDeploy)).rejects.toThrow(/AppSpec's CurrentVersion is 7/);
+  });
+
+  it('deploys with every stack parameter back to its default (a rollback pin does not outlive the next deploy)', () => {
+    const deploys = docs('deploy.md')
+      .split('\n')
+      .filter((line) => /^\s*npx cdk deploy /.test(line));
+    expect(deploys.length).toBeGreaterThanOrEqual(3);
+    for (const line of deploys) expect(line).toContain('--no-previous-parameters');
+  });
+
+  it("publishes a function's code by hand after a rolled-back deploy, if the post-traffic function has not", async () => {
+    const { calls } = await standIn.run(
+      shellBlocks('deploy.md', '### Deploy the same code again after a rollback'),
+    );
+    expect(calls.map((c) => `${c[0]} ${c[1]}`)).toEqual([
+      'cloudformation describe-stacks',
+      'lambda publish-version',
+    ]);
+    expect(after(calls[1]!, '--function-name')).toBe(FUNCTION_NAME);
   });
 
   it('restores the orders: the live table from the stack, a restore waited for however long it takes, the copy deleted', async () => {
