@@ -42,12 +42,10 @@ vi.hoisted(() => {
   process.env.LOG_LEVEL = 'INFO';
 });
 import { createCancelOrderHandler } from '../../functions/cancel-order.ts';
-import { ALARM_POLL_MS } from '../../functions/deploy-hooks/bake.ts';
 import { createDeployHooks } from '../../functions/deploy-hooks/hooks.ts';
 import type { HookSettings } from '../../functions/deploy-hooks/settings.ts';
 import { INTERNAL_ERROR_ANSWER_PATTERN } from '../../infra/alarms.ts';
 import { stageConfig } from '../../infra/config.ts';
-import { DynamoDbKeyStore } from '../../lib/dynamodb/keys-table.ts';
 import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
 import { DynamoDbRateLimiter } from '../../lib/dynamodb/rate-limit-table.ts';
 import { DEPLOY_CHECK_PARTITIONS } from '../../lib/dynamodb/tables.ts';
@@ -118,14 +116,14 @@ function handlers() {
   const versions: Record<Kind, Handler> = {
     'all 500': broken as Handler,
     // Every 33rd call answers as the broken one does: a 500 (3%); the probe's few pass.
-    '3% 500': ((event, context) =>
-      (++calls % 33 === 0 ? broken : healthy)(event as never, context as never)) as Handler,
+    '3% 500': (event, context) =>
+      (++calls % 33 === 0 ? broken : healthy)(event as never, context as never),
     // The healthy one, then four times as long again as the healthy one's median (measured first).
-    '5× slower': (async (event, context) => {
+    '5× slower': async (event, context) => {
       const answer = await healthy(event as never, context as never);
       await new Promise((r) => setTimeout(r, 4 * slowdown.healthyMedianMs));
       return answer;
-    }) as Handler,
+    },
     'crash at init': () => {
       throw new Error('Cannot find module ./shared/stores.ts (a bundle that fails to load)');
     },
