@@ -46,7 +46,7 @@ import { DependencyFailure } from '../../lib/failures.ts';
 import { RateLimitRefusal } from '../../lib/limits/limiter.ts';
 import { InvalidOrderId } from '../../lib/orders/operations.ts';
 import { RATE_LIMIT_REFUSAL_LOG } from '../../infra/monitoring.ts';
-import { awsSteps, docs, shellBlocks, standInAws } from '../support/runbook.ts';
+import { awsSteps, docs, markdownTable, shellBlocks, standInAws } from '../support/runbook.ts';
 import { templates, testApp } from './support.ts';
 
 const { stages } = testApp();
@@ -1204,17 +1204,9 @@ describe('the settings the documents give, as synth reads them', () => {
 describe('the tables of docs/operations.md, against the code', () => {
   /** The rows of the markdown table whose header starts with `| <first> |`. */
   function tableRows(first: string): string[][] {
-    const text = docs('operations.md');
-    const start = text.search(new RegExp(`^\\| ${first} +\\|`, 'm'));
-    expect(start, first).toBeGreaterThanOrEqual(0);
-    const lines = text.slice(start).split('\n');
-    const end = lines.findIndex((line) => !line.startsWith('|'));
-    return lines.slice(2, end).map((line) =>
-      line
-        .split('|')
-        .slice(1, -1)
-        .map((cell) => cell.trim()),
-    );
+    const rows = markdownTable('operations.md', first);
+    expect(rows, first).toBeDefined();
+    return rows!;
   }
 
   it('lists every log group of a stage with its output (LOG_GROUP_OUTPUTS), v2 and listOrderPages included', () => {

@@ -76,6 +76,8 @@ import type { Order } from '../../lib/orders/order.ts';
 import { createContext, invokeBuffered } from '../../local/lambda-runtime.ts';
 import { scanAll } from '../admin/support.ts';
 import {
+  capturedLines,
+  matchesFilter,
   standInCodeDeploy,
   standInLambda,
   verdictsOf,
@@ -245,25 +247,6 @@ function expectGatewayShaped(event: ProbeEvent): void {
   expect(event.requestContext.path).toBe(`/${event.requestContext.stage}${event.path}`);
 }
 
-/** The lines written to stdout and stderr while `work` runs, parsed. */
-async function linesOf(work: () => Promise<unknown>): Promise<Record<string, unknown>[]> {
-  const lines: Record<string, unknown>[] = [];
-  const capture = (text: unknown) => {
-    for (const line of String(text).split('\n').filter(Boolean)) {
-      try {
-        lines.push(JSON.parse(line) as Record<string, unknown>);
-      } catch {
-        // Not a line of the service's logger.
-      }
-    }
-    return true;
-  };
-  vi.spyOn(process.stdout, 'write').mockImplementation(capture);
-  vi.spyOn(process.stderr, 'write').mockImplementation(capture);
-  await work();
-  return lines;
-}
-
 beforeAll(async () => {
   t = await createTestTables('hooks');
   await new DynamoDbOrderStore(t.client, t.tables.orders).putOrders(ORDERS);
@@ -336,7 +319,7 @@ describe('the pre-traffic hook, against the local stack', () => {
 
   it('reads the whole list to its end, then asks again with its ETag', async () => {
     deploy(healthy());
-    const lines = await linesOf(() => hooks().preTraffic(deployment('listOrders')));
+    const lines = await capturedLines(() => hooks().preTraffic(deployment('listOrders')));
     expect(invocations.map((call) => call.status)).toEqual([200, 304]);
     const passed = lines.find((l) => l.message === 'Pre-traffic check passed');
     expect(passed?.answer).toMatch(/^200 \(\d+ bytes, whole\); 304$/);
@@ -364,7 +347,7 @@ describe('the pre-traffic hook, against the local stack', () => {
         }),
       }),
     });
-    const lines = await linesOf(() => hooks().preTraffic(deployment('authorizer')));
+    const lines = await capturedLines(() => hooks().preTraffic(deployment('authorizer')));
     expect(verdicts()).toEqual(['Failed']);
     expect(lines.find((l) => l.level === 'ERROR')?.answer).toMatch(/policy Deny for a stored key/);
   });
@@ -431,7 +414,7 @@ describe('a verdict on every path, once', () => {
   it('never throws when the verdict cannot be sent: Lambda would run the hook again (scaling suspended again, a second bake)', async () => {
     deploy(healthy());
     codeDeploy.on(PutLifecycleEventHookExecutionStatusCommand).rejects(new Error('down'));
-    const lines = await linesOf(() => hooks().preTraffic(deployment('cancelOrder')));
+    const lines = await capturedLines(() => hooks().preTraffic(deployment('cancelOrder')));
     expect(verdicts()).toHaveLength(VERDICT_ATTEMPTS);
     expect(lines.find((l) => l.level === 'ERROR')?.message).toMatch(/^Verdict not sent/);
   });
@@ -518,7 +501,7 @@ describe('a hook whose environment is missing or malformed', () => {
       let lines: Record<string, unknown>[];
       try {
         const handler = which === 'preTraffic' ? preTraffic : postTraffic;
-        lines = await linesOf(async () =>
+        lines = await capturedLines(async () =>
           expect(await handler(event, createContext('hooks') as never)).toBe('Failed'),
         );
       } finally {
@@ -550,20 +533,6 @@ describe('a hook whose environment is missing or malformed', () => {
 });
 
 describe('the metric filters of the deploy judges, on what versions write', () => {
-  /** A deployed filter pattern of `{ (…) && (…) }` terms, applied to a JSON line. */
-  function matches(pattern: string, line: Record<string, unknown>): boolean {
-    const terms = [...pattern.matchAll(/\(\$\.([\w.]+) (=|NOT EXISTS)\s*([^)]*)\)/g)];
-    expect(terms.length).toBeGreaterThan(0);
-    return terms.every(([, path, op, value]) => {
-      const found = path!
-        .split('.')
-        .reduce<unknown>((v, k) => (v as Record<string, unknown> | undefined)?.[k], line);
-      if (op === 'NOT EXISTS') return found === undefined;
-      const expected = value!.trim();
-      return expected.startsWith('"') ? found === JSON.parse(expected) : found === Number(expected);
-    });
-  }
-
   const cancelEvent = (keyId: string) => ({
     httpMethod: 'DELETE',
     resource: '/store/orders/{orderId}',
@@ -582,7 +551,7 @@ describe('the metric filters of the deploy judges, on what versions write', () =
 
   it("counts the broken cancelOrder's 500 to a caller once, under its function name and the version that ran; not the deploy check's", async () => {
     let status = 0;
-    const lines = await linesOf(async () => {
+    const lines = await capturedLines(async () => {
       const result = (await invokeBuffered(
         broken().cancelOrder,
         cancelEvent('key_x'),
@@ -596,7 +565,9 @@ describe('the metric filters of the deploy judges, on what versions write', () =
     });
     // Lambda's Errors would count nothing: the invocation succeeded, with a 500.
     expect(status).toBe(500);
-    const counted = lines.filter((l) => matches(INTERNAL_ERROR_ANSWER_PATTERN.logPatternString, l));
+    const counted = lines.filter((l) =>
+      matchesFilter(INTERNAL_ERROR_ANSWER_PATTERN.logPatternString, l),
+    );
     expect(counted).toHaveLength(1);
     const dimension = (path: string) => counted[0]![path.replace(/^\$\./, '')];
     expect(dimension(VERSION_FILTER_DIMENSIONS.FunctionName)).toBe(fnName('cancelOrder'));
@@ -616,11 +587,13 @@ describe('the metric filters of the deploy judges, on what versions write', () =
         }) as never,
       limiter: () => new DynamoDbRateLimiter(t.client, t.tables.rateLimits),
     });
-    const lines = await linesOf(() => invokeBuffered(throttled, cancelEvent('key_y'), context()));
-    expect(lines.filter((l) => l.status === 503)).toHaveLength(1);
-    expect(lines.filter((l) => matches(INTERNAL_ERROR_ANSWER_PATTERN.logPatternString, l))).toEqual(
-      [],
+    const lines = await capturedLines(() =>
+      invokeBuffered(throttled, cancelEvent('key_y'), context()),
     );
+    expect(lines.filter((l) => l.status === 503)).toHaveLength(1);
+    expect(
+      lines.filter((l) => matchesFilter(INTERNAL_ERROR_ANSWER_PATTERN.logPatternString, l)),
+    ).toEqual([]);
   });
 
   it("counts the authorizer's transient failures (what its failed invocations less these are bugs)", async () => {
@@ -634,7 +607,7 @@ describe('the metric filters of the deploy judges, on what versions write', () =
       }),
     });
     const { generateApiKey } = await import('../../lib/keys/api-key.ts');
-    const lines = await linesOf(() =>
+    const lines = await capturedLines(() =>
       invokeBuffered(
         failing,
         {
@@ -646,7 +619,7 @@ describe('the metric filters of the deploy judges, on what versions write', () =
       ).catch(() => undefined),
     );
     expect(
-      lines.filter((l) => matches(KEY_CHECK_TRANSIENT_PATTERN.logPatternString, l)),
+      lines.filter((l) => matchesFilter(KEY_CHECK_TRANSIENT_PATTERN.logPatternString, l)),
     ).toHaveLength(1);
   });
 });
@@ -753,7 +726,7 @@ describe('the post-traffic hook', () => {
         }),
       );
     const event = afterShift('cancelOrder');
-    const lines = await linesOf(() => hooks().postTraffic(event));
+    const lines = await capturedLines(() => hooks().postTraffic(event));
     expect(verdicts()).toEqual(['Failed']);
     expect(lines.find((l) => l.level === 'ERROR')?.alarms).toEqual([
       expect.stringMatching(/^4 failures in 40 requests/),
@@ -790,7 +763,7 @@ describe('the post-traffic hook', () => {
     versions('4', '5', '6', '7');
     lambda.on(ListAliasesCommand).resolves({ Aliases: [{ Name: 'live', FunctionVersion: '7' }] });
     lambda.on(DeleteFunctionCommand).resolves({});
-    const lines = await linesOf(async () =>
+    const lines = await capturedLines(async () =>
       expect(await hooks({ ignoreAlarms: true }).postTraffic(afterShift('cancelOrder'))).toBe(
         'Succeeded',
       ),

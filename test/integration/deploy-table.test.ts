@@ -30,13 +30,14 @@ import {
 import {
   CreateAliasCommand,
   DeleteFunctionCommand,
+  InvokeCommand,
   LambdaClient,
   ListAliasesCommand,
   ListVersionsByFunctionCommand,
   UpdateAliasCommand,
 } from '@aws-sdk/client-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 
 vi.hoisted(() => {
   process.env.LOG_LEVEL = 'INFO';
@@ -53,6 +54,8 @@ import { STAGES, type StageName } from '../../lib/deployment.ts';
 import { FUNCTION_NAMES } from '../../lib/functions.ts';
 import type { Order } from '../../lib/orders/order.ts';
 import {
+  capturedLines,
+  matchesFilter,
   standInCodeDeploy,
   standInLambda,
   verdictsOf,
@@ -60,7 +63,7 @@ import {
   type StandInDeployment,
 } from '../support/deploy-stand-ins.ts';
 import { alarmValue, type AlarmQuery } from '../support/metric-math.ts';
-import { docs } from '../support/runbook.ts';
+import { markdownTable } from '../support/runbook.ts';
 import { createTestTables, type TestTables } from '../support/tables.ts';
 import { templates, testApp } from '../infra/support.ts';
 
@@ -151,16 +154,6 @@ function clientCancel(i: number) {
   };
 }
 
-/** A deployed filter pattern of `{ (…) && (…) }` terms, applied to a JSON line. */
-function matches(pattern: string, line: Record<string, unknown>): boolean {
-  return [...pattern.matchAll(/\(\$\.([\w.]+) (=|NOT EXISTS)\s*([^)]*)\)/g)].every(
-    ([, path, op, value]) => {
-      const found = line[path!];
-      return op === 'NOT EXISTS' ? found === undefined : found === Number(value);
-    },
-  );
-}
-
 /** What a version does to callers, measured on real invocations: its failure share, its median. */
 interface Behaviour {
   readonly failureShare: number;
@@ -169,23 +162,9 @@ interface Behaviour {
 
 async function measure(handler: unknown, version: string, calls: number): Promise<Behaviour> {
   deployed = { ...deployed, [version === OLD ? 'old' : 'new']: handler };
-  const lines: Record<string, unknown>[] = [];
-  const capture = (text: unknown) => {
-    for (const line of String(text).split('\n').filter(Boolean)) {
-      try {
-        lines.push(JSON.parse(line) as Record<string, unknown>);
-      } catch {
-        // not the logger's
-      }
-    }
-    return true;
-  };
-  const out = vi.spyOn(process.stdout, 'write').mockImplementation(capture);
-  const err = vi.spyOn(process.stderr, 'write').mockImplementation(capture);
   invocations.length = 0;
-  try {
+  const lines = await capturedLines(async () => {
     const client = new LambdaClient({});
-    const { InvokeCommand } = await import('@aws-sdk/client-lambda');
     for (let i = 0; i < calls; i++) {
       await client.send(
         new InvokeCommand({
@@ -195,15 +174,13 @@ async function measure(handler: unknown, version: string, calls: number): Promis
         }),
       );
     }
-  } finally {
-    out.mockRestore();
-    err.mockRestore();
-  }
+  });
   // As CloudWatch counts them: failed invocations, and the 500 lines of this version.
   const failedInvocations = invocations.filter((call) => call.failed).length;
   const answers500 = lines.filter(
     (l) =>
-      l.function_version === version && matches(INTERNAL_ERROR_ANSWER_PATTERN.logPatternString, l),
+      l.function_version === version &&
+      matchesFilter(INTERNAL_ERROR_ANSWER_PATTERN.logPatternString, l),
   ).length;
   const durations = invocations.map((call) => call.durationMs).sort((a, b) => a - b);
   return {
@@ -346,6 +323,7 @@ beforeAll(async () => {
   );
 }, 120_000);
 afterAll(() => t.drop());
+afterEach(() => vi.restoreAllMocks());
 
 let canaryAlarms: Record<string, AlarmQuery[]> = {};
 
@@ -447,21 +425,6 @@ async function deployAndWatch(
   }
 }
 
-/** The rows of the table in docs/deploy.md under its heading. */
-function documentedRows(): string[][] {
-  const text = docs('deploy.md');
-  const start = text.search(/^\| version +\| stage +\|/m);
-  expect(start, 'the table of what each kind of broken version meets').toBeGreaterThan(0);
-  const lines = text.slice(start).split('\n');
-  const end = lines.findIndex((line) => !line.startsWith('|'));
-  return lines.slice(2, end).map((line) =>
-    line
-      .split('|')
-      .slice(1, -1)
-      .map((cell) => cell.trim()),
-  );
-}
-
 describe("what each kind of broken version of cancelOrder meets (docs/deploy.md's table)", () => {
   it('is what the hooks, the alarms and the judgement do with it, in each stage and at each rate', async () => {
     const { healthy, versions, slowdown } = handlers();
@@ -485,6 +448,8 @@ describe("what each kind of broken version of cancelOrder meets (docs/deploy.md'
         computed.push(row);
       }
     }
-    expect(documentedRows()).toEqual(computed);
+    const documented = markdownTable('deploy.md', 'version', 'stage');
+    expect(documented, 'the table of what each kind of broken version meets').toBeDefined();
+    expect(documented).toEqual(computed);
   }, 240_000);
 });

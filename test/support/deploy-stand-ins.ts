@@ -22,6 +22,7 @@ import {
   type ServiceOutputTypes as LambdaOutput,
 } from '@aws-sdk/client-lambda';
 import type { AwsStub } from 'aws-sdk-client-mock';
+import { vi } from 'vitest';
 import type { HookVerdict } from '../../functions/deploy-hooks/verdict.ts';
 import type { FunctionName } from '../../lib/functions.ts';
 import {
@@ -261,4 +262,50 @@ export function verdictsOf(codeDeploy: Stub): HookVerdict[] {
   return codeDeploy
     .commandCalls(PutLifecycleEventHookExecutionStatusCommand)
     .map((call) => (call.args[0].input as { status: HookVerdict }).status);
+}
+
+/**
+ * The logger's JSON lines written to stdout and stderr while `work` runs, parsed (other output is
+ * left out). Both stay silenced after it: the test's restoreAllMocks gives them back.
+ */
+export async function capturedLines(
+  work: () => Promise<unknown>,
+): Promise<Record<string, unknown>[]> {
+  const lines: Record<string, unknown>[] = [];
+  const capture = (text: unknown) => {
+    for (const line of String(text).split('\n').filter(Boolean)) {
+      try {
+        lines.push(JSON.parse(line) as Record<string, unknown>);
+      } catch {
+        // Not a line of the service's logger.
+      }
+    }
+    return true;
+  };
+  const out = vi.spyOn(process.stdout, 'write').mockImplementation(capture);
+  const err = vi.spyOn(process.stderr, 'write').mockImplementation(capture);
+  try {
+    await work();
+  } finally {
+    out.mockReturnValue(true);
+    err.mockReturnValue(true);
+  }
+  return lines;
+}
+
+/**
+ * Whether a deployed metric filter pattern of `{ ($.a = 1) && ($.b NOT EXISTS) }` terms matches
+ * a JSON line, as CloudWatch Logs applies it (what the deploy judges' metric filters count).
+ */
+export function matchesFilter(pattern: string, line: Record<string, unknown>): boolean {
+  const terms = [...pattern.matchAll(/\(\$\.([\w.]+) (=|NOT EXISTS)\s*([^)]*)\)/g)];
+  if (terms.length === 0) throw new Error(`a pattern of no terms this reads: ${pattern}`);
+  return terms.every(([, path, op, value]) => {
+    const found = path!
+      .split('.')
+      .reduce<unknown>((v, k) => (v as Record<string, unknown> | undefined)?.[k], line);
+    if (op === 'NOT EXISTS') return found === undefined;
+    const expected = value!.trim();
+    return expected.startsWith('"') ? found === JSON.parse(expected) : found === Number(expected);
+  });
 }
