@@ -88,10 +88,10 @@ class BodyReader {
 }
 
 /** The budget's end, as a rejection (also for a client that does not honour abortSignal). */
-class OutOfBudget extends Error {}
+export class OutOfBudget extends Error {}
 
 /** `work`, or OutOfBudget once `signal` aborts, whichever comes first. */
-function within<T>(signal: AbortSignal, work: Promise<T>): Promise<T> {
+export function within<T>(signal: AbortSignal, work: Promise<T>): Promise<T> {
   // Settled late, the call's own rejection is no longer anyone's.
   work.catch(() => undefined);
   return new Promise<T>((resolve, reject) => {

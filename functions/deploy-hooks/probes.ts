@@ -37,7 +37,7 @@ import type { ApiKeyRecord } from '../../lib/keys/key-record.ts';
 import { newKeyRecord } from '../../lib/keys/plaintext-keys.ts';
 import type { Order } from '../../lib/orders/order.ts';
 import { restProxyEvent } from '../shared/rest-event.ts';
-import { callVersion, type StreamedBody } from './call-version.ts';
+import { callVersion, OutOfBudget, within, type StreamedBody } from './call-version.ts';
 
 /** What a probe got back: its calls' answers in order, and whether they all passed. */
 export interface ProbeAnswer {
@@ -87,6 +87,18 @@ class ProbeRun {
   constructor(deps: ProbeDependencies, target: ProbeTarget) {
     this.deps = deps;
     this.target = target;
+  }
+
+  /** A call of the deploy check's stores, done before the deadline, or Unexpected. */
+  async store<T>(what: string, work: () => Promise<T>): Promise<T> {
+    const left = this.target.deadline - this.deps.now();
+    if (left <= 0) throw new Unexpected(`out of time before ${what}`);
+    try {
+      return await within(AbortSignal.timeout(Math.min(CALL_BUDGET_MS, left)), work());
+    } catch (error) {
+      if (error instanceof OutOfBudget) throw new Unexpected(`${what}: no answer in time`);
+      throw error;
+    }
   }
 
   /** Calls the version, and judges its answer: a word for the line, or Unexpected. */
@@ -189,7 +201,9 @@ function tokenEvent(key: string) {
 /** The probe of each function: its calls, in order. */
 const PROBES: Readonly<Record<FunctionName, (run: ProbeRun) => Promise<void>>> = {
   cancelOrder: async (run) => {
-    await run.deps.deployCheckOrders().putOrders([DEPLOY_CHECK_ORDER]);
+    await run.store("the deploy check's order set pending", () =>
+      run.deps.deployCheckOrders().putOrders([DEPLOY_CHECK_ORDER]),
+    );
     run.got.push('deploy-check order pending');
     const cancel = (orderId: string) =>
       run.httpEvent('cancelOrder', { pathParameters: { orderId } });
@@ -261,7 +275,9 @@ const PROBES: Readonly<Record<FunctionName, (run: ProbeRun) => Promise<void>>> =
       ...newKeyRecord({ key, plan: 'free', label: 'deploy check (pre-traffic probe)' }, now),
       expiresAt: new Date(now.getTime() + PROBE_KEY_LIFETIME_MS).toISOString(),
     };
-    if (!(await run.deps.keys().create(record))) throw new Unexpected('probe key not stored');
+    if (!(await run.store('the probe key stored', () => run.deps.keys().create(record)))) {
+      throw new Unexpected('probe key not stored');
+    }
     try {
       await run.call({ event: tokenEvent(key), streaming: false }, (answer) => {
         const { effect, principal } = policyOf(answer);
@@ -273,9 +289,8 @@ const PROBES: Readonly<Record<FunctionName, (run: ProbeRun) => Promise<void>>> =
     } finally {
       // Revoked at once; if not, it stops working at its expiry all the same.
       const revokedAt = new Date(run.deps.now()).toISOString();
-      await run.deps
-        .keys()
-        .revoke(record, revokedAt)
+      await run
+        .store('the probe key revoked', () => run.deps.keys().revoke(record, revokedAt))
         .catch(() => run.got.push(`probe key not revoked: it expires at ${record.expiresAt}`));
     }
   },

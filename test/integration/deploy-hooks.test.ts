@@ -382,6 +382,30 @@ describe('the pre-traffic hook, against the local stack', () => {
     expect(Date.now() - started).toBeLessThan(10_000);
   });
 
+  it("fails in time when the deploy check's own data does not answer (its store's calls have the probe's budget too)", async () => {
+    deploy(healthy());
+    const stalled = createDeployHooks({
+      codeDeploy: new CodeDeployClient({}),
+      lambda: new LambdaClient({}),
+      autoScaling: new ApplicationAutoScalingClient({}),
+      cloudWatch: new CloudWatchClient({}),
+      // A DynamoDB that never answers.
+      dynamodb: { send: () => new Promise(() => undefined) } as unknown as typeof t.client,
+      settings: settings(),
+    });
+    const started = Date.now();
+    const lines = await capturedLines(async () =>
+      expect(
+        await stalled.preTraffic(deployment('cancelOrder'), {
+          getRemainingTimeInMillis: () => VERDICT_RESERVE_MS + 1_000,
+        }),
+      ).toBe('Failed'),
+    );
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(verdicts()).toEqual(['Failed']);
+    expect(lines.find((l) => l.level === 'ERROR')?.answer).toMatch(/no answer in time/);
+  });
+
   it('gives CodeDeploy a verdict even when it cannot tell which deployment it is in (else CodeDeploy waits an hour)', async () => {
     codeDeploy.on(GetDeploymentCommand).rejects(new Error('AccessDeniedException'));
     expect(await hooks().preTraffic(deployment('cancelOrder'))).toBe('Failed');
