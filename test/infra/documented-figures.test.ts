@@ -12,7 +12,16 @@ import { PROVISIONED_SCALING, stageConfig } from '../../infra/config.ts';
 import { STAGE_SETTING_KEYS } from '../../infra/stage-settings.ts';
 import { API_STAGES } from '../../lib/api/routes.ts';
 import { TABLES, type TableName } from '../../lib/dynamodb/tables.ts';
-import { FUNCTION_NAMES, FUNCTIONS, type FunctionName } from '../../lib/functions.ts';
+import { ALARM_POLL_MS } from '../../functions/deploy-hooks/bake.ts';
+import { VERDICT_RESERVE_MS } from '../../functions/deploy-hooks/hooks.ts';
+import { BASELINE_MS } from '../../functions/deploy-hooks/judge.ts';
+import {
+  CALL_BUDGET_MS,
+  LIST_BODY_BUDGET_MS,
+  PROBE_KEY_LIFETIME_MS,
+} from '../../functions/deploy-hooks/probes.ts';
+import { VERDICT_ATTEMPTS } from '../../functions/deploy-hooks/verdict.ts';
+import { DEPLOY_HOOKS, FUNCTION_NAMES, FUNCTIONS, type FunctionName } from '../../lib/functions.ts';
 import { docs } from '../support/runbook.ts';
 import { templates, testApp } from './support.ts';
 
@@ -188,6 +197,23 @@ describe("docs/deploy.md's costs of provisioned concurrency at its ceiling and o
       expect(Number(deployMetrics)).toBe(deploymentMetrics);
       expect(deployCost).toBe(dollars(deploymentMetrics * 0.1));
     }
+  });
+});
+
+describe("docs/deploy.md's figures of the deploy hooks", () => {
+  const text = docs('deploy.md').replace(/\s+/g, ' ');
+  const seconds = (ms: number) => `${ms / 1000} s`;
+
+  it("gives the probes' budgets, the verdict's attempts, the watch's reads and the baseline as the hooks have them", () => {
+    expect(text).toContain(`a list still flowing after ${seconds(LIST_BODY_BUDGET_MS)} passes`);
+    expect(text).toContain(
+      `(${seconds(CALL_BUDGET_MS)} at most, and never past the hook's own ${DEPLOY_HOOKS.preTraffic.timeoutSeconds} s timeout less the ${seconds(VERDICT_RESERVE_MS)} it keeps to send its verdict)`,
+    );
+    expect(text).toContain(`Sending it is tried ${VERDICT_ATTEMPTS} times`);
+    expect(text).toContain(`every ${seconds(ALARM_POLL_MS)} it reads the function's`);
+    expect(text).toContain(`expiring ${PROBE_KEY_LIFETIME_MS / 60_000} minutes later`);
+    expect(BASELINE_MS).toBe(60 * 60_000);
+    expect(text).toContain('the same minutes and the hour before the deployment');
   });
 });
 
