@@ -115,18 +115,12 @@ export interface StageConfig {
    * How a deploy moves traffic to a function's new version (CodeDeploy, through its `live`
    * alias): gradually in production, all at once in staging. Before the first shift the
    * pre-traffic hook calls the new version; during the shift and for `bakeMinutes` after the
-   * last one, the new version's failure rate and p99 duration are watched; a failed call or an
-   * alarm rolls the deploy back (infra/deployments.ts, docs/deploy.md).
+   * last one, the new version is judged against the old one (lib/deploy-judgement.ts: the same
+   * numbers in every stage); a failed call or a failed judgement rolls the deploy back
+   * (infra/deployments.ts, docs/deploy.md).
    */
   readonly deployment: {
     readonly trafficShift: TrafficShift;
-    /**
-     * The new version's failed answers (5XX answers, crashes, timeouts) as a share of its
-     * invocations in a minute, counted only from NEW_VERSION_MIN_FAILURES failures on.
-     */
-    readonly newVersionFailureRate: number;
-    /** p99 duration of the new version, ms, in a minute of at least NEW_VERSION_MIN_INVOCATIONS. */
-    readonly newVersionP99DurationMs: number;
     /** How long the post-traffic hook watches the new version after the last shift. */
     readonly bakeMinutes: number;
     /** Versions of each function kept for a rollback: the newest N (and any an alias uses). */
@@ -144,14 +138,6 @@ export interface AlarmSubscription {
   readonly protocol: 'email' | 'https';
   readonly endpoint: string;
 }
-
-/**
- * The deployment alarms' minimums, the same in every stage: a failure rate counts from this many
- * failures in a minute (one transient failure is no verdict; docs/deploy.md, "What rolls a deploy
- * back"), a p99 duration from this many invocations.
- */
-export const NEW_VERSION_MIN_FAILURES = 3;
-export const NEW_VERSION_MIN_INVOCATIONS = 20;
 
 /** Target tracking of provisioned concurrency: utilization kept near the target, up to maxFactor × the floor. */
 export const PROVISIONED_SCALING = { utilizationTarget: 0.7, maxFactor: 4 } as const;
@@ -225,8 +211,6 @@ const DEFAULTS: Record<StageName, Defaults> = {
     logLevel: 'DEBUG',
     deployment: {
       trafficShift: 'ALL_AT_ONCE',
-      newVersionFailureRate: 0.1,
-      newVersionP99DurationMs: 3_000,
       bakeMinutes: 2,
       versionsKept: 3,
       ignoreAlarms: false,
@@ -264,8 +248,6 @@ const DEFAULTS: Record<StageName, Defaults> = {
     // Why these numbers: docs/deploy.md ("What rolls a deploy back").
     deployment: {
       trafficShift: 'CANARY_10PERCENT_5MINUTES',
-      newVersionFailureRate: 0.05,
-      newVersionP99DurationMs: 1_500,
       bakeMinutes: 10,
       versionsKept: 5,
       ignoreAlarms: false,

@@ -23,9 +23,9 @@
  * decision's rate-limit headers, errors included.
  *
  * Around it, the middy chain every HTTP function shares, in the order middy runs it on an error:
- * the Error shaping and http-error-handler (./http-errors.ts), then the line of the invocation's
- * DynamoDB calls and its metrics (./dynamodb-calls.ts); and each invocation in a scope of its own
- * (./invocation.ts).
+ * the Error shaping and http-error-handler (./http-errors.ts), the time to the answer's first
+ * byte (./first-byte.ts), then the line of the invocation's DynamoDB calls and its metrics
+ * (./dynamodb-calls.ts); and each invocation in a scope of its own (./invocation.ts).
  */
 import middy from '@middy/core';
 import type { APIGatewayProxyEvent, Context } from 'aws-lambda';
@@ -36,6 +36,7 @@ import { callerFromContext } from '../../lib/keys/authenticate.ts';
 import type { Caller } from '../../lib/keys/key-record.ts';
 import { refusalOf, type Permission } from '../../lib/keys/permissions.ts';
 import { recordInvocation } from './dynamodb-calls.ts';
+import { timeToFirstByte } from './first-byte.ts';
 import { answeredWith, httpErrors } from './http-errors.ts';
 import { perInvocation } from './invocation.ts';
 import {
@@ -155,7 +156,7 @@ function served<Body>(
   serve: (request: HttpRequest) => Promise<HttpResponse<Body>>,
 ): (event: APIGatewayProxyEvent, context: Context) => Promise<HttpResponse<Body>> {
   const chain = middy<APIGatewayProxyEvent, HttpResponse<Body>>()
-    .use([recordInvocation(), ...httpErrors()])
+    .use([recordInvocation(), timeToFirstByte(), ...httpErrors()])
     .handler((event) => serve(requestOf(event, deps)));
   return perInvocation(chain, (event) => event.requestContext?.requestId);
 }

@@ -82,6 +82,8 @@ export interface DynamoDbListVersionOptions {
   readonly now?: () => number;
   /** Told when a release failed: the write stands, the list has no tag until the lease ends. */
   readonly onReleaseFailure?: (error: unknown) => void;
+  /** The key of version item `index`: the list's (listVersionKey) unless another is given. */
+  readonly versionKey?: (index: number) => VersionKey;
 }
 
 type Item = Record<string, unknown>;
@@ -205,6 +207,7 @@ export class DynamoDbListVersion {
   private readonly items: ListVersionItems;
   private readonly now: () => number;
   private readonly onReleaseFailure: (error: unknown) => void;
+  private readonly keys: readonly VersionKey[];
 
   constructor(
     client: DynamoDBDocumentClient,
@@ -217,12 +220,21 @@ export class DynamoDbListVersion {
     this.items = options.items ?? DEFAULT_LIST_VERSION_ITEMS;
     this.now = options.now ?? Date.now;
     this.onReleaseFailure = options.onReleaseFailure ?? (() => undefined);
+    const keyOf = options.versionKey ?? listVersionKey;
+    // Every slot a stage may use (LIST_VERSION_SLOTS): a retag writes them all.
+    this.keys = Array.from({ length: LIST_VERSION_SLOTS }, (_, index) => keyOf(index));
+  }
+
+  /** The index of a version item read back, by its key. */
+  private indexOf(item: Item): number {
+    const [shard, id] = [numberText(item.shard), numberText(item.id)];
+    return this.keys.findIndex((key) => String(key.shard) === shard && String(key.id) === id);
   }
 
   /** The version now: the items read (`items.read`), strongly consistent (one BatchGetItem). */
   async read(signal?: AbortSignal): Promise<ListVersion> {
     const byIndex = new Map<number, Item>();
-    let pending = Array.from({ length: this.items.read }, (_, index) => listVersionKey(index));
+    let pending: VersionKey[] = this.keys.slice(0, this.items.read);
     while (pending.length > 0) {
       const keys = pending;
       const result = await send(
@@ -237,7 +249,7 @@ export class DynamoDbListVersion {
         signal,
       );
       for (const item of result.Responses?.[this.tableName] ?? []) {
-        byIndex.set(-1 - Number(numberText(item.shard)), item);
+        byIndex.set(this.indexOf(item), item);
       }
       pending = (result.UnprocessedKeys?.[this.tableName]?.Keys ?? []) as typeof pending;
     }
@@ -259,7 +271,7 @@ export class DynamoDbListVersion {
     changed: (result: T) => boolean,
     options: { readonly signal?: AbortSignal; readonly orderId?: bigint } = {},
   ): Promise<T> {
-    const key = listVersionKey(randomInt(this.items.write));
+    const key = this.keys[randomInt(this.items.write)]!;
     const id = options.orderId === undefined ? '' : `${ENTRY_ID_SEPARATOR}${options.orderId}`;
     const entry = `${ENTRY_PREFIX}${randomBytes(9).toString('base64url')}${id}`;
     const until = { ':until': this.now() + this.leaseMs };
@@ -330,9 +342,9 @@ export class DynamoDbListVersion {
    */
   async retag(signal?: AbortSignal): Promise<void> {
     await Promise.all(
-      Array.from({ length: LIST_VERSION_SLOTS }, (_, index) =>
+      this.keys.map((key) =>
         this.update(
-          listVersionKey(index),
+          key,
           'SET #n = :n, #c = :c',
           { '#n': NONCE, '#c': CHANGED_AT },
           { ':n': nonce(), ':c': this.now() },
@@ -350,14 +362,14 @@ export class DynamoDbListVersion {
    */
   async stampChangeTimes(signal?: AbortSignal): Promise<number> {
     const stamped = await Promise.all(
-      Array.from({ length: LIST_VERSION_SLOTS }, (_, index) =>
+      this.keys.map((key) =>
         send(
           DEPENDENCY,
           (abortSignal) =>
             this.client.send(
               new UpdateCommand({
                 TableName: this.tableName,
-                Key: listVersionKey(index),
+                Key: key,
                 UpdateExpression: 'SET #c = :c',
                 ConditionExpression: 'attribute_exists(#n) AND attribute_not_exists(#c)',
                 ExpressionAttributeNames: { '#n': NONCE, '#c': CHANGED_AT },

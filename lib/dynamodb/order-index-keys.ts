@@ -87,9 +87,9 @@ export function statusPartition(status: OrderStatus, shard: number): string {
   return `${status}${SEPARATOR}${shard}`;
 }
 
-/** The statusKey of an order with this (effective) status. */
-export function statusKey(status: OrderStatus, id: bigint): string {
-  return statusPartition(status, orderShard(id));
+/** The statusKey of an order with this (effective) status, in its shard (by default its id's). */
+export function statusKey(status: OrderStatus, id: bigint, shard = orderShard(id)): string {
+  return statusPartition(status, shard);
 }
 
 /** The `s` of an order with this (effective) status in this shard: the status's initial, the shard. */
@@ -136,15 +136,16 @@ export function effectiveStatus(
 /**
  * The derived attributes of an order: `s` unless its stored status is not one the service knows;
  * `t` when its ship date is an RFC 3339 date-time; and with `firstRelease`, the first release's
- * `statusKey` and `dateKey` likewise.
+ * `statusKey` and `dateKey` likewise. `shard`: the partition the order stands in (its id's, but
+ * in the deploy check's partition: tables.ts).
  */
 export function derivedIndexAttributes(
   order: IndexedFields,
   firstRelease = false,
+  shard = orderShard(order.id),
 ): { s?: string; t?: bigint; statusKey?: string; dateKey?: string } {
   const status = effectiveStatus(order);
   const instant = typeof order.shipDate === 'string' ? parseInstant(order.shipDate) : undefined;
-  const shard = orderShard(order.id);
   return {
     ...(status !== undefined ? { s: statusShard(status, shard) } : {}),
     ...(instant !== undefined ? { t: instant } : {}),

@@ -29,12 +29,9 @@ type Item = Record<string, unknown>;
 export function orderToItem(
   order: Order,
   firstRelease: FirstReleaseWrites = NO_FIRST_RELEASE_WRITES,
+  shard: number = orderShard(order.id),
 ): Item {
-  return {
-    shard: orderShard(order.id),
-    ...order,
-    ...derivedIndexAttributes(order, firstRelease.keys),
-  };
+  return { shard, ...order, ...derivedIndexAttributes(order, firstRelease.keys, shard) };
 }
 
 /** Whether an item holds a cancel's trail (its time, at least): its order is then cancelled. */

@@ -44,7 +44,12 @@ import {
   writeInBatches,
   type BatchWriteOptions,
 } from './batch-write.ts';
-import { CANCEL_TRAIL_ATTRIBUTES, ORDER_SHARDS, orderShard } from './tables.ts';
+import {
+  CANCEL_TRAIL_ATTRIBUTES,
+  ORDER_PARTITIONS,
+  ORDER_SHARDS,
+  type OrderPartitions,
+} from './tables.ts';
 import { UpdateBuilder } from './update-builder.ts';
 
 /** Items per Query page: bounds what each shard holds in memory while the list streams. */
@@ -123,6 +128,7 @@ type Departure =
 function departureUpdate(
   departure: Departure,
   id: bigint,
+  shard: number,
   firstRelease: FirstReleaseWrites,
 ): UpdateBuilder<OrderAttribute> {
   const b = new UpdateBuilder<OrderAttribute>();
@@ -134,6 +140,7 @@ function departureUpdate(
   const derived = derivedIndexAttributes(
     { id, status: departure.status, cancelled },
     firstRelease.keys,
+    shard,
   );
   b.assign('s', derived.s);
   if (derived.statusKey !== undefined) b.assign('statusKey', derived.statusKey);
@@ -157,12 +164,15 @@ export class DynamoDbOrderStore implements OrderImportStore {
   private readonly pageTimeoutMs: number;
   private readonly version: DynamoDbListVersion;
   private readonly firstRelease: FirstReleaseWrites;
+  private readonly partitions: OrderPartitions;
 
   /**
    * `listVersion`: how the list's version is kept (the lease of a write: the function's by
    * default; the operator CLI, whose calls may take longer, gives its own). `firstRelease`: what
    * its writes also do for the first release's code while the table has an index of that release
-   * (./order-indexes.ts; none by default: a table with the current indexes only).
+   * (./order-indexes.ts; none by default: a table with the current indexes only). `partitions`:
+   * where the orders and the version items stand, the service's by default (the deploy check's
+   * store: tables.ts, DEPLOY_CHECK_PARTITIONS).
    */
   constructor(
     client: DynamoDBDocumentClient,
@@ -172,13 +182,18 @@ export class DynamoDbOrderStore implements OrderImportStore {
       pageTimeoutMs?: number;
       listVersion?: DynamoDbListVersionOptions;
       firstRelease?: FirstReleaseWrites;
+      partitions?: OrderPartitions;
     } = {},
   ) {
     this.client = client;
     this.tableName = tableName;
     this.pageSize = options.pageSize ?? ORDER_PAGE_SIZE;
     this.pageTimeoutMs = options.pageTimeoutMs ?? TIME_BUDGETS.listPageMs;
-    this.version = new DynamoDbListVersion(client, tableName, options.listVersion);
+    this.partitions = options.partitions ?? ORDER_PARTITIONS;
+    this.version = new DynamoDbListVersion(client, tableName, {
+      ...options.listVersion,
+      versionKey: this.partitions.versionKey,
+    });
     this.firstRelease = options.firstRelease ?? NO_FIRST_RELEASE_WRITES;
   }
 
@@ -298,8 +313,9 @@ export class DynamoDbOrderStore implements OrderImportStore {
   ): Promise<'moved' | 'not-found' | 'shipped' | 'cancelled'> {
     const current = await this.statusOf(id, options.signal);
     if (current !== 'pending') return current;
-    const input = departureUpdate(departure, id, this.firstRelease).input(this.tableName, {
-      shard: orderShard(id),
+    const shard = this.partitions.shardOf(id);
+    const input = departureUpdate(departure, id, shard, this.firstRelease).input(this.tableName, {
+      shard,
       id,
     });
     const write = () =>
@@ -356,7 +372,7 @@ export class DynamoDbOrderStore implements OrderImportStore {
         this.client.send(
           new GetCommand({
             TableName: this.tableName,
-            Key: { shard: orderShard(id), id },
+            Key: { shard: this.partitions.shardOf(id), id },
             ...projection,
             ConsistentRead: true,
           }),
@@ -390,7 +406,7 @@ export class DynamoDbOrderStore implements OrderImportStore {
   }
 
   async findOrders(ids: readonly bigint[], options: FindOrdersOptions = {}): Promise<Order[]> {
-    const keys = ids.map((id) => ({ shard: orderShard(id), id }));
+    const keys = ids.map((id) => ({ shard: this.partitions.shardOf(id), id }));
     const items = await getInBatches(this.client, this.tableName, keys, {
       ...options,
       dependency: DEPENDENCY,
@@ -404,7 +420,9 @@ export class DynamoDbOrderStore implements OrderImportStore {
     options: PutOrdersOptions & BatchWriteOptions = {},
   ): Promise<void> {
     try {
-      const items = orders.map((order) => orderToItem(order, this.firstRelease));
+      const items = orders.map((order) =>
+        orderToItem(order, this.firstRelease, this.partitions.shardOf(order.id)),
+      );
       await writeInBatches(this.client, this.tableName, items, {
         ...options,
         dependency: DEPENDENCY,

@@ -217,3 +217,32 @@ export function orderShard(id: bigint): number {
   const shards = BigInt(ORDER_SHARDS);
   return Number(((id % shards) + shards) % shards);
 }
+
+/**
+ * Where a store of orders keeps them and the list's version items, by key: the service's orders
+ * (ORDER_PARTITIONS), or the deploy check's (DEPLOY_CHECK_PARTITIONS).
+ */
+export interface OrderPartitions {
+  /** The partition (`shard`) of an order, which its index partitions carry too (`s`). */
+  readonly shardOf: (id: bigint) => number;
+  /** The key of list version item `index` (0 to LIST_VERSION_SLOTS − 1). */
+  readonly versionKey: (index: number) => { readonly shard: number; readonly id: number };
+}
+
+export const ORDER_PARTITIONS: OrderPartitions = {
+  shardOf: orderShard,
+  versionKey: listVersionKey,
+};
+
+/**
+ * The deploy check's partition (lib/deploy-check.ts): its order in `shard` −200 and its version
+ * items in −201, partitions no order and no other item uses. The lists read shards 0 to
+ * ORDER_SHARDS − 1 and the version items of ORDER_PARTITIONS; the v2 list's status indexes are
+ * read in the partitions `<status>#0` to `<status>#7`, and its order, keyed `<status>#-200`,
+ * has no pet and no ship date, so no other index holds it: no list ever shows it.
+ */
+export const DEPLOY_CHECK_SHARD = -200;
+export const DEPLOY_CHECK_PARTITIONS: OrderPartitions = {
+  shardOf: () => DEPLOY_CHECK_SHARD,
+  versionKey: (index) => ({ shard: DEPLOY_CHECK_SHARD - 1, id: index }),
+};

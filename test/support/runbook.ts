@@ -13,6 +13,25 @@ import { PROJECT_ROOT } from '../../local/local-stack.ts';
 /** A document of docs/. */
 export const docs = (file: string) => readFileSync(join(PROJECT_ROOT, 'docs', file), 'utf8');
 
+/**
+ * The rows of a document's markdown table whose header starts with these columns (`| a | b |`),
+ * each row its cells; undefined when the document has no such table.
+ */
+export function markdownTable(file: string, ...columns: string[]): string[][] | undefined {
+  const text = docs(file);
+  const header = new RegExp(`^${columns.map((c) => `\\| ${c} +`).join('')}\\|`, 'm');
+  const start = text.search(header);
+  if (start < 0) return undefined;
+  const lines = text.slice(start).split('\n');
+  const end = lines.findIndex((line) => !line.startsWith('|'));
+  return lines.slice(2, end < 0 ? undefined : end).map((line) =>
+    line
+      .split('|')
+      .slice(1, -1)
+      .map((cell) => cell.trim()),
+  );
+}
+
 /** The text of a document under a heading, up to the next heading of any level. */
 export function docSection(file: string, heading: string): string {
   const text = docs(file);
