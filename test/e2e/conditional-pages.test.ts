@@ -20,9 +20,7 @@ const ORDERS: Order[] = Array.from({ length: 400 }, (_, i) => ({
 const PAGE = '/store/orders?status=pending&pageSize=50';
 
 beforeAll(async () => {
-  const keys = [
-    { key, plan: 'enterprise', limits: { perMinute: 1_000_000, perDay: 100_000_000 } },
-  ];
+  const keys = [{ key, plan: 'enterprise', limits: { perMinute: 1_000_000, perDay: 100_000_000 } }];
   api = await startLocalApi({ args: keysAndSeedArgs(keys, ORDERS) });
 });
 afterAll(async () => {

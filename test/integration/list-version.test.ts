@@ -4,7 +4,7 @@
  * writes that tell the v2 pages which orders to read again by key, how they are dropped once
  * INDEX_SETTLE_MS old, the cap that keeps an item under 1 KB, and what a mark and a release cost.
  */
-import { GetCommand, ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
   OPERATOR_LIST_VERSION_ITEMS,
