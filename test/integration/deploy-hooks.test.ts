@@ -311,7 +311,8 @@ describe('the pre-traffic hook, against the local stack', () => {
         Key: { shard: DEPLOY_CHECK_SHARD, id: DEPLOY_CHECK_ORDER_ID },
       }),
     );
-    expect(Item).toMatchObject({ status: 'cancelled' });
+    // Cancelled as every cancel is: its trail, and the cancelled status's `s` in its partition.
+    expect(Item).toMatchObject({ s: 'c-200', cancelledBy: 'deploy-check' });
     // The next check sets it back to pending and cancels it again: the write path each time.
     expect(await hooks().preTraffic(deployment('cancelOrder'))).toBe('Succeeded');
     expect(invocations.map((call) => call.status)).toEqual([204, 204, 404, 204, 204, 404]);
