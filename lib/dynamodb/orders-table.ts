@@ -332,7 +332,11 @@ export class DynamoDbOrderStore implements OrderImportStore {
         },
       );
     // Changed only when the write went through; a failed condition leaves the version alone.
-    const failed = await this.version.around(write, (failure) => failure === undefined, options);
+    // The release notes the order (./list-version.ts): a page reads it again by key, not all.
+    const failed = await this.version.around(write, (failure) => failure === undefined, {
+      ...options,
+      orderId: id,
+    });
     if (failed === undefined) return 'moved';
     // The item as it was (lib-dynamodb leaves it marshalled; numbers are read as their digits,
     // so one that no JS number holds is no failure). Only its status is read.
