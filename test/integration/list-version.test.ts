@@ -10,7 +10,8 @@ import {
   OPERATOR_LIST_VERSION_ITEMS,
   type ListVersionItems,
 } from '../../lib/dynamodb/list-version-items.ts';
-import { DynamoDbListVersion, RECENT_WRITES_CAP } from '../../lib/dynamodb/list-version.ts';
+import { RECENT_WRITES_CAP } from '../../lib/dynamodb/list-version-item.ts';
+import { DynamoDbListVersion } from '../../lib/dynamodb/list-version.ts';
 import { listVersionKey, LIST_VERSION_SLOTS } from '../../lib/dynamodb/tables.ts';
 import { INDEX_SETTLE_MS } from '../../lib/orders/page-tag.ts';
 import { createTestTables, type TestTables } from '../support/tables.ts';

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { NumberValue } from '@aws-sdk/lib-dynamodb';
-import { listVersionOf } from '../../lib/dynamodb/list-version.ts';
+import { listVersionOf } from '../../lib/dynamodb/list-version-item.ts';
 import { INDEX_SETTLE_MS, pageEntityTag, type PageTagInput } from '../../lib/orders/page-tag.ts';
 
 const NOW = 1_800_000_000_000;
