@@ -1,7 +1,7 @@
 /**
- * An order as one item of the orders table: what a put writes (orderToItem), what an item says
- * of its order (readOrderItem; its status all told: itemStatus), the cancel's trail, and which
- * items are orders.
+ * An order as one item of the orders table: what a put writes (orderToItem), what a cancel or a
+ * ship writes (departureUpdate), what an item says of its order (readOrderItem; its status all
+ * told: itemStatus), the cancel's trail, and which items are orders.
  *
  * The status an item holds is in two places: `status` is what an import or a ship gave the order;
  * a cancel through the API records itself in its trail (tables.ts, CANCEL_TRAIL_ATTRIBUTES) and
@@ -17,6 +17,7 @@ import { numberText } from './attributes.ts';
 import { derivedIndexAttributes, effectiveStatus } from './order-index-keys.ts';
 import { NO_FIRST_RELEASE_WRITES, type FirstReleaseWrites } from './order-indexes.ts';
 import { CANCEL_TRAIL_ATTRIBUTES, orderShard } from './tables.ts';
+import { UpdateBuilder } from './update-builder.ts';
 
 type Item = Record<string, unknown>;
 
@@ -120,4 +121,59 @@ export function readCancelTrail(item: Readonly<Item>): Partial<Cancellation> {
  */
 export function isOrderItem(item: Item): boolean {
   return Number(numberText(item.shard)) >= 0;
+}
+
+/** The attributes a write of an order's state names. */
+type OrderAttribute =
+  | 'id'
+  | OrderField
+  | keyof ReturnType<typeof derivedIndexAttributes>
+  | (typeof CANCEL_TRAIL_ATTRIBUTES)[keyof typeof CANCEL_TRAIL_ATTRIBUTES];
+
+/** Where an order goes when it leaves pending, and what the write records besides. */
+export type Departure =
+  | { readonly status: 'cancelled'; readonly cancellation: Cancellation }
+  | { readonly status: 'shipped' };
+
+/**
+ * The conditional write of an order leaving pending. The condition: the order exists (an update
+ * must never create one), holds no cancel's trail, and its status is pending or absent.
+ * - A ship: `status` shipped, `complete` true, and the new status's index key `s` (and the first
+ *   release's `statusKey` when `firstRelease.keys`).
+ * - A cancel: its trail (when, which key, which request) and `s`, and not `status`: the indexes
+ *   that hold `status` (all but ordersByStatus) are then not written (above). While a
+ *   stage still has an index of the first release (`firstRelease.status`), `status` cancelled
+ *   too, for the first release's code, which reads nothing else; and its `statusKey` likewise.
+ * No ship date changes, so neither `t` nor `dateKey` does.
+ */
+export function departureUpdate(
+  departure: Departure,
+  id: bigint,
+  shard: number,
+  firstRelease: FirstReleaseWrites,
+): UpdateBuilder<OrderAttribute> {
+  const b = new UpdateBuilder<OrderAttribute>();
+  const status = b.name('status');
+  b.condition(
+    `attribute_exists(${b.name('id')}) AND attribute_not_exists(${b.name(CANCEL_TRAIL_ATTRIBUTES.at)}) AND (${status} = ${b.value('pending')} OR attribute_not_exists(${status}))`,
+  );
+  const cancelled = departure.status === 'cancelled';
+  const derived = derivedIndexAttributes(
+    { id, status: departure.status, cancelled },
+    firstRelease.keys,
+    shard,
+  );
+  b.assign('s', derived.s);
+  if (derived.statusKey !== undefined) b.assign('statusKey', derived.statusKey);
+  if (!cancelled) {
+    b.assign('status', departure.status);
+    b.assign('complete', true);
+    return b;
+  }
+  if (firstRelease.status) b.assign('status', departure.status);
+  const { cancellation } = departure;
+  b.assign(CANCEL_TRAIL_ATTRIBUTES.at, cancellation.at);
+  b.assign(CANCEL_TRAIL_ATTRIBUTES.by, cancellation.keyId);
+  b.assign(CANCEL_TRAIL_ATTRIBUTES.request, cancellation.requestId);
+  return b;
 }

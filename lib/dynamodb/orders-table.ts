@@ -13,7 +13,7 @@ import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { TIME_BUDGETS } from '../config/budgets.ts';
 import type { CallOptions } from '../failures.ts';
 import { mergeSortedBatches } from '../orders/merge.ts';
-import { compareIds, type Order, type OrderField, type OrderStatus } from '../orders/order.ts';
+import { compareIds, type Order, type OrderStatus } from '../orders/order.ts';
 import {
   OrdersPartlyWritten,
   type Cancellation,
@@ -28,7 +28,6 @@ import {
 import { malformedItem } from './attributes.ts';
 import { DynamoDbListVersion, type DynamoDbListVersionOptions } from './list-version.ts';
 import { send } from './errors.ts';
-import { derivedIndexAttributes } from './order-index-keys.ts';
 import { NO_FIRST_RELEASE_WRITES, type FirstReleaseWrites } from './order-indexes.ts';
 import {
   itemStatus,
@@ -37,6 +36,8 @@ import {
   readCancelTrail,
   readForList,
   readOrderItem,
+  departureUpdate,
+  type Departure,
 } from './order-item.ts';
 import {
   BatchWriteFailed,
@@ -50,7 +51,6 @@ import {
   ORDER_SHARDS,
   type OrderPartitions,
 } from './tables.ts';
-import { UpdateBuilder } from './update-builder.ts';
 
 /** Items per Query page: bounds what each shard holds in memory while the list streams. */
 export const ORDER_PAGE_SIZE = 1_000;
@@ -76,9 +76,6 @@ export interface StoredOrder {
   readonly trail: Partial<Cancellation>;
 }
 
-// What the page reader takes from here (./page-check.ts, ./page-plan.ts); ./order-item.ts has them.
-export { LISTED_ATTRIBUTES, readForList } from './order-item.ts';
-
 /**
  * The Query of one page of one shard, in id order. Strongly consistent: a list must show every
  * write acknowledged before its version was read (lib/dynamodb/list-version.ts), which an
@@ -100,61 +97,6 @@ export function shardPageQuery(
     Limit: limit,
     ConsistentRead: true,
   };
-}
-
-/** The attributes a write of an order's state names. */
-type OrderAttribute =
-  | 'id'
-  | OrderField
-  | keyof ReturnType<typeof derivedIndexAttributes>
-  | (typeof CANCEL_TRAIL_ATTRIBUTES)[keyof typeof CANCEL_TRAIL_ATTRIBUTES];
-
-/** Where an order goes when it leaves pending, and what the write records besides. */
-type Departure =
-  | { readonly status: 'cancelled'; readonly cancellation: Cancellation }
-  | { readonly status: 'shipped' };
-
-/**
- * The conditional write of an order leaving pending. The condition: the order exists (an update
- * must never create one), holds no cancel's trail, and its status is pending or absent.
- * - A ship: `status` shipped, `complete` true, and the new status's index key `s` (and the first
- *   release's `statusKey` when `firstRelease.keys`).
- * - A cancel: its trail (when, which key, which request) and `s`, and not `status`: the indexes
- *   that hold `status` (all but ordersByStatus) are then not written (./order-item.ts). While a
- *   stage still has an index of the first release (`firstRelease.status`), `status` cancelled
- *   too, for the first release's code, which reads nothing else; and its `statusKey` likewise.
- * No ship date changes, so neither `t` nor `dateKey` does.
- */
-function departureUpdate(
-  departure: Departure,
-  id: bigint,
-  shard: number,
-  firstRelease: FirstReleaseWrites,
-): UpdateBuilder<OrderAttribute> {
-  const b = new UpdateBuilder<OrderAttribute>();
-  const status = b.name('status');
-  b.condition(
-    `attribute_exists(${b.name('id')}) AND attribute_not_exists(${b.name(CANCEL_TRAIL_ATTRIBUTES.at)}) AND (${status} = ${b.value('pending')} OR attribute_not_exists(${status}))`,
-  );
-  const cancelled = departure.status === 'cancelled';
-  const derived = derivedIndexAttributes(
-    { id, status: departure.status, cancelled },
-    firstRelease.keys,
-    shard,
-  );
-  b.assign('s', derived.s);
-  if (derived.statusKey !== undefined) b.assign('statusKey', derived.statusKey);
-  if (!cancelled) {
-    b.assign('status', departure.status);
-    b.assign('complete', true);
-    return b;
-  }
-  if (firstRelease.status) b.assign('status', departure.status);
-  const { cancellation } = departure;
-  b.assign(CANCEL_TRAIL_ATTRIBUTES.at, cancellation.at);
-  b.assign(CANCEL_TRAIL_ATTRIBUTES.by, cancellation.keyId);
-  b.assign(CANCEL_TRAIL_ATTRIBUTES.request, cancellation.requestId);
-  return b;
 }
 
 export class DynamoDbOrderStore implements OrderImportStore {

@@ -31,7 +31,7 @@ import { numberText } from './attributes.ts';
 import { GET_BATCH, getInBatches } from './batch-write.ts';
 import type { Candidate } from './candidate-stream.ts';
 import { statusOfShard } from './order-index-keys.ts';
-import { readForList } from './orders-table.ts';
+import { readForList } from './order-item.ts';
 import { PAGES_DEPENDENCY } from './page-failures.ts';
 import type { DynamoDbPagePlan } from './page-plan.ts';
 import { ORDER_INDEX_ATTRIBUTES, orderShard } from './tables.ts';

@@ -36,7 +36,7 @@ import type { PagePlan } from '../orders/order-pages.ts';
 import { ORDER_STATUSES, type OrderStatus } from '../orders/order.ts';
 import { numberText } from './attributes.ts';
 import { statusShard } from './order-index-keys.ts';
-import { LISTED_ATTRIBUTES } from './orders-table.ts';
+import { LISTED_ATTRIBUTES } from './order-item.ts';
 import { malformedKey } from './page-failures.ts';
 import {
   ORDER_INDEX_ATTRIBUTES,
