@@ -3,7 +3,7 @@ import { readFileSync, existsSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { DeleteCommand } from '@aws-sdk/lib-dynamodb';
-import { adminWriteLeaseMs } from '../../admin/orders.ts';
+import { adminWriteLeaseMs } from '../../admin/orders/shared.ts';
 import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
 import { createTestTables, type TestTables } from '../support/tables.ts';
 import { expectOneLineError, runCli, scanAll, tableFlags, tempDir, tempFile } from './support.ts';
