@@ -1,13 +1,15 @@
 /**
- * `npm run bench:cancel [-- --cancels N] [--orders-indexes K]`: what a cancel costs, through the
+ * `npm run bench:cancel [-- --cancels N] [--orders-indexes NAMES]`: what a cancel costs, through the
  * local API as `npm start` runs it (API Gateway emulation, functions in containers, DynamoDB
  * Local): N cancels of pending orders sent one after another on one keep-alive connection (after
  * a warm-up), with their latency (p50, p90, p99, mean), the DynamoDB calls one cancel makes
  * (counted on the handler run in this process with the same stores: every call, and each kind),
  * the request units of all of them and the write units of its order write, the table's and each
  * index's (ReturnConsumedCapacity INDEXES, added to every call by the count), and the calls and
- * units of a cancel refused 403 (a key that may only read). The orders table has the first K of
- * its indexes (default all 4): runs with 0 and 4 say what the v2 list's indexes add to a cancel.
+ * units of a cancel refused 403 (a key that may only read). The orders table has the current
+ * indexes NAMES names (comma-separated, or `none`; default all four): runs with none and all say
+ * what the v2 list's indexes add to a cancel. (What a cancel writes while a stage still has an
+ * index of the first release: test/integration/cancel-capacity.test.ts.)
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -16,8 +18,7 @@ import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { valueFlag } from '../lib/config/flags.ts';
-import { wholeNumberSetting } from '../lib/config/integers.ts';
-import { ORDER_INDEX_NAMES } from '../lib/dynamodb/tables.ts';
+import { ORDER_INDEX_NAMES, type CurrentOrderIndexName } from '../lib/dynamodb/tables.ts';
 import { benchFlags, countFlag, countOf } from './command-line.ts';
 import { createCancelOrderHandler } from '../functions/cancel-order.ts';
 import {
@@ -203,24 +204,31 @@ async function callsPerCancel(
   return measured;
 }
 
+/** The current indexes a `--orders-indexes` value names (all of them when not given). */
+function indexesOf(value: string | undefined): CurrentOrderIndexName[] {
+  if (value === undefined) return [...ORDER_INDEX_NAMES];
+  if (value.trim() === 'none') return [];
+  const names = value.split(',').map((name) => name.trim());
+  const unknown = names.filter((name) => !(ORDER_INDEX_NAMES as readonly string[]).includes(name));
+  if (unknown.length > 0 || new Set(names).size !== names.length) {
+    console.error(
+      `error: --orders-indexes must name some of ${ORDER_INDEX_NAMES.join(', ')} once each, or none (npm run bench:cancel -- --help)`,
+    );
+    process.exit(2);
+  }
+  return names as CurrentOrderIndexName[];
+}
+
 async function main(): Promise<void> {
   const values = benchFlags('bench:cancel', 'Cancel latency through the local API.', {
     cancels: countFlag('cancels to time', 2000),
     'orders-indexes': valueFlag(
-      'K',
-      `the orders table's first K indexes, 0 to ${ORDER_INDEX_NAMES.length} (default ${ORDER_INDEX_NAMES.length})`,
+      'NAMES',
+      `the orders table's indexes: some of ${ORDER_INDEX_NAMES.join(',')} (comma-separated), or none (default all)`,
     ),
   });
   const count = countOf('bench:cancel', 'cancels', values.cancels, 2000);
-  const ordersIndexes = wholeNumberSetting(
-    values['orders-indexes'],
-    { min: 0, max: ORDER_INDEX_NAMES.length },
-    ORDER_INDEX_NAMES.length,
-    (expected) => {
-      console.error(`error: --orders-indexes must be ${expected} (npm run bench:cancel -- --help)`);
-      process.exit(2);
-    },
-  );
+  const ordersIndexes = indexesOf(values['orders-indexes']);
   const warmUp = Math.min(300, count);
 
   const dynamo = await startDynamoDbLocal();
@@ -287,7 +295,7 @@ async function main(): Promise<void> {
       .map(([index, { CapacityUnits }]) => `${index} ${CapacityUnits ?? '?'}`)
       .join(', ');
     console.log(
-      `\nbench:cancel — ${count} sequential cancels through the local API (after ${warmUp} to warm up); the orders table with ${ordersIndexes} of its indexes (${ORDER_INDEX_NAMES.slice(0, ordersIndexes).join(', ') || 'none'})\n`,
+      `\nbench:cancel — ${count} sequential cancels through the local API (after ${warmUp} to warm up); the orders table with ${ordersIndexes.length} of its indexes (${ordersIndexes.join(', ') || 'none'})\n`,
     );
     console.log(
       '| p50 ms | p90 ms | p99 ms | mean ms | DynamoDB calls per cancel | request units per cancel | WCU of the order write: table + indexes |',

@@ -19,6 +19,7 @@ import {
 export const KINDS = [
   'v1-304',
   'v2-304',
+  'v2-304-changing',
   'v2-pending',
   'v2-pending-changing',
   'v2-month',

@@ -3,9 +3,10 @@
  * its first verdict. The hooks' entry (functions/deploy-hooks.ts) is bundled as the stack bundles
  * it (infra/constructs BUNDLING: the SDK inside); each sample is a fresh Node 24 process
  * (bench/load-bundle.ts) that loads it as Lambda does and runs the pre-traffic hook twice on
- * cancelOrder's deployment, against a stand-in of CodeDeploy, Lambda and Application Auto
- * Scaling on the loopback (AWS_ENDPOINT_URL): the load, the first verdict (load, settings read,
- * clients, four calls) and its CPU, and the warm one.
+ * cancelOrder's deployment, against a stand-in of CodeDeploy, Lambda, Application Auto Scaling
+ * and DynamoDB on the loopback (AWS_ENDPOINT_URL): the load, the first verdict (load, settings
+ * read, clients, the deployment looked up, the scaling suspended, the deploy check's order set
+ * pending, three probe calls, the verdict) and its CPU, and the warm one.
  *
  * `--settings FILE` bundles FILE in place of functions/deploy-hooks/settings.ts (it must export
  * `settingsFromEnv`): how the settings' schema library was chosen (bench/README.md, "Settings
@@ -40,17 +41,53 @@ const values = benchFlags(
 const RUNS = countOf(SCRIPT, 'runs', values.runs, 15);
 const exec = promisify(execFile);
 
-/** CodeDeploy, Lambda and Application Auto Scaling as the hook calls them, on the loopback. */
+/** cancelOrder's answers to its probe's three calls, in turn: 204, 204 again, 404. */
+const PROBE_ANSWERS = [204, 204, 404];
+let probeCalls = 0;
+
+/** What the hook asks each service, answered as the service would for a healthy version. */
+function answerTo(target: string, url: string | undefined): unknown {
+  if (target.endsWith('.GetDeployment')) {
+    return {
+      deploymentInfo: {
+        deploymentGroupName: 'cancelOrder',
+        status: 'InProgress',
+        createTime: Date.now() / 1000,
+      },
+    };
+  }
+  if (target.endsWith('.ListDeploymentTargets')) return { targetIds: ['t-bench'] };
+  if (target.endsWith('.GetDeploymentTarget')) {
+    return {
+      deploymentTarget: {
+        lambdaTarget: {
+          lambdaFunctionInfo: { currentVersion: '6', targetVersion: '7' },
+          lifecycleEvents: [{ lifecycleEventName: 'BeforeAllowTraffic', status: 'InProgress' }],
+        },
+      },
+    };
+  }
+  if (url?.includes('/invocations')) {
+    const status = PROBE_ANSWERS[probeCalls++ % PROBE_ANSWERS.length];
+    return { statusCode: status, body: status === 404 ? '{"code":"ORDER_NOT_FOUND"}' : '' };
+  }
+  // DynamoDB's writes of the deploy check's order, the verdict, the scaling: nothing to say.
+  return {};
+}
+
+/** The verdicts the hooks sent: each must be Succeeded (a healthy version), or the bench is wrong. */
+const verdicts: string[] = [];
+
+/** CodeDeploy, Lambda, Application Auto Scaling and DynamoDB as the hook calls them. */
 const standIn = createServer((request, response) => {
-  request.resume();
+  let body = '';
+  request.on('data', (chunk: Buffer) => (body += chunk.toString()));
   request.on('end', () => {
     const target = String(request.headers['x-amz-target'] ?? '');
-    const answer = target.endsWith('.GetDeployment')
-      ? { deploymentInfo: { deploymentGroupName: 'cancelOrder' } }
-      : request.url?.includes('/invocations')
-        ? // cancelOrder's answer to its probe: an unknown order.
-          { statusCode: 404, body: '{"code":"ORDER_NOT_FOUND"}' }
-        : {};
+    if (target.endsWith('.PutLifecycleEventHookExecutionStatus')) {
+      verdicts.push(String((JSON.parse(body) as { status?: string }).status));
+    }
+    const answer = answerTo(target, request.url);
     response.writeHead(200, {
       'content-type': target ? 'application/x-amz-json-1.1' : 'application/json',
     });
@@ -91,7 +128,7 @@ async function bundle(name: string, settings?: string): Promise<{ file: string; 
 const targets = Object.fromEntries(
   FUNCTION_NAMES.map((name) => [
     name,
-    { functionName: `bench-${name}`, version: '7', alarms: [`bench-${name}`], provisioned: true },
+    { functionName: `bench-${name}`, alarms: [`bench-${name}`], provisioned: true },
   ]),
 );
 const env = {
@@ -105,6 +142,9 @@ const env = {
   [HOOK_ENV.bakeSeconds]: '60',
   [HOOK_ENV.versionsKept]: '3',
   [HOOK_ENV.ignoreAlarms]: 'false',
+  [HOOK_ENV.ordersTable]: 'bench-orders',
+  [HOOK_ENV.apiKeysTable]: 'bench-api-keys',
+  [HOOK_ENV.metricsNamespace]: 'StoreOrders/bench',
 };
 const hookEvent = { DeploymentId: 'd-bench', LifecycleEventHookExecutionId: 'h-bench' };
 const invocations = join(outRoot, 'invocations.json');
@@ -145,6 +185,9 @@ try {
       subject.cpu.push(first.cpu);
       subject.warm.push(warm.at - first.at);
     }
+  }
+  if (verdicts.some((verdict) => verdict !== 'Succeeded')) {
+    throw new Error(`a verdict other than Succeeded: ${verdicts.join(', ')}`);
   }
   const quartiles = (values: number[]) => {
     const sorted = [...values].sort((a, b) => a - b);

@@ -25,7 +25,8 @@ import { benchDynamoDb } from './dynamodb.ts';
 import { ensureTables } from '../lib/dynamodb/create-table.ts';
 import { DynamoDbOrderPages, type DynamoDbOrderPage } from '../lib/dynamodb/order-pages.ts';
 import { partitionQuery } from '../lib/dynamodb/page-plan.ts';
-import { DynamoDbOrderStore, readOrderItem } from '../lib/dynamodb/orders-table.ts';
+import { readOrderItem } from '../lib/dynamodb/order-item.ts';
+import { DynamoDbOrderStore } from '../lib/dynamodb/orders-table.ts';
 import { ORDER_INDEX_NAMES } from '../lib/dynamodb/tables.ts';
 import { parseInstant } from '../lib/orders/instant.ts';
 import {

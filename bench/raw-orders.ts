@@ -7,7 +7,8 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import zlib from 'node:zlib';
 import type { ContentCoding } from '../lib/api/content-coding.ts';
 import { writeInBatches } from '../lib/dynamodb/batch-write.ts';
-import { DynamoDbOrderStore, orderToItem } from '../lib/dynamodb/orders-table.ts';
+import { orderToItem } from '../lib/dynamodb/order-item.ts';
+import { DynamoDbOrderStore } from '../lib/dynamodb/orders-table.ts';
 import type { Order } from '../lib/orders/order.ts';
 
 /**
@@ -21,7 +22,12 @@ export async function loadOrders(
   orders: readonly Order[],
   concurrency = 16,
 ): Promise<void> {
-  await writeInBatches(client, tableName, orders.map(orderToItem), { concurrency });
+  await writeInBatches(
+    client,
+    tableName,
+    orders.map((order) => orderToItem(order)),
+    { concurrency },
+  );
   await new DynamoDbOrderStore(client, tableName).retag();
 }
 

@@ -4,9 +4,9 @@
  *
  * - `preTraffic`: CodeDeploy's BeforeAllowTraffic lifecycle event → `preTraffic`.
  * - `postTraffic`: CodeDeploy's AfterAllowTraffic lifecycle event → `postTraffic`; and
- *   EventBridge's notice of a failed or stopped deployment (the rule of infra/deploy-hooks.ts
- *   targets this function) → `deploymentEnded`. The two are told apart by EventBridge's
- *   `detail-type`, which a lifecycle event has not.
+ *   EventBridge's notices (the rules of infra/deploy-hooks.ts target this function): a failed or
+ *   stopped deployment → `deploymentEnded`, the stack's update rolled back → `stackRolledBack`.
+ *   They are told apart by EventBridge's `detail-type`, which a lifecycle event has not.
  *
  * The clients are made once per container, at the first event; the settings are read by the
  * first hook, inside its verdict path (a throw here would give CodeDeploy no verdict).
@@ -16,7 +16,13 @@ import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
 import { CodeDeployClient } from '@aws-sdk/client-codedeploy';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import type { Context } from 'aws-lambda';
-import { createDeployHooks, type DeploymentStateEvent } from './deploy-hooks/hooks.ts';
+import { STACK_STATUS_CHANGE } from '../lib/deployment.ts';
+import { connectionFromEnv, createDocumentClient } from '../lib/dynamodb/client.ts';
+import {
+  createDeployHooks,
+  type DeploymentStateEvent,
+  type StackStatusEvent,
+} from './deploy-hooks/hooks.ts';
 import { settingsFromEnv } from './deploy-hooks/settings.ts';
 import type { LifecycleHookEvent } from './deploy-hooks/verdict.ts';
 
@@ -27,10 +33,15 @@ export function hookHandlers(hooks: () => DeployHooks) {
   return {
     preTraffic: (event: LifecycleHookEvent, context: Partial<Context>) =>
       hooks().preTraffic(event, context),
-    postTraffic: (event: LifecycleHookEvent | DeploymentStateEvent, context: Partial<Context>) =>
-      'detail-type' in event
-        ? hooks().deploymentEnded(event, context)
-        : hooks().postTraffic(event, context),
+    postTraffic: (
+      event: LifecycleHookEvent | DeploymentStateEvent | StackStatusEvent,
+      context: Partial<Context>,
+    ) => {
+      if (!('detail-type' in event)) return hooks().postTraffic(event, context);
+      return event['detail-type'] === STACK_STATUS_CHANGE
+        ? hooks().stackRolledBack(event as StackStatusEvent, context)
+        : hooks().deploymentEnded(event as DeploymentStateEvent, context);
+    },
   };
 }
 
@@ -42,6 +53,7 @@ export const { preTraffic, postTraffic } = hookHandlers(
       lambda: new LambdaClient({}),
       autoScaling: new ApplicationAutoScalingClient({}),
       cloudWatch: new CloudWatchClient({}),
+      dynamodb: createDocumentClient(connectionFromEnv()),
       settings: () => settingsFromEnv(),
     })),
 );

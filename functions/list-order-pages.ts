@@ -8,9 +8,11 @@
  * plans its pages, without I/O (a malformed query is refused 400, an index not deployed 503 with
  * Retry-After, both once the request is counted, having read nothing); `check` reads the list's
  * version, whose page tag (lib/orders/page-tag.ts) answers a conditional request 304 without
- * reading an order (within the key's free allowance, off the plan's quota); `act` reads the page
- * (lib/dynamodb/order-pages.ts) and answers it. An index still being built is answered 503 once
- * the page's reads find it.
+ * reading an order (within the key's free allowance, off the plan's quota) while the store is
+ * settled; `act` reads the page (lib/dynamodb/order-pages.ts), with what the version says of the
+ * index, and answers it: tagged by version when the store is settled, else by its content, whose
+ * 304 is answered once the page is read (the same page as the client's: nothing sent again). An
+ * index still being built is answered 503 once the page's reads find it.
  */
 import { parseIfNoneMatch } from '../lib/api/etag.ts';
 import { JSON_CONTENT_TYPE, type HttpResponse } from '../lib/api/responses.ts';
@@ -22,21 +24,22 @@ import {
 } from '../lib/orders/list-query.ts';
 import { orderToJsonV2 } from '../lib/orders/order.ts';
 import type { OrderPageReader, PagePlan } from '../lib/orders/order-pages.ts';
-import type { OrderStore } from '../lib/orders/order-store.ts';
-import { pageEntityTag } from '../lib/orders/page-tag.ts';
+import type { ListVersion, OrderStore } from '../lib/orders/order-store.ts';
+import { pageContentTag, pageEntityTag } from '../lib/orders/page-tag.ts';
 import { encodePageToken } from '../lib/orders/page-token.ts';
 import { ApiError } from './shared/http-errors.ts';
 import {
   conditionalHttpFunction,
+  type Checked,
   type HttpRequest,
-  type Validators,
+  type Validated,
 } from './shared/http-function.ts';
 import { ListReport } from './shared/list-body.ts';
 import { orderPagesFromEnv } from './shared/page-stores.ts';
 import type { RateLimitDependencies } from './shared/rate-limit.ts';
 import { httpStoresFromEnv } from './shared/stores.ts';
 import { streamed } from './shared/streamed-function.ts';
-import { requestHeader, versionCheck, type ConditionalRequest } from './shared/validators.ts';
+import { requestHeader, validate, type ConditionalRequest } from './shared/validators.ts';
 
 export interface ListOrderPagesDependencies extends RateLimitDependencies {
   /** The list's version (its tag covers a page read after it). */
@@ -55,6 +58,12 @@ interface AskedPage extends ConditionalRequest {
 }
 
 type PageAnswer = HttpResponse<string>;
+
+/** What a page's check found besides its validators: the version, and its tag of the page. */
+interface VersionSeen {
+  readonly version: ListVersion;
+  readonly versionTag: string | undefined;
+}
 
 /** The page's body: the orders' exact JSON, the next token when there is one, the size served. */
 function pageBody(orders: readonly string[], nextPageToken: string | undefined, pageSize: number) {
@@ -79,22 +88,34 @@ export function createListOrderPagesHandler(deps: ListOrderPagesDependencies) {
     };
   };
 
-  const check = versionCheck<AskedPage>(
-    (options) => deps.orders().readListVersion(options),
-    ({ query: { filter, start, pageSize }, plan }, version, { now }) =>
-      pageEntityTag({ version, filter, ...(start ? { start } : {}), pageSize, plan, now }),
-  );
+  /** The version, and the page's 304 when its tag by version still matches (a settled store). */
+  const check = async (
+    { query: { filter, start, pageSize }, plan, condition }: AskedPage,
+    { now, signal }: HttpRequest,
+  ): Promise<Validated<PageAnswer, VersionSeen>> => {
+    const version = await deps.orders().readListVersion({ signal });
+    const versionTag = pageEntityTag({
+      version,
+      filter,
+      ...(start ? { start } : {}),
+      pageSize,
+      plan,
+      now,
+    });
+    const validated = validate(condition, versionTag, {});
+    return 'notModified' in validated ? validated : { ...validated, version, versionTag };
+  };
 
   const act = async (
-    { query: { filter, start, pageSize }, plan, parameters, path }: AskedPage,
-    validators: Validators,
-    { signal }: HttpRequest,
+    { query: { filter, start, pageSize }, plan, parameters, path, condition }: AskedPage,
+    { version, versionTag }: Checked<VersionSeen>,
+    { now, signal }: HttpRequest,
   ): Promise<PageAnswer> => {
     const report = new ListReport();
     const page = await deps
       .pages()
       .readPage(
-        { plan, ...(start ? { start } : {}), pageSize },
+        { plan, ...(start ? { start } : {}), pageSize, seen: { version, at: now } },
         { signal, onUnreadable: report.addUnreadable },
       );
     const nextPageToken = page.next ? encodePageToken(filter, page.next) : undefined;
@@ -105,11 +126,16 @@ export function createListOrderPagesHandler(deps: ListOrderPagesDependencies) {
     const next = nextPageToken
       ? `<${path}?${new URLSearchParams(nextPageParameters(parameters, nextPageToken)).toString()}>; rel="next"`
       : undefined;
+    // Tagged by version when the store is settled; else by content. Either answers 304 now that
+    // the page is read: the client holds this very page.
+    const contentTag = pageContentTag(body);
+    const validated = validate(condition, versionTag ?? contentTag, {}, [contentTag]);
+    if ('notModified' in validated) return validated.notModified;
     return {
       statusCode: 200,
       headers: {
         'Content-Type': JSON_CONTENT_TYPE,
-        ...validators,
+        ...validated.validators,
         ...(next ? { Link: next } : {}),
       },
       body,
@@ -117,7 +143,12 @@ export function createListOrderPagesHandler(deps: ListOrderPagesDependencies) {
   };
 
   return streamed(
-    conditionalHttpFunction<AskedPage, string>(deps, { permission: 'read', read, check, act }),
+    conditionalHttpFunction<AskedPage, string, VersionSeen>(deps, {
+      permission: 'read',
+      read,
+      check,
+      act,
+    }),
   );
 }
 

@@ -19,11 +19,7 @@ import { jsonStream, type HttpResponse } from '../lib/api/responses.ts';
 import type { OrderStore } from '../lib/orders/order-store.ts';
 import { httpStoresFromEnv } from './shared/stores.ts';
 import { ApiError } from './shared/http-errors.ts';
-import {
-  conditionalHttpFunction,
-  type HttpRequest,
-  type Validators,
-} from './shared/http-function.ts';
+import { conditionalHttpFunction, type Checked, type HttpRequest } from './shared/http-function.ts';
 import { streamed } from './shared/streamed-function.ts';
 import { listBody, ListReport } from './shared/list-body.ts';
 import type { RateLimitDependencies } from './shared/rate-limit.ts';
@@ -62,7 +58,7 @@ export function createListOrdersHandler(deps: ListOrdersDependencies) {
 
   const act = async (
     { coding }: ListRequest,
-    validators: Validators,
+    { validators }: Checked,
     { signal }: HttpRequest,
   ): Promise<ListAnswer> => {
     const report = new ListReport();

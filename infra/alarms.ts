@@ -17,13 +17,24 @@ import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import { FilterPattern, MetricFilter } from 'aws-cdk-lib/aws-logs';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import { LIVE_ALIAS } from '../lib/deployment.ts';
+import {
+  ERROR_SCORE_THRESHOLD,
+  FLOOR_RATE,
+  judgedMetrics,
+  LATENCY_METRIC,
+  LATENCY_RATIO,
+  MIN_FAILURES,
+  MIN_LATENCY_SAMPLES,
+  SIGNIFICANCE,
+  type JudgedMetric,
+  type JudgedMetrics,
+} from '../lib/deploy-judgement.ts';
 import { TABLES } from '../lib/dynamodb/tables.ts';
 import { FUNCTIONS, type FunctionName } from '../lib/functions.ts';
 import { METRIC_NAMES, stageMetricsNamespace } from '../lib/metrics.ts';
-import { NEW_VERSION_MIN_FAILURES, NEW_VERSION_MIN_INVOCATIONS } from './config.ts';
 import type { ServiceFunction } from './constructs/service-function.ts';
 import { FUNCTION_LOG_FIELDS } from './log-queries.ts';
-import { HTTP_FUNCTIONS, tableOperationsSum, type Monitoring } from './monitoring.ts';
+import { tableOperationsSum, type Monitoring } from './monitoring.ts';
 
 /** Every alarm evaluates one period of this length, but the deployment alarms (below). */
 export const ALARM_PERIOD = Duration.minutes(5);
@@ -91,19 +102,29 @@ export function addAlarms(monitoring: Monitoring, topic: ITopic): Alarm[] {
 
   for (const [name, fn] of Object.entries(functions) as [FunctionName, ServiceFunction][]) {
     const id = pascal(name);
+    // Its invocations by callers, through `live`: not the deploy check's calls of a version.
+    const errors = new Metric({
+      namespace: 'AWS/Lambda',
+      metricName: 'Errors',
+      dimensionsMap: {
+        FunctionName: fn.functionName,
+        Resource: `${fn.functionName}:${LIVE_ALIAS}`,
+      },
+      ...sum,
+    });
     if (name === 'authorizer') {
       alarm('AuthorizerErrors', {
-        metric: fn.metricErrors(sum),
+        metric: errors,
         threshold: alarms.authorizerErrors,
         means:
-          'The authorizer failed: its key store did not answer or failed permanently, clients got 503 (uncached). A refused key is not an error.',
+          'The authorizer failed for callers: its key store did not answer or failed permanently, clients got 503 (uncached). A refused key is not an error.',
         look: "the authorizer's log ('Key check failed': WARN transient, ERROR permanent, which also pages through InternalErrors), ApiKeys table throttles and system errors.",
       });
     } else {
       alarm(`${id}Errors`, {
-        metric: fn.metricErrors(sum),
+        metric: errors,
         threshold: alarms.functionErrors,
-        means: `${name} failed (crash, timeout, out of memory): clients got 5XX.`,
+        means: `${name} failed for callers (crash, timeout, out of memory): clients got 5XX.`,
         look: `the ${name} log group (level ERROR) and its X-Ray traces; the last deploy.`,
       });
     }
@@ -177,136 +198,179 @@ export function addAlarms(monitoring: Monitoring, topic: ITopic): Alarm[] {
 export const DEPLOYMENT_ALARM_PERIOD = Duration.minutes(1);
 
 /**
- * Functions whose duration is their latency, so that a p99 duration alarm judges how long a
- * caller waited: the answer is done when they are, within seconds. Not a list of the buffered
- * ones: listOrderPages streams too (both lists share one streamed integration), but a page is at
- * most 100 orders written at once; listOrders streams a whole list for up to its 900 s timeout,
- * so its duration is the list's size, not its caller's wait for a first byte.
+ * The lines of a 500 answer to a caller (every error answer logs its `status`,
+ * functions/shared/http-errors.ts; the deploy check's lines say `deploy_check`): a 503 is not
+ * one, it says DynamoDB was slow.
  */
-const DURATION_IS_LATENCY: ReadonlySet<FunctionName> = new Set([
-  'listOrderPages',
-  'cancelOrder',
-  'authorizer',
-]);
+export const INTERNAL_ERROR_ANSWER_PATTERN = FilterPattern.all(
+  FilterPattern.numberValue('$.status', '=', 500),
+  FilterPattern.notExists('$.deploy_check'),
+);
 
-/**
- * The lines of a 5XX answer (every error answer logs its `status`, functions/shared/http-errors.ts):
- * what the ServerErrorAnswers metric filter counts.
- */
-export const SERVER_ERROR_ANSWER_PATTERN = FilterPattern.numberValue('$.status', '>=', 500);
+/** The authorizer's lines of a transient failure of its key store (functions/authorizer.ts). */
+export const KEY_CHECK_TRANSIENT_PATTERN = FilterPattern.all(
+  FilterPattern.stringValue('$.failure.kind', '=', 'transient'),
+  FilterPattern.notExists('$.deploy_check'),
+);
 
-/** The metric filter's dimensions: fields of every line of the functions' logger. */
-export const SERVER_ERROR_ANSWER_DIMENSIONS = {
+/** The metric filters' dimensions: fields of every line of the functions' logger. */
+export const VERSION_FILTER_DIMENSIONS = {
   FunctionName: `$.${FUNCTION_LOG_FIELDS.functionName}`,
   FunctionVersion: `$.${FUNCTION_LOG_FIELDS.functionVersion}`,
 } as const;
 
-/**
- * A metric of the function's current version as invoked through its `live` alias (dimensions
- * FunctionName, Resource `<function>:live`, ExecutedVersion): during a deploy, the new version's
- * share of the traffic only, not the old version's.
- */
-function newVersionMetric(fn: ServiceFunction, metricName: string, statistic: string): Metric {
+/** A metric the deploy judges read (lib/deploy-judgement.ts), as CDK's, over one minute. */
+function judged(spec: JudgedMetric): Metric {
   return new Metric({
-    namespace: 'AWS/Lambda',
-    metricName,
-    dimensionsMap: {
-      FunctionName: fn.functionName,
-      Resource: `${fn.functionName}:${LIVE_ALIAS}`,
-      ExecutedVersion: fn.currentVersion.version,
-    },
-    statistic,
+    namespace: spec.namespace,
+    metricName: spec.metricName,
+    dimensionsMap: { ...spec.dimensions },
+    statistic: spec.statistic,
     period: DEPLOYMENT_ALARM_PERIOD,
   });
 }
 
 /**
- * The 5XX answers of an HTTP function's current version: a metric filter on its log group counts
- * each 5XX answer line by the function's name and the version that wrote it. Lambda's Errors do
- * not see them: the function answers a 500, it does not fail.
+ * The metric filters of a function's lines that its failures are counted from: by FunctionName
+ * and FunctionVersion, and by FunctionName alone (all versions: an alarm cannot add up the
+ * versions of a dimension, CloudWatch alarms take no SEARCH).
  */
-function newVersionServerErrorAnswers(
-  monitoring: Monitoring,
-  name: FunctionName,
-  fn: ServiceFunction,
-): Metric {
+function failureFilters(monitoring: Monitoring, name: FunctionName, fn: ServiceFunction): void {
   const namespace = stageMetricsNamespace(monitoring.props.config.stage);
-  new MetricFilter(monitoring, `${pascal(name)}ServerErrorAnswers`, {
-    logGroup: fn.logs,
-    filterPattern: SERVER_ERROR_ANSWER_PATTERN,
-    metricNamespace: namespace,
-    metricName: METRIC_NAMES.serverErrorAnswers,
-    metricValue: '1',
-    unit: Unit.COUNT,
-    dimensions: { ...SERVER_ERROR_ANSWER_DIMENSIONS },
-  });
-  return new Metric({
-    namespace,
-    metricName: METRIC_NAMES.serverErrorAnswers,
-    dimensionsMap: { FunctionName: fn.functionName, FunctionVersion: fn.currentVersion.version },
-    statistic: 'Sum',
-    period: DEPLOYMENT_ALARM_PERIOD,
+  const [metricName, filterPattern] =
+    name === 'authorizer'
+      ? [METRIC_NAMES.keyCheckTransientFailures, KEY_CHECK_TRANSIENT_PATTERN]
+      : [METRIC_NAMES.internalErrorAnswers, INTERNAL_ERROR_ANSWER_PATTERN];
+  const filter = (id: string, dimensions: Record<string, string>) =>
+    new MetricFilter(monitoring, `${pascal(name)}${id}`, {
+      logGroup: fn.logs,
+      filterPattern,
+      metricNamespace: namespace,
+      metricName,
+      metricValue: '1',
+      unit: Unit.COUNT,
+      dimensions,
+    });
+  filter(metricName, { ...VERSION_FILTER_DIMENSIONS });
+  filter(`${metricName}AllVersions`, { FunctionName: VERSION_FILTER_DIMENSIONS.FunctionName });
+}
+
+/** The sum of failure metrics as an expression: `FILL(a, 0) + FILL(b, 0) - FILL(c, 0)`. */
+function failureSum(
+  prefix: 'new' | 'all',
+  failures: JudgedMetrics['failures'],
+): { expression: string; usingMetrics: Record<string, IMetric> } {
+  const ids = failures.map((_, i) => `${prefix}Failure${i}`);
+  return {
+    expression: failures
+      .map(
+        ({ sign }, i) =>
+          `${i === 0 ? (sign < 0 ? '-' : '') : sign < 0 ? ' - ' : ' + '}FILL(${ids[i]}, 0)`,
+      )
+      .join(''),
+    usingMetrics: Object.fromEntries(
+      failures.map(({ metric }, i): [string, IMetric] => [ids[i]!, judged(metric)]),
+    ),
+  };
+}
+
+/**
+ * The alarms' failure score of a new version in a minute (lib/deploy-judgement.ts, errorScore):
+ * its failures k in its n requests, against the old version's rate over the same minute — all
+ * versions' figures less the new one's — or FLOOR_RATE, whichever is higher.
+ */
+function failureScore(newer: JudgedMetrics, all: JudgedMetrics, label: string): MathExpression {
+  const period = DEPLOYMENT_ALARM_PERIOD;
+  const expression = (text: string, usingMetrics: Record<string, IMetric>) =>
+    new MathExpression({ expression: text, usingMetrics, period });
+  const k = failureSum('new', newer.failures);
+  const kAll = failureSum('all', all.failures);
+  const metrics = {
+    k: expression(k.expression, k.usingMetrics),
+    kAll: expression(kAll.expression, kAll.usingMetrics),
+    n: expression('FILL(newRequests, 0)', { newRequests: judged(newer.requests) }),
+    nAll: expression('FILL(allRequests, 0)', { allRequests: judged(all.requests) }),
+  };
+  const oldRate = expression('IF(nAll - n > 0, (kAll - k) / (nAll - n), 0)', metrics);
+  const rate = expression(`IF(oldRate > ${FLOOR_RATE}, oldRate, ${FLOOR_RATE})`, { oldRate });
+  const share = expression('IF(n > 0, IF(k > n, 1, k / n), 0)', { k: metrics.k, n: metrics.n });
+  // Judged only beside another version (the old one's requests in the same minute): after the
+  // last shift, and outside a deploy, there is nothing to compare with, and the alarm says nothing.
+  return new MathExpression({
+    expression:
+      `IF(k >= ${MIN_FAILURES} AND nAll - n > 0 AND share > rate, n * (share * LOG(share / rate)` +
+      ' + IF(share < 1, (1 - share) * LOG((1 - share) / (1 - rate)), 0)), 0)',
+    usingMetrics: { k: metrics.k, n: metrics.n, nAll: metrics.nAll, share, rate },
+    period,
+    label,
   });
 }
 
 /**
- * The alarms that stop a deploy and roll it back (infra/deployments.ts), per function: the new
- * version's failure rate (5XX answers, crashes and timeouts over its invocations, from a minimum
- * count on: one transient failure is no verdict), and for a function whose duration is its
- * latency (DURATION_IS_LATENCY) its p99 duration (from a minimum of invocations on). They watch the version each deploy publishes; after a
- * deploy they keep watching it, the version in service.
+ * The alarms' latency ratio of a new version in a minute: its median over all versions', once
+ * each of it and the others has MIN_LATENCY_SAMPLES requests.
+ */
+function latencyRatio(newer: JudgedMetrics, all: JudgedMetrics, label: string): MathExpression {
+  return new MathExpression({
+    expression:
+      `IF(FILL(newSamples, 0) >= ${MIN_LATENCY_SAMPLES} AND FILL(allSamples, 0) - FILL(newSamples, 0) >= ${MIN_LATENCY_SAMPLES},` +
+      ' newLatency / allLatency, 0)',
+    usingMetrics: {
+      newSamples: judged(newer.latencySamples),
+      allSamples: judged(all.latencySamples),
+      newLatency: judged(newer.latency),
+      allLatency: judged(all.latency),
+    },
+    period: DEPLOYMENT_ALARM_PERIOD,
+    label,
+  });
+}
+
+/**
+ * The alarms that stop a deploy during its shift and roll it back (infra/deployments.ts), per
+ * function: the new version judged against the versions beside it (the old one, during a
+ * canary) minute by minute, on its failures (NewVersionFailures) and its median latency
+ * (NewVersionLatency), as lib/deploy-judgement.ts says. After the last shift the old version has
+ * no traffic to compare with: the post-traffic hook judges the whole deployment against the old
+ * version's own figures (functions/deploy-hooks/judge.ts). `version`: each function's version
+ * `live` moves to (infra/stage-functions.ts).
  */
 export function addDeploymentAlarms(
   monitoring: Monitoring,
   topic: ITopic,
 ): Record<FunctionName, Alarm[]> {
   const { config, functions } = monitoring.props;
-  const { deployment } = config;
+  const namespace = stageMetricsNamespace(config.stage);
   const byFunction = {} as Record<FunctionName, Alarm[]>;
-  const rate = `${deployment.newVersionFailureRate * 100}%`;
+  const rollsBack =
+    'During a deploy, CodeDeploy rolls it back (the alias goes back to the previous version).';
   for (const [name, fn] of Object.entries(functions) as [FunctionName, ServiceFunction][]) {
     const id = pascal(name);
-    const rollsBack =
-      'During a deploy and its watch after the last shift, it rolls the deploy back (the alias goes back to the previous version).';
-    const invocations = newVersionMetric(fn, 'Invocations', 'Sum');
-    const answers: Record<string, IMetric> = HTTP_FUNCTIONS.includes(name)
-      ? { answers: newVersionServerErrorAnswers(monitoring, name, fn) }
-      : {};
-    const failures = [
-      'FILL(errors, 0)',
-      ...('answers' in answers ? ['FILL(answers, 0)'] : []),
-    ].join(' + ');
+    failureFilters(monitoring, name, fn);
+    const newer = judgedMetrics(name, fn.functionName, namespace, fn.liveVersion);
+    const all = judgedMetrics(name, fn.functionName, namespace);
+    const failures =
+      name === 'authorizer'
+        ? "failed invocations, less its key store's transient failures"
+        : '500 answers and failed invocations, not 503s';
+    const latency = LATENCY_METRIC[name] === 'firstByte' ? 'time to first byte' : 'duration';
     byFunction[name] = [
-      stageAlarm(monitoring, topic, `${id}NewVersionFailureRate`, {
-        metric: new MathExpression({
-          expression: `IF(${failures} >= ${NEW_VERSION_MIN_FAILURES}, (${failures}) / invocations, 0)`,
-          usingMetrics: { errors: newVersionMetric(fn, 'Errors', 'Sum'), invocations, ...answers },
-          period: DEPLOYMENT_ALARM_PERIOD,
-          label: `${name} new version: failed share of invocations`,
-        }),
-        threshold: deployment.newVersionFailureRate,
-        means: `The version of ${name} behind its live alias failed ${rate} of its invocations in a minute (${
-          HTTP_FUNCTIONS.includes(name)
-            ? '5XX answers, crashes, timeouts'
-            : 'errors: its key store failed'
-        }), ${NEW_VERSION_MIN_FAILURES} or more. ${rollsBack}`,
+      stageAlarm(monitoring, topic, `${id}NewVersionFailures`, {
+        metric: failureScore(newer, all, `${name} new version: failure score`),
+        threshold: ERROR_SCORE_THRESHOLD,
+        means: `The version of ${name} a deploy moves live to failed more than the version beside it in a minute (${failures}): ${MIN_FAILURES} or more, with a chance under ${SIGNIFICANCE} at the other's rate (at least ${FLOOR_RATE}). ${rollsBack}`,
         look: `aws deploy list-deployments for the ${name} group, then the ${name} log group (level ERROR) for that version (function_version).`,
       }),
-      ...(DURATION_IS_LATENCY.has(name)
-        ? [
-            stageAlarm(monitoring, topic, `${id}NewVersionLatencyP99`, {
-              metric: new MathExpression({
-                expression: `IF(invocations >= ${NEW_VERSION_MIN_INVOCATIONS}, p99, 0)`,
-                usingMetrics: { p99: newVersionMetric(fn, 'Duration', 'p99'), invocations },
-                period: DEPLOYMENT_ALARM_PERIOD,
-                label: `${name} new version: p99 duration (ms)`,
-              }),
-              threshold: deployment.newVersionP99DurationMs,
-              means: `The p99 duration of the version of ${name} behind its live alias reached ${deployment.newVersionP99DurationMs} ms in a minute of ${NEW_VERSION_MIN_INVOCATIONS} invocations or more. ${rollsBack}`,
-              look: `aws deploy list-deployments for the ${name} group, then the slowest-invocations saved query.`,
-            }),
-          ]
-        : []),
+      stageAlarm(monitoring, topic, `${id}NewVersionLatency`, {
+        metric: latencyRatio(
+          newer,
+          all,
+          `${name} new version: median ${latency} over all versions'`,
+        ),
+        threshold: LATENCY_RATIO,
+        means: `The median ${latency} of the version of ${name} a deploy moves live to reached ${LATENCY_RATIO} times that of all versions in a minute, from ${MIN_LATENCY_SAMPLES} requests of each. ${rollsBack}`,
+        look: `aws deploy list-deployments for the ${name} group, then the slowest-invocations saved query.`,
+      }),
     ];
   }
   return byFunction;

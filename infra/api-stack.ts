@@ -115,6 +115,7 @@ export class ApiStack extends Stack {
     this.deployments = new SafeDeployments(this, 'Deployments', {
       config,
       functions,
+      tables,
       alarms: deploymentAlarms,
     });
 

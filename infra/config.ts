@@ -8,6 +8,12 @@ import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { readSetting } from '../lib/config/settings.ts';
 import { STREAMING_LIMITS } from '../lib/config/streaming.ts';
 import { STAGE_THROTTLES, type StageName } from '../lib/deployment.ts';
+import {
+  DEFAULT_LIST_VERSION_ITEMS,
+  LEGACY_LIST_VERSION_ITEMS,
+  type ListVersionItems,
+} from '../lib/dynamodb/list-version-items.ts';
+import type { OrderIndexName } from '../lib/dynamodb/tables.ts';
 import { FUNCTION_NAMES, type FunctionName } from '../lib/functions.ts';
 import { DEFAULT_LIMITER_SETTINGS, type FailureMode } from '../lib/limits/limiter.ts';
 import {
@@ -79,13 +85,20 @@ export interface StageConfig {
   };
   readonly logLevel: 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
   /**
-   * How many of the orders table's global indexes the stage has: the first ones of
-   * TABLES.orders.globalIndexes (0 to all). CloudFormation adds at most one index to a table per
-   * update, so a live stage takes them one deploy at a time (docs/deploy.md, "The v2 list's
-   * indexes"); the functions learn which are there from ORDERS_INDEXES
-   * (lib/dynamodb/order-indexes.ts). Not given: 0 (no index).
+   * The orders table's global indexes the stage has, by name (lib/dynamodb/tables.ts: the current
+   * ones, and the first release's while a stage moves from them). CloudFormation adds or removes
+   * at most one index of a table per update, so a live stage changes them one deploy at a time
+   * (docs/deploy.md, "The v2 list's indexes"); the functions learn which are there from
+   * ORDERS_INDEXES (lib/dynamodb/order-indexes.ts). Not given: none.
    */
-  readonly ordersIndexes: number;
+  readonly ordersIndexes: readonly OrderIndexName[];
+  /**
+   * The list version items the functions mark and read (lib/dynamodb/list-version-items.ts):
+   * n items cost a 304 n read units and bound the cancels at n × 500 a second. Not given: 4
+   * marked and 32 read, which is safe to deploy over any earlier release (whose code marked any
+   * of 32); a stage whose code all marks 4 then reads 4 (docs/deploy.md).
+   */
+  readonly listVersionItems: ListVersionItems;
   /** Optional custom domain: base URL `https://<domainName>/v1`. */
   readonly customDomain?: { readonly domainName: string; readonly certificateArn: string };
   /**
@@ -102,18 +115,12 @@ export interface StageConfig {
    * How a deploy moves traffic to a function's new version (CodeDeploy, through its `live`
    * alias): gradually in production, all at once in staging. Before the first shift the
    * pre-traffic hook calls the new version; during the shift and for `bakeMinutes` after the
-   * last one, the new version's failure rate and p99 duration are watched; a failed call or an
-   * alarm rolls the deploy back (infra/deployments.ts, docs/deploy.md).
+   * last one, the new version is judged against the old one (lib/deploy-judgement.ts: the same
+   * numbers in every stage); a failed call or a failed judgement rolls the deploy back
+   * (infra/deployments.ts, docs/deploy.md).
    */
   readonly deployment: {
     readonly trafficShift: TrafficShift;
-    /**
-     * The new version's failed answers (5XX answers, crashes, timeouts) as a share of its
-     * invocations in a minute, counted only from NEW_VERSION_MIN_FAILURES failures on.
-     */
-    readonly newVersionFailureRate: number;
-    /** p99 duration of the new version, ms, in a minute of at least NEW_VERSION_MIN_INVOCATIONS. */
-    readonly newVersionP99DurationMs: number;
     /** How long the post-traffic hook watches the new version after the last shift. */
     readonly bakeMinutes: number;
     /** Versions of each function kept for a rollback: the newest N (and any an alias uses). */
@@ -131,14 +138,6 @@ export interface AlarmSubscription {
   readonly protocol: 'email' | 'https';
   readonly endpoint: string;
 }
-
-/**
- * The deployment alarms' minimums, the same in every stage: a failure rate counts from this many
- * failures in a minute (one transient failure is no verdict; docs/deploy.md, "What rolls a deploy
- * back"), a p99 duration from this many invocations.
- */
-export const NEW_VERSION_MIN_FAILURES = 3;
-export const NEW_VERSION_MIN_INVOCATIONS = 20;
 
 /** Target tracking of provisioned concurrency: utilization kept near the target, up to maxFactor × the floor. */
 export const PROVISIONED_SCALING = { utilizationTarget: 0.7, maxFactor: 4 } as const;
@@ -162,9 +161,23 @@ const RATE_LIMITER: StageConfig['rateLimiter'] = {
   banSeconds: DEFAULT_LIMITER_SETTINGS.banMs / 1000,
 };
 
+/**
+ * A stage's list version items when its settings name none: mark the default count, read as many
+ * as any earlier release marked (safe while that release's code still runs beside this one).
+ */
+const SAFE_LIST_VERSION_ITEMS: ListVersionItems = {
+  write: DEFAULT_LIST_VERSION_ITEMS.write,
+  read: LEGACY_LIST_VERSION_ITEMS.read,
+};
+
 type Defaults = Omit<
   StageConfig,
-  'stage' | 'env' | 'apiGatewayAccountRole' | 'alarmSubscriptions' | 'ordersIndexes'
+  | 'stage'
+  | 'env'
+  | 'apiGatewayAccountRole'
+  | 'alarmSubscriptions'
+  | 'ordersIndexes'
+  | 'listVersionItems'
 >;
 
 const DEFAULTS: Record<StageName, Defaults> = {
@@ -198,8 +211,6 @@ const DEFAULTS: Record<StageName, Defaults> = {
     logLevel: 'DEBUG',
     deployment: {
       trafficShift: 'ALL_AT_ONCE',
-      newVersionFailureRate: 0.1,
-      newVersionP99DurationMs: 3_000,
       bakeMinutes: 2,
       versionsKept: 3,
       ignoreAlarms: false,
@@ -237,8 +248,6 @@ const DEFAULTS: Record<StageName, Defaults> = {
     // Why these numbers: docs/deploy.md ("What rolls a deploy back").
     deployment: {
       trafficShift: 'CANARY_10PERCENT_5MINUTES',
-      newVersionFailureRate: 0.05,
-      newVersionP99DurationMs: 1_500,
       bakeMinutes: 10,
       versionsKept: 5,
       ignoreAlarms: false,
@@ -305,7 +314,8 @@ export function stageConfig(
     authorizerCacheTtl: Duration.seconds(
       given.authorizerCacheTtlSeconds ?? defaults.authorizerCacheTtl.toSeconds(),
     ),
-    ordersIndexes: given.ordersIndexes ?? 0,
+    ordersIndexes: given.ordersIndexes ?? [],
+    listVersionItems: given.listVersionItems ?? SAFE_LIST_VERSION_ITEMS,
     rateLimiter: {
       failureMode: given.rateLimitFailureMode ?? defaults.rateLimiter.failureMode,
       banAfterRefusals: given.rateLimitBanAfterRefusals ?? defaults.rateLimiter.banAfterRefusals,

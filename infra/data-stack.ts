@@ -1,6 +1,6 @@
 /**
  * The stateful part of a stage: the three tables, from the shared table definitions; the orders
- * table with the first `ordersIndexes` of its indexes (infra/config.ts).
+ * table with the indexes its `ordersIndexes` names (infra/config.ts).
  */
 import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
 import {
@@ -9,18 +9,47 @@ import {
   ContributorInsightsMode,
   ProjectionType,
   TableV2,
+  type GlobalSecondaryIndexPropsV2,
   type ITableV2,
 } from 'aws-cdk-lib/aws-dynamodb';
 import type { Construct } from 'constructs';
 import { STACK_OUTPUTS } from '../lib/deployment.ts';
-import { stageOrderIndexes } from '../lib/dynamodb/order-indexes.ts';
-import { TABLES, type TableDefinition, type TableName } from '../lib/dynamodb/tables.ts';
+import {
+  orderIndexDefinition,
+  TABLES,
+  type GlobalIndexDefinition,
+  type KeyAttribute,
+  type TableDefinition,
+  type TableName,
+} from '../lib/dynamodb/tables.ts';
 import type { StageConfig } from './config.ts';
 
 export type StageTables = Readonly<Record<TableName, ITableV2>>;
 
 const attributeType = (type: 'S' | 'N') =>
   type === 'S' ? AttributeType.STRING : AttributeType.NUMBER;
+
+const attribute = (key: KeyAttribute) => ({ name: key.name, type: attributeType(key.type) });
+
+/** A shared index definition as CDK takes it (a multi-attribute sort key as `sortKeys`). */
+function globalIndexProps(index: GlobalIndexDefinition): GlobalSecondaryIndexPropsV2 {
+  const [onlySortKey, ...more] = index.sortKeys;
+  return {
+    indexName: index.name,
+    partitionKey: attribute(index.partitionKey),
+    ...(more.length > 0
+      ? { sortKeys: index.sortKeys.map(attribute) }
+      : onlySortKey
+        ? { sortKey: attribute(onlySortKey) }
+        : {}),
+    ...(index.projection === 'KEYS_ONLY'
+      ? { projectionType: ProjectionType.KEYS_ONLY }
+      : {
+          projectionType: ProjectionType.INCLUDE,
+          nonKeyAttributes: [...index.projection.include],
+        }),
+  };
+}
 
 /**
  * DynamoDB Contributor Insights on the rate counters: one item per API key (`key#<keyId>`),
@@ -62,23 +91,9 @@ export class DataStack extends Stack {
           : {}),
         // The orders table: the indexes the stage has (the same list its functions are granted).
         globalSecondaryIndexes: (name === 'orders'
-          ? stageOrderIndexes(config.ordersIndexes).map((index) =>
-              definition.globalIndexes!.find((i) => i.name === index)!,
-            )
+          ? config.ordersIndexes.map(orderIndexDefinition)
           : (definition.globalIndexes ?? [])
-        ).map((index) => ({
-          indexName: index.name,
-          partitionKey: {
-            name: index.partitionKey.name,
-            type: attributeType(index.partitionKey.type),
-          },
-          ...(index.sortKey
-            ? {
-                sortKey: { name: index.sortKey.name, type: attributeType(index.sortKey.type) },
-              }
-            : {}),
-          projectionType: ProjectionType[index.projection],
-        })),
+        ).map(globalIndexProps),
         billing: Billing.onDemand(),
         pointInTimeRecoverySpecification: {
           pointInTimeRecoveryEnabled: definition.pointInTimeRecovery,

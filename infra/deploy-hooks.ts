@@ -1,10 +1,16 @@
 /**
  * CodeDeploy's lifecycle hooks of the functions' deployments (functions/deploy-hooks.ts): one
- * function before any traffic moves (it calls the new version), one after the last shift (it
- * watches the deployment alarms for the stage's bake, then deletes old versions beyond the
- * stage's `versionsKept`), sharing a role and a named log group. An EventBridge rule hands a
- * failed or stopped deployment to the post-traffic function, which resumes the scaling of
- * provisioned concurrency that the pre-traffic function suspended.
+ * function before any traffic moves (it probes the new version on the deploy check's data), one
+ * after the last shift (it watches the deployment alarms and judges the new version against the
+ * old one for the stage's bake, records the version to roll back to, then deletes old versions
+ * beyond the stage's `versionsKept`), sharing a role and a named log group. EventBridge rules
+ * hand the post-traffic function a failed or stopped deployment (it resumes the scaling of
+ * provisioned concurrency that the pre-traffic function suspended) and a rolled-back update of
+ * the stack (it publishes each function's code again, so that the deploy can be retried).
+ *
+ * Every permission the hooks use is granted when the stack is created and names no version:
+ * the functions' versions by a pattern, so that no deploy's grant can race its probe (IAM
+ * takes time to apply a change).
  */
 import { Duration, Stack, type RemovalPolicy } from 'aws-cdk-lib';
 import type { Alarm } from 'aws-cdk-lib/aws-cloudwatch';
@@ -16,7 +22,15 @@ import { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import type { DeployTarget } from '../functions/deploy-hooks/settings.ts';
-import { HOOK_ENV, LIVE_ALIAS, logGroupName } from '../lib/deployment.ts';
+import {
+  HOOK_ENV,
+  LIVE_ALIAS,
+  logGroupName,
+  ROLLBACK_ALIAS,
+  STACK_STATUS_CHANGE,
+} from '../lib/deployment.ts';
+import { stageMetricsNamespace } from '../lib/metrics.ts';
+import type { StageTables } from './data-stack.ts';
 import { DEPLOY_HOOKS, type FunctionName } from '../lib/functions.ts';
 import type { StageConfig } from './config.ts';
 import { houseFunctionProps, type ServiceFunction } from './constructs/service-function.ts';
@@ -24,6 +38,8 @@ import { houseFunctionProps, type ServiceFunction } from './constructs/service-f
 export interface DeployHooksProps {
   readonly config: StageConfig;
   readonly functions: Readonly<Record<FunctionName, ServiceFunction>>;
+  /** The orders (the deploy check's order) and the keys (its probe key). */
+  readonly tables: Pick<StageTables, 'orders' | 'apiKeys'>;
   /** Each function's deployment alarms: what the post-traffic function watches. */
   readonly alarms: Readonly<Record<FunctionName, readonly Alarm[]>>;
   readonly logRetention: RetentionDays;
@@ -38,7 +54,7 @@ export class DeployHooks extends Construct {
 
   constructor(scope: Construct, id: string, props: DeployHooksProps) {
     super(scope, id);
-    const { config, functions, alarms } = props;
+    const { config, functions, alarms, tables } = props;
     const { deployment } = config;
     this.logs = new LogGroup(this, 'Logs', {
       logGroupName: logGroupName(config.stage, 'deployHooks'),
@@ -56,7 +72,6 @@ export class DeployHooks extends Construct {
         name,
         {
           functionName: fn.functionName,
-          version: fn.currentVersion.version,
           alarms: alarms[name].map((alarm) => alarm.alarmName),
           provisioned: config.concurrency.provisioned[name] > 0,
         } satisfies DeployTarget,
@@ -67,6 +82,9 @@ export class DeployHooks extends Construct {
       [HOOK_ENV.bakeSeconds]: String(deployment.bakeMinutes * 60),
       [HOOK_ENV.versionsKept]: String(deployment.versionsKept),
       [HOOK_ENV.ignoreAlarms]: String(deployment.ignoreAlarms),
+      [HOOK_ENV.ordersTable]: tables.orders.tableName,
+      [HOOK_ENV.apiKeysTable]: tables.apiKeys.tableName,
+      [HOOK_ENV.metricsNamespace]: stageMetricsNamespace(config.stage),
       LOG_LEVEL: config.logLevel,
     };
     const hook = (name: 'preTraffic' | 'postTraffic', timeout: Duration) =>
@@ -86,22 +104,48 @@ export class DeployHooks extends Construct {
     );
 
     for (const fn of Object.values(functions)) {
-      // The new version, called by the pre-traffic hook (the exact version: no wildcard).
-      fn.currentVersion.grantInvoke(this.role);
+      // The versions the pre-traffic hook probes, and the old ones the post-traffic hook deletes:
+      // qualified ARNs (granted once, for every version to come: no grant races a probe); the
+      // unqualified function is out of reach.
       this.role.addToPolicy(
         new PolicyStatement({
-          actions: ['lambda:ListVersionsByFunction', 'lambda:ListAliases'],
-          resources: [fn.functionArn],
-        }),
-      );
-      // Deleting a version takes its qualified ARN; the unqualified function is out of reach.
-      this.role.addToPolicy(
-        new PolicyStatement({
-          actions: ['lambda:DeleteFunction'],
+          actions: ['lambda:InvokeFunction', 'lambda:DeleteFunction'],
           resources: [`${fn.functionArn}:*`],
         }),
       );
+      // The versions and aliases it reads, the version it publishes after a rolled-back update,
+      // the alias it points at the version to roll back to.
+      this.role.addToPolicy(
+        new PolicyStatement({
+          actions: [
+            'lambda:ListVersionsByFunction',
+            'lambda:ListAliases',
+            'lambda:PublishVersion',
+            'lambda:CreateAlias',
+            'lambda:UpdateAlias',
+          ],
+          resources: [fn.functionArn, `${fn.functionArn}:${ROLLBACK_ALIAS}`],
+        }),
+      );
     }
+    // The deploy check's order (its partition: lib/deploy-check.ts), set back to pending with the
+    // store's write of orders; its probe key, stored and revoked.
+    this.role.addToPolicy(
+      new PolicyStatement({
+        actions: ['dynamodb:BatchWriteItem', 'dynamodb:UpdateItem'],
+        resources: [tables.orders.tableArn],
+      }),
+    );
+    this.role.addToPolicy(
+      new PolicyStatement({
+        actions: ['dynamodb:PutItem', 'dynamodb:UpdateItem'],
+        resources: [tables.apiKeys.tableArn],
+      }),
+    );
+    // The judgement of a deployment reads the versions' metrics (no resource-level permission).
+    this.role.addToPolicy(
+      new PolicyStatement({ actions: ['cloudwatch:GetMetricData'], resources: ['*'] }),
+    );
     const watched = Object.values(alarms).flat();
     if (watched.length > 0) {
       this.role.addToPolicy(
@@ -143,7 +187,14 @@ export class DeployHooks extends Construct {
    */
   watch(application: ILambdaApplication, groupArns: readonly string[]): void {
     this.role.addToPolicy(
-      new PolicyStatement({ actions: ['codedeploy:GetDeployment'], resources: [...groupArns] }),
+      new PolicyStatement({
+        actions: [
+          'codedeploy:GetDeployment',
+          'codedeploy:ListDeploymentTargets',
+          'codedeploy:GetDeploymentTarget',
+        ],
+        resources: [...groupArns],
+      }),
     );
     new Rule(this, 'DeploymentEnded', {
       description:
@@ -152,6 +203,19 @@ export class DeployHooks extends Construct {
         source: ['aws.codedeploy'],
         detailType: ['CodeDeploy Deployment State-change Notification'],
         detail: { application: [application.applicationName], state: ['FAILURE', 'STOP'] },
+      },
+      targets: [new LambdaFunction(this.postTraffic, { retryAttempts: 2 })],
+    });
+    new Rule(this, 'StackRolledBack', {
+      description:
+        "The stack's update rolled back: publish each function's code again, so that the deploy can be retried",
+      eventPattern: {
+        source: ['aws.cloudformation'],
+        detailType: [STACK_STATUS_CHANGE],
+        detail: {
+          'stack-id': [Stack.of(this).stackId],
+          'status-details': { status: ['UPDATE_ROLLBACK_COMPLETE'] },
+        },
       },
       targets: [new LambdaFunction(this.postTraffic, { retryAttempts: 2 })],
     });

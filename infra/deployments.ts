@@ -10,9 +10,10 @@
  * ignore the alarms (config.deployment.ignoreAlarms). docs/deploy.md shows how to watch, stop
  * and roll back.
  */
-import { CfnOutput } from 'aws-cdk-lib';
+import { CfnOutput, Fn } from 'aws-cdk-lib';
 import type { Alarm } from 'aws-cdk-lib/aws-cloudwatch';
 import {
+  CfnDeploymentGroup,
   LambdaApplication,
   LambdaDeploymentConfig,
   LambdaDeploymentGroup,
@@ -22,11 +23,13 @@ import { deploymentApplicationName, STACK_OUTPUTS } from '../lib/deployment.ts';
 import type { FunctionName } from '../lib/functions.ts';
 import type { StageConfig } from './config.ts';
 import type { ServiceFunction } from './constructs/service-function.ts';
-import { DeployHooks } from './deploy-hooks.ts';
+import { DeployHooks, type DeployHooksProps } from './deploy-hooks.ts';
 
 export interface SafeDeploymentsProps {
   readonly config: StageConfig;
   readonly functions: Readonly<Record<FunctionName, ServiceFunction>>;
+  /** The tables the deploy check's data stand in (infra/deploy-hooks.ts). */
+  readonly tables: DeployHooksProps['tables'];
   /** The alarms that roll back a deploy of each function. */
   readonly alarms: Readonly<Record<FunctionName, readonly Alarm[]>>;
 }
@@ -45,6 +48,7 @@ export class SafeDeployments extends Construct {
     this.hooks = new DeployHooks(this, 'Hooks', {
       config,
       functions,
+      tables: props.tables,
       alarms,
       logRetention: config.logRetention,
       logRemovalPolicy: config.removalPolicy,
@@ -63,8 +67,14 @@ export class SafeDeployments extends Construct {
         postHook: this.hooks.postTraffic,
         autoRollback: { failedDeployment: true, stoppedDeployment: true, deploymentInAlarm: true },
       });
-      // The hooks are updated before the alias starts a deployment: they must know the version
-      // it publishes (their environment), or they would check the old one.
+      // A rollback through CloudFormation (a pinned version, docs/deploy.md) moves all at once.
+      const shift = LambdaDeploymentConfig[config.deployment.trafficShift].deploymentConfigName;
+      const rollback = LambdaDeploymentConfig.ALL_AT_ONCE.deploymentConfigName;
+      (groups[name].node.defaultChild as CfnDeploymentGroup).deploymentConfigName =
+        shift === rollback
+          ? shift
+          : Fn.conditionIf(fn.livePinned.logicalId, rollback, shift).toString();
+      // The hooks are updated before the alias starts a deployment: they must know its alarms.
       fn.live.node.addDependency(this.hooks.preTraffic, this.hooks.postTraffic);
     }
     this.groups = groups;

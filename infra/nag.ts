@@ -55,12 +55,12 @@ export const NAG_ACKNOWLEDGEMENTS = {
   prunedVersions: {
     id: 'AwsSolutions-IAM5',
     reason:
-      "The post-traffic hook deletes a function's old versions: DeleteFunction on `<function ARN>:*` reaches the function's versions only, never the function itself (its unqualified ARN).",
+      "The pre-traffic hook probes a function's new version and the post-traffic hook deletes its old ones, versions no template knows in advance: InvokeFunction and DeleteFunction on `<function ARN>:*` reach the function's versions (and aliases), never the function itself (its unqualified ARN). Granted once, for every version to come, so that no deploy's grant races its probe.",
   },
   scalingSuspension: {
     id: 'AwsSolutions-IAM5[Resource::*]',
     reason:
-      'The deploy hooks suspend and resume the target tracking of provisioned concurrency (RegisterScalableTarget), which supports no resource-level permission; X-Ray needs Resource * too.',
+      "The deploy hooks suspend and resume the target tracking of provisioned concurrency (RegisterScalableTarget) and read the versions' metrics (GetMetricData), neither of which supports a resource-level permission; X-Ray needs Resource * too.",
   },
 } as const satisfies Record<string, NagAcknowledgement>;
 

@@ -4,7 +4,11 @@
  * may do is written here once, and test/infra/stacks.test.ts holds it to what the code calls.
  */
 import type { Stack } from 'aws-cdk-lib';
-import { ordersIndexesEnv, stageOrderIndexes } from '../lib/dynamodb/order-indexes.ts';
+import {
+  formatListVersionItems,
+  LIST_VERSION_ITEMS_ENV,
+} from '../lib/dynamodb/list-version-items.ts';
+import { ordersIndexesEnv } from '../lib/dynamodb/order-indexes.ts';
 import { logGroupName } from '../lib/deployment.ts';
 import { FUNCTIONS, type FunctionName } from '../lib/functions.ts';
 import { stageMetricsNamespace } from '../lib/metrics.ts';
@@ -35,22 +39,30 @@ export function stageFunctions(
     RATE_LIMIT_BAN_AFTER_REFUSALS: String(config.rateLimiter.banAfterRefusals),
     RATE_LIMIT_BAN_SECONDS: String(config.rateLimiter.banSeconds),
   };
+  // What every function that reads or writes orders learns of the stage's orders table: its
+  // indexes (a cancel writes what they need) and its list version items.
+  const ordersEnvironment = {
+    ...ordersIndexesEnv(config.ordersIndexes),
+    [LIST_VERSION_ITEMS_ENV]: formatListVersionItems(config.listVersionItems),
+  };
   // listOrders holds an execution for as long as it streams: its reserved concurrency caps it,
   // so that long lists cannot take every execution from cancelOrder and the authorizer.
   const listOrders = serviceFunction('listOrders', {
-    environment: limiterEnvironment,
+    environment: { ...limiterEnvironment, ...ordersEnvironment },
     reservedConcurrentExecutions: config.concurrency.listOrdersReserved,
   })
     // BatchGetItem: the list's version items (its ETag), in the orders table.
     .useTable('orders', tables.orders, ['dynamodb:Query', 'dynamodb:BatchGetItem'])
     .useTable('rateLimits', tables.rateLimits, ['dynamodb:UpdateItem']);
-  const cancelOrder = serviceFunction('cancelOrder', { environment: limiterEnvironment })
+  const cancelOrder = serviceFunction('cancelOrder', {
+    environment: { ...limiterEnvironment, ...ordersEnvironment },
+  })
     // GetItem: whether the cancel would change anything, read before the version's mark.
     .useTable('orders', tables.orders, ['dynamodb:GetItem', 'dynamodb:UpdateItem'])
     .useTable('rateLimits', tables.rateLimits, ['dynamodb:UpdateItem']);
   // The v2 list: the table's shards, and the indexes the stage has (one per deploy: config.ts).
   const listOrderPages = serviceFunction('listOrderPages', {
-    environment: { ...limiterEnvironment, ...ordersIndexesEnv(config.ordersIndexes) },
+    environment: { ...limiterEnvironment, ...ordersEnvironment },
   })
     // Query: the shards and the indexes; BatchGetItem: the version items and a page's orders
     // by key (strongly consistent); GetItem: the indexes' readiness marker.
@@ -58,7 +70,7 @@ export function stageFunctions(
       'orders',
       tables.orders,
       ['dynamodb:Query', 'dynamodb:BatchGetItem', 'dynamodb:GetItem'],
-      { queriedIndexes: stageOrderIndexes(config.ordersIndexes) },
+      { queriedIndexes: config.ordersIndexes },
     )
     .useTable('rateLimits', tables.rateLimits, ['dynamodb:UpdateItem']);
   const authorizer = serviceFunction('authorizer').useTable('apiKeys', tables.apiKeys, [

@@ -7,7 +7,12 @@
 import * as v from 'valibot';
 import { mustBe, readSetting, shown, wholeNumber } from '../lib/config/settings.ts';
 import type { StageName } from '../lib/deployment.ts';
-import { ORDER_INDEX_NAMES } from '../lib/dynamodb/tables.ts';
+import {
+  listVersionItemsProblem,
+  type ListVersionItems,
+} from '../lib/dynamodb/list-version-items.ts';
+import { KNOWN_ORDER_INDEX_NAMES } from '../lib/dynamodb/order-indexes.ts';
+import { FIRST_RELEASE_ORDER_INDEX_NAMES } from '../lib/dynamodb/tables.ts';
 import { FUNCTION_NAMES } from '../lib/functions.ts';
 import { MAX_BAN_SECONDS, MIN_STAGE_BAN_SECONDS } from '../lib/limits/limiter.ts';
 import type { AlarmSubscription } from './config.ts';
@@ -129,7 +134,49 @@ export const STAGE_SETTINGS = {
   // The version in service and the one before it, at least: what a rollback points back at.
   versionsKept: wholeNumber(2, 100),
   deployIgnoringAlarms: flag,
-  ordersIndexes: wholeNumber(0, ORDER_INDEX_NAMES.length),
+  // The orders table's indexes, by name (docs/deploy.md, "The v2 list's indexes"); a number N,
+  // as the first release took it, is the first N of that release's.
+  ordersIndexes: v.union(
+    [
+      v.pipe(
+        wholeNumber(0, FIRST_RELEASE_ORDER_INDEX_NAMES.length),
+        v.transform((count) => FIRST_RELEASE_ORDER_INDEX_NAMES.slice(0, count)),
+      ),
+      v.pipe(
+        v.unknown(),
+        fromJsonText('["ordersByStatus"]'),
+        v.array(
+          v.picklist(
+            KNOWN_ORDER_INDEX_NAMES,
+            (issue) =>
+              `names an index this code does not know (${shown(issue.input)}): expected some of ${KNOWN_ORDER_INDEX_NAMES.join(', ')}`,
+          ),
+        ),
+        v.check(
+          (names) => new Set(names).size === names.length,
+          (issue) => `names an index twice: ${shown(issue.input)}`,
+        ),
+      ),
+    ],
+    (issue) => issue.issues?.at(-1)?.message ?? mustBe('a list of index names')(issue),
+  ),
+  // How many list version items the functions mark (`write`) and read (`read`): `4`, or
+  // `"4/32"` while a deploy lowers the count (lib/dynamodb/list-version-items.ts).
+  listVersionItems: v.pipe(
+    v.unknown(),
+    v.transform((raw): ListVersionItems | undefined => {
+      if (typeof raw === 'number') return { write: raw, read: raw };
+      if (typeof raw !== 'string') return undefined;
+      const match = /^\s*(\d{1,2})\s*(?:\/\s*(\d{1,2})\s*)?$/.exec(raw);
+      return match ? { write: Number(match[1]), read: Number(match[2] ?? match[1]) } : undefined;
+    }),
+    v.check(
+      (items) => items !== undefined && listVersionItemsProblem(items) === undefined,
+      (issue) =>
+        `must be a count of items written and read, or "<write>/<read>", each from 1 to 32 and read at least write, got ${shown(issue.input)}`,
+    ),
+    v.transform((items) => items!),
+  ),
 };
 
 /** The keys of the stage settings (`<stage>:<key>`), as docs/deploy.md lists them. */

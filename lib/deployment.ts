@@ -3,6 +3,7 @@
  * the stack outputs that `cdk deploy --outputs-file` writes and the CLI reads.
  */
 import type { ApiStage } from './api/routes.ts';
+import { TABLES } from './dynamodb/tables.ts';
 import type { FunctionName } from './functions.ts';
 
 export const STAGES = ['staging', 'production'] as const;
@@ -148,15 +149,29 @@ export function deploymentApplicationName(stage: StageName): string {
  * sets them, functions/deploy-hooks/settings.ts reads them (`settingsFromEnv`).
  */
 export const HOOK_ENV = {
-  /** JSON: each function's name, new version, deployment alarms, and whether it is provisioned. */
+  /** JSON: each function's name, deployment alarms, and whether it is provisioned. */
   targets: 'DEPLOY_TARGETS',
   bakeSeconds: 'BAKE_SECONDS',
   versionsKept: 'VERSIONS_KEPT',
   ignoreAlarms: 'IGNORE_ALARMS',
+  /** The orders table (the deploy check's order), the keys table (its probe key): the functions' variables. */
+  ordersTable: TABLES.orders.envVar,
+  apiKeysTable: TABLES.apiKeys.envVar,
+  /** The stage's namespace of the service's metrics, which the judgement reads (as the functions'). */
+  metricsNamespace: 'METRICS_NAMESPACE',
 } as const;
+
+/** EventBridge's `detail-type` of CloudFormation's notice of a stack's status. */
+export const STACK_STATUS_CHANGE = 'CloudFormation Stack Status Change';
 
 /** The alias API Gateway invokes and CodeDeploy moves from version to version. */
 export const LIVE_ALIAS = 'live';
+
+/**
+ * The alias on the version a rollback lands on (docs/deploy.md, "Roll back at once"): the one
+ * `live` served before the last deployment that passed, set by the post-traffic hook.
+ */
+export const ROLLBACK_ALIAS = 'rollback';
 
 /**
  * Where the deploy commands (docs/deploy.md, "4. Deploy") write a stage's outputs (`--outputs-file`): one file per

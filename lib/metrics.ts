@@ -7,6 +7,15 @@ export function stageMetricsNamespace(stage: string): string {
 }
 export const SERVICE_NAME = 'store-orders';
 
+/**
+ * The dimensions of a metric filed by version (functions/shared/metrics.ts): by function, and by
+ * function and version, as the deploy judges read them (the same names as the metric filters').
+ */
+export const VERSION_DIMENSIONS = ['FunctionName', 'FunctionVersion'] as const;
+
+/** The value of the dimension `traffic` on the deploy check's own metrics (lib/deploy-check.ts). */
+export const DEPLOY_CHECK_TRAFFIC = 'deploy-check';
+
 export const METRIC_NAMES = {
   /** The rate limiter could not reach its counter store (then fails open or closed). */
   limiterStoreFailures: 'RateLimiterStoreFailures',
@@ -35,10 +44,21 @@ export const METRIC_NAMES = {
   /** Milliseconds of each DynamoDB call of the functions, its SDK retries included. */
   dynamoDbCallDuration: 'DynamoDbCallDuration',
   /**
-   * 5XX answers of a function version: counted by a metric filter on the functions' error-answer
-   * lines (infra/alarms.ts), by FunctionName and FunctionVersion, for the deploy alarms.
+   * 500 answers to callers (not 503s, not the deploy check's): counted by metric filters on the
+   * HTTP functions' error-answer lines (infra/alarms.ts), by FunctionName, and by FunctionName
+   * and FunctionVersion, for the deploy judges (lib/deploy-judgement.ts).
    */
-  serverErrorAnswers: 'ServerErrorAnswers',
+  internalErrorAnswers: 'InternalErrorAnswers',
+  /**
+   * The authorizer's transient failures (its key store was slow: API Gateway answered 503), by
+   * the same metric filters on its log lines: what its failed invocations less these are bugs.
+   */
+  keyCheckTransientFailures: 'KeyCheckTransientFailures',
+  /**
+   * Milliseconds from an HTTP function's start to its answer's status line and headers (for a
+   * list, before the first order is sent): what a caller waits for its first byte, by version.
+   */
+  timeToFirstByte: 'TimeToFirstByte',
   /** Requests refused with 429 RATE_LIMITED. */
   rateLimited: 'RateLimited',
   /** Requests refused with 429 API_KEY_TEMPORARILY_BANNED. */

@@ -301,12 +301,11 @@ export function parseOrder(text: string, position = 0): Order {
     id: int64(text, fields, 'id', position),
   };
   if (fields.petId !== undefined) order.petId = int64(text, fields, 'petId', position);
-  const { quantity, shipDate, complete, status, cancelledAt } = fields;
+  const { quantity, shipDate, complete, status } = fields;
   if (quantity !== undefined) order.quantity = checked(quantity, 'quantity', position);
   if (shipDate !== undefined) order.shipDate = checked(shipDate, 'shipDate', position);
   if (complete !== undefined) order.complete = checked(complete, 'complete', position);
   if (status !== undefined) order.status = checked(status, 'status', position);
-  if (cancelledAt !== undefined) order.cancelledAt = checked(cancelledAt, 'cancelledAt', position);
   return order;
 }
 
@@ -316,7 +315,6 @@ const FIELD_TYPES = {
   shipDate: { is: (value: unknown) => typeof value === 'string', expected: 'a string' },
   complete: { is: (value: unknown) => typeof value === 'boolean', expected: 'a boolean' },
   status: { is: (value: unknown) => typeof value === 'string', expected: 'a string' },
-  cancelledAt: { is: (value: unknown) => typeof value === 'string', expected: 'a string' },
 } as const;
 
 function checked<K extends keyof typeof FIELD_TYPES>(

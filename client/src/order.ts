@@ -16,11 +16,6 @@ export interface Order {
   readonly complete?: boolean;
   /** One of ORDER_STATUSES in v1; a later version may add others. */
   readonly status?: OrderStatus | (string & {});
-  /**
-   * v2's pages only: when the order was cancelled through the API (RFC 3339, UTC, to the
-   * millisecond); absent on other orders and in v1's list.
-   */
-  readonly cancelledAt?: string;
 }
 
 export const INT64_MIN = -(2n ** 63n);

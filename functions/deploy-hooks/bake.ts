@@ -1,18 +1,21 @@
 /**
  * The bake: the watch of a new version after the last shift, when CodeDeploy's own watch of the
- * deployment alarms is no longer promised (docs/deploy.md, "Who watches the alarms"). It reads
- * the group's deployment alarms at once and every ALARM_POLL_MS until the stage's bake ends, and
- * ends at the first read that finds one in ALARM (unless the deploy ignores alarms: a hotfix).
+ * deployment alarms is no longer promised (docs/deploy.md, "Who watches the alarms"). At once
+ * and every ALARM_POLL_MS until the stage's bake ends it reads the group's deployment alarms and
+ * the hook's judgement of the deployment so far (./judge.ts), and ends at the first read that
+ * finds an alarm in ALARM or a reason to fail (unless the deploy ignores alarms: a hotfix).
  */
 import { DescribeAlarmsCommand, type CloudWatchClient } from '@aws-sdk/client-cloudwatch';
 import type { FunctionName } from '../../lib/functions.ts';
 import type { Logger } from '../shared/logger.ts';
 
-/** How often the post-traffic hook reads the alarms while it watches. */
+/** How often the post-traffic hook reads the alarms and judges while it watches. */
 export const ALARM_POLL_MS = 20_000;
 
 export interface BakeOptions {
   readonly alarms: readonly string[];
+  /** The judgement of the deployment so far: why it fails, or nothing. */
+  readonly judge?: () => Promise<readonly string[]>;
   readonly seconds: number;
   readonly ignoreAlarms: boolean;
   readonly now: () => number;
@@ -30,7 +33,7 @@ async function alarmsFiring(cloudWatch: CloudWatchClient, names: readonly string
     .map((alarm) => alarm.AlarmName ?? '');
 }
 
-/** Watches a group's alarms for the bake: returns the alarms in ALARM that ended it, or none. */
+/** Watches a group's new version for the bake: returns what ended it (alarms, reasons), or none. */
 export async function bake(
   cloudWatch: CloudWatchClient,
   group: FunctionName,
@@ -41,7 +44,10 @@ export async function bake(
   const end = now() + options.seconds * 1000;
   log.info('Watching the new version', { group, seconds: options.seconds });
   for (;;) {
-    const firing = await alarmsFiring(cloudWatch, options.alarms);
+    const firing = [
+      ...(await alarmsFiring(cloudWatch, options.alarms)),
+      ...((await options.judge?.()) ?? []),
+    ];
     if (firing.length > 0) {
       if (!options.ignoreAlarms) return firing;
       log.warn('Alarm in ALARM ignored (deployIgnoringAlarms)', { group, alarms: firing });

@@ -1,43 +1,59 @@
 /**
  * The deploy hooks' flow, top to bottom: the steps of each hook, each step in a room of its own
- * (./probes.ts, ./scaling.ts, ./bake.ts, ./prune.ts), inside the verdict CodeDeploy waits for
- * (./verdict.ts), with the settings of ./settings.ts.
+ * (./probes.ts, ./scaling.ts, ./bake.ts, ./judge.ts, ./rollback-alias.ts, ./prune.ts,
+ * ./republish.ts), inside the verdict CodeDeploy waits for (./verdict.ts: what the deployment is,
+ * a verdict on every path, once; nothing done by a second run), with the settings of
+ * ./settings.ts.
  *
- * preTraffic (BeforeAllowTraffic), before any traffic moves to the new version:
+ * preTraffic (BeforeAllowTraffic), before any traffic moves to the new version (the deployment's
+ * target version, as CodeDeploy records it):
  *  1. suspends the target tracking of the alias's provisioned concurrency (./scaling.ts);
- *  2. calls the new version once, as API Gateway would (./probes.ts). Another answer than its
- *     probe expects — a 500, a failed invocation — fails the deployment, and the scaling is
- *     resumed.
+ *  2. probes the new version's real work on the deploy check's data (./probes.ts), every call
+ *     within a budget that ends before the hook's own timeout. An answer other than its probe
+ *     expects — a 500, a failed invocation, no answer in time — fails the deployment, and the
+ *     scaling is resumed.
  * postTraffic (AfterAllowTraffic), after the last shift (the alias has no weights any more):
  *  1. resumes the scaling;
- *  2. watches the group's deployment alarms for the stage's bake (./bake.ts): fails the
- *     deployment as soon as one is in ALARM (unless the deploy ignores alarms: a hotfix);
- *  3. deletes the function's old versions (./prune.ts), then succeeds.
+ *  2. watches the new version for the stage's bake (./bake.ts): the group's deployment alarms,
+ *     and its judgement against the old version over the deployment (./judge.ts); fails the
+ *     deployment at the first alarm in ALARM or reason to fail (unless the deploy ignores alarms:
+ *     a hotfix);
+ *  3. records the version `live` served before as the one to roll back to (./rollback-alias.ts),
+ *     deletes the function's old versions (./prune.ts), then succeeds.
  * deploymentEnded: EventBridge's notice of a failed or stopped deployment, which may never reach
  * postTraffic: resumes the scaling preTraffic suspended. It gives no verdict (none is awaited).
- *
- * A hook that fails unexpectedly still gives its verdict (Failed), a missing or malformed setting
- * in its environment included: CodeDeploy would otherwise wait an hour for it.
+ * stackRolledBack: EventBridge's notice that the stack's update rolled back: each function
+ * publishes its rolled-back code as a version, so that the same deploy can be tried again
+ * (./republish.ts).
  */
 import type { ApplicationAutoScalingClient } from '@aws-sdk/client-application-auto-scaling';
 import type { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
 import type { CodeDeployClient } from '@aws-sdk/client-codedeploy';
 import type { LambdaClient } from '@aws-sdk/client-lambda';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Context } from 'aws-lambda';
-import { FUNCTION_NAMES, type FunctionName } from '../../lib/functions.ts';
-import { logger, type Logger } from '../shared/logger.ts';
+import { DynamoDbKeyStore } from '../../lib/dynamodb/keys-table.ts';
+import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
+import { DEPLOY_CHECK_PARTITIONS } from '../../lib/dynamodb/tables.ts';
+import { DEPLOY_HOOKS, FUNCTION_NAMES, type FunctionName } from '../../lib/functions.ts';
+import { logger } from '../shared/logger.ts';
 import { bake } from './bake.ts';
+import { judgeDeployment } from './judge.ts';
 import { probe } from './probes.ts';
 import { prune } from './prune.ts';
+import { republish } from './republish.ts';
+import { recordRollbackVersion } from './rollback-alias.ts';
 import { setScaling } from './scaling.ts';
 import type { HookSettings } from './settings.ts';
-import { groupOf, withVerdict, type HookVerdict, type LifecycleHookEvent } from './verdict.ts';
+import { withVerdict, type LifecycleHookEvent } from './verdict.ts';
 
 export interface DeployHookDependencies {
   readonly codeDeploy: CodeDeployClient;
   readonly lambda: LambdaClient;
   readonly autoScaling: ApplicationAutoScalingClient;
   readonly cloudWatch: CloudWatchClient;
+  /** The client of the deploy check's data (its order, its probe key). */
+  readonly dynamodb: DynamoDBDocumentClient;
   /**
    * The settings, or how to read them: read inside a hook's verdict path, so that a missing or
    * malformed one fails the deployment at once instead of leaving CodeDeploy without a verdict.
@@ -53,6 +69,18 @@ export interface DeploymentStateEvent {
   readonly detail: { readonly deploymentGroup?: string; readonly state?: string };
 }
 
+/** EventBridge's notice of a stack's status (`CloudFormation Stack Status Change`). */
+export interface StackStatusEvent {
+  readonly 'detail-type': string;
+  readonly detail: {
+    readonly 'stack-id'?: string;
+    readonly 'status-details'?: { readonly status?: string };
+  };
+}
+
+/** What the pre-traffic hook keeps back of its timeout: the time to send its verdict. */
+export const VERDICT_RESERVE_MS = 15_000;
+
 export function createDeployHooks(deps: DeployHookDependencies) {
   let read: HookSettings | undefined;
   /** The settings, read once, at the first hook that needs them (a failed read is tried again). */
@@ -61,62 +89,123 @@ export function createDeployHooks(deps: DeployHookDependencies) {
   const now = deps.now ?? Date.now;
   const sleep = deps.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
 
-  /** A lifecycle hook: its steps for the deployment's group, inside the verdict. */
-  const lifecycleHook = (
-    name: string,
-    event: LifecycleHookEvent,
-    context: Partial<Context>,
-    steps: (group: FunctionName, settings: HookSettings, log: Logger) => Promise<HookVerdict>,
-  ) =>
-    withVerdict(deps.codeDeploy, name, event, context, async (log) => {
-      // First of all: a hook whose environment is wrong fails the deployment, with the reason.
-      const current = settings();
-      return steps(await groupOf(deps.codeDeploy, event.DeploymentId), current, log);
-    });
+  /** When a hook's work must be done: before its timeout, less the time to send its verdict. */
+  const deadlineOf = (context: Partial<Context>) =>
+    now() +
+    (context.getRemainingTimeInMillis?.() ?? DEPLOY_HOOKS.preTraffic.timeoutSeconds * 1000) -
+    VERDICT_RESERVE_MS;
 
   return {
     preTraffic: (event: LifecycleHookEvent, context: Partial<Context> = {}) =>
-      lifecycleHook('Pre-traffic check', event, context, async (group, { targets }, log) => {
-        const target = targets[group];
-        await setScaling(deps.autoScaling, group, target, true, log);
-        const requestId = `deploy-check-${event.DeploymentId}`;
-        const answer = await probe(deps.lambda, group, target, requestId, now());
-        const fields = { group, version: target.version, answer: answer.got };
-        if (answer.ok) {
-          log.info('Pre-traffic check passed', fields);
-          return 'Succeeded';
-        }
-        log.error('Pre-traffic check failed: the new version gets no traffic', fields);
-        await setScaling(deps.autoScaling, group, target, false, log);
-        return 'Failed';
-      }),
+      withVerdict(
+        deps.codeDeploy,
+        { name: 'Pre-traffic check', lifecycleEvent: 'BeforeAllowTraffic' },
+        event,
+        context,
+        sleep,
+        async (deployment, log) => {
+          // First of all: a hook whose environment is wrong fails the deployment, with the reason.
+          const current = settings();
+          const { group, targetVersion } = deployment;
+          const target = current.targets[group];
+          if (targetVersion === undefined) throw new Error('CodeDeploy names no target version');
+          await setScaling(deps.autoScaling, group, target, true, log);
+          const answer = await probe(
+            {
+              lambda: deps.lambda,
+              deployCheckOrders: () =>
+                new DynamoDbOrderStore(deps.dynamodb, current.ordersTable, {
+                  partitions: DEPLOY_CHECK_PARTITIONS,
+                }),
+              keys: () => new DynamoDbKeyStore(deps.dynamodb, current.apiKeysTable),
+              now,
+            },
+            group,
+            {
+              functionName: target.functionName,
+              version: targetVersion,
+              requestId: `deploy-check-${event.DeploymentId}`,
+              deadline: deadlineOf(context),
+            },
+          );
+          const fields = { group, version: targetVersion, answer: answer.got };
+          if (answer.ok) {
+            log.info('Pre-traffic check passed', fields);
+            return 'Succeeded';
+          }
+          log.error('Pre-traffic check failed: the new version gets no traffic', fields);
+          await setScaling(deps.autoScaling, group, target, false, log);
+          return 'Failed';
+        },
+      ),
 
     postTraffic: (event: LifecycleHookEvent, context: Partial<Context> = {}) =>
-      lifecycleHook('Post-traffic watch', event, context, async (group, current, log) => {
-        const target = current.targets[group];
-        await setScaling(deps.autoScaling, group, target, false, log);
-        const firing = await bake(
-          deps.cloudWatch,
-          group,
-          {
-            alarms: target.alarms,
-            seconds: current.bakeSeconds,
-            ignoreAlarms: current.ignoreAlarms,
-            now,
-            sleep,
-          },
-          log,
-        );
-        if (firing.length > 0) {
-          log.error('Alarm in ALARM after the last shift: rolling the deploy back', {
+      withVerdict(
+        deps.codeDeploy,
+        { name: 'Post-traffic watch', lifecycleEvent: 'AfterAllowTraffic' },
+        event,
+        context,
+        sleep,
+        async (deployment, log) => {
+          const current = settings();
+          const { group, targetVersion, currentVersion, startedAt } = deployment;
+          const target = current.targets[group];
+          if (targetVersion === undefined) throw new Error('CodeDeploy names no target version');
+          await setScaling(deps.autoScaling, group, target, false, log);
+          const judged =
+            currentVersion === undefined || startedAt === undefined
+              ? undefined
+              : {
+                  group,
+                  functionName: target.functionName,
+                  namespace: current.metricsNamespace,
+                  newVersion: targetVersion,
+                  oldVersion: currentVersion,
+                  startedAt,
+                };
+          const firing = await bake(
+            deps.cloudWatch,
             group,
-            alarms: firing,
-          });
-          return 'Failed';
-        }
-        await prune(deps.lambda, group, target.functionName, current.versionsKept, log);
-        return 'Succeeded';
-      }),
+            {
+              alarms: target.alarms,
+              ...(judged && {
+                judge: async () => {
+                  const judgement = await judgeDeployment(deps.cloudWatch, judged, now());
+                  log.info('Judgement of the new version', {
+                    group,
+                    newer: judgement.newer,
+                    older: judgement.older,
+                    chance: judgement.chance,
+                    latencyRatio: judgement.latencyRatio,
+                  });
+                  return judgement.reasons;
+                },
+              }),
+              seconds: current.bakeSeconds,
+              ignoreAlarms: current.ignoreAlarms,
+              now,
+              sleep,
+            },
+            log,
+          );
+          if (firing.length > 0) {
+            log.error('The new version failed its watch: rolling the deploy back', {
+              group,
+              alarms: firing,
+            });
+            return 'Failed';
+          }
+          await recordRollbackVersion(
+            deps.lambda,
+            group,
+            target.functionName,
+            { replaced: currentVersion, deployed: targetVersion },
+            log,
+          );
+          await prune(deps.lambda, group, target.functionName, current.versionsKept, log);
+          return 'Succeeded';
+        },
+      ),
 
     deploymentEnded: async (
       event: DeploymentStateEvent,
@@ -138,6 +227,32 @@ export function createDeployHooks(deps: DeployHookDependencies) {
         log.error('Scaling not resumed', { group, error: error as Error });
         throw error;
       }
+    },
+
+    stackRolledBack: async (
+      event: StackStatusEvent,
+      context: Partial<Context> = {},
+    ): Promise<void> => {
+      const log = logger.startInvocation(context);
+      log.info('Stack update rolled back: publishing each function as it is now', {
+        stack: event.detail['stack-id'],
+        status: event.detail['status-details']?.status,
+      });
+      const failed: string[] = [];
+      for (const name of FUNCTION_NAMES) {
+        const { functionName } = settings().targets[name];
+        try {
+          await republish(deps.lambda, functionName, log);
+        } catch (error) {
+          failed.push(name);
+          log.error('Version not published after the rollback', {
+            group: name,
+            error: error as Error,
+          });
+        }
+      }
+      // EventBridge tries again (publishing again is harmless: nothing changed, nothing published).
+      if (failed.length > 0) throw new Error(`not published: ${failed.join(', ')}`);
     },
   };
 }

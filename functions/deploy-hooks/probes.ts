@@ -1,63 +1,144 @@
 /**
  * The probes: what each function's new version is asked before any traffic moves, and which
- * answers pass. Each reads its tables and changes no order: the authorizer gets a key no one
- * holds (a Deny), cancelOrder an order id no order has (404), the lists `If-None-Match: *` (304,
- * or 200). The HTTP probes are proxy events as API Gateway sends them, from PROBE_CALLER, whose
- * RateLimits counter the rate limiter writes.
+ * answers pass — its real work, on data no client sees (lib/deploy-check.ts):
+ *
+ * - cancelOrder: the deploy check's order, set back to pending through the store's own write of
+ *   orders, is cancelled (204: a status read, the list version's mark, the conditional write, the
+ *   release), cancelled again (204: the idempotent path), then an id no order has (404
+ *   ORDER_NOT_FOUND). All in the deploy check's partition of the orders table: no client's order
+ *   is read or changed, and no list shows it. What is judged is the function's HTTP answers, not
+ *   how a cancel is stored.
+ * - listOrders: the whole list, read to its end (200, a JSON array; a list longer than the
+ *   probe's budget passes if it was still flowing without error), then asked again with its ETag
+ *   (304, or 200 if the list changed meanwhile).
+ * - listOrderPages: a first page of 100 (200, `{"orders": [...]}`), then `If-None-Match: *`
+ *   (304, or 200 while a write's lease runs).
+ * - authorizer: a well-formed key no one holds (a Deny), then a key of the deploy check's own,
+ *   stored for the probe, expiring in minutes and revoked after it (an Allow naming its key id):
+ *   an authorizer that denies every key fails. Its plaintext lives in the hook's memory only.
+ *
+ * The HTTP probes are proxy events as API Gateway sends them, from the deploy check's caller
+ * (whose RateLimits counter the rate limiter writes). Every call has its time budget (at most
+ * CALL_BUDGET_MS, and no later than the probe's deadline, which the hook sets before its own
+ * timeout).
  */
 import type { LambdaClient } from '@aws-sdk/client-lambda';
 import { randomBytes } from 'node:crypto';
 import { API_STAGE, API_STAGES, STAGE_ROUTES, type OperationId } from '../../lib/api/routes.ts';
+import {
+  DEPLOY_CHECK_API_ID,
+  DEPLOY_CHECK_CALLER,
+  DEPLOY_CHECK_ORDER,
+  DEPLOY_CHECK_ORDER_ID,
+} from '../../lib/deploy-check.ts';
 import type { FunctionName } from '../../lib/functions.ts';
 import { generateApiKey } from '../../lib/keys/api-key.ts';
+import type { ApiKeyRecord } from '../../lib/keys/key-record.ts';
+import { newKeyRecord } from '../../lib/keys/plaintext-keys.ts';
+import type { Order } from '../../lib/orders/order.ts';
 import { restProxyEvent } from '../shared/rest-event.ts';
-import { callVersion } from './call-version.ts';
-import type { DeployTarget } from './settings.ts';
+import { callVersion, OutOfBudget, within, type StreamedBody } from './call-version.ts';
 
-/** What a probe got back: the HTTP status (or the authorizer's effect), or why it failed. */
+/** What a probe got back: its calls' answers in order, and whether they all passed. */
 export interface ProbeAnswer {
   readonly ok: boolean;
   readonly got: string;
 }
 
-interface Probe {
-  /** Whether the function streams its answer (the lists): read as API Gateway reads it. */
-  readonly streaming: boolean;
-  readonly event: (requestId: string, now: number) => unknown;
-  /** Judges a returned answer (a proxy result, a prelude, a policy). */
-  readonly judge: (answer: Record<string, unknown>) => ProbeAnswer;
+/** The longest a probe's call may take (a cold start and the function's own 10 s timeout). */
+export const CALL_BUDGET_MS = 30_000;
+/** How long the list's body is read after its first byte, at most. */
+export const LIST_BODY_BUDGET_MS = 45_000;
+/** How long the authorizer's probe key works, at the longest (it is revoked after the probe). */
+export const PROBE_KEY_LIFETIME_MS = 10 * 60_000;
+
+/** What the probes need besides the version: the stores of the deploy check's data. */
+export interface ProbeDependencies {
+  readonly lambda: LambdaClient;
+  /** The deploy check's partition of the orders table (lib/deploy-check.ts). */
+  readonly deployCheckOrders: () => { putOrders(orders: readonly Order[]): Promise<void> };
+  /** The API keys, where the authorizer's probe key is stored for the probe. */
+  readonly keys: () => {
+    create(record: ApiKeyRecord): Promise<boolean>;
+    revoke(record: ApiKeyRecord, revokedAt: string): Promise<boolean>;
+  };
+  readonly now: () => number;
 }
 
-/** The caller the probes act as: no key of the store, limits no probe reaches. */
-const PROBE_CALLER = {
-  principalId: 'key_deployCheck',
-  keyId: 'key_deployCheck',
-  plan: 'enterprise',
-  perMinute: '1000',
-  perDay: '100000',
-} as const;
+/** The version a probe calls, and by when it must be done. */
+export interface ProbeTarget {
+  readonly functionName: string;
+  readonly version: string;
+  readonly requestId: string;
+  /** Epoch ms by which every call has answered (before the hook's own timeout). */
+  readonly deadline: number;
+}
 
-/**
- * The probe of an HTTP operation: its proxy event in the first version that serves it, from
- * PROBE_CALLER, streamed as its route streams.
- */
-function httpProbe(
-  operationId: OperationId,
-  options: {
-    pathParameters?: () => Record<string, string>;
-    headers?: Record<string, string>;
-    query?: Record<string, string>;
-  },
-  judge: Probe['judge'],
-): Probe {
-  const stage = API_STAGES.find((s) => STAGE_ROUTES[s].some((r) => r.operationId === operationId))!;
-  const route = STAGE_ROUTES[stage].find((r) => r.operationId === operationId)!;
-  return {
-    streaming: route.streaming,
-    judge,
-    event: (requestId, now) => {
-      const pathParameters = options.pathParameters?.() ?? null;
-      return restProxyEvent({
+/** A call's answer that its probe did not expect: the probe stops there. */
+class Unexpected extends Error {}
+
+/** One probe's run: its calls, one after another, each judged; what each got, in words. */
+class ProbeRun {
+  readonly got: string[] = [];
+  private calls = 0;
+  readonly deps: ProbeDependencies;
+  readonly target: ProbeTarget;
+
+  constructor(deps: ProbeDependencies, target: ProbeTarget) {
+    this.deps = deps;
+    this.target = target;
+  }
+
+  /** A call of the deploy check's stores, done before the deadline, or Unexpected. */
+  async store<T>(what: string, work: () => Promise<T>): Promise<T> {
+    const left = this.target.deadline - this.deps.now();
+    if (left <= 0) throw new Unexpected(`out of time before ${what}`);
+    try {
+      return await within(AbortSignal.timeout(Math.min(CALL_BUDGET_MS, left)), work());
+    } catch (error) {
+      if (error instanceof OutOfBudget) throw new Unexpected(`${what}: no answer in time`);
+      throw error;
+    }
+  }
+
+  /** Calls the version, and judges its answer: a word for the line, or Unexpected. */
+  async call(
+    options: { event: unknown; streaming: boolean; bodyBudgetMs?: number },
+    judge: (answer: Record<string, unknown>, body: StreamedBody | undefined) => string,
+  ): Promise<Record<string, unknown>> {
+    const left = this.target.deadline - this.deps.now();
+    if (left <= 0) throw new Unexpected('out of time before its next call');
+    const answered = await callVersion(this.deps.lambda, {
+      functionName: this.target.functionName,
+      version: this.target.version,
+      event: options.event,
+      streaming: options.streaming,
+      budgetMs: Math.min(CALL_BUDGET_MS + (options.bodyBudgetMs ?? 0), left),
+      ...(options.bodyBudgetMs !== undefined ? { bodyBudgetMs: options.bodyBudgetMs } : {}),
+    });
+    this.calls++;
+    if ('failed' in answered) throw new Unexpected(answered.failed);
+    this.got.push(judge(answered.answer, answered.body));
+    return answered.answer;
+  }
+
+  /** A proxy event of an HTTP operation, from the deploy check's caller. */
+  httpEvent(
+    operationId: OperationId,
+    options: {
+      pathParameters?: Record<string, string>;
+      headers?: Record<string, string>;
+      query?: Record<string, string>;
+    },
+  ) {
+    const stage = API_STAGES.find((s) =>
+      STAGE_ROUTES[s].some((r) => r.operationId === operationId),
+    )!;
+    const route = STAGE_ROUTES[stage].find((r) => r.operationId === operationId)!;
+    const pathParameters = options.pathParameters ?? null;
+    return {
+      streaming: route.streaming,
+      event: restProxyEvent({
         stage,
         method: route.method,
         resource: route.path,
@@ -65,74 +146,168 @@ function httpProbe(
         pathParameters,
         headers: options.headers ?? {},
         query: options.query ?? null,
-        authorizer: PROBE_CALLER,
-        requestId,
-        requestTimeEpoch: now,
-      });
-    },
-  };
+        authorizer: DEPLOY_CHECK_CALLER,
+        requestId: `${this.target.requestId}-${this.calls + 1}`,
+        requestTimeEpoch: this.deps.now(),
+      }),
+    };
+  }
 }
 
-/** An order id no order has, to all odds: a random int64 (one in 2^63 per stored order). */
-function probeOrderId(): string {
+/** An order id no order of the deploy check's partition has, to all odds: a random int64. */
+function unknownOrderId(): string {
   return BigInt.asIntN(64, randomBytes(8).readBigUInt64BE()).toString();
+}
+
+/** The HTTP status of a proxy result or prelude, and its error code when it has one. */
+function statusOf(answer: Record<string, unknown>): { status: number; word: string } {
+  const status = Number(answer.statusCode);
+  const body = typeof answer.body === 'string' ? answer.body : '';
+  const code = /"code":"(\w+)"/.exec(body)?.[1];
+  return { status, word: `${status}${code ? ` ${code}` : ''}` };
 }
 
 const statusIs =
   (...expected: number[]) =>
-  (answer: Record<string, unknown>): ProbeAnswer => {
-    const status = Number(answer.statusCode);
-    const body = typeof answer.body === 'string' ? answer.body : '';
-    const code = /"code":"(\w+)"/.exec(body)?.[1];
-    return { ok: expected.includes(status), got: `status ${status}${code ? ` ${code}` : ''}` };
+  (answer: Record<string, unknown>): string => {
+    const { status, word } = statusOf(answer);
+    if (!expected.includes(status)) throw new Unexpected(word);
+    return word;
   };
 
-/** The call each function gets before any traffic moves. */
-const PROBES: Readonly<Record<FunctionName, Probe>> = {
-  authorizer: {
-    streaming: false,
-    // A well-formed key no one holds: the key store is read, and the answer is a Deny.
-    event: () => ({
-      type: 'TOKEN',
-      authorizationToken: `Bearer ${generateApiKey()}`,
-      methodArn: `arn:aws:execute-api:${process.env.AWS_REGION ?? 'local'}:000000000000:deploycheck/${API_STAGE}/GET/store/orders`,
-    }),
-    judge: (answer) => {
-      const statement = (answer.policyDocument as { Statement?: { Effect?: string }[] } | undefined)
-        ?.Statement?.[0];
-      return { ok: statement?.Effect === 'Deny', got: `policy ${statement?.Effect ?? 'none'}` };
-    },
+/** A header of a proxy result or prelude (API Gateway's case-insensitive lookup). */
+function header(answer: Record<string, unknown>, name: string): string | undefined {
+  const headers = (answer.headers ?? {}) as Record<string, string>;
+  const key = Object.keys(headers).find((k) => k.toLowerCase() === name.toLowerCase());
+  return key === undefined ? undefined : headers[key];
+}
+
+/** The effect of an authorizer's policy, and whose it is. */
+function policyOf(answer: Record<string, unknown>): { effect: string; principal: unknown } {
+  const statement = (answer.policyDocument as { Statement?: { Effect?: string }[] } | undefined)
+    ?.Statement?.[0];
+  return { effect: statement?.Effect ?? 'none', principal: answer.principalId };
+}
+
+/** A TOKEN authorizer event for the deploy check's API id (lib/deploy-check.ts). */
+function tokenEvent(key: string) {
+  return {
+    type: 'TOKEN',
+    authorizationToken: `Bearer ${key}`,
+    methodArn: `arn:aws:execute-api:${process.env.AWS_REGION ?? 'local'}:000000000000:${DEPLOY_CHECK_API_ID}/${API_STAGE}/GET/store/orders`,
+  };
+}
+
+/** The probe of each function: its calls, in order. */
+const PROBES: Readonly<Record<FunctionName, (run: ProbeRun) => Promise<void>>> = {
+  cancelOrder: async (run) => {
+    await run.store("the deploy check's order set pending", () =>
+      run.deps.deployCheckOrders().putOrders([DEPLOY_CHECK_ORDER]),
+    );
+    run.got.push('deploy-check order pending');
+    const cancel = (orderId: string) =>
+      run.httpEvent('cancelOrder', { pathParameters: { orderId } });
+    // Pending → cancelled, then cancelled again: 204 both times.
+    await run.call(cancel(String(DEPLOY_CHECK_ORDER_ID)), statusIs(204));
+    await run.call(cancel(String(DEPLOY_CHECK_ORDER_ID)), statusIs(204));
+    await run.call(cancel(unknownOrderId()), statusIs(404));
   },
-  // The rate limiter counts it, the orders table is asked, no order changes: 404.
-  cancelOrder: httpProbe(
-    'cancelOrder',
-    { pathParameters: () => ({ orderId: probeOrderId() }) },
-    statusIs(404),
-  ),
-  // The list's version is read and matches `*`: 304, no order read (200 while a write's lease runs).
-  listOrders: httpProbe('listOrders', { headers: { 'If-None-Match': '*' } }, statusIs(304, 200)),
-  // One order's page of the table (no index needed): the version is read and matches `*`, 304.
-  listOrderPages: httpProbe(
-    'listOrderPages',
-    { headers: { 'If-None-Match': '*' }, query: { pageSize: '1' } },
-    statusIs(304, 200),
-  ),
+
+  listOrders: async (run) => {
+    const list = run.httpEvent('listOrders', { headers: { 'Accept-Encoding': 'identity' } });
+    const first = await run.call({ ...list, bodyBudgetMs: LIST_BODY_BUDGET_MS }, (answer, body) => {
+      const word = statusIs(200)(answer);
+      if (!body || body.error) throw new Unexpected(`${word}, body failed: ${body?.error}`);
+      if (!body.head.trimStart().startsWith('[')) {
+        throw new Unexpected(`${word}, not a JSON array: ${body.head.slice(0, 40)}`);
+      }
+      if (body.cut)
+        return `${word} (${body.bytes} bytes read in ${LIST_BODY_BUDGET_MS} ms, still flowing)`;
+      if (!body.tail.trimEnd().endsWith(']')) {
+        throw new Unexpected(`${word}, an unfinished array: …${body.tail}`);
+      }
+      return `${word} (${body.bytes} bytes, whole)`;
+    });
+    const tag = header(first, 'etag');
+    if (tag === undefined) throw new Unexpected('200 without an ETag');
+    await run.call(
+      run.httpEvent('listOrders', {
+        headers: { 'Accept-Encoding': 'identity', 'If-None-Match': tag },
+      }),
+      statusIs(304, 200),
+    );
+  },
+
+  listOrderPages: async (run) => {
+    await run.call(
+      run.httpEvent('listOrderPages', {
+        headers: { 'Accept-Encoding': 'identity' },
+        query: { pageSize: '100' },
+      }),
+      (answer, body) => {
+        const word = statusIs(200)(answer);
+        if (!body?.complete || !body.head.includes('"orders":[')) {
+          throw new Unexpected(`${word}, not a page: ${body?.error ?? body?.head.slice(0, 40)}`);
+        }
+        return `${word} (a page of ${body.bytes} bytes)`;
+      },
+    );
+    await run.call(
+      run.httpEvent('listOrderPages', {
+        headers: { 'Accept-Encoding': 'identity', 'If-None-Match': '*' },
+        query: { pageSize: '1' },
+      }),
+      statusIs(304, 200),
+    );
+  },
+
+  authorizer: async (run) => {
+    const deny = (answer: Record<string, unknown>) => {
+      const { effect } = policyOf(answer);
+      if (effect !== 'Deny') throw new Unexpected(`policy ${effect} for a key no one holds`);
+      return 'Deny for a key no one holds';
+    };
+    await run.call({ event: tokenEvent(generateApiKey()), streaming: false }, deny);
+    // A key of the deploy check's own, for this probe only.
+    const now = new Date(run.deps.now());
+    const key = generateApiKey();
+    const record: ApiKeyRecord = {
+      ...newKeyRecord({ key, plan: 'free', label: 'deploy check (pre-traffic probe)' }, now),
+      expiresAt: new Date(now.getTime() + PROBE_KEY_LIFETIME_MS).toISOString(),
+    };
+    if (!(await run.store('the probe key stored', () => run.deps.keys().create(record)))) {
+      throw new Unexpected('probe key not stored');
+    }
+    try {
+      await run.call({ event: tokenEvent(key), streaming: false }, (answer) => {
+        const { effect, principal } = policyOf(answer);
+        if (effect !== 'Allow' || principal !== record.keyId) {
+          throw new Unexpected(`policy ${effect} for a stored key`);
+        }
+        return 'Allow for a stored key';
+      });
+    } finally {
+      // Revoked at once; if not, it stops working at its expiry all the same.
+      const revokedAt = new Date(run.deps.now()).toISOString();
+      await run
+        .store('the probe key revoked', () => run.deps.keys().revoke(record, revokedAt))
+        .catch(() => run.got.push(`probe key not revoked: it expires at ${record.expiresAt}`));
+    }
+  },
 };
 
-/** Calls the new version of a group's function with its probe, and judges the answer. */
+/** Calls the new version of a group's function with its probe, and judges the answers. */
 export async function probe(
-  lambda: LambdaClient,
+  deps: ProbeDependencies,
   group: FunctionName,
-  target: DeployTarget,
-  requestId: string,
-  now: number,
+  target: ProbeTarget,
 ): Promise<ProbeAnswer> {
-  const { streaming, event, judge } = PROBES[group];
-  const called = await callVersion(lambda, {
-    functionName: target.functionName,
-    version: target.version,
-    event: event(requestId, now),
-    streaming,
-  });
-  return 'failed' in called ? { ok: false, got: called.failed } : judge(called.answer);
+  const run = new ProbeRun(deps, target);
+  try {
+    await PROBES[group](run);
+    return { ok: true, got: run.got.join('; ') };
+  } catch (error) {
+    if (!(error instanceof Unexpected)) throw error;
+    return { ok: false, got: [...run.got, error.message].join('; ') };
+  }
 }

@@ -18,8 +18,6 @@ const DEPLOY_TARGET = v.object(
   {
     /** The function's physical name. */
     functionName: nonEmptyText,
-    /** The version this deploy published (the one the group moves `live` to). */
-    version: nonEmptyText,
     /** The group's deployment alarms, watched after the last shift. */
     alarms: v.array(v.string('alarm names'), 'a list of alarm names'),
     /** Whether `live` has provisioned concurrency with target tracking. */
@@ -51,6 +49,9 @@ const HOOK_SETTINGS = {
     v.picklist(['true', 'false'], mustBe('true or false')),
     v.transform((flag) => flag === 'true'),
   ),
+  ordersTable: nonEmptyText,
+  apiKeysTable: nonEmptyText,
+  metricsNamespace: nonEmptyText,
 } satisfies Record<keyof typeof HOOK_ENV, v.GenericSchema<string, unknown>>;
 
 export type HookSettings = {
@@ -65,7 +66,7 @@ export type HookSettings = {
 function targetsMessage(issue: Issue): string {
   const [name, ...field] = (issue.path ?? []).map((item) => String(item.key));
   const detail = field.length > 0 ? ` (${field.join('.')}: ${issue.message})` : '';
-  return `must be {functionName, version, alarms, provisioned} for ${name ?? 'every function'} (every function's)${detail}, got ${shown(issue.input)}`;
+  return `must be {functionName, alarms, provisioned} for ${name ?? 'every function'} (every function's)${detail}, got ${shown(issue.input)}`;
 }
 
 /** The hooks' settings from their environment. */
@@ -86,5 +87,8 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): HookSetti
     targets: read('targets'),
     bakeSeconds: read('bakeSeconds'),
     versionsKept: read('versionsKept'),
+    ordersTable: read('ordersTable'),
+    apiKeysTable: read('apiKeysTable'),
+    metricsNamespace: read('metricsNamespace'),
   };
 }

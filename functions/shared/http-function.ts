@@ -23,9 +23,9 @@
  * decision's rate-limit headers, errors included.
  *
  * Around it, the middy chain every HTTP function shares, in the order middy runs it on an error:
- * the Error shaping and http-error-handler (./http-errors.ts), then the line of the invocation's
- * DynamoDB calls and its metrics (./dynamodb-calls.ts); and each invocation in a scope of its own
- * (./invocation.ts).
+ * the Error shaping and http-error-handler (./http-errors.ts), the time to the answer's first
+ * byte (./first-byte.ts), then the line of the invocation's DynamoDB calls and its metrics
+ * (./dynamodb-calls.ts); and each invocation in a scope of its own (./invocation.ts).
  */
 import middy from '@middy/core';
 import type { APIGatewayProxyEvent, Context } from 'aws-lambda';
@@ -36,6 +36,7 @@ import { callerFromContext } from '../../lib/keys/authenticate.ts';
 import type { Caller } from '../../lib/keys/key-record.ts';
 import { refusalOf, type Permission } from '../../lib/keys/permissions.ts';
 import { recordInvocation } from './dynamodb-calls.ts';
+import { timeToFirstByte } from './first-byte.ts';
 import { answeredWith, httpErrors } from './http-errors.ts';
 import { perInvocation } from './invocation.ts';
 import {
@@ -73,21 +74,28 @@ export interface HttpOperation<Input, Answer> extends Permitted {
 /** The headers that validate an answer (ETag, Cache-Control, Vary). */
 export type Validators = Readonly<Record<string, string>>;
 
-/** What a conditional request's check found: its 304, or the validators of its full answer. */
-export type Validated<Answer> =
-  { readonly notModified: Answer } | { readonly validators: Validators };
+/**
+ * What a conditional request's check found: its 304, or the validators of its full answer (and
+ * whatever else the check read that the answer needs: `Found`).
+ */
+export type Validated<Answer, Found extends object = object> =
+  { readonly notModified: Answer } | Checked<Found>;
+
+/** What a check hands the full answer: the validators, and what else it found. */
+export type Checked<Found extends object = object> = { readonly validators: Validators } & Found;
 
 /** A list's operation: its requests may be conditional (If-None-Match). */
 export interface ConditionalOperation<
   Input extends { readonly condition: IfNoneMatch },
   Answer,
+  Found extends object = object,
 > extends Permitted {
   /** What the request asks, without I/O; throws the refusal of a request that cannot be served. */
   readonly read: (request: HttpRequest) => Input;
   /** Once admitted: the answer's validators as the list stands now, or its 304. */
-  readonly check: (input: Input, request: HttpRequest) => Promise<Validated<Answer>>;
-  /** The full answer, with the validators the check found. */
-  readonly act: (input: Input, validators: Validators, request: HttpRequest) => Promise<Answer>;
+  readonly check: (input: Input, request: HttpRequest) => Promise<Validated<Answer, Found>>;
+  /** The full answer, with what the check found. */
+  readonly act: (input: Input, checked: Checked<Found>, request: HttpRequest) => Promise<Answer>;
 }
 
 type Asked<Input> =
@@ -148,7 +156,7 @@ function served<Body>(
   serve: (request: HttpRequest) => Promise<HttpResponse<Body>>,
 ): (event: APIGatewayProxyEvent, context: Context) => Promise<HttpResponse<Body>> {
   const chain = middy<APIGatewayProxyEvent, HttpResponse<Body>>()
-    .use([recordInvocation(), ...httpErrors()])
+    .use([recordInvocation(), timeToFirstByte(), ...httpErrors()])
     .handler((event) => serve(requestOf(event, deps)));
   return perInvocation(chain, (event) => event.requestContext?.requestId);
 }
@@ -165,14 +173,15 @@ export function httpFunction<Input, Body>(
 }
 
 /** Read; a conditional request first within the key's free allowance; else count, check, act. */
-export function conditionalHttpFunction<Input extends { readonly condition: IfNoneMatch }, Body>(
-  deps: RateLimitDependencies,
-  operation: ConditionalOperation<Input, HttpResponse<Body>>,
-) {
+export function conditionalHttpFunction<
+  Input extends { readonly condition: IfNoneMatch },
+  Body,
+  Found extends object = object,
+>(deps: RateLimitDependencies, operation: ConditionalOperation<Input, HttpResponse<Body>, Found>) {
   const checkThenAct = async (input: Input, request: HttpRequest) => {
     const checked = await operation.check(input, request);
     if ('notModified' in checked) return checked.notModified;
-    return operation.act(input, checked.validators, request);
+    return operation.act(input, checked, request);
   };
 
   /** Admitted free: a 304 is the free answer; a change is answered in full, counted. */
@@ -182,7 +191,7 @@ export function conditionalHttpFunction<Input extends { readonly condition: IfNo
       return operation.check(input, request);
     });
     if ('notModified' in checked) return withHeaders(checked.notModified, free.headers);
-    return counted(deps, request, () => operation.act(input, checked.validators, request));
+    return counted(deps, request, () => operation.act(input, checked, request));
   };
 
   return served(deps, async (request) => {

@@ -4,8 +4,8 @@
  * line has the fields the runbook's queries use (docs/operations.md): level, message, timestamp,
  * service, cold_start, function_name, function_version, function_arn, function_memory_size,
  * function_request_id,
- * correlation_id (the request id API Gateway gave the client), xray_trace_id; then the record's
- * own fields. Errors are written with name, message, stack, cause and their own fields.
+ * correlation_id (the request id API Gateway gave the client), xray_trace_id, and deploy_check
+ * (true) on the deploy check's invocations; then the record's own fields. Errors are written with name, message, stack, cause and their own fields.
  *
  * Events are never logged whole (they carry the Authorization header), and as a second line of
  * defence every record passes a replacer that blanks secret-looking fields and anything shaped
@@ -103,8 +103,16 @@ export class Logger {
    * in it through this logger carries them — the Lambda context, the request id the client sees
    * when there is one, the X-Ray trace.
    */
-  invocationFields(context: Partial<Context>, correlationId?: string): ScopeEntry {
-    return entry(INVOCATION_FIELDS, this.fieldsOf(context, correlationId));
+  invocationFields(
+    context: Partial<Context>,
+    correlationId?: string,
+    { deployCheck = false }: { readonly deployCheck?: boolean } = {},
+  ): ScopeEntry {
+    return entry(INVOCATION_FIELDS, {
+      ...this.fieldsOf(context, correlationId),
+      // The deploy check's invocation (lib/deploy-check.ts): no caller's request.
+      ...(deployCheck ? { deploy_check: true } : {}),
+    });
   }
 
   /**

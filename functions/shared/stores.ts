@@ -13,8 +13,10 @@ import {
 } from '../../lib/dynamodb/client.ts';
 import { deliveryWatchingAgents } from '../../lib/dynamodb/undelivered.ts';
 import { DynamoDbKeyStore } from '../../lib/dynamodb/keys-table.ts';
+import { listVersionItemsFromEnv } from '../../lib/dynamodb/list-version-items.ts';
+import { deployedOrderIndexes, firstReleaseWrites } from '../../lib/dynamodb/order-indexes.ts';
 import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
-import { TABLES } from '../../lib/dynamodb/tables.ts';
+import { DEPLOY_CHECK_PARTITIONS, TABLES } from '../../lib/dynamodb/tables.ts';
 import { DynamoDbRateLimiter } from '../../lib/dynamodb/rate-limit-table.ts';
 import { limiterSettingsFromEnv, type LimiterSettings } from '../../lib/limits/limiter.ts';
 import { METRIC_NAMES } from '../../lib/metrics.ts';
@@ -48,9 +50,19 @@ export function onListVersionReleaseFailure(error: unknown): void {
   });
 }
 
-function orderStoreFromEnv(): DynamoDbOrderStore {
+/**
+ * The orders store (of the deploy check's partitions, with `partitions`); its writes also do what
+ * the first release's code needs while the stage has one of that release's indexes
+ * (ORDERS_INDEXES).
+ */
+function orderStoreFromEnv(partitions?: typeof DEPLOY_CHECK_PARTITIONS): DynamoDbOrderStore {
   return new DynamoDbOrderStore(client, requireEnv(TABLES.orders.envVar), {
-    listVersion: { onReleaseFailure: onListVersionReleaseFailure },
+    listVersion: {
+      items: listVersionItemsFromEnv(),
+      onReleaseFailure: onListVersionReleaseFailure,
+    },
+    firstRelease: firstReleaseWrites(deployedOrderIndexes()),
+    ...(partitions ? { partitions } : {}),
   });
 }
 
@@ -84,9 +96,12 @@ function rateLimiterFromEnv(limiterClient: DocumentClient): DynamoDbRateLimiter 
 export function httpStoresFromEnv() {
   const limiterClient = recordCalls(createSingleAttemptClient(connectionFromEnv(), agents));
   let orders: DynamoDbOrderStore | undefined;
+  let deployCheckOrders: DynamoDbOrderStore | undefined;
   let limiter: DynamoDbRateLimiter | undefined;
   return {
     orders: () => (orders ??= orderStoreFromEnv()),
+    // The deploy check's partition of the orders table (lib/deploy-check.ts).
+    deployCheckOrders: () => (deployCheckOrders ??= orderStoreFromEnv(DEPLOY_CHECK_PARTITIONS)),
     limiter: () => (limiter ??= rateLimiterFromEnv(limiterClient)),
   };
 }

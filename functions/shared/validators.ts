@@ -44,12 +44,15 @@ export interface ConditionalRequest {
 
 /**
  * The validators of an answer whose weak tag is `opaque` (none: the answer has no tag now), with
- * `headers` beside them, or its 304 when the request's condition still matches.
+ * `headers` beside them, or its 304 when the request's condition still matches it — or one of
+ * `alsoCurrent`, other tags that stand for the same answer now (a v2 page's content tag beside
+ * its version tag).
  */
 export function validate(
   condition: IfNoneMatch,
   opaque: string | undefined,
   headers: Readonly<Record<string, string>>,
+  alsoCurrent: readonly string[] = [],
 ): Validated<HttpResponse> {
   const tag: EntityTag | undefined = opaque === undefined ? undefined : { weak: true, opaque };
   const validators = {
@@ -57,7 +60,12 @@ export function validate(
     ...CACHE_CONTROL,
     ...headers,
   };
-  if (!notModified(condition, tag)) return { validators };
+  const current = [...(tag ? [tag] : []), ...alsoCurrent.map((o) => ({ weak: true, opaque: o }))];
+  const matched =
+    current.length === 0
+      ? notModified(condition, undefined)
+      : current.some((t) => notModified(condition, t));
+  if (!matched) return { validators };
   logger.info('List not modified', { etag: validators.ETag });
   metrics.addMetric(METRIC_NAMES.listNotModified, MetricUnit.Count, 1);
   return { notModified: notModifiedResponse(validators) };

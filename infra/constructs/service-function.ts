@@ -8,10 +8,10 @@
  * table only. The deploy hooks (infra/deploy-hooks.ts) share its runtime and bundling
  * (`houseFunctionProps`).
  */
-import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import { CfnCondition, CfnParameter, Duration, Fn, RemovalPolicy } from 'aws-cdk-lib';
 import type { ITableV2 } from 'aws-cdk-lib/aws-dynamodb';
 import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
-import { Alias, Architecture, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
+import { Alias, Architecture, CfnAlias, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
 import {
   NodejsFunction,
   OutputFormat,
@@ -135,6 +135,15 @@ export class ServiceFunction extends NodejsFunction {
    * and configuration, and a CodeDeploy deployment moves it from one version to the next.
    */
   readonly live: Alias;
+  /**
+   * The version `live` is on: this deploy's (`currentVersion`), unless the stack parameter
+   * `<Function>LiveVersion` names another (a rollback through CloudFormation, docs/deploy.md),
+   * when `livePinned` holds. What the deployment alarms watch.
+   */
+  readonly liveVersion: string;
+  readonly livePinned: CfnCondition;
+  /** The stack parameter that pins `live` to a version (empty: this deploy's). */
+  readonly livePin: CfnParameter;
   readonly tableUses: TableUse[] = [];
 
   constructor(scope: Construct, id: string, props: ServiceFunctionProps) {
@@ -171,7 +180,24 @@ export class ServiceFunction extends NodejsFunction {
     this.logs = logGroup;
     // `currentVersion` is a new version whenever the code or the configuration changes (its
     // logical id is a hash of both, computed at synth, so later `useTable` calls count).
+    this.livePin = new CfnParameter(scope, `${id}LiveVersion`, {
+      type: 'String',
+      default: '',
+      allowedPattern: '^[0-9]*$',
+      description: `The version of ${definition.entry} to hold live on (a rollback: docs/deploy.md); empty: the version this deploy publishes`,
+    });
+    this.livePinned = new CfnCondition(scope, `${id}LivePinned`, {
+      expression: Fn.conditionNot(Fn.conditionEquals(this.livePin.valueAsString, '')),
+    });
+    this.liveVersion = Fn.conditionIf(
+      this.livePinned.logicalId,
+      this.livePin.valueAsString,
+      this.currentVersion.version,
+    ).toString();
     this.live = new Alias(this, 'Live', { aliasName: LIVE_ALIAS, version: this.currentVersion });
+    // Moved by CloudFormation (through CodeDeploy) to the pinned version, when one is given: so
+    // CloudFormation's record and the alias never disagree, rollback included.
+    (this.live.node.defaultChild as CfnAlias).functionVersion = this.liveVersion;
     const floor = props.provisionedConcurrency ?? 0;
     if (floor > 0) {
       // The floor is the scalable target's minimum, not a property of the alias: the target

@@ -33,6 +33,8 @@ export interface GetInBatchesOptions extends BatchWriteOptions {
   readonly onCall?: () => void;
   /** The wait before a retry of unprocessed keys: up to base × 2^attempt ms, at most max. */
   readonly backoffMs?: { readonly base: number; readonly max: number };
+  /** Strongly consistent reads (the default), or eventually consistent ones at half the price. */
+  readonly consistent?: boolean;
 }
 
 export interface WriteInBatchesOptions extends BatchWriteOptions {
@@ -183,6 +185,7 @@ export async function getInBatches(
     signal,
     onCall,
     backoffMs,
+    consistent = true,
   }: GetInBatchesOptions = {},
 ): Promise<Item[]> {
   const found: Item[] = [];
@@ -206,7 +209,7 @@ export async function getInBatches(
         (abortSignal) =>
           client.send(
             new BatchGetCommand({
-              RequestItems: { [tableName]: { Keys: pending, ConsistentRead: true } },
+              RequestItems: { [tableName]: { Keys: pending, ConsistentRead: consistent } },
             }),
             { abortSignal },
           ),

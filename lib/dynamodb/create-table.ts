@@ -5,37 +5,55 @@ import {
   ResourceInUseException,
   UpdateTimeToLiveCommand,
   type CreateTableCommandInput,
+  type KeySchemaElement,
+  type Projection,
 } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { markIndexesReady } from './index-readiness.ts';
-import { TABLES, type TableDefinition, type TableName, type TableNames } from './tables.ts';
+import {
+  orderIndexDefinition,
+  TABLES,
+  type GlobalIndexDefinition,
+  type KeyAttribute,
+  type OrderIndexName,
+  type TableDefinition,
+  type TableName,
+  type TableNames,
+} from './tables.ts';
+
+/** The projection of an index as DynamoDB's API writes it. */
+export function projectionOf(index: GlobalIndexDefinition): Projection {
+  return index.projection === 'KEYS_ONLY'
+    ? { ProjectionType: 'KEYS_ONLY' }
+    : { ProjectionType: 'INCLUDE', NonKeyAttributes: [...index.projection.include] };
+}
 
 /**
- * `globalIndexes`: how many of the table's global indexes to create, the first ones (all by
- * default; a deployed stage may have fewer: infra/config.ts `ordersIndexes`).
+ * `globalIndexes`: the table's global indexes (all its definition has by default; a deployed
+ * stage's orders table may have others: infra/config.ts `ordersIndexes`).
  */
 export function createTableInput(
   definition: TableDefinition,
   tableName: string,
-  globalIndexes: number = definition.globalIndexes?.length ?? 0,
+  globalIndexes: readonly GlobalIndexDefinition[] = definition.globalIndexes ?? [],
 ): CreateTableCommandInput {
   const attributes = new Map<string, string>();
-  const keyOf = (key: { name: string; type: string }) => {
+  const keyOf = (key: KeyAttribute) => {
     attributes.set(key.name, key.type);
     return key.name;
   };
-  const keySchema = [{ AttributeName: keyOf(definition.partitionKey), KeyType: 'HASH' as const }];
+  const keySchema: KeySchemaElement[] = [
+    { AttributeName: keyOf(definition.partitionKey), KeyType: 'HASH' },
+  ];
   if (definition.sortKey)
-    keySchema.push({ AttributeName: keyOf(definition.sortKey), KeyType: 'RANGE' as never });
-  const indexes = (definition.globalIndexes ?? []).slice(0, globalIndexes).map((index) => ({
+    keySchema.push({ AttributeName: keyOf(definition.sortKey), KeyType: 'RANGE' });
+  const indexes = globalIndexes.map((index) => ({
     IndexName: index.name,
     KeySchema: [
       { AttributeName: keyOf(index.partitionKey), KeyType: 'HASH' as const },
-      ...(index.sortKey
-        ? [{ AttributeName: keyOf(index.sortKey), KeyType: 'RANGE' as const }]
-        : []),
+      ...index.sortKeys.map((key) => ({ AttributeName: keyOf(key), KeyType: 'RANGE' as const })),
     ],
-    Projection: { ProjectionType: index.projection },
+    Projection: projectionOf(index),
   }));
   return {
     TableName: tableName,
@@ -63,12 +81,12 @@ async function tableExists(client: DynamoDBDocumentClient, tableName: string): P
  * Creates the tables that do not exist yet; returns those it created. Existing tables are left as
  * they are. A new orders table gets the index readiness marker (./index-readiness.ts): every item
  * it will hold is written by this code, which writes the derived index attributes.
- * `ordersIndexes`: how many of the orders table's indexes a new one gets (all by default).
+ * `ordersIndexes`: the orders table's indexes a new one gets (the current ones by default).
  */
 export async function ensureTables(
   client: DynamoDBDocumentClient,
   names: TableNames,
-  options: { readonly ordersIndexes?: number } = {},
+  options: { readonly ordersIndexes?: readonly OrderIndexName[] } = {},
 ): Promise<TableName[]> {
   const created: TableName[] = [];
   for (const table of Object.keys(TABLES) as TableName[]) {
@@ -76,7 +94,10 @@ export async function ensureTables(
     const tableName = names[table];
     if (await tableExists(client, tableName)) continue;
     try {
-      const indexes = table === 'orders' ? options.ordersIndexes : undefined;
+      const indexes =
+        table === 'orders' && options.ordersIndexes
+          ? options.ordersIndexes.map(orderIndexDefinition)
+          : undefined;
       await client.send(new CreateTableCommand(createTableInput(definition, tableName, indexes)));
       created.push(table);
     } catch (error) {

@@ -1,26 +1,49 @@
 /**
- * Whether every order item holds its derived index attributes (`statusKey`, `dateKey`;
- * lib/dynamodb/order-index-keys.ts), so that the indexes keyed by them (byStatus, byStatusDate,
- * byPetDate) hold every order. DynamoDB's backfill of a new index covers only the items that
- * already hold its key: the orders stored before the code that writes the attributes are not in
- * those indexes until `npm run admin -- orders reindex` has written the attributes onto them.
- * It then writes this item (INDEX_READINESS_KEY), as does the creation of a table by this code
- * (every item such a table will ever hold is written by code that writes the attributes).
+ * Whether every order item holds its derived index attributes as this code derives them (format
+ * 2: `s` and `t`; lib/dynamodb/order-index-keys.ts), so that the indexes keyed by them
+ * (ordersByStatus, ordersByDate, ordersByPetDate: indexNeedsReadiness) hold every order.
+ * DynamoDB's backfill of a new index covers only the items that already hold its key: the orders
+ * stored before the code that writes the attributes are not in those indexes until
+ * `npm run admin -- orders reindex` has written the attributes onto them. It then writes this
+ * item (INDEX_READINESS_KEY), as does the creation of a table by this code (every item such a
+ * table will ever hold is written by code that writes the attributes). ordersByPet, keyed by the
+ * order's own petId and id, holds every order with a petId once DynamoDB has built it.
  *
  * The marker names the format of the attributes: a release that changes their encoding bumps
- * DERIVED_ATTRIBUTES_FORMAT, and the indexes keyed by them wait for a reindex in the new format.
+ * DERIVED_ATTRIBUTES_FORMAT, and the indexes keyed by them wait for a reindex in the new format
+ * (the first release's marker, format 1, said only that statusKey and dateKey were written).
  */
 import { GetCommand, PutCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { numberText } from './attributes.ts';
 import { send } from './errors.ts';
 import { DERIVED_ATTRIBUTES_FORMAT } from './order-index-keys.ts';
-import { INDEX_READINESS_KEY } from './tables.ts';
+import {
+  INDEX_READINESS_KEY,
+  ORDER_INDEX_ATTRIBUTES,
+  orderIndexDefinition,
+  type CurrentOrderIndexName,
+} from './tables.ts';
 
 /** How failures of the marker are named in logs. */
 const DEPENDENCY = 'orders table (index readiness)';
 
 /** How long a reader that saw no marker waits before it reads it again. */
 export const READINESS_RECHECK_MS = 5_000;
+
+/** The attributes the marker vouches for: those the current indexes are keyed by. */
+const DERIVED_KEYS: ReadonlySet<string> = new Set([
+  ORDER_INDEX_ATTRIBUTES.status,
+  ORDER_INDEX_ATTRIBUTES.instant,
+]);
+
+/**
+ * Whether an index holds every order only once the marker is there: whether it is keyed by a
+ * derived attribute (`s` or `t`). An index keyed by the order's own fields alone does not wait.
+ */
+export function indexNeedsReadiness(name: CurrentOrderIndexName): boolean {
+  const index = orderIndexDefinition(name);
+  return [index.partitionKey, ...index.sortKeys].some((key) => DERIVED_KEYS.has(key.name));
+}
 
 /** Who wrote the marker: the reindex command, or the creation of the table. */
 export type ReadinessSource = 'reindex' | 'table-created';

@@ -1,27 +1,33 @@
 /**
  * The attributes an order item carries for the v2 list's indexes (tables.ts,
  * ORDER_INDEX_ATTRIBUTES), computed in this one place for every write of orders: a put
- * (orderToItem), a cancel and a ship (their new `statusKey`), and the reindex command.
+ * (orderToItem), a cancel and a ship (their new status), and the reindex command.
  *
- * - `statusKey` = `<status>#<shard>`: the effective status (an order stored without one is
- *   pending) and the order's shard (orderShard(id)), so that each status is spread over
- *   ORDER_SHARDS index partitions, as the table is, and no partition takes every pending order.
- * - `dateKey` = `<instant>#<id>`: the ship date's instant (lib/orders/instant.ts, nanoseconds)
- *   plus 10^20 in 21 digits, and the id plus 2^63 in 20 digits. Fixed widths of digits, so the
- *   keys' byte order (how DynamoDB orders a string sort key) is the order of (instant, id). An
- *   order whose ship date is absent or not an RFC 3339 date-time has no dateKey and is in no
- *   date index: no date range matches it.
+ * - `s` = the effective status's initial and the order's shard (`p3`: pending, shard 3): an order
+ *   stored without a status is pending, one that holds a cancel's trail is cancelled; spread over
+ *   ORDER_SHARDS index partitions a status, as the table is, so that no partition takes every
+ *   pending order.
+ * - `t` = the ship date's instant (lib/orders/instant.ts), nanoseconds since the epoch: a Number,
+ *   exact to 38 digits, ordered as the instants are. With the id it is the sort key of the date
+ *   indexes (a multi-attribute key: (t, id)). An order whose ship date is absent or not an RFC
+ *   3339 date-time has no `t` and is in no date index: no date range matches it.
+ * And, while a stage still has the first release's indexes (./order-indexes.ts):
+ * - `statusKey` = `<status>#<shard>`;
+ * - `dateKey` = `<instant>#<id>`: the instant plus 10^20 in 21 digits, and the id plus 2^63 in
+ *   20 digits. Fixed widths of digits, so the keys' byte order (how DynamoDB orders a string sort
+ *   key) is the order of (instant, id).
  */
 import { parseInstant } from '../orders/instant.ts';
 import { INT64_MAX, INT64_MIN, isOrderStatus, type OrderStatus } from '../orders/order.ts';
 import { orderShard } from './tables.ts';
 
 /**
- * The format of the derived attributes. A release that changes how they are computed bumps it:
- * the readiness marker (./index-readiness.ts) then no longer matches, and the indexes keyed by
- * them wait for `orders reindex`.
+ * The format of the derived attributes: 2 is `s` and `t` (1 was `statusKey` and `dateKey` alone).
+ * A release that changes how they are computed bumps it: the readiness marker
+ * (./index-readiness.ts) then no longer matches, and the indexes keyed by them wait for
+ * `orders reindex`.
  */
-export const DERIVED_ATTRIBUTES_FORMAT = 1;
+export const DERIVED_ATTRIBUTES_FORMAT = 2;
 
 const INSTANT_OFFSET = 10n ** 20n;
 const INSTANT_DIGITS = 21;
@@ -81,9 +87,28 @@ export function statusPartition(status: OrderStatus, shard: number): string {
   return `${status}${SEPARATOR}${shard}`;
 }
 
-/** The statusKey of an order with this (effective) status. */
-export function statusKey(status: OrderStatus, id: bigint): string {
-  return statusPartition(status, orderShard(id));
+/** The statusKey of an order with this (effective) status, in its shard (by default its id's). */
+export function statusKey(status: OrderStatus, id: bigint, shard = orderShard(id)): string {
+  return statusPartition(status, shard);
+}
+
+/** The `s` of an order with this (effective) status in this shard: the status's initial, the shard. */
+export function statusShard(status: OrderStatus, shard: number): string {
+  return `${STATUS_INITIALS[status]}${shard}`;
+}
+
+const STATUS_INITIALS: Readonly<Record<OrderStatus, string>> = {
+  pending: 'p',
+  shipped: 's',
+  cancelled: 'c',
+};
+
+/** The status an `s` value names, or undefined when it names none. */
+export function statusOfShard(value: unknown): OrderStatus | undefined {
+  if (typeof value !== 'string') return undefined;
+  return (Object.keys(STATUS_INITIALS) as OrderStatus[]).find(
+    (status) => STATUS_INITIALS[status] === value.charAt(0),
+  );
 }
 
 /** What the derived attributes are computed from: the id, the status as stored, the ship date. */
@@ -92,20 +117,39 @@ export interface IndexedFields {
   /** As stored: undefined (pending), a status, or anything else (no status index holds it). */
   readonly status?: unknown;
   readonly shipDate?: unknown;
+  /** Whether the order holds a cancel's trail: then it is cancelled, whatever its `status`. */
+  readonly cancelled?: boolean;
 }
 
 /**
- * The derived attributes of an order: `statusKey` unless its stored status is not one the
- * service knows; `dateKey` when its ship date is an RFC 3339 date-time.
+ * The status an order holds, all told: cancelled with a trail, pending without a status;
+ * undefined when its stored status is not one the service knows (and it holds no trail).
  */
-export function derivedIndexAttributes(order: IndexedFields): {
-  statusKey?: string;
-  dateKey?: string;
-} {
+export function effectiveStatus(
+  order: Pick<IndexedFields, 'status' | 'cancelled'>,
+): OrderStatus | undefined {
+  if (order.cancelled) return 'cancelled';
   const status = order.status === undefined ? 'pending' : order.status;
+  return isOrderStatus(status) ? status : undefined;
+}
+
+/**
+ * The derived attributes of an order: `s` unless its stored status is not one the service knows;
+ * `t` when its ship date is an RFC 3339 date-time; and with `firstRelease`, the first release's
+ * `statusKey` and `dateKey` likewise. `shard`: the partition the order stands in (its id's, but
+ * in the deploy check's partition: tables.ts).
+ */
+export function derivedIndexAttributes(
+  order: IndexedFields,
+  firstRelease = false,
+  shard = orderShard(order.id),
+): { s?: string; t?: bigint; statusKey?: string; dateKey?: string } {
+  const status = effectiveStatus(order);
   const instant = typeof order.shipDate === 'string' ? parseInstant(order.shipDate) : undefined;
   return {
-    ...(isOrderStatus(status) ? { statusKey: statusKey(status, order.id) } : {}),
-    ...(instant !== undefined ? { dateKey: dateKey(instant, order.id) } : {}),
+    ...(status !== undefined ? { s: statusShard(status, shard) } : {}),
+    ...(instant !== undefined ? { t: instant } : {}),
+    ...(firstRelease && status !== undefined ? { statusKey: statusPartition(status, shard) } : {}),
+    ...(firstRelease && instant !== undefined ? { dateKey: dateKey(instant, order.id) } : {}),
   };
 }

@@ -7,9 +7,10 @@
  *   2. readiness: an index keyed by derived attributes serves once its marker is there
  *      (./index-readiness.ts), read beside the first round;
  *   3. candidates (./candidate-stream.ts): the partitions' Queries merged in sort order;
- *   4. the check (./page-check.ts): each candidate read by key and re-checked, or, from the table,
- *      checked as read; a candidate that is not listed makes the page read on, by the share that
- *      was listed so far (page-plan.ts recheckCount);
+ *   4. the check (./page-check.ts): each candidate listed as the index holds it, but for those it
+ *      may hold as they no longer are, read by key and re-checked (from the first release's byPet,
+ *      every candidate; from the table, checked as read); a candidate that is not listed makes the
+ *      page read on, by the share that was listed so far (page-plan.ts recheckCount);
  *   5. where the page ends (pageEnd): full, at the end of the filter, or at its budget, served
  *      short; the next page starts after the last candidate checked, or, cut by the budget,
  *      where every partition had read to.
@@ -24,14 +25,17 @@ import type { OrderFilter, PagePosition } from '../orders/order-filter.ts';
 import type { OrderPage, OrderPageReader, PageRequest } from '../orders/order-pages.ts';
 import type { OrderStreamOptions } from '../orders/order-store.ts';
 import type { Order } from '../orders/order.ts';
+import { isSettled } from '../orders/page-tag.ts';
 import { CandidateStream, queryPartitions, type Taken } from './candidate-stream.ts';
 import { IndexReadiness } from './index-readiness.ts';
 import {
   checkAsRead,
+  checkIndexItems,
   fetchAndRecheck,
   NOTHING_CHECKED,
   type CandidateCheck,
   type CheckCost,
+  type IndexTrust,
 } from './page-check.ts';
 import { indexNotDeployed, ordersNotIndexed } from './page-failures.ts';
 import {
@@ -94,6 +98,13 @@ function fill(page: Order[], orders: readonly (Order | undefined)[], pageSize: n
   return looked;
 }
 
+/** What the version read before a page lets its index be trusted for (nothing, unseen). */
+function trustOf(seen: PageRequest['seen']): IndexTrust {
+  if (!seen) return { settled: false, recentWrites: 'all' };
+  const settled = isSettled(seen.version, seen.at);
+  return { settled, recentWrites: settled ? new Set() : seen.version.recentWrites };
+}
+
 const addCost = (a: CheckCost, b: CheckCost): CheckCost => ({
   fetched: a.fetched + b.fetched,
   batchGets: a.batchGets + b.batchGets,
@@ -126,7 +137,7 @@ export class DynamoDbOrderPages implements OrderPageReader<DynamoDbPagePlan> {
   }
 
   plan(filter: OrderFilter): DynamoDbPagePlan {
-    const plan = planPages(filter);
+    const plan = planPages(filter, this.indexes);
     if (plan.source !== 'table' && !this.indexes.has(plan.source)) {
       throw indexNotDeployed(plan.source);
     }
@@ -134,13 +145,13 @@ export class DynamoDbOrderPages implements OrderPageReader<DynamoDbPagePlan> {
   }
 
   async readPage(
-    { plan, start, pageSize }: PageRequest<DynamoDbPagePlan>,
+    { plan, start, pageSize, seen }: PageRequest<DynamoDbPagePlan>,
     options: OrderStreamOptions = {},
   ): Promise<DynamoDbOrderPage> {
     const { budget } = this;
     const query = queryPartitions(this.client, this.tableName, plan, start, options.signal);
     const candidates = new CandidateStream({ plan, pageSize, budget, query });
-    const check = this.check(plan, options);
+    const check = this.check(plan, trustOf(seen), options);
     const orders: Order[] = [];
     let checkCost = NOTHING_CHECKED;
     let checked = 0;
@@ -167,10 +178,14 @@ export class DynamoDbOrderPages implements OrderPageReader<DynamoDbPagePlan> {
   }
 
   /** How the plan's candidates become orders (./page-check.ts). */
-  private check(plan: DynamoDbPagePlan, options: OrderStreamOptions): CandidateCheck {
-    return plan.source === 'table'
-      ? checkAsRead(plan, options)
-      : fetchAndRecheck(this.client, this.tableName, plan, options);
+  private check(
+    plan: DynamoDbPagePlan,
+    trust: IndexTrust,
+    options: OrderStreamOptions,
+  ): CandidateCheck {
+    if (plan.items === 'table') return checkAsRead(plan, options);
+    if (plan.items === 'keys') return fetchAndRecheck(this.client, this.tableName, plan, options);
+    return checkIndexItems(this.client, this.tableName, plan, trust, options);
   }
 
   /**

@@ -9,16 +9,11 @@ import {
   type QueryCommandInput,
   type QueryCommandOutput,
 } from '@aws-sdk/lib-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { TIME_BUDGETS } from '../config/budgets.ts';
 import type { CallOptions } from '../failures.ts';
 import { mergeSortedBatches } from '../orders/merge.ts';
-import {
-  compareIds,
-  ORDER_FIELDS,
-  readOrderFields,
-  type Order,
-  type OrderField,
-} from '../orders/order.ts';
+import { compareIds, type Order, type OrderStatus } from '../orders/order.ts';
 import {
   OrdersPartlyWritten,
   type Cancellation,
@@ -29,20 +24,33 @@ import {
   type OrderStreamOptions,
   type PutOrdersOptions,
   type ShipOutcome,
-  type UnreadableOrder,
 } from '../orders/order-store.ts';
-import { malformedItem, numberText } from './attributes.ts';
+import { malformedItem } from './attributes.ts';
 import { DynamoDbListVersion, type DynamoDbListVersionOptions } from './list-version.ts';
 import { send } from './errors.ts';
-import { derivedIndexAttributes } from './order-index-keys.ts';
+import { NO_FIRST_RELEASE_WRITES, type FirstReleaseWrites } from './order-indexes.ts';
+import {
+  itemStatus,
+  LISTED_ATTRIBUTES,
+  orderToItem,
+  readCancelTrail,
+  readForList,
+  readOrderItem,
+  departureUpdate,
+  type Departure,
+} from './order-item.ts';
 import {
   BatchWriteFailed,
   getInBatches,
   writeInBatches,
   type BatchWriteOptions,
 } from './batch-write.ts';
-import { ORDER_SHARDS, orderShard } from './tables.ts';
-import { UpdateBuilder } from './update-builder.ts';
+import {
+  CANCEL_TRAIL_ATTRIBUTES,
+  ORDER_PARTITIONS,
+  ORDER_SHARDS,
+  type OrderPartitions,
+} from './tables.ts';
 
 /** Items per Query page: bounds what each shard holds in memory while the list streams. */
 export const ORDER_PAGE_SIZE = 1_000;
@@ -58,18 +66,6 @@ const DEPENDENCY = 'orders table';
 
 type Item = Record<string, unknown>;
 
-/**
- * What a cancel records on the order besides its status (lib/orders/order-store.ts,
- * Cancellation), in the write that cancels: when (`cancelledAt`, a Number, ms since the epoch),
- * the key that asked (`cancelledBy`, a String, its public id) and the request
- * (`cancelRequestId`, a String). A ship records none of them.
- */
-export const CANCEL_TRAIL = {
-  at: 'cancelledAt',
-  keyId: 'cancelledBy',
-  requestId: 'cancelRequestId',
-} as const satisfies Record<keyof Cancellation, string>;
-
 /** An order as stored (DynamoDbOrderStore.findStored). */
 export interface StoredOrder {
   /** The item, every attribute as stored (numbers as NumberValue: exact). */
@@ -79,64 +75,6 @@ export interface StoredOrder {
   /** What its cancel recorded, each part that is stored and readable. */
   readonly trail: Partial<Cancellation>;
 }
-
-export function orderToItem(order: Order): Item {
-  return { shard: orderShard(order.id), ...order, ...derivedIndexAttributes(order) };
-}
-
-/**
- * A stored item as an order, as far as it can be read: an item without a status is `pending`
- * (as the seed and imports store it); a field whose value has the wrong type is left out and
- * named in `unreadable`, and so is a cancel's time that is not a whole number of milliseconds.
- * No order at all (`order` undefined) when even the id is unreadable.
- */
-export function readOrderItem(item: Item): {
-  order?: Order;
-  unreadable: (OrderField | typeof CANCEL_TRAIL.at)[];
-} {
-  const { fields, unreadable } = readOrderFields(item, numberText);
-  if (fields.id === undefined) return { unreadable: ['id'] };
-  const order = fields as { -readonly [F in keyof Order]: Order[F] };
-  if (item.status === undefined) order.status = 'pending';
-  const at = item[CANCEL_TRAIL.at];
-  if (at === undefined) return { order, unreadable };
-  const cancelledAt = Number(numberText(at));
-  if (Number.isSafeInteger(cancelledAt) && cancelledAt >= 0) order.cancelledAt = cancelledAt;
-  else return { order, unreadable: [...unreadable, CANCEL_TRAIL.at] };
-  return { order, unreadable };
-}
-
-/** What a reader that cannot stop to complain does with an item: the order, and the problem. */
-export function readForList(
-  item: Item,
-  onUnreadable: ((problem: UnreadableOrder) => void) | undefined,
-): Order | undefined {
-  const { order, unreadable } = readOrderItem(item);
-  if (unreadable.length > 0) {
-    const id = numberText(item.id);
-    onUnreadable?.({
-      ...(id !== undefined ? { id } : {}),
-      fields: unreadable,
-      skipped: order === undefined,
-    });
-  }
-  return order;
-}
-
-/**
- * What a list reads of an item: its key, the order's fields (ORDER_FIELDS) and when it was
- * cancelled (v2 shows it; v1 does not), not the attributes the v2 list's indexes are keyed by
- * (lib/dynamodb/order-index-keys.ts) nor who cancelled it, which would add a third to what is
- * read and parsed (DynamoDB charges the whole item either way).
- */
-export const LISTED_ATTRIBUTES = {
-  projection: ['#fs', ...ORDER_FIELDS.map((_, i) => `#f${i}`), '#fc'].join(', '),
-  names: {
-    '#fs': 'shard',
-    ...Object.fromEntries(ORDER_FIELDS.map((field, i) => [`#f${i}`, field])),
-    '#fc': CANCEL_TRAIL.at,
-  },
-};
 
 /**
  * The Query of one page of one shard, in id order. Strongly consistent: a list must show every
@@ -161,60 +99,22 @@ export function shardPageQuery(
   };
 }
 
-/** The attributes a write of an order's state names. */
-type OrderAttribute =
-  | 'id'
-  | OrderField
-  | keyof ReturnType<typeof derivedIndexAttributes>
-  | (typeof CANCEL_TRAIL)[keyof Cancellation];
-
-/** Where an order goes when it leaves pending, and what the write records besides. */
-type Departure =
-  | { readonly status: 'cancelled'; readonly cancellation: Cancellation }
-  | { readonly status: 'shipped' };
-
-/**
- * The conditional write of an order leaving pending: the new status and its index key (the new
- * status's statusKey; no ship date, so no dateKey), `complete` for a ship, the trail for a cancel.
- * The condition: the order exists (an update must never create one) and is pending.
- */
-function departureUpdate(departure: Departure, id: bigint): UpdateBuilder<OrderAttribute> {
-  const b = new UpdateBuilder<OrderAttribute>();
-  const status = b.name('status');
-  b.condition(
-    `attribute_exists(${b.name('id')}) AND (${status} = ${b.value('pending')} OR attribute_not_exists(${status}))`,
-  );
-  b.assign('status', departure.status);
-  const { statusKey } = derivedIndexAttributes({ id, status: departure.status });
-  if (statusKey !== undefined) b.assign('statusKey', statusKey);
-  if (departure.status === 'shipped') b.assign('complete', true);
-  else {
-    const { cancellation } = departure;
-    b.assign(CANCEL_TRAIL.at, cancellation.at);
-    b.assign(CANCEL_TRAIL.keyId, cancellation.keyId);
-    b.assign(CANCEL_TRAIL.requestId, cancellation.requestId);
-  }
-  return b;
-}
-
-/**
- * Whether an item of the orders table is an order: the list's version items and the indexes'
- * readiness marker stand in partitions no order uses (a negative `shard`).
- */
-export function isOrderItem(item: Item): boolean {
-  return Number(numberText(item.shard)) >= 0;
-}
-
 export class DynamoDbOrderStore implements OrderImportStore {
   private readonly client: DynamoDBDocumentClient;
   private readonly tableName: string;
   private readonly pageSize: number;
   private readonly pageTimeoutMs: number;
   private readonly version: DynamoDbListVersion;
+  private readonly firstRelease: FirstReleaseWrites;
+  private readonly partitions: OrderPartitions;
 
   /**
    * `listVersion`: how the list's version is kept (the lease of a write: the function's by
-   * default; the operator CLI, whose calls may take longer, gives its own).
+   * default; the operator CLI, whose calls may take longer, gives its own). `firstRelease`: what
+   * its writes also do for the first release's code while the table has an index of that release
+   * (./order-indexes.ts; none by default: a table with the current indexes only). `partitions`:
+   * where the orders and the version items stand, the service's by default (the deploy check's
+   * store: tables.ts, DEPLOY_CHECK_PARTITIONS).
    */
   constructor(
     client: DynamoDBDocumentClient,
@@ -223,13 +123,20 @@ export class DynamoDbOrderStore implements OrderImportStore {
       pageSize?: number;
       pageTimeoutMs?: number;
       listVersion?: DynamoDbListVersionOptions;
+      firstRelease?: FirstReleaseWrites;
+      partitions?: OrderPartitions;
     } = {},
   ) {
     this.client = client;
     this.tableName = tableName;
     this.pageSize = options.pageSize ?? ORDER_PAGE_SIZE;
     this.pageTimeoutMs = options.pageTimeoutMs ?? TIME_BUDGETS.listPageMs;
-    this.version = new DynamoDbListVersion(client, tableName, options.listVersion);
+    this.partitions = options.partitions ?? ORDER_PARTITIONS;
+    this.version = new DynamoDbListVersion(client, tableName, {
+      ...options.listVersion,
+      versionKey: this.partitions.versionKey,
+    });
+    this.firstRelease = options.firstRelease ?? NO_FIRST_RELEASE_WRITES;
   }
 
   readListVersion(options: CallOptions = {}): Promise<ListVersion> {
@@ -333,7 +240,7 @@ export class DynamoDbOrderStore implements OrderImportStore {
   }
 
   /**
-   * pending (or no status, which is pending) → another state in one conditional write, between
+   * pending (no trail, and a status pending or none) → another state in one conditional write, between
    * the list version's mark and release (./list-version.ts). Whether it would change anything is
    * read first, strongly consistent: an order that is not pending is answered from that read,
    * with no mark — a mark holds back every conditional list's 304 while it stands, and a write
@@ -348,8 +255,9 @@ export class DynamoDbOrderStore implements OrderImportStore {
   ): Promise<'moved' | 'not-found' | 'shipped' | 'cancelled'> {
     const current = await this.statusOf(id, options.signal);
     if (current !== 'pending') return current;
-    const input = departureUpdate(departure, id).input(this.tableName, {
-      shard: orderShard(id),
+    const shard = this.partitions.shardOf(id);
+    const input = departureUpdate(departure, id, shard, this.firstRelease).input(this.tableName, {
+      shard,
       id,
     });
     const write = () =>
@@ -366,29 +274,36 @@ export class DynamoDbOrderStore implements OrderImportStore {
         },
       );
     // Changed only when the write went through; a failed condition leaves the version alone.
-    const failed = await this.version.around(write, (failure) => failure === undefined, options);
+    // The release notes the order (./list-version.ts): a page reads it again by key, not all.
+    const failed = await this.version.around(write, (failure) => failure === undefined, {
+      ...options,
+      orderId: id,
+    });
     if (failed === undefined) return 'moved';
-    // The item as it was (lib-dynamodb leaves it marshalled). Only its status is read: the rest
-    // of the item (numbers no JS number holds, say) has nothing to say about the answer.
-    const old = failed.Item;
-    if (!old) return 'not-found';
-    const status = this.knownStatus(id, old.status?.S);
+    // The item as it was (lib-dynamodb leaves it marshalled; numbers are read as their digits,
+    // so one that no JS number holds is no failure). Only its status is read.
+    if (!failed.Item) return 'not-found';
+    const status = this.knownStatus(id, unmarshall(failed.Item, { wrapNumbers: true }));
     if (status !== 'pending') return status;
     // The condition holds on a pending order (or one with no status): this one failed it.
     throw malformedItem(DEPENDENCY, `order ${id} failed the condition as pending`);
   }
 
-  /** An order's status now, strongly consistent (its status alone is read). */
+  /** An order's status now, strongly consistent (what it is read from alone: ./order-item.ts). */
   private async statusOf(
     id: bigint,
     signal: AbortSignal | undefined,
   ): Promise<'pending' | 'shipped' | 'cancelled' | 'not-found'> {
     const Item = await this.readItem(id, signal, {
-      ProjectionExpression: '#status, #id',
-      ExpressionAttributeNames: { '#status': 'status', '#id': 'id' },
+      ProjectionExpression: '#status, #id, #at',
+      ExpressionAttributeNames: {
+        '#status': 'status',
+        '#id': 'id',
+        '#at': CANCEL_TRAIL_ATTRIBUTES.at,
+      },
     });
     if (!Item) return 'not-found';
-    return Item.status === undefined ? 'pending' : this.knownStatus(id, Item.status);
+    return this.knownStatus(id, Item);
   }
 
   /** An order's item (or the attributes `projection` names), strongly consistent. */
@@ -403,7 +318,7 @@ export class DynamoDbOrderStore implements OrderImportStore {
         this.client.send(
           new GetCommand({
             TableName: this.tableName,
-            Key: { shard: orderShard(id), id },
+            Key: { shard: this.partitions.shardOf(id), id },
             ...projection,
             ConsistentRead: true,
           }),
@@ -415,11 +330,12 @@ export class DynamoDbOrderStore implements OrderImportStore {
   }
 
   /**
-   * A stored status as read (statusOf answers an absent one, pending, before asking): a status
-   * the service does not know is malformed data, and neither state is assumed.
+   * The status of an order's item, all told (itemStatus): a status the service does not know (and
+   * no trail) is malformed data, and neither state is assumed.
    */
-  private knownStatus(id: bigint, status: unknown): 'pending' | 'shipped' | 'cancelled' {
-    if (status === 'pending' || status === 'shipped' || status === 'cancelled') return status;
+  private knownStatus(id: bigint, item: Record<string, unknown>): OrderStatus {
+    const status = itemStatus(item);
+    if (status !== undefined) return status;
     throw malformedItem(DEPENDENCY, `order ${id} has an unknown status`);
   }
 
@@ -432,21 +348,11 @@ export class DynamoDbOrderStore implements OrderImportStore {
     const Item = await this.readItem(id, options.signal);
     if (!Item) return undefined;
     const { order } = readOrderItem(Item);
-    const at = Number(numberText(Item[CANCEL_TRAIL.at]));
-    const { [CANCEL_TRAIL.keyId]: keyId, [CANCEL_TRAIL.requestId]: requestId } = Item;
-    return {
-      item: Item,
-      ...(order ? { order } : {}),
-      trail: {
-        ...(Number.isFinite(at) ? { at } : {}),
-        ...(typeof keyId === 'string' ? { keyId } : {}),
-        ...(typeof requestId === 'string' ? { requestId } : {}),
-      },
-    };
+    return { item: Item, ...(order ? { order } : {}), trail: readCancelTrail(Item) };
   }
 
   async findOrders(ids: readonly bigint[], options: FindOrdersOptions = {}): Promise<Order[]> {
-    const keys = ids.map((id) => ({ shard: orderShard(id), id }));
+    const keys = ids.map((id) => ({ shard: this.partitions.shardOf(id), id }));
     const items = await getInBatches(this.client, this.tableName, keys, {
       ...options,
       dependency: DEPENDENCY,
@@ -460,7 +366,10 @@ export class DynamoDbOrderStore implements OrderImportStore {
     options: PutOrdersOptions & BatchWriteOptions = {},
   ): Promise<void> {
     try {
-      await writeInBatches(this.client, this.tableName, orders.map(orderToItem), {
+      const items = orders.map((order) =>
+        orderToItem(order, this.firstRelease, this.partitions.shardOf(order.id)),
+      );
+      await writeInBatches(this.client, this.tableName, items, {
         ...options,
         dependency: DEPENDENCY,
         around: (request) => this.version.around(request, () => true),

@@ -4,27 +4,37 @@
  * An order is listed when it matches every filter and stands where its partition put it (an
  * order whose ship date changed since would stand elsewhere in the order).
  *
- * - An index's candidates are keys: each is read by key, strongly consistent (BatchGetItem, 100
- *   keys a call, the calls at once; each order once, also when two partitions gave it), and the
- *   filters and its position are checked on the fresh item. So a page never lists an order that
- *   no longer matches, however far the index lags.
+ * - An index's candidates carry the order's fields (./tables.ts): each is listed as the index
+ *   holds it, but for those it may hold as they no longer are, which are read again by key
+ *   (BatchGetItem, 100 keys a call, the calls at once; each order once, also when two partitions
+ *   gave it) and checked on the fresh item:
+ *   - an order the index holds as pending (or with no status), outside the status index: a cancel
+ *     leaves `status` alone and records itself in a trail the index does not hold, so it may be
+ *     cancelled (a few: the orders still pending);
+ *   - while the store is not settled (lib/orders/page-tag.ts), the orders written less than
+ *     INDEX_SETTLE_MS ago or being written (the list version's `recentWrites`; every candidate
+ *     after a write of many orders): the index may not show their last write yet.
+ *   In a settled store the few are read eventually consistent (its last write is older than the
+ *   settle time, the assumption the page tag already makes), otherwise strongly consistent. So a
+ *   page never lists an order that no longer matches, as long as an index reflects a write
+ *   within the settle time.
+ * - The first release's byPet holds keys only: every candidate is read by key, strongly
+ *   consistent (fetchAndRecheck).
  * - The table's candidates are its own items, read strongly consistent with `complete` as a
  *   FilterExpression: they are checked as read, with nothing more to fetch.
- *
- * Another way to check (an index that carries the orders' fields, trusted while the store is
- * settled) is another CandidateCheck: nothing else of the page's assembly changes with it.
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { comparePositions, orderMatches, positionOf } from '../orders/order-filter.ts';
-import type { OrderStreamOptions } from '../orders/order-store.ts';
+import type { OrderStreamOptions, RecentWrites } from '../orders/order-store.ts';
 import type { Order } from '../orders/order.ts';
 import { numberText } from './attributes.ts';
 import { GET_BATCH, getInBatches } from './batch-write.ts';
 import type { Candidate } from './candidate-stream.ts';
-import { readForList } from './orders-table.ts';
+import { statusOfShard } from './order-index-keys.ts';
+import { readForList } from './order-item.ts';
 import { PAGES_DEPENDENCY } from './page-failures.ts';
 import type { DynamoDbPagePlan } from './page-plan.ts';
-import { orderShard } from './tables.ts';
+import { ORDER_INDEX_ATTRIBUTES, orderShard } from './tables.ts';
 
 type Item = Record<string, unknown>;
 
@@ -73,7 +83,34 @@ export function checkAsRead(plan: DynamoDbPagePlan, options: OrderStreamOptions)
     });
 }
 
-/** An index's candidates, read by key (strongly consistent) and checked on the fresh items. */
+/**
+ * The items of some orders read by key (BatchGetItem, 100 keys a call, at once; each order once:
+ * an order can be a candidate at two positions, its ship date changed between two partitions'
+ * Queries, and BatchGetItem refuses a repeated key), by id.
+ */
+async function readByKey(
+  client: DynamoDBDocumentClient,
+  tableName: string,
+  ids: ReadonlySet<bigint>,
+  consistent: boolean,
+  signal: AbortSignal | undefined,
+): Promise<{ items: Map<string, Item>; batchGets: number }> {
+  if (ids.size === 0) return { items: new Map(), batchGets: 0 };
+  const keys = [...ids].map((id) => ({ shard: orderShard(id), id }));
+  let batchGets = 0;
+  const items = await getInBatches(client, tableName, keys, {
+    dependency: PAGES_DEPENDENCY,
+    concurrency: Math.ceil(keys.length / GET_BATCH),
+    maxAttempts: BATCH_GET_ATTEMPTS,
+    backoffMs: BATCH_GET_BACKOFF_MS,
+    consistent,
+    onCall: () => void batchGets++,
+    ...(signal ? { signal } : {}),
+  });
+  return { items: new Map(items.map((item) => [numberText(item.id) ?? '', item])), batchGets };
+}
+
+/** An index's candidates that hold keys only, read by key (strongly consistent) and checked. */
 export function fetchAndRecheck(
   client: DynamoDBDocumentClient,
   tableName: string,
@@ -81,24 +118,85 @@ export function fetchAndRecheck(
   options: OrderStreamOptions,
 ): CandidateCheck {
   return async (candidates) => {
-    if (candidates.length === 0) return { orders: [], cost: NOTHING_CHECKED };
-    // One key an order (BatchGetItem refuses a repeated key): an order can be a candidate at two
-    // positions, its ship date changed between two partitions' Queries.
     const ids = new Set(candidates.map((c) => c.position.id));
-    const keys = [...ids].map((id) => ({ shard: orderShard(id), id }));
-    let batchGets = 0;
-    const items = await getInBatches(client, tableName, keys, {
-      dependency: PAGES_DEPENDENCY,
-      concurrency: Math.ceil(keys.length / GET_BATCH),
-      maxAttempts: BATCH_GET_ATTEMPTS,
-      backoffMs: BATCH_GET_BACKOFF_MS,
-      onCall: () => void batchGets++,
-      ...(options.signal ? { signal: options.signal } : {}),
-    });
-    const found = new Map(items.map((item) => [numberText(item.id) ?? '', item]));
+    const { items, batchGets } = await readByKey(client, tableName, ids, true, options.signal);
     return {
-      orders: candidates.map((c) => listed(plan, c, found.get(c.position.id.toString()), options)),
+      orders: candidates.map((c) => listed(plan, c, items.get(c.position.id.toString()), options)),
       cost: { fetched: candidates.length, batchGets },
     };
   };
+}
+
+/** What the list's version says of the index's candidates (./page-tag.ts settledAt). */
+export interface IndexTrust {
+  /** The store's last change is older than the settle time, and no write is in flight. */
+  readonly settled: boolean;
+  /** The orders whose entries may lag (none when settled). */
+  readonly recentWrites: RecentWrites;
+}
+
+/**
+ * An index item as the order it holds: the status its key says (ordersByStatus), else the one it
+ * holds (none: pending).
+ */
+function indexedOrder(
+  plan: DynamoDbPagePlan,
+  item: Item,
+  options: OrderStreamOptions,
+): Order | undefined {
+  const order = readForList(item, options.onUnreadable);
+  if (!order || !plan.statusInKey) return order;
+  const status = statusOfShard(item[ORDER_INDEX_ATTRIBUTES.status]);
+  return status ? { ...order, status } : undefined;
+}
+
+/**
+ * Whether the index may hold a candidate as it no longer is: as pending outside the status index
+ * (a cancel since leaves it so), or written too recently for the index to show it.
+ */
+function mayHaveChanged(plan: DynamoDbPagePlan, candidate: Candidate, trust: IndexTrust): boolean {
+  if (!plan.statusInKey) {
+    const status = candidate.item.status;
+    if (status === undefined || status === 'pending') return true;
+  }
+  if (trust.settled) return false;
+  return trust.recentWrites === 'all' || trust.recentWrites.has(candidate.position.id.toString());
+}
+
+/**
+ * An index's candidates that carry the order's fields: listed as the index holds them, but for
+ * those it may hold as they no longer are, read by key (eventually consistent in a settled store,
+ * else strongly) and checked on the fresh items.
+ */
+export function checkIndexItems(
+  client: DynamoDBDocumentClient,
+  tableName: string,
+  plan: DynamoDbPagePlan,
+  trust: IndexTrust,
+  options: OrderStreamOptions,
+): CandidateCheck {
+  return async (candidates) => {
+    const again = candidates.filter((c) => mayHaveChanged(plan, c, trust));
+    const ids = new Set(again.map((c) => c.position.id));
+    const fresh = await readByKey(client, tableName, ids, !trust.settled, options.signal);
+    const readAgain = new Set(again);
+    return {
+      orders: candidates.map((c) =>
+        readAgain.has(c)
+          ? listed(plan, c, fresh.items.get(c.position.id.toString()), options)
+          : listedAsHeld(plan, c, options),
+      ),
+      cost: { fetched: again.length, batchGets: fresh.batchGets },
+    };
+  };
+}
+
+/** The order of a candidate as the index holds it, if it matches every filter. */
+function listedAsHeld(
+  plan: DynamoDbPagePlan,
+  candidate: Candidate,
+  options: OrderStreamOptions,
+): Order | undefined {
+  const order = indexedOrder(plan, candidate.item, options);
+  return order && orderMatches(plan.filter, order) ? order : undefined;
 }

@@ -3,14 +3,21 @@
  * a page reads, the key condition of each partition's Query, and how much a page may ask for
  * (each round's Limits, the page's read budget). The page reader (./order-pages.ts) follows it.
  *
- * Sources (tables.ts has the indexes; all KEYS_ONLY):
- * - petId (+ a date range): byPet (byPetDate), one partition; status and complete re-checked;
- * - status and/or a date range: byStatus (byStatusDate), one partition per status and shard
- *   (8 per status; every status when only a date range is given);
- * - nothing, or complete alone: the table, its 8 shards by id, strongly consistent, `complete`
- *   as a FilterExpression (it evaluates the orders that do not match too: the costly filter).
- * In id order, or in (ship date, id) order when a date range is given; a date range is one key
- * condition per partition (./order-index-keys.ts).
+ * Sources (./tables.ts has the indexes; each holds the orders' fields beside its keys):
+ * - petId (+ a date range): ordersByPet (ordersByPetDate), one partition;
+ * - a status without a date range: ordersByStatus, one partition per status and shard (8 per
+ *   status), whose key says the status;
+ * - a date range, with or without a status: ordersByDate, the table's 8 shards by ship date;
+ * - nothing, or complete alone: the table, its 8 shards by id, strongly consistent.
+ * In id order, or in (ship date, id) order when a date range is given (a multi-attribute sort key:
+ * `t`, the instant, then the id). A filter the source's key does not hold is a FilterExpression on
+ * what the index holds (`complete`; `status` where the key does not say it), which evaluates the
+ * orders that do not match too. An index holds an order's `status` as the order's last write
+ * before any cancel left it: a cancel records itself in its trail and leaves `status` alone
+ * (./orders-table.ts), so an order an index holds as pending may have been cancelled since and
+ * is read again by key (./page-check.ts); one it holds as shipped or cancelled is what it says.
+ * A stage still on the first release's `byPet` (keys only) serves a pet's pages from it, every
+ * candidate read by key.
  *
  * How much: a page of N from k partitions asks each for 2N/k + 1 in its first round, then each
  * partition behind for its share of what the page still misses (readOnLimit); the Limits of a
@@ -26,22 +33,28 @@ import {
   type PagePosition,
 } from '../orders/order-filter.ts';
 import type { PagePlan } from '../orders/order-pages.ts';
-import { ORDER_STATUSES } from '../orders/order.ts';
+import { ORDER_STATUSES, type OrderStatus } from '../orders/order.ts';
 import { numberText } from './attributes.ts';
-import {
-  dateKey,
-  dateKeyAfter,
-  dateKeyBound,
-  readDateKey,
-  statusPartition,
-} from './order-index-keys.ts';
-import { LISTED_ATTRIBUTES } from './orders-table.ts';
+import { statusShard } from './order-index-keys.ts';
+import { LISTED_ATTRIBUTES } from './order-item.ts';
 import { malformedKey } from './page-failures.ts';
-import { ORDER_INDEX_ATTRIBUTES, ORDER_SHARDS, type OrderIndexName } from './tables.ts';
+import {
+  ORDER_INDEX_ATTRIBUTES,
+  ORDER_INDEX_NAMES,
+  ORDER_SHARDS,
+  orderShard,
+  type OrderIndexName,
+} from './tables.ts';
 
 export type PageSource = 'table' | OrderIndexName;
 /** A partition key's value: a status and shard, a pet, a shard of the table. */
 export type PartitionValue = string | number | bigint;
+
+/**
+ * What a source's items hold: the order's whole item (the table), its fields as an index projects
+ * them, or only keys (the first release's byPet: every candidate is read by key).
+ */
+export type SourceItems = 'table' | 'fields' | 'keys';
 
 /** A plan as the reader uses it: where each partition is and how its keys are named. */
 export interface DynamoDbPagePlan extends PagePlan {
@@ -50,7 +63,14 @@ export interface DynamoDbPagePlan extends PagePlan {
   /** The partition key's attribute and its value in each partition read (`partitions` of them). */
   readonly partitionKey: string;
   readonly partitionValues: readonly PartitionValue[];
-  readonly sortKey: 'id' | 'dateKey';
+  readonly items: SourceItems;
+  /** Whether the partition's key says the status (ordersByStatus: `s`). */
+  readonly statusInKey: boolean;
+  /**
+   * The statuses an index's `status` may hold for an order the filter's statuses select (a
+   * FilterExpression keeps those): absent when the key says the status or no status is asked.
+   */
+  readonly storedStatuses?: readonly OrderStatus[];
   /** Whether the index is keyed by derived attributes (needs the readiness marker). */
   readonly needsReadiness: boolean;
 }
@@ -83,16 +103,33 @@ export const RECHECK_MARGIN = 1.25;
 
 const shards = Array.from({ length: ORDER_SHARDS }, (_, shard) => shard);
 
-/** The plan of a filter's pages, whatever is deployed (DynamoDbOrderPages.plan checks that). */
-export function planPages(filter: OrderFilter): DynamoDbPagePlan {
+/**
+ * The statuses an index holds as `status` for orders whose effective status is one of `asked`:
+ * shipped and cancelled as they are; a pending order as pending (or with none), and so is one
+ * cancelled through the API (its trail, which no index holds, says so).
+ */
+export function storedStatusesOf(asked: readonly OrderStatus[]): OrderStatus[] {
+  const stored = new Set<OrderStatus>(asked);
+  if (stored.has('cancelled')) stored.add('pending');
+  return ORDER_STATUSES.filter((status) => stored.has(status));
+}
+
+/**
+ * The plan of a filter's pages with the indexes a stage has (the current ones by default); the
+ * source it names may not be there (DynamoDbOrderPages.plan refuses it then).
+ */
+export function planPages(
+  filter: OrderFilter,
+  indexes: ReadonlySet<OrderIndexName> = new Set(ORDER_INDEX_NAMES),
+): DynamoDbPagePlan {
   const order = sortOrderOf(filter);
   const dated = order === 'shipDate';
-  const sortKey = dated ? ORDER_INDEX_ATTRIBUTES.dateKey : 'id';
+  const { statuses } = filter;
   const plan = (
     source: PageSource,
     partitionKey: string,
     partitionValues: readonly PartitionValue[],
-    needsReadiness: boolean,
+    shape: { items: SourceItems; statusInKey?: boolean; needsReadiness?: boolean },
   ): DynamoDbPagePlan => ({
     filter,
     source,
@@ -101,33 +138,54 @@ export function planPages(filter: OrderFilter): DynamoDbPagePlan {
     partitions: partitionValues.length,
     partitionKey,
     partitionValues,
-    sortKey,
-    needsReadiness,
+    items: shape.items,
+    statusInKey: shape.statusInKey ?? false,
+    ...(statuses && !shape.statusInKey && shape.items === 'fields'
+      ? { storedStatuses: storedStatusesOf(statuses) }
+      : {}),
+    needsReadiness: shape.needsReadiness ?? false,
   });
   if (filter.petId !== undefined) {
-    return plan(dated ? 'byPetDate' : 'byPet', 'petId', [filter.petId], dated);
+    if (dated) {
+      return plan('ordersByPetDate', 'petId', [filter.petId], {
+        items: 'fields',
+        needsReadiness: true,
+      });
+    }
+    // A stage moving from the first release keeps its byPet until ordersByPet is there.
+    if (!indexes.has('ordersByPet') && indexes.has('byPet')) {
+      return plan('byPet', 'petId', [filter.petId], { items: 'keys' });
+    }
+    return plan('ordersByPet', 'petId', [filter.petId], { items: 'fields' });
   }
-  if (filter.statuses || dated) {
-    const statuses = filter.statuses ?? ORDER_STATUSES;
-    const values = statuses.flatMap((status) => shards.map((s) => statusPartition(status, s)));
-    return plan(
-      dated ? 'byStatusDate' : 'byStatus',
-      ORDER_INDEX_ATTRIBUTES.statusKey,
-      values,
-      true,
-    );
+  if (dated) {
+    return plan('ordersByDate', 'shard', shards, { items: 'fields', needsReadiness: true });
   }
-  return plan('table', 'shard', shards, false);
+  if (statuses) {
+    const values = statuses.flatMap((status) => shards.map((s) => statusShard(status, s)));
+    return plan('ordersByStatus', ORDER_INDEX_ATTRIBUTES.status, values, {
+      items: 'fields',
+      statusInKey: true,
+      needsReadiness: true,
+    });
+  }
+  return plan('table', 'shard', shards, { items: 'table' });
 }
 
-type Range = { condition: string; values: Record<string, unknown> } | 'empty';
+type Range =
+  | { condition: string; values: Record<string, unknown>; startKey?: Record<string, unknown> }
+  | 'empty';
 
 /**
  * The key condition (and its values) of one partition's range: after `start` (exclusive), in the
- * filter's date range, up to `end` (inclusive) when given; 'empty' when no key can be in it.
+ * filter's date range, up to `end` (inclusive) when given; 'empty' when no key can be in it. In
+ * ship-date order the sort key is (t, id), whose conditions compare `t` alone: `start` is where
+ * the Query begins (its ExclusiveStartKey, which DynamoDB takes within the key condition), and
+ * `end`'s instant is the upper bound (the orders after `end` at that instant are read too).
  */
 function sortKeyRange(
   plan: DynamoDbPagePlan,
+  partition: PartitionValue,
   start: PagePosition | undefined,
   end: PagePosition | undefined,
 ): Range {
@@ -144,30 +202,38 @@ function sortKeyRange(
     return { condition: '', values: {} };
   }
   const { from, to } = plan.filter.shipDate ?? {};
-  const lows = [
-    ...(from !== undefined ? [dateKeyBound(from)] : []),
-    ...(start ? [dateKeyAfter(start.instant!, start.id)] : []),
-  ];
-  const low = lows.length > 0 ? lows.reduce((a, b) => (a > b ? a : b)) : undefined;
-  // Upper bounds are inclusive (BETWEEN, <=): `to`'s bare prefix sorts before every key of that
-  // instant (excluded), the end's own key is itself (included).
+  // Instants are whole nanoseconds: before `to` is at most `to` − 1.
   const highs = [
-    ...(to !== undefined ? [dateKeyBound(to)] : []),
-    ...(end ? [dateKey(end.instant!, end.id)] : []),
+    ...(to !== undefined ? [to - 1n] : []),
+    ...(end?.instant !== undefined ? [end.instant] : []),
   ];
   const high = highs.length > 0 ? highs.reduce((a, b) => (a < b ? a : b)) : undefined;
-  if (low !== undefined && high !== undefined) {
-    if (low > high) return 'empty';
-    return { condition: ' AND #sk BETWEEN :lo AND :hi', values: { ':lo': low, ':hi': high } };
-  }
-  if (low !== undefined) return { condition: ' AND #sk >= :lo', values: { ':lo': low } };
-  if (high !== undefined) return { condition: ' AND #sk <= :hi', values: { ':hi': high } };
-  return { condition: '', values: {} };
+  if (from !== undefined && high !== undefined && from > high) return 'empty';
+  if (start && high !== undefined && start.instant! > high) return 'empty';
+  const startKey =
+    start && (from === undefined || start.instant! >= from)
+      ? {
+          [plan.partitionKey]: partition,
+          [ORDER_INDEX_ATTRIBUTES.instant]: start.instant!,
+          id: start.id,
+          ...(plan.partitionKey === 'shard' ? {} : { shard: orderShard(start.id) }),
+        }
+      : undefined;
+  const bounds =
+    from !== undefined && high !== undefined
+      ? { condition: ' AND #sk BETWEEN :lo AND :hi', values: { ':lo': from, ':hi': high } }
+      : from !== undefined
+        ? { condition: ' AND #sk >= :lo', values: { ':lo': from } }
+        : high !== undefined
+          ? { condition: ' AND #sk <= :hi', values: { ':hi': high } }
+          : { condition: '', values: {} };
+  return { ...bounds, ...(startKey ? { startKey } : {}) };
 }
 
 /**
  * The Query of one partition of a plan, over its range after `start` (and up to `end`, for a
- * benchmark's floor), without its Limit and ExclusiveStartKey; undefined when the range is empty.
+ * benchmark's floor), without its Limit; with the ExclusiveStartKey of `start` where the range
+ * begins there (ship-date order); undefined when the range is empty.
  */
 export function partitionQuery(
   tableName: string,
@@ -176,42 +242,61 @@ export function partitionQuery(
   start: PagePosition | undefined,
   end?: PagePosition,
 ): QueryCommandInput | undefined {
-  const range = sortKeyRange(plan, start, end);
+  const range = sortKeyRange(plan, partition, start, end);
   if (range === 'empty') return undefined;
   const table = plan.source === 'table';
   const { complete } = plan.filter;
-  const filtered = table && complete !== undefined;
+  const filters = [
+    ...(complete !== undefined ? ['#complete = :complete'] : []),
+    ...(plan.storedStatuses
+      ? [
+          `(${[
+            ...(plan.storedStatuses.includes('pending') ? ['attribute_not_exists(#status)'] : []),
+            `#status IN (${plan.storedStatuses.map((_, i) => `:status${i}`).join(', ')})`,
+          ].join(' OR ')})`,
+        ]
+      : []),
+  ];
+  // The first release's byPet holds keys only: its candidates' fields are checked once read by key.
+  const filtered = filters.length > 0 && plan.items !== 'keys';
+  const sortKey = plan.order === 'id' ? 'id' : ORDER_INDEX_ATTRIBUTES.instant;
   return {
     TableName: tableName,
     ...(table
       ? { ConsistentRead: true, ProjectionExpression: LISTED_ATTRIBUTES.projection }
       : { IndexName: plan.source }),
     KeyConditionExpression: `#pk = :pk${range.condition}`,
-    ...(filtered ? { FilterExpression: '#complete = :complete' } : {}),
+    ...(filtered ? { FilterExpression: filters.join(' AND ') } : {}),
     ExpressionAttributeNames: {
       '#pk': plan.partitionKey,
-      ...(range.condition ? { '#sk': plan.sortKey } : {}),
-      ...(filtered ? { '#complete': 'complete' } : {}),
+      ...(range.condition ? { '#sk': sortKey } : {}),
+      ...(filtered && complete !== undefined ? { '#complete': 'complete' } : {}),
+      ...(filtered && plan.storedStatuses ? { '#status': 'status' } : {}),
       ...(table ? LISTED_ATTRIBUTES.names : {}),
     },
     ExpressionAttributeValues: {
       ':pk': partition,
       ...range.values,
-      ...(filtered ? { ':complete': complete } : {}),
+      ...(filtered && complete !== undefined ? { ':complete': complete } : {}),
+      ...(filtered && plan.storedStatuses
+        ? Object.fromEntries(plan.storedStatuses.map((status, i) => [`:status${i}`, status]))
+        : {}),
     },
+    ...(range.startKey ? { ExclusiveStartKey: range.startKey } : {}),
   };
 }
 
 /** A key read from a Query (an item or a LastEvaluatedKey) as a position in the plan's order. */
 export function keyPosition(plan: DynamoDbPagePlan, key: Record<string, unknown>): PagePosition {
-  if (plan.order === 'shipDate') {
-    const text = key[ORDER_INDEX_ATTRIBUTES.dateKey];
-    const read = typeof text === 'string' ? readDateKey(text) : undefined;
-    if (!read) throw malformedKey(plan.source, 'a dateKey that is not one');
-    return read;
-  }
   const id = numberText(key.id);
   if (id === undefined) throw malformedKey(plan.source, 'an id that is not a number');
+  if (plan.order === 'shipDate') {
+    const instant = numberText(key[ORDER_INDEX_ATTRIBUTES.instant]);
+    if (instant === undefined || !/^-?\d+$/.test(instant)) {
+      throw malformedKey(plan.source, 'an instant that is not a whole number');
+    }
+    return { instant: BigInt(instant), id: BigInt(id) };
+  }
   return { id: BigInt(id) };
 }
 

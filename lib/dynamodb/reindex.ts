@@ -1,33 +1,37 @@
 /**
- * `orders reindex`: writes the derived index attributes (./order-index-keys.ts) onto every order
- * item that lacks them or holds stale ones — the orders stored before the code that writes them —
- * then the readiness marker (./index-readiness.ts) that lets the indexes keyed by them serve.
+ * `orders reindex`: writes the derived index attributes (./order-index-keys.ts: `s` and `t`)
+ * onto every order item that lacks them or holds stale ones — the orders stored before the code
+ * that writes them — then the readiness marker (./index-readiness.ts) that lets the indexes keyed
+ * by them serve. The first release's `statusKey` and `dateKey` are written likewise while the
+ * table still has an index keyed by them (byStatus, byStatusDate, byPetDate: DescribeTable says,
+ * ./order-indexes.ts firstReleaseWrites), and removed once it has none: every order is then
+ * that much smaller, and v1's list that much cheaper.
  *
  * Every write is one conditional UpdateItem that pins what its values were derived from (the
- * status, or its absence, and the ship date, or its absence; the id is the key): a cancel, ship
- * or import that changes the order between the scan and the write makes the condition fail, and
- * the item is read again (strongly consistent) and derived anew. Such writes, made by this code,
- * set the attributes themselves; so once the scan has passed every item, every item holds the
- * attributes of its current values. That holds only while no older code writes orders: run it
- * after the deploy that brings this code has finished (docs/deploy.md).
+ * status, or its absence; whether the order holds a cancel's trail; the ship date, or its
+ * absence; the id is the key): a cancel, ship or import that changes the order between the scan
+ * and the write makes the condition fail, and the item as it then was (in the same answer,
+ * ReturnValuesOnConditionCheckFailure ALL_OLD: a strongly consistent read of it) is derived anew.
+ * Such writes, made by this code, set the attributes themselves; so once the scan has passed
+ * every item, every item holds the attributes of its current values. That holds only while no
+ * older code writes orders: run it after the deploy that brings this code has finished
+ * (docs/deploy.md).
  *
  * It writes no order field and no list version mark (the attributes are in no list's JSON); it
  * records change times on the version items that lack them (list-version.ts stampChangeTimes:
  * no tag changes). Idempotent: a second run finds nothing to write.
  */
-import {
-  GetCommand,
-  ScanCommand,
-  UpdateCommand,
-  type DynamoDBDocumentClient,
-} from '@aws-sdk/lib-dynamodb';
+import { ScanCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { numberText } from './attributes.ts';
 import { isConditionFailure, send } from './errors.ts';
 import { markIndexesReady } from './index-readiness.ts';
 import { DynamoDbListVersion } from './list-version.ts';
 import { derivedIndexAttributes } from './order-index-keys.ts';
-import { isOrderItem } from './orders-table.ts';
-import { ORDER_INDEX_ATTRIBUTES } from './tables.ts';
+import { describeOrderIndexes, firstReleaseWrites } from './order-indexes.ts';
+import { hasCancelTrail, isOrderItem } from './order-item.ts';
+import { CANCEL_TRAIL_ATTRIBUTES, ORDER_INDEX_ATTRIBUTES } from './tables.ts';
+import { UpdateBuilder } from './update-builder.ts';
 
 /** How failures are named in logs and messages. */
 const DEPENDENCY = 'orders table (reindex)';
@@ -36,13 +40,14 @@ const DEPENDENCY = 'orders table (reindex)';
 const SEGMENTS = 8;
 /** Writes of one Scan page in flight at once. */
 const WRITES_IN_FLIGHT = 16;
-/** Times one item is read again after a write that raced it. */
+/** Times one item is written again after a write that raced it. */
 const MAX_RETRIES = 10;
 
-const { statusKey: STATUS_KEY, dateKey: DATE_KEY } = ORDER_INDEX_ATTRIBUTES;
-/** What the derived attributes are computed from, and the attributes themselves. */
-const READ = ['shard', 'id', 'status', 'shipDate', STATUS_KEY, DATE_KEY];
-/** READ as a projection, for the scan and each re-read alike. */
+type Derived = (typeof ORDER_INDEX_ATTRIBUTES)[keyof typeof ORDER_INDEX_ATTRIBUTES];
+const DERIVED = Object.values(ORDER_INDEX_ATTRIBUTES);
+const TRAIL = CANCEL_TRAIL_ATTRIBUTES.at;
+/** What the derived attributes are computed from (and the key), and the attributes themselves. */
+const READ = ['shard', 'id', 'status', 'shipDate', TRAIL, ...DERIVED];
 const READ_PROJECTION = {
   ProjectionExpression: READ.map((_, i) => `#r${i}`).join(', '),
   ExpressionAttributeNames: Object.fromEntries(READ.map((name, i) => [`#r${i}`, name])),
@@ -60,10 +65,15 @@ export interface ReindexProgress {
 export interface ReindexResult extends ReindexProgress {
   /** Order items among the scanned. */
   readonly orders: number;
-  /** Writes refused because the order changed meanwhile, then made again from a fresh read. */
+  /** Writes refused because the order changed meanwhile, then made again from the changed item. */
   readonly raced: number;
   /** Version items given the change time they lacked. */
   readonly versionItemsStamped: number;
+  /**
+   * Whether the first release's statusKey and dateKey were kept (written where missing or stale)
+   * because the table has an index keyed by them; else they were removed.
+   */
+  readonly firstReleaseKeys: boolean;
 }
 
 export interface ReindexOptions {
@@ -72,18 +82,40 @@ export interface ReindexOptions {
   readonly beforeWrite?: (id: bigint) => Promise<void>;
 }
 
-/** The attribute updates that bring an item's derived attributes to what its values give. */
-function changesOf(item: Item): { set: Record<string, string>; remove: string[] } | undefined {
+/** A stored value as the text of what it is, to compare with a derived one. */
+function sameValue(stored: unknown, wanted: string | bigint): boolean {
+  return typeof wanted === 'bigint' ? numberText(stored) === wanted.toString() : stored === wanted;
+}
+
+/**
+ * The write that brings an item's derived attributes to what its values give (undefined when
+ * they are what they should be), conditional on those values.
+ */
+function reindexUpdate(item: Item, firstReleaseKeys: boolean): UpdateBuilder | undefined {
   const id = BigInt(numberText(item.id)!);
-  const wanted = derivedIndexAttributes({ id, status: item.status, shipDate: item.shipDate });
-  const set: Record<string, string> = {};
-  const remove: string[] = [];
-  for (const name of [STATUS_KEY, DATE_KEY] as const) {
+  const wanted = derivedIndexAttributes(
+    { id, status: item.status, shipDate: item.shipDate, cancelled: hasCancelTrail(item) },
+    firstReleaseKeys,
+  );
+  const b = new UpdateBuilder();
+  let changes = 0;
+  for (const name of DERIVED as Derived[]) {
     const value = wanted[name];
-    if (value === undefined && item[name] !== undefined) remove.push(name);
-    if (value !== undefined && item[name] !== value) set[name] = value;
+    if (value === undefined ? item[name] === undefined : sameValue(item[name], value)) continue;
+    changes++;
+    if (value === undefined) b.remove(name);
+    else b.assign(name, value);
   }
-  return Object.keys(set).length > 0 || remove.length > 0 ? { set, remove } : undefined;
+  if (changes === 0) return undefined;
+  b.condition(`attribute_exists(${b.name('id')})`);
+  b.equalsOrAbsent('status', item.status);
+  b.equalsOrAbsent('shipDate', item.shipDate);
+  b.condition(
+    hasCancelTrail(item)
+      ? `attribute_exists(${b.name(TRAIL)})`
+      : `attribute_not_exists(${b.name(TRAIL)})`,
+  );
+  return b;
 }
 
 export async function reindexOrders(
@@ -91,91 +123,38 @@ export async function reindexOrders(
   tableName: string,
   options: ReindexOptions = {},
 ): Promise<ReindexResult> {
+  const { keys: firstReleaseKeys } = firstReleaseWrites(
+    await describeOrderIndexes(client, tableName),
+  );
   let scanned = 0;
   let orders = 0;
   let updated = 0;
   let raced = 0;
   const progress = () => options.onProgress?.({ scanned, updated });
 
-  /** Reads one order again, strongly consistent; undefined once it is gone. */
-  const reread = async (key: Item): Promise<Item | undefined> =>
-    (
-      await send(DEPENDENCY, () =>
-        client.send(
-          new GetCommand({
-            TableName: tableName,
-            Key: key,
-            ConsistentRead: true,
-            ...READ_PROJECTION,
-          }),
-        ),
-      )
-    ).Item;
-
-  /** Writes one item's attributes, pinned to the values read; again from a fresh read on a race. */
+  /** Writes one item's attributes, pinned to the values read; again from the item on a race. */
   const reindex = async (first: Item): Promise<void> => {
     const key = { shard: first.shard, id: first.id };
     let item: Item | undefined = first;
     for (let attempt = 0; item; attempt++) {
-      const changes = changesOf(item);
-      if (!changes) return;
+      const update = reindexUpdate(item, firstReleaseKeys);
+      if (!update) return;
       if (attempt > MAX_RETRIES) {
         throw new Error(
           `order ${numberText(item.id)} changed under every one of ${MAX_RETRIES} writes`,
         );
       }
       await options.beforeWrite?.(BigInt(numberText(item.id)!));
-      const names: Record<string, string> = {
-        '#id': 'id',
-        '#status': 'status',
-        '#ship': 'shipDate',
-      };
-      const values: Record<string, unknown> = {};
-      const pins = ['attribute_exists(#id)'];
-      for (const [field, placeholder] of [
-        ['status', '#status'],
-        ['shipDate', '#ship'],
-      ] as const) {
-        if (item[field] === undefined) pins.push(`attribute_not_exists(${placeholder})`);
-        else {
-          pins.push(`${placeholder} = :${field}`);
-          values[`:${field}`] = item[field];
-        }
-      }
-      const sets = Object.entries(changes.set).map(([name, value], i) => {
-        names[`#s${i}`] = name;
-        values[`:s${i}`] = value;
-        return `#s${i} = :s${i}`;
-      });
-      const removes = changes.remove.map((name, i) => {
-        names[`#d${i}`] = name;
-        return `#d${i}`;
-      });
-      const expression = [
-        sets.length > 0 ? `SET ${sets.join(', ')}` : '',
-        removes.length > 0 ? `REMOVE ${removes.join(', ')}` : '',
-      ]
-        .filter(Boolean)
-        .join(' ');
       try {
-        await send(DEPENDENCY, () =>
-          client.send(
-            new UpdateCommand({
-              TableName: tableName,
-              Key: key,
-              UpdateExpression: expression,
-              ConditionExpression: pins.join(' AND '),
-              ExpressionAttributeNames: names,
-              ExpressionAttributeValues: values,
-            }),
-          ),
-        );
+        await send(DEPENDENCY, () => client.send(new UpdateCommand(update.input(tableName, key))));
         updated++;
         return;
       } catch (error) {
         if (!isConditionFailure(error)) throw error;
         raced++;
-        item = await reread(key);
+        // The item as it was when the write was refused (none: it is gone).
+        const old = (error as { Item?: Parameters<typeof unmarshall>[0] }).Item;
+        item = old && unmarshall(old, { wrapNumbers: true });
       }
     }
   };
@@ -220,5 +199,5 @@ export async function reindexOrders(
   if (failure) throw failure.error;
   const versionItemsStamped = await new DynamoDbListVersion(client, tableName).stampChangeTimes();
   await markIndexesReady(client, tableName, 'reindex');
-  return { scanned, orders, updated, raced, versionItemsStamped };
+  return { scanned, orders, updated, raced, versionItemsStamped, firstReleaseKeys };
 }

@@ -5,12 +5,25 @@
  */
 export type KeyType = 'S' | 'N';
 
+export interface KeyAttribute {
+  readonly name: string;
+  readonly type: KeyType;
+}
+
 export interface GlobalIndexDefinition {
   readonly name: string;
-  readonly partitionKey: { readonly name: string; readonly type: KeyType };
-  readonly sortKey?: { readonly name: string; readonly type: KeyType };
-  /** KEYS_ONLY: the index holds its key and the table's key, nothing else. */
-  readonly projection: 'ALL' | 'KEYS_ONLY';
+  readonly partitionKey: KeyAttribute;
+  /**
+   * The sort key: none, one attribute, or several (a multi-attribute key, ordered by the first,
+   * then the next: DynamoDB since November 2025; at most four).
+   */
+  readonly sortKeys: readonly KeyAttribute[];
+  /**
+   * KEYS_ONLY: the index holds its keys and the table's, nothing else; `include`: those and the
+   * attributes named. A projected attribute that a write changes costs the write one more write
+   * unit (the index's entry is rewritten); one the index does not hold costs it nothing.
+   */
+  readonly projection: 'KEYS_ONLY' | { readonly include: readonly string[] };
 }
 
 export interface TableDefinition {
@@ -37,18 +50,18 @@ export interface TableDefinition {
 export const ORDER_SHARDS = 8;
 
 /**
- * The list's version items (what its ETag is made of; lib/dynamodb/list-version.ts): this many
- * items in the orders table, each in a partition of its own that no order uses (`shard` −1 to
- * −LIST_VERSION_ITEMS, `id` 0), so that the writes they take are spread like the orders'.
- * Every write of orders marks one of them, chosen at random, before it writes and releases it
- * after: 2 WCU of one item (items under 1 KB). 32 × 1,000 WCU/s ÷ 2 = 16,000 writes a second,
- * twice the orders' own ceiling (8 partitions × 1,000 WCU/s), so that no version item binds
- * first however the random choices fall. A 304 reads them all: one BatchGetItem (at most 100
- * keys), strongly consistent, 32 RCU.
+ * The list's version items (what its ETag is made of; lib/dynamodb/list-version.ts): items in
+ * the orders table, each in a partition of its own that no order uses (`shard` −1 to
+ * −LIST_VERSION_SLOTS, `id` 0). A stage uses the first few of these slots (its
+ * `listVersionItems` setting, ./list-version-items.ts): a function's write of orders marks one of
+ * them, chosen at random, before it writes and releases it after (2 WCU of one item, items under
+ * 1 KB), and a reader reads them all, strongly consistent (1 RCU each). So the count is a trade:
+ * n items bound the cancels at n × 1,000 WCU/s ÷ 2 = n × 500 a second and cost each conditional
+ * hit (304) n RCU.
  */
-export const LIST_VERSION_ITEMS = 32;
+export const LIST_VERSION_SLOTS = 32;
 
-/** The key of list version item `index` (0 to LIST_VERSION_ITEMS − 1). */
+/** The key of list version item `index` (0 to LIST_VERSION_SLOTS − 1). */
 export function listVersionKey(index: number): { readonly shard: number; readonly id: number } {
   return { shard: -1 - index, id: 0 };
 }
@@ -62,35 +75,98 @@ export const INDEX_READINESS_KEY = { shard: -100, id: 0 } as const;
 
 /**
  * Attributes derived from an order for the indexes below, written with the order by every write
- * of the store (lib/dynamodb/order-index-keys.ts computes them):
- * - `statusKey`: `<status>#<shard>`, the effective status (absent = pending) and the order's
- *   shard, so that each status is spread over ORDER_SHARDS index partitions, as the table is;
+ * of the store (lib/dynamodb/order-index-keys.ts computes them). Short names and compact values:
+ * v1's list reads whole items, so each byte of every order is paid on every list.
+ * - `s`: the order's effective status (cancelled when the order holds a cancel's trail; see
+ *   lib/dynamodb/order-item.ts) as its initial, and its shard: `p3`, `s3`, `c3`; so that each
+ *   status is spread over ORDER_SHARDS index partitions, as the table is;
+ * - `t`: the ship date's instant in nanoseconds since the epoch; absent when the ship date is not
+ *   an RFC 3339 date-time.
+ * And those of the first release's indexes (written only while a stage still has one of them:
+ * lib/dynamodb/order-indexes.ts):
+ * - `statusKey`: `<status>#<shard>`;
  * - `dateKey`: the ship date's instant and the id in fixed-width digits, so that its byte order
- *   is the order of (instant, id); absent when the ship date is not an RFC 3339 date-time.
+ *   is the order of (instant, id).
  */
-export const ORDER_INDEX_ATTRIBUTES = { statusKey: 'statusKey', dateKey: 'dateKey' } as const;
+export const ORDER_INDEX_ATTRIBUTES = {
+  status: 's',
+  instant: 't',
+  statusKey: 'statusKey',
+  dateKey: 'dateKey',
+} as const;
 
+/** The trail of a cancel made through the API: when, by which key, in which request. */
+export const CANCEL_TRAIL_ATTRIBUTES = {
+  at: 'cancelledAt',
+  by: 'cancelledBy',
+  request: 'cancelRequestId',
+} as const;
+
+const shard = { name: 'shard', type: 'N' } as const;
 const petId = { name: 'petId', type: 'N' } as const;
 const orderId = { name: 'id', type: 'N' } as const;
+const statusShard = { name: ORDER_INDEX_ATTRIBUTES.status, type: 'S' } as const;
+const instant = { name: ORDER_INDEX_ATTRIBUTES.instant, type: 'N' } as const;
 const statusKey = { name: ORDER_INDEX_ATTRIBUTES.statusKey, type: 'S' } as const;
 const dateKey = { name: ORDER_INDEX_ATTRIBUTES.dateKey, type: 'S' } as const;
+
+/**
+ * What the v2 list's indexes hold of an order besides their keys: its fields, so that a page is
+ * read from the index alone. Not `status` where the key says it (ordersByStatus), and never the
+ * cancel's trail: a cancel writes the trail and leaves `status` as it was, so it rewrites only
+ * the status index's entry (its key moves) and none of the other three.
+ */
+const ORDER_FIELDS_BESIDE = ['quantity', 'shipDate', 'complete'] as const;
+
+/**
+ * The orders table's global indexes: the v2 list's (lib/dynamodb/order-pages.ts), with their
+ * fields (INCLUDE), and the first release's, KEYS_ONLY, which a stage keeps until it has moved
+ * to these (docs/deploy.md, "The v2 list's indexes"). CloudFormation adds or removes at most
+ * one global index of a table per update.
+ */
+const ORDER_INDEXES = [
+  {
+    name: 'ordersByStatus',
+    partitionKey: statusShard,
+    sortKeys: [orderId],
+    projection: { include: ['petId', ...ORDER_FIELDS_BESIDE] },
+  },
+  {
+    name: 'ordersByDate',
+    partitionKey: shard,
+    sortKeys: [instant, orderId],
+    projection: { include: ['petId', ...ORDER_FIELDS_BESIDE, 'status'] },
+  },
+  {
+    name: 'ordersByPet',
+    partitionKey: petId,
+    sortKeys: [orderId],
+    projection: { include: [...ORDER_FIELDS_BESIDE, 'status'] },
+  },
+  {
+    name: 'ordersByPetDate',
+    partitionKey: petId,
+    sortKeys: [instant, orderId],
+    projection: { include: [...ORDER_FIELDS_BESIDE, 'status'] },
+  },
+] as const satisfies readonly GlobalIndexDefinition[];
+
+/** The first release's indexes (KEYS_ONLY: a page read every order again by key). */
+export const FIRST_RELEASE_ORDER_INDEXES = [
+  { name: 'byPet', partitionKey: petId, sortKeys: [orderId], projection: 'KEYS_ONLY' },
+  { name: 'byStatus', partitionKey: statusKey, sortKeys: [orderId], projection: 'KEYS_ONLY' },
+  { name: 'byStatusDate', partitionKey: statusKey, sortKeys: [dateKey], projection: 'KEYS_ONLY' },
+  { name: 'byPetDate', partitionKey: petId, sortKeys: [dateKey], projection: 'KEYS_ONLY' },
+] as const satisfies readonly GlobalIndexDefinition[];
 
 export const TABLES = {
   orders: {
     id: 'Orders',
     envVar: 'ORDERS_TABLE',
-    partitionKey: { name: 'shard', type: 'N' },
+    partitionKey: shard,
     sortKey: orderId,
-    // The v2 list's indexes (lib/dynamodb/order-pages.ts), KEYS_ONLY: an entry is rewritten only
-    // when its key changes, so a cancel or a ship rewrites the two status indexes and never the
-    // pet ones. byPet comes first: it needs no derived attribute, so DynamoDB's own backfill
-    // covers the orders stored before it.
-    globalIndexes: [
-      { name: 'byPet', partitionKey: petId, sortKey: orderId, projection: 'KEYS_ONLY' },
-      { name: 'byStatus', partitionKey: statusKey, sortKey: orderId, projection: 'KEYS_ONLY' },
-      { name: 'byStatusDate', partitionKey: statusKey, sortKey: dateKey, projection: 'KEYS_ONLY' },
-      { name: 'byPetDate', partitionKey: petId, sortKey: dateKey, projection: 'KEYS_ONLY' },
-    ],
+    // What a new table gets; a live one gets them one deploy at a time (see above).
+    globalIndexes: ORDER_INDEXES,
     pointInTimeRecovery: true,
   },
   apiKeys: {
@@ -99,7 +175,12 @@ export const TABLES = {
     partitionKey: { name: 'keyHash', type: 'S' },
     // Finds a key's hash by its public id (the record is then read from the table).
     globalIndexes: [
-      { name: 'byKeyId', partitionKey: { name: 'keyId', type: 'S' }, projection: 'KEYS_ONLY' },
+      {
+        name: 'byKeyId',
+        partitionKey: { name: 'keyId', type: 'S' },
+        sortKeys: [],
+        projection: 'KEYS_ONLY',
+      },
     ],
     pointInTimeRecovery: true,
   },
@@ -114,11 +195,21 @@ export const TABLES = {
 
 export type TableName = keyof typeof TABLES;
 
-/** The orders table's global indexes, in the order a live table gets them. */
-export type OrderIndexName = (typeof TABLES.orders.globalIndexes)[number]['name'];
-export const ORDER_INDEX_NAMES: readonly OrderIndexName[] = TABLES.orders.globalIndexes.map(
+/** The v2 list's indexes, and the first release's. */
+export type CurrentOrderIndexName = (typeof ORDER_INDEXES)[number]['name'];
+export type FirstReleaseOrderIndexName = (typeof FIRST_RELEASE_ORDER_INDEXES)[number]['name'];
+export type OrderIndexName = CurrentOrderIndexName | FirstReleaseOrderIndexName;
+export const ORDER_INDEX_NAMES: readonly CurrentOrderIndexName[] = ORDER_INDEXES.map(
   (index) => index.name,
 );
+export const FIRST_RELEASE_ORDER_INDEX_NAMES: readonly FirstReleaseOrderIndexName[] =
+  FIRST_RELEASE_ORDER_INDEXES.map((index) => index.name);
+
+/** The definition of one of the orders table's indexes, current or of the first release. */
+export function orderIndexDefinition(name: OrderIndexName): GlobalIndexDefinition {
+  return [...ORDER_INDEXES, ...FIRST_RELEASE_ORDER_INDEXES].find((index) => index.name === name)!;
+}
+
 export type TableNames = Record<TableName, string>;
 
 /** Shard of an order id (ids may be negative: the remainder is taken non-negative). */
@@ -126,3 +217,32 @@ export function orderShard(id: bigint): number {
   const shards = BigInt(ORDER_SHARDS);
   return Number(((id % shards) + shards) % shards);
 }
+
+/**
+ * Where a store of orders keeps them and the list's version items, by key: the service's orders
+ * (ORDER_PARTITIONS), or the deploy check's (DEPLOY_CHECK_PARTITIONS).
+ */
+export interface OrderPartitions {
+  /** The partition (`shard`) of an order, which its index partitions carry too (`s`). */
+  readonly shardOf: (id: bigint) => number;
+  /** The key of list version item `index` (0 to LIST_VERSION_SLOTS − 1). */
+  readonly versionKey: (index: number) => { readonly shard: number; readonly id: number };
+}
+
+export const ORDER_PARTITIONS: OrderPartitions = {
+  shardOf: orderShard,
+  versionKey: listVersionKey,
+};
+
+/**
+ * The deploy check's partition (lib/deploy-check.ts): its order in `shard` −200 and its version
+ * items in −201, partitions no order and no other item uses. The lists read shards 0 to
+ * ORDER_SHARDS − 1 and the version items of ORDER_PARTITIONS; the v2 list's status indexes are
+ * read in the partitions `<status>#0` to `<status>#7`, and its order, keyed `<status>#-200`,
+ * has no pet and no ship date, so no other index holds it: no list ever shows it.
+ */
+export const DEPLOY_CHECK_SHARD = -200;
+export const DEPLOY_CHECK_PARTITIONS: OrderPartitions = {
+  shardOf: () => DEPLOY_CHECK_SHARD,
+  versionKey: (index) => ({ shard: DEPLOY_CHECK_SHARD - 1, id: index }),
+};

@@ -2,12 +2,13 @@
 import { UpdateCommand, type UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 
 /**
- * Conditions (joined by AND), SET clauses and their values; `Attribute` is the names the item
- * may have, so that a name outside the item's legend does not type-check.
+ * Conditions (joined by AND), SET clauses and their values, REMOVE clauses; `Attribute` is the
+ * names the item may have, so that a name outside the item's legend does not type-check.
  */
 export class UpdateBuilder<Attribute extends string = string> {
   private readonly conditions: string[] = [];
   private readonly sets: string[] = [];
+  private readonly removes: string[] = [];
   private readonly values: Record<string, unknown> = {};
   private readonly names: Record<string, string> = {};
 
@@ -35,8 +36,13 @@ export class UpdateBuilder<Attribute extends string = string> {
     this.set(`${this.name(attribute)} = ${this.value(value)}`);
   }
 
+  /** `attribute`, as a REMOVE clause. */
+  remove(attribute: Attribute): void {
+    this.removes.push(this.name(attribute));
+  }
+
   /** The attribute holds `expected`, or is absent when `expected` is undefined. */
-  equalsOrAbsent(attribute: Attribute, expected: number | undefined): void {
+  equalsOrAbsent(attribute: Attribute, expected: unknown): void {
     this.condition(
       expected === undefined
         ? `attribute_not_exists(${this.name(attribute)})`
@@ -52,10 +58,14 @@ export class UpdateBuilder<Attribute extends string = string> {
     return {
       TableName: tableName,
       Key: key,
-      UpdateExpression: `SET ${this.sets.join(', ')}`,
+      UpdateExpression: [
+        ...(this.sets.length > 0 ? [`SET ${this.sets.join(', ')}`] : []),
+        ...(this.removes.length > 0 ? [`REMOVE ${this.removes.join(', ')}`] : []),
+      ].join(' '),
       ConditionExpression: this.conditions.join(' AND '),
       ExpressionAttributeNames: this.names,
-      ExpressionAttributeValues: this.values,
+      // DynamoDB refuses an empty map (a write that only removes, on conditions of presence).
+      ...(Object.keys(this.values).length > 0 ? { ExpressionAttributeValues: this.values } : {}),
       ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
     };
   }

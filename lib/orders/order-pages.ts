@@ -10,7 +10,7 @@
  * once (positions only move forward, and each order stands at one position) — with the limits
  * the implementation states (eventually consistent indexes).
  */
-import type { OrderStreamOptions } from './order-store.ts';
+import type { ListVersion, OrderStreamOptions } from './order-store.ts';
 import type { Order } from './order.ts';
 import type { OrderFilter, PagePosition } from './order-filter.ts';
 
@@ -37,13 +37,19 @@ export interface PageRequest<Plan extends PagePlan = PagePlan> {
   readonly start?: PagePosition;
   /** 1 to PAGE_SIZE_MAX (./list-query.ts). */
   readonly pageSize: number;
+  /**
+   * The list's version, read before the page, and when it was read: how far a page read from an
+   * eventually consistent index may trust what the index holds (./page-tag.ts isSettled, and the
+   * version's recent writes). Absent: the index is trusted for nothing it may hold stale.
+   */
+  readonly seen?: { readonly version: ListVersion; readonly at: number };
 }
 
 /** What one page cost storage. */
 export interface PageCost {
   /** Items the storage evaluated for the page (DynamoDB's ScannedCount, summed). */
   readonly evaluated: number;
-  /** Orders read by key to check them (BatchGetItem, strongly consistent). */
+  /** Orders read by key to check them (BatchGetItem). */
   readonly fetched: number;
   readonly queries: number;
   readonly batchGets: number;

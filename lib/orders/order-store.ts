@@ -62,15 +62,24 @@ export interface OrderStreamOptions extends CallOptions {
  * The list's version, for conditional requests: an opaque tag that stays the same for as long as
  * no write changes the list, or no tag while a write is in flight (the list is changing).
  */
+/**
+ * The orders written less than INDEX_SETTLE_MS ago or being written (./page-tag.ts), by their
+ * ids' decimal text: the ones an eventually consistent index may show as they were. `all` when
+ * that is not known of every such write (a write of many orders, for one).
+ */
+export type RecentWrites = ReadonlySet<string> | 'all';
+
 export interface ListVersion {
   readonly tag: string | undefined;
   /**
    * When the last write the tag covers changed the list (ms since the epoch; 0 when none ever
    * did); undefined when a write in flight leaves no tag, or when the time is unknown (a change
    * recorded without its time). Pages read from eventually consistent indexes wait for it to
-   * settle before they are tagged (./page-tag.ts).
+   * settle before they are tagged by version (./page-tag.ts).
    */
   readonly lastChangeAt?: number;
+  /** Which orders' index entries may lag now. */
+  readonly recentWrites: RecentWrites;
 }
 
 /** The port the order operations need from storage. */

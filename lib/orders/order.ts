@@ -18,17 +18,11 @@ export interface Order {
   readonly shipDate?: string;
   readonly complete?: boolean;
   /**
-   * Always set by the service (an order stored without one is `pending`); absent only on an
-   * order read from storage whose stored status is not one of ORDER_STATUSES.
+   * Always set by the service (an order stored without one is `pending`, one a cancel through the
+   * API recorded itself on is `cancelled`: lib/dynamodb/order-item.ts); absent only on an order
+   * read from storage whose stored status is not one of ORDER_STATUSES.
    */
   readonly status?: OrderStatus;
-  /**
-   * When the order was cancelled through the API (ms since the epoch), as its cancel recorded it
-   * (lib/orders/order-store.ts, Cancellation); absent on an order cancelled before the trail
-   * existed or stored cancelled by an import. Not one of ORDER_FIELDS: no seed or import file
-   * sets it, and v1's JSON leaves it out; v2's shows it (orderToJsonV2).
-   */
-  readonly cancelledAt?: number;
 }
 
 export const INT64_MIN = -(2n ** 63n);
@@ -133,12 +127,8 @@ export function orderToJson(order: Order): string {
 }
 
 /**
- * The JSON text of one order in v2: v1's (orderToJson), then `cancelledAt` as an RFC 3339
- * date-time in UTC with milliseconds, when the order has one. Who cancelled it, and in which
- * request, are the operators' to see, never a client's.
+ * The JSON text of one order in v2: v1's, field for field. Not the cancel's trail (when, which key,
+ * which request): that is the operators' record (`orders show`), and a page read from an index
+ * would need it in the index, which every cancel would then rewrite (docs/architecture.md).
  */
-export function orderToJsonV2(order: Order): string {
-  const json = orderToJson(order);
-  if (order.cancelledAt === undefined) return json;
-  return `${json.slice(0, -1)},"cancelledAt":"${new Date(order.cancelledAt).toISOString()}"}`;
-}
+export const orderToJsonV2: (order: Order) => string = orderToJson;

@@ -7,7 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { PassThrough } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { importValidated, writeOrders } from '../../admin/orders.ts';
+import { importValidated, writeOrders } from '../../admin/orders/import.ts';
 import { createDocumentClient } from '../../lib/dynamodb/client.ts';
 import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
 import { DependencyFailure } from '../../lib/failures.ts';

@@ -9,7 +9,7 @@ import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { ScanCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { expect } from 'vitest';
 import { runAdmin } from '../../admin/program.ts';
-import { isOrderItem } from '../../lib/dynamodb/orders-table.ts';
+import { isOrderItem } from '../../lib/dynamodb/order-item.ts';
 import { PROJECT_ROOT } from '../../local/local-stack.ts';
 import type { TestTables } from '../support/tables.ts';
 

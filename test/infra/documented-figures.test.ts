@@ -12,7 +12,16 @@ import { PROVISIONED_SCALING, stageConfig } from '../../infra/config.ts';
 import { STAGE_SETTING_KEYS } from '../../infra/stage-settings.ts';
 import { API_STAGES } from '../../lib/api/routes.ts';
 import { TABLES, type TableName } from '../../lib/dynamodb/tables.ts';
-import { FUNCTION_NAMES, FUNCTIONS, type FunctionName } from '../../lib/functions.ts';
+import { ALARM_POLL_MS } from '../../functions/deploy-hooks/bake.ts';
+import { VERDICT_RESERVE_MS } from '../../functions/deploy-hooks/hooks.ts';
+import { BASELINE_MS } from '../../functions/deploy-hooks/judge.ts';
+import {
+  CALL_BUDGET_MS,
+  LIST_BODY_BUDGET_MS,
+  PROBE_KEY_LIFETIME_MS,
+} from '../../functions/deploy-hooks/probes.ts';
+import { VERDICT_ATTEMPTS } from '../../functions/deploy-hooks/verdict.ts';
+import { DEPLOY_HOOKS, FUNCTION_NAMES, FUNCTIONS, type FunctionName } from '../../lib/functions.ts';
 import { docs } from '../support/runbook.ts';
 import { templates, testApp } from './support.ts';
 
@@ -142,6 +151,69 @@ describe("docs/deploy.md's provisioned concurrency", () => {
     expect(terms.reduce((sum, term) => sum + term, 0)).toBeCloseTo(Number(total!.slice(1)), 2);
     const exact = withFloors.reduce((sum, fn) => sum + floors[fn] * month(fn), 0);
     expect(total).toBe(dollars(exact));
+  });
+});
+
+describe("docs/deploy.md's costs of provisioned concurrency at its ceiling and of the alarms", () => {
+  const text = docs('deploy.md').replace(/\s+/g, ' ');
+  const price = Number(/\$(0\.\d+) per GB-second/.exec(text)?.[1]);
+  const floors = stageConfig('production', () => undefined, {}).concurrency.provisioned;
+  const month = (fn: FunctionName) => (FUNCTIONS[fn].memoryMb / 1024) * 730 * 3600 * price;
+  const dollars = (amount: number) => `$${amount.toFixed(2)}`;
+
+  it('states the month at the scaling ceiling (every floor times the factor) as the stack and the price make it', () => {
+    const [, total] = /At its ceiling, [^$]*costs (\$[\d.]+) a month/.exec(text)!;
+    const ceiling = FUNCTION_NAMES.reduce(
+      (sum, fn) => sum + floors[fn] * PROVISIONED_SCALING.maxFactor * month(fn),
+      0,
+    );
+    expect(total).toBe(dollars(ceiling));
+  });
+
+  it("states the alarms' cost as their metrics in the synthesized stages make it ($0.10 an alarm metric a month)", () => {
+    const [, metrics, cost, deployMetrics, deployCost] =
+      /(\d+) alarm metrics a stage, (\$[\d.]+) a month each stage \(the 8 deployment alarms' (\d+) of them, (\$[\d.]+)/.exec(
+        text,
+      )!;
+    expect(/\$0\.10 an alarm metric a month/.test(text)).toBe(true);
+    for (const stage of Object.values(stages)) {
+      const alarms = Object.values(
+        templates(stage).api.findResources('AWS::CloudWatch::Alarm') as Record<
+          string,
+          { Properties: { AlarmName: string; Metrics?: { MetricStat?: unknown }[] } }
+        >,
+      );
+      // A simple alarm reads one metric; a metric-math alarm each metric of its expression.
+      const metricsOf = (a: (typeof alarms)[number]) =>
+        a.Properties.Metrics ? a.Properties.Metrics.filter((m) => m.MetricStat).length : 1;
+      const all = alarms.reduce((sum, a) => sum + metricsOf(a), 0);
+      const deployment = alarms.filter((a) =>
+        /NewVersion/.test(JSON.stringify(a.Properties.AlarmName)),
+      );
+      expect(deployment).toHaveLength(8);
+      const deploymentMetrics = deployment.reduce((sum, a) => sum + metricsOf(a), 0);
+      expect(Number(metrics)).toBe(all);
+      expect(cost).toBe(dollars(all * 0.1));
+      expect(Number(deployMetrics)).toBe(deploymentMetrics);
+      expect(deployCost).toBe(dollars(deploymentMetrics * 0.1));
+    }
+  });
+});
+
+describe("docs/deploy.md's figures of the deploy hooks", () => {
+  const text = docs('deploy.md').replace(/\s+/g, ' ');
+  const seconds = (ms: number) => `${ms / 1000} s`;
+
+  it("gives the probes' budgets, the verdict's attempts, the watch's reads and the baseline as the hooks have them", () => {
+    expect(text).toContain(`a list still flowing after ${seconds(LIST_BODY_BUDGET_MS)} passes`);
+    expect(text).toContain(
+      `(${seconds(CALL_BUDGET_MS)} at most, and never past the hook's own ${DEPLOY_HOOKS.preTraffic.timeoutSeconds} s timeout less the ${seconds(VERDICT_RESERVE_MS)} it keeps to send its verdict)`,
+    );
+    expect(text).toContain(`Sending it is tried ${VERDICT_ATTEMPTS} times`);
+    expect(text).toContain(`every ${seconds(ALARM_POLL_MS)} it reads the function's`);
+    expect(text).toContain(`expiring ${PROBE_KEY_LIFETIME_MS / 60_000} minutes later`);
+    expect(BASELINE_MS).toBe(60 * 60_000);
+    expect(text).toContain('the same minutes and the hour before the deployment');
   });
 });
 

@@ -1,17 +1,20 @@
 /** What an operator gets per stage: alarms with their thresholds and actions, a dashboard, Contributor Insights. */
 import { Match, type Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
-import {
-  NEW_VERSION_MIN_FAILURES,
-  NEW_VERSION_MIN_INVOCATIONS,
-  stageConfig,
-  type StageConfig,
-} from '../../infra/config.ts';
+import { INTERNAL_ERROR_ANSWER_PATTERN, KEY_CHECK_TRANSIENT_PATTERN } from '../../infra/alarms.ts';
+import { stageConfig, type StageConfig } from '../../infra/config.ts';
 import { RATE_LIMIT_REFUSAL_LOG } from '../../infra/monitoring.ts';
 import { API_STAGES, STAGE_ROUTES } from '../../lib/api/routes.ts';
 import type { StageName } from '../../lib/deployment.ts';
 import { FUNCTIONS } from '../../lib/functions.ts';
+import {
+  ERROR_SCORE_THRESHOLD,
+  LATENCY_RATIO,
+  MIN_LATENCY_SAMPLES,
+} from '../../lib/deploy-judgement.ts';
+import { FUNCTION_NAMES, type FunctionName } from '../../lib/functions.ts';
 import { METRIC_NAMES } from '../../lib/metrics.ts';
+import { alarmValue, type AlarmQuery } from '../support/metric-math.ts';
 import { docs } from '../support/runbook.ts';
 import { templates, testApp } from './support.ts';
 
@@ -64,14 +67,14 @@ function expectedThresholds(c: StageConfig): Record<string, number> {
     InternalErrors: a.internalErrors,
     ListStreamFailures: a.listStreamFailures,
     ListResponseBytes: a.listResponseBytes,
-    // What rolls a deploy back (infra/deployments.ts): the new version's failure rate and p99 duration.
-    ListOrdersNewVersionFailureRate: c.deployment.newVersionFailureRate,
-    ListOrderPagesNewVersionFailureRate: c.deployment.newVersionFailureRate,
-    ListOrderPagesNewVersionLatencyP99: c.deployment.newVersionP99DurationMs,
-    CancelOrderNewVersionFailureRate: c.deployment.newVersionFailureRate,
-    AuthorizerNewVersionFailureRate: c.deployment.newVersionFailureRate,
-    CancelOrderNewVersionLatencyP99: c.deployment.newVersionP99DurationMs,
-    AuthorizerNewVersionLatencyP99: c.deployment.newVersionP99DurationMs,
+    // What rolls a deploy back during a shift (infra/deployments.ts): the new version judged
+    // against the one beside it (lib/deploy-judgement.ts), the same in every stage.
+    ...Object.fromEntries(
+      ['ListOrders', 'ListOrderPages', 'CancelOrder', 'Authorizer'].flatMap((fn) => [
+        [`${fn}NewVersionFailures`, ERROR_SCORE_THRESHOLD],
+        [`${fn}NewVersionLatency`, LATENCY_RATIO],
+      ]),
+    ),
   };
 }
 
@@ -148,7 +151,7 @@ describe.each(STAGE_NAMES)('alarms (%s)', (stage) => {
     });
   });
 
-  it('watch errors and throttles of each function, and the longest list against its timeout', () => {
+  it("watch errors (callers': through live, not the deploy check's calls of a version) and throttles of each function, and the longest list against its timeout", () => {
     const fn = (description: string) => ({
       Ref: logicalId(api[stage], 'AWS::Lambda::Function', description),
     });
@@ -163,7 +166,16 @@ describe.each(STAGE_NAMES)('alarms (%s)', (stage) => {
       ['CancelOrder', FUNCTIONS.cancelOrder],
       ['Authorizer', FUNCTIONS.authorizer],
     ] as const) {
-      expect(alarms[`${name}Errors`]).toMatchObject(lambda('Errors', definition.description));
+      expect(alarms[`${name}Errors`]).toMatchObject({
+        ...lambda('Errors', definition.description),
+        Dimensions: [
+          { Name: 'FunctionName', Value: fn(definition.description) },
+          {
+            Name: 'Resource',
+            Value: { 'Fn::Join': ['', [fn(definition.description), ':live']] },
+          },
+        ],
+      });
       expect(alarms[`${name}Throttles`]).toMatchObject(lambda('Throttles', definition.description));
     }
     expect(alarms.ListOrdersNearTimeout).toMatchObject({
@@ -242,30 +254,46 @@ describe.each(STAGE_NAMES)('alarms (%s)', (stage) => {
 
 describe.each(STAGE_NAMES)('what a deploy is judged by (%s)', (stage) => {
   const alarms = alarmsOf(stage);
-  const { deployment } = config(stage);
-  type Query = {
-    Id: string;
-    Expression?: string;
-    MetricStat?: {
-      Metric: { Namespace: string; MetricName: string; Dimensions: { Name: string }[] };
-      Stat: string;
-      Period: number;
-    };
-  };
-  const queries = (name: string) => alarms[name]!.Metrics as Query[];
-  const byId = (name: string, id: string) => queries(name).find((q) => q.Id === id)!;
+  const pascal = (name: string) => `${name.charAt(0).toUpperCase()}${name.slice(1)}`;
+  const queries = (name: string) => alarms[name]!.Metrics as AlarmQuery[];
 
-  it("counts each 5XX answer of an HTTP function by the function's name and version (a metric filter on its log lines)", () => {
-    const filters = resources(api[stage], 'AWS::Logs::MetricFilter');
-    // One per HTTP function: both lists and the cancel.
-    expect(filters).toHaveLength(3);
-    for (const [, filter] of filters) {
-      expect(filter.Properties).toMatchObject({
-        FilterPattern: '{ $.status >= 500 }',
-        MetricTransformations: [
+  /** A metric's figure in one minute: which version (`new`, all versions: `all`), which metric. */
+  type Figures = Partial<Record<`${'new' | 'all'} ${string}`, number>>;
+  /**
+   * The alarm's value for one minute's figures: each MetricStat read as the new version's (a
+   * version dimension) or all versions' (none), by its metric name and statistic.
+   */
+  function valueOf(name: string, figures: Figures) {
+    return alarmValue(queries(name), ({ Metric, Stat }) => {
+      const versioned = (Metric.Dimensions ?? []).some(
+        (d) => d.Name === 'ExecutedVersion' || d.Name === 'FunctionVersion',
+      );
+      return figures[`${versioned ? 'new' : 'all'} ${Metric.MetricName} ${Stat}`];
+    });
+  }
+  const fires = (name: string, figures: Figures) => {
+    const value = valueOf(name, figures);
+    return value !== undefined && value >= (alarms[name]!.Threshold as number);
+  };
+
+  it("counts each 500 answer to a caller of an HTTP function, and the authorizer's transient failures, by function (and version): not 503s, not the deploy check's", () => {
+    const filters = resources(api[stage], 'AWS::Logs::MetricFilter').map(([, f]) => f.Properties);
+    // Two per function: by version, and all versions.
+    expect(filters).toHaveLength(2 * FUNCTION_NAMES.length);
+    const byGroup = (fn: string) =>
+      filters.filter((f) => JSON.stringify(f.LogGroupName).includes(`${fn}Logs`));
+    for (const fn of ['ListOrders', 'ListOrderPages', 'CancelOrder', 'Authorizer']) {
+      const pattern =
+        fn === 'Authorizer' ? KEY_CHECK_TRANSIENT_PATTERN : INTERNAL_ERROR_ANSWER_PATTERN;
+      const name =
+        fn === 'Authorizer'
+          ? METRIC_NAMES.keyCheckTransientFailures
+          : METRIC_NAMES.internalErrorAnswers;
+      expect(byGroup(fn).map((f) => f.MetricTransformations)).toEqual([
+        [
           {
             MetricNamespace: `StoreOrders/${stage}`,
-            MetricName: METRIC_NAMES.serverErrorAnswers,
+            MetricName: name,
             MetricValue: '1',
             Unit: 'Count',
             Dimensions: [
@@ -274,62 +302,114 @@ describe.each(STAGE_NAMES)('what a deploy is judged by (%s)', (stage) => {
             ],
           },
         ],
-      });
+        [
+          {
+            MetricNamespace: `StoreOrders/${stage}`,
+            MetricName: name,
+            MetricValue: '1',
+            Unit: 'Count',
+            Dimensions: [{ Key: 'FunctionName', Value: '$.function_name' }],
+          },
+        ],
+      ]);
+      for (const filter of byGroup(fn)) {
+        expect(filter.FilterPattern).toBe(pattern.logPatternString);
+      }
     }
-    const groups = filters.map(([, f]) => JSON.stringify(f.Properties.LogGroupName)).sort();
-    expect(groups).toEqual([
-      expect.stringMatching(/CancelOrderLogs/),
-      expect.stringMatching(/ListOrderPagesLogs/),
-      expect.stringMatching(/ListOrdersLogs/),
-    ]);
-  });
-
-  it.each(['ListOrders', 'ListOrderPages', 'CancelOrder'])(
-    "rolls %s back on its new version's failed share of invocations (5XX answers, crashes), from a minimum count on",
-    (fn) => {
-      const name = `${fn}NewVersionFailureRate`;
-      const failures = 'FILL(errors, 0) + FILL(answers, 0)';
-      expect(queries(name).find((q) => q.Expression)!.Expression).toBe(
-        `IF(${failures} >= ${NEW_VERSION_MIN_FAILURES}, (${failures}) / invocations, 0)`,
-      );
-      expect(byId(name, 'answers').MetricStat).toMatchObject({
-        Metric: { Namespace: `StoreOrders/${stage}`, MetricName: METRIC_NAMES.serverErrorAnswers },
-        Stat: 'Sum',
-        Period: 60,
-      });
-      expect(byId(name, 'errors').MetricStat?.Metric.MetricName).toBe('Errors');
-      expect(byId(name, 'invocations').MetricStat?.Metric.MetricName).toBe('Invocations');
-      expect(alarms[name]!.Threshold).toBe(deployment.newVersionFailureRate);
-    },
-  );
-
-  it("rolls the authorizer back on its new version's errors (its key store failed) as a share of its invocations", () => {
-    expect(queries('AuthorizerNewVersionFailureRate').find((q) => q.Expression)!.Expression).toBe(
-      `IF(FILL(errors, 0) >= ${NEW_VERSION_MIN_FAILURES}, (FILL(errors, 0)) / invocations, 0)`,
+    expect(INTERNAL_ERROR_ANSWER_PATTERN.logPatternString).toBe(
+      '{ ($.status = 500) && ($.deploy_check NOT EXISTS) }',
     );
   });
 
-  it('judges p99 duration only over a minute of enough invocations', () => {
-    // Every p99 alarm: one per buffered function (listOrders streams: its duration is the list's).
-    const p99 = Object.keys(alarms)
-      .filter((name) => name.endsWith('NewVersionLatencyP99'))
-      .sort();
-    expect(p99).toEqual([
-      'AuthorizerNewVersionLatencyP99',
-      'CancelOrderNewVersionLatencyP99',
-      'ListOrderPagesNewVersionLatencyP99',
-    ]);
-    for (const name of p99) {
-      expect(queries(name).find((q) => q.Expression)!.Expression).toBe(
-        `IF(invocations >= ${NEW_VERSION_MIN_INVOCATIONS}, p99, 0)`,
-      );
-      expect(byId(name, 'p99').MetricStat).toMatchObject({ Stat: 'p99', Period: 60 });
-    }
+  it.each(FUNCTION_NAMES)(
+    "rolls %s back when its new version fails both of 2 requests in a minute, and not on 1, nor on the old version's own share of failures",
+    (fn: FunctionName) => {
+      const name = `${pascal(fn)}NewVersionFailures`;
+      const failed =
+        fn === 'authorizer' ? 'Errors Sum' : `${METRIC_NAMES.internalErrorAnswers} Sum`;
+      const minute = (
+        newFailed: number,
+        newRequests: number,
+        oldFailed: number,
+        oldRequests: number,
+      ): Figures => ({
+        [`new ${failed}`]: newFailed,
+        [`all ${failed}`]: newFailed + oldFailed,
+        'new Invocations Sum': newRequests,
+        'all Invocations Sum': newRequests + oldRequests,
+      });
+      expect(fires(name, minute(2, 2, 0, 18))).toBe(true);
+      expect(fires(name, minute(1, 1, 0, 9))).toBe(false);
+      // The old version fails 2% of its requests in the same minute: 4 of 100 is no news.
+      expect(fires(name, minute(4, 100, 18, 900))).toBe(false);
+      expect(fires(name, minute(10, 100, 18, 900))).toBe(true);
+      // No data at all (no traffic): no verdict.
+      expect(fires(name, {})).toBe(false);
+      // No version beside it (after the last shift, outside a deploy): nothing to compare with.
+      expect(fires(name, minute(10, 10, 0, 0))).toBe(false);
+    },
+  );
+
+  it("does not roll the authorizer back for its key store's transient failures (503s), only for the rest of its failed invocations", () => {
+    const transient = `${METRIC_NAMES.keyCheckTransientFailures} Sum`;
+    const minute = (errors: number, transients: number): Figures => ({
+      'new Errors Sum': errors,
+      [`new ${transient}`]: transients,
+      'all Errors Sum': errors,
+      [`all ${transient}`]: transients,
+      'new Invocations Sum': 10,
+      'all Invocations Sum': 100,
+    });
+    expect(fires('AuthorizerNewVersionFailures', minute(5, 5))).toBe(false);
+    expect(fires('AuthorizerNewVersionFailures', minute(5, 0))).toBe(true);
   });
 
-  it('lets one transient failure pass: rates, at least 3 failures, 5% in production', () => {
-    expect(NEW_VERSION_MIN_FAILURES).toBeGreaterThanOrEqual(3);
-    expect(config('production').deployment.newVersionFailureRate).toBe(0.05);
+  it.each(FUNCTION_NAMES)(
+    "rolls %s back when its new version's median latency is twice all versions', from enough requests of each (a list: its time to first byte)",
+    (fn: FunctionName) => {
+      const name = `${pascal(fn)}NewVersionLatency`;
+      const [metric, count] =
+        fn === 'listOrders'
+          ? [METRIC_NAMES.timeToFirstByte, `${METRIC_NAMES.timeToFirstByte} SampleCount`]
+          : ['Duration', 'Invocations Sum'];
+      const minute = (
+        newMs: number,
+        allMs: number,
+        newSamples: number,
+        allSamples: number,
+      ): Figures => ({
+        [`new ${metric} p50`]: newMs,
+        [`all ${metric} p50`]: allMs,
+        [`new ${count}`]: newSamples,
+        [`all ${count}`]: allSamples,
+      });
+      const enough = MIN_LATENCY_SAMPLES;
+      expect(fires(name, minute(100, 22, enough, 10 * enough))).toBe(true);
+      expect(fires(name, minute(30, 22, enough, 10 * enough))).toBe(false);
+      // A few cold starts of the new version are no verdict.
+      expect(fires(name, minute(100, 22, enough - 1, 10 * enough))).toBe(false);
+      // Nothing beside it to compare with (after the last shift): no verdict here either.
+      expect(fires(name, minute(100, 100, 10 * enough, 10 * enough))).toBe(false);
+    },
+  );
+
+  it("reads the new version's figures through live by the version the alias moves to, and never the deploy check's calls", () => {
+    for (const fn of FUNCTION_NAMES) {
+      for (const kind of ['Failures', 'Latency']) {
+        for (const query of queries(`${pascal(fn)}NewVersion${kind}`)) {
+          const metric = query.MetricStat?.Metric;
+          if (metric?.Namespace !== 'AWS/Lambda') continue;
+          const dimensions = Object.fromEntries(
+            (metric.Dimensions ?? []).map((d) => [d.Name, JSON.stringify(d.Value)]),
+          );
+          // Through `live`: a direct call of the version (the deploy check) is not in it.
+          expect(dimensions.Resource).toMatch(/:live/);
+          if (dimensions.ExecutedVersion) {
+            expect(dimensions.ExecutedVersion).toMatch(/LivePinned.*LiveVersion.*CurrentVersion/);
+          }
+        }
+      }
+    }
   });
 });
 

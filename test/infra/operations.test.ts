@@ -32,6 +32,7 @@ import {
   HOOK_ENV,
   FUNCTION_OUTPUTS,
   LIVE_ALIAS,
+  ROLLBACK_ALIAS,
   LOG_GROUP_OUTPUTS,
   logGroupName,
   queryPrefix,
@@ -45,7 +46,7 @@ import { DependencyFailure } from '../../lib/failures.ts';
 import { RateLimitRefusal } from '../../lib/limits/limiter.ts';
 import { InvalidOrderId } from '../../lib/orders/operations.ts';
 import { RATE_LIMIT_REFUSAL_LOG } from '../../infra/monitoring.ts';
-import { awsSteps, docs, shellBlocks, standInAws } from '../support/runbook.ts';
+import { awsSteps, docs, markdownTable, shellBlocks, standInAws } from '../support/runbook.ts';
 import { templates, testApp } from './support.ts';
 
 const { stages } = testApp();
@@ -373,16 +374,33 @@ describe.each(STAGES)('safe deployments (%s)', (stage) => {
   const config = stageConfig(stage, () => undefined, {});
   const aliasId = (name: FunctionName) => idOf(stage, stack.functions[name].live);
 
-  it("give each function one alias, live, on the function's current version", () => {
+  it("give each function one alias, live, on the function's current version, or on the version a rollback pins (the stack parameter <Function>LiveVersion)", () => {
     const aliases = resources(api, 'AWS::Lambda::Alias');
     expect(aliases).toHaveLength(FUNCTION_NAMES.length);
+    const json = api.toJSON() as {
+      Parameters: Record<string, Record<string, unknown>>;
+      Conditions: Record<string, unknown>;
+    };
     for (const name of FUNCTION_NAMES) {
       const fn = stack.functions[name];
+      const pin = `${name.charAt(0).toUpperCase()}${name.slice(1)}LiveVersion`;
+      const pinned = `${name.charAt(0).toUpperCase()}${name.slice(1)}LivePinned`;
       const alias = api.toJSON().Resources[aliasId(name)] as Resource;
       expect(alias.Properties).toEqual({
         FunctionName: ref(idOf(stage, fn)),
-        FunctionVersion: { 'Fn::GetAtt': [versionId(stage, fn), 'Version'] },
+        FunctionVersion: {
+          'Fn::If': [pinned, ref(pin), { 'Fn::GetAtt': [versionId(stage, fn), 'Version'] }],
+        },
         Name: LIVE_ALIAS,
+      });
+      // Unpinned unless given: a deploy without it moves live to its own version.
+      expect(json.Parameters[pin]).toMatchObject({
+        Type: 'String',
+        Default: '',
+        AllowedPattern: '^[0-9]*$',
+      });
+      expect(json.Conditions[pinned]).toEqual({
+        'Fn::Not': [{ 'Fn::Equals': [ref(pin), ''] }],
       });
     }
   });
@@ -464,10 +482,15 @@ describe.each(STAGES)('safe deployments (%s)', (stage) => {
       const group = stack.deployments.groups[name];
       const groupId = idOf(stage, group);
       const props = resource(groupId).Properties;
+      const pinned = `${name.charAt(0).toUpperCase()}${name.slice(1)}LivePinned`;
       expect(props).toMatchObject({
         ApplicationName: ref(applicationId),
         DeploymentGroupName: name,
-        DeploymentConfigName: configName,
+        // A rollback (a pinned version) moves all at once.
+        DeploymentConfigName:
+          stage === 'production'
+            ? { 'Fn::If': [pinned, 'CodeDeployDefault.LambdaAllAtOnce', configName] }
+            : configName,
         DeploymentStyle: { DeploymentOption: 'WITH_TRAFFIC_CONTROL', DeploymentType: 'BLUE_GREEN' },
         AutoRollbackConfiguration: {
           Enabled: true,
@@ -491,7 +514,7 @@ describe.each(STAGES)('safe deployments (%s)', (stage) => {
     }
   });
 
-  it("watch, during each deploy and its bake, the new version's failure rate (and a buffered function's p99 duration)", () => {
+  it("judge, during each deploy's shift, the new version (the one live moves to) against the versions beside it, on its failures and its latency", () => {
     const alarms = Object.fromEntries(resources(api, 'AWS::CloudWatch::Alarm'));
     for (const name of FUNCTION_NAMES) {
       const fn = stack.functions[name];
@@ -499,48 +522,41 @@ describe.each(STAGES)('safe deployments (%s)', (stage) => {
         AlarmConfiguration: { Alarms: { Name: { Ref: string } }[] };
       };
       const watched = group.AlarmConfiguration.Alarms.map((a) => alarms[a.Name.Ref]!.Properties);
+      const pascal = `${name.charAt(0).toUpperCase()}${name.slice(1)}`;
       expect(watched.map((a) => String(a.AlarmName).replace(`store-orders-${stage}-`, ''))).toEqual(
-        name === 'listOrders'
-          ? ['ListOrdersNewVersionFailureRate']
-          : [
-              `${name.charAt(0).toUpperCase()}${name.slice(1)}NewVersionFailureRate`,
-              `${name.charAt(0).toUpperCase()}${name.slice(1)}NewVersionLatencyP99`,
-            ],
+        [`${pascal}NewVersionFailures`, `${pascal}NewVersionLatency`],
       );
+      // The version live moves to: this deploy's, or the one a rollback pins.
+      const version = {
+        'Fn::If': [
+          `${pascal}LivePinned`,
+          ref(`${pascal}LiveVersion`),
+          { 'Fn::GetAtt': [versionId(stage, fn), 'Version'] },
+        ],
+      };
       for (const alarm of watched) {
         const metrics = (
           alarm.Metrics as {
-            MetricStat?: { Metric: { Namespace: string; Dimensions: unknown[] } };
+            MetricStat?: {
+              Metric: { Namespace: string; Dimensions: { Name: string; Value: unknown }[] };
+            };
           }[]
         )
           .filter((m) => m.MetricStat)
           .map((m) => m.MetricStat!.Metric);
-        expect(metrics.length).toBeGreaterThanOrEqual(2);
-        // The version this deploy publishes, as invoked through the alias: not the old one.
-        const version = { 'Fn::GetAtt': [versionId(stage, fn), 'Version'] };
-        for (const metric of metrics) {
-          expect(metric.Dimensions).toEqual(
-            metric.Namespace === 'AWS/Lambda'
-              ? [
-                  { Name: 'ExecutedVersion', Value: version },
-                  { Name: 'FunctionName', Value: ref(idOf(stage, fn)) },
-                  {
-                    Name: 'Resource',
-                    Value: { 'Fn::Join': ['', [ref(idOf(stage, fn)), `:${LIVE_ALIAS}`]] },
-                  },
-                ]
-              : [
-                  { Name: 'FunctionName', Value: ref(idOf(stage, fn)) },
-                  { Name: 'FunctionVersion', Value: version },
-                ],
-          );
-        }
+        expect(metrics.length).toBeGreaterThanOrEqual(4);
+        const versions = metrics.flatMap((m) =>
+          m.Dimensions.filter((d) => d.Name === 'ExecutedVersion' || d.Name === 'FunctionVersion'),
+        );
+        // Half of them the new version's, half all versions' (the old one's is their difference).
+        expect(versions.length * 2).toBe(metrics.length);
+        for (const dimension of versions) expect(dimension.Value).toEqual(version);
         expect(alarm).toMatchObject({ EvaluationPeriods: 1 });
       }
     }
   });
 
-  it('give the hooks what they act on: the new versions, the alarms, the bake, how many versions to keep', () => {
+  it("give the hooks what they act on: each function (never a version: CodeDeploy's deployment names it), the alarms, the bake, how many versions to keep, the deploy check's tables, the metrics' namespace", () => {
     const pre = resource(hookIds.pre).Properties;
     const post = resource(hookIds.post).Properties;
     expect(pre).toMatchObject({ Handler: 'index.preTraffic', Runtime: 'nodejs24.x' });
@@ -555,12 +571,10 @@ describe.each(STAGES)('safe deployments (%s)', (stage) => {
       [HOOK_ENV.bakeSeconds]: String(config.deployment.bakeMinutes * 60),
       [HOOK_ENV.versionsKept]: String(config.deployment.versionsKept),
       [HOOK_ENV.ignoreAlarms]: 'false',
+      [HOOK_ENV.metricsNamespace]: `StoreOrders/${stage}`,
     });
     // What the hooks read from it, as CloudFormation resolves it on a deploy: each function's
-    // name, the version this deploy publishes, its deployment alarms by name, its provisioning.
-    const versions = new Map(
-      FUNCTION_NAMES.map((n, i) => [versionId(stage, stack.functions[n]), `${i + 7}`]),
-    );
+    // name, its deployment alarms by name, its provisioning; the tables.
     const resolve = (value: unknown): string => {
       if (typeof value === 'string') return value;
       const token = value as Record<string, unknown>;
@@ -568,15 +582,12 @@ describe.each(STAGES)('safe deployments (%s)', (stage) => {
         const [separator, parts] = token['Fn::Join'] as [string, unknown[]];
         return parts.map(resolve).join(separator);
       }
-      if ('Ref' in token) {
-        const target = resource(token.Ref as string);
-        return target.Type === 'AWS::CloudWatch::Alarm'
-          ? String(target.Properties.AlarmName)
-          : `deployed-${String(token.Ref)}`;
-      }
-      const [id, attribute] = token['Fn::GetAtt'] as [string, string];
-      expect(attribute).toBe('Version');
-      return versions.get(id)!;
+      if ('Fn::ImportValue' in token) return `imported-${JSON.stringify(token['Fn::ImportValue'])}`;
+      expect(Object.keys(token)).toEqual(['Ref']);
+      const target = resource(token.Ref as string);
+      return target.Type === 'AWS::CloudWatch::Alarm'
+        ? String(target.Properties.AlarmName)
+        : `deployed-${String(token.Ref)}`;
     };
     const settings = settingsFromEnv(
       Object.fromEntries(Object.entries(env).map(([name, value]) => [name, resolve(value)])),
@@ -588,7 +599,6 @@ describe.each(STAGES)('safe deployments (%s)', (stage) => {
           name,
           {
             functionName: `deployed-${idOf(stage, stack.functions[name])}`,
-            version: versions.get(versionId(stage, stack.functions[name])),
             // The alarms its deployment group rolls back on.
             alarms: (
               resource(idOf(stage, stack.deployments.groups[name])).Properties as {
@@ -604,10 +614,13 @@ describe.each(STAGES)('safe deployments (%s)', (stage) => {
       bakeSeconds: config.deployment.bakeMinutes * 60,
       versionsKept: config.deployment.versionsKept,
       ignoreAlarms: config.deployment.ignoreAlarms,
+      ordersTable: expect.stringMatching(/^imported-.*Orders/),
+      apiKeysTable: expect.stringMatching(/^imported-.*ApiKeys/),
+      metricsNamespace: `StoreOrders/${stage}`,
     });
     for (const name of FUNCTION_NAMES) {
       expect(settings.targets[name].alarms).toContain(
-        `store-orders-${stage}-${pascal(name)}NewVersionFailureRate`,
+        `store-orders-${stage}-${pascal(name)}NewVersionFailures`,
       );
     }
     expect(config.deployment.bakeMinutes).toBe(stage === 'production' ? 10 : 2);
@@ -622,14 +635,61 @@ describe.each(STAGES)('safe deployments (%s)', (stage) => {
     }
   });
 
+  const rules = () => resources(api, 'AWS::Events::Rule').map(([, rule]) => rule.Properties);
+
   it('resume the scaling of provisioned concurrency after a failed or stopped deployment (EventBridge to the post-traffic hook)', () => {
-    const [[, rule]] = resources(api, 'AWS::Events::Rule') as [[string, Resource]];
-    expect(rule.Properties.EventPattern).toEqual({
+    const rule = rules().find((r) => JSON.stringify(r.EventPattern).includes('aws.codedeploy'))!;
+    expect(rule.EventPattern).toEqual({
       source: ['aws.codedeploy'],
       'detail-type': ['CodeDeploy Deployment State-change Notification'],
       detail: { application: [expect.anything()], state: ['FAILURE', 'STOP'] },
     });
-    expect(JSON.stringify(rule.Properties.Targets)).toContain(hookIds.post);
+    expect(JSON.stringify(rule.Targets)).toContain(hookIds.post);
+  });
+
+  it("hand the post-traffic hook this stack's rolled-back updates (it publishes each function again, so that the same deploy can be retried)", () => {
+    const rule = rules().find((r) =>
+      JSON.stringify(r.EventPattern).includes('aws.cloudformation'),
+    )!;
+    expect(rule.EventPattern).toEqual({
+      source: ['aws.cloudformation'],
+      'detail-type': ['CloudFormation Stack Status Change'],
+      detail: {
+        'stack-id': [{ Ref: 'AWS::StackId' }],
+        'status-details': { status: ['UPDATE_ROLLBACK_COMPLETE'] },
+      },
+    });
+    expect(JSON.stringify(rule.Targets)).toContain(hookIds.post);
+  });
+
+  it("let the hooks invoke and delete any version of each function by a pattern granted once, never a version's own grant (no deploy's grant races its probe)", () => {
+    const roleId = idOf(stage, hooks.role);
+    const statements = resources(api, 'AWS::IAM::Policy')
+      .filter(([, p]) => JSON.stringify(p.Properties.Roles) === JSON.stringify([ref(roleId)]))
+      .flatMap(
+        ([, p]) =>
+          (p.Properties.PolicyDocument as { Statement: Record<string, unknown>[] }).Statement,
+      );
+    const text = JSON.stringify(statements);
+    // No statement names a version (its ARN changes with every deploy).
+    expect(text).not.toMatch(/CurrentVersion/);
+    const actionsOn = (resource: unknown) =>
+      statements
+        .filter((st) => JSON.stringify(st.Resource).includes(JSON.stringify(resource)))
+        .flatMap((st) => [st.Action].flat());
+    for (const name of FUNCTION_NAMES) {
+      const arn = { 'Fn::GetAtt': [idOf(stage, stack.functions[name]), 'Arn'] };
+      expect(actionsOn({ 'Fn::Join': ['', [arn, ':*']] })).toEqual(
+        expect.arrayContaining(['lambda:InvokeFunction', 'lambda:DeleteFunction']),
+      );
+      expect(actionsOn(arn)).toEqual(
+        expect.arrayContaining([
+          'lambda:PublishVersion',
+          'lambda:CreateAlias',
+          'lambda:UpdateAlias',
+        ]),
+      );
+    }
   });
 
   it('output the CodeDeploy application that docs/deploy.md watches', () => {
@@ -711,6 +771,10 @@ describe('what cdk destroy deletes and keeps', () => {
 const AWS_STAND_IN = `
 const [service, command] = args;
 const call = service + ' ' + command;
+// What CloudFormation records of live, where the alias is, the pin: kept between runs.
+const stateFile = process.env.AWS_STAND_IN_FIXTURE + '.state';
+const state = () => fs.existsSync(stateFile) ? JSON.parse(fs.readFileSync(stateFile, 'utf8')) : { ...fixture.initialState };
+const save = (s) => fs.writeFileSync(stateFile, JSON.stringify(s));
 const fn = () => { if (option('--function-name') !== fixture.functionName) fail('no function ' + option('--function-name')); };
 if (call === 'logs describe-query-definitions') {
   const query = fixture.queries.find((q) => q.name === option('--query-definition-name-prefix'));
@@ -743,8 +807,42 @@ if (call === 'logs describe-query-definitions') {
   console.log(outputs[key]);
 } else if (call === 'lambda get-alias') {
   fn();
-  if (option('--name') !== fixture.alias) fail('no alias ' + option('--name'));
-  console.log(option('--query') === 'FunctionVersion' ? fixture.liveVersion : '{}');
+  const name = option('--name');
+  if (name !== fixture.alias && name !== fixture.rollbackAlias) fail('ResourceNotFoundException: no alias ' + name);
+  const version = name === fixture.alias ? state().alias : fixture.rollbackVersion;
+  console.log(option('--query') === 'FunctionVersion' ? version : '{}');
+} else if (call === 'lambda publish-version') {
+  fn();
+  console.log('{"Version":"11"}');
+} else if (call === 'cloudformation update-stack') {
+  // CloudFormation moving live through CodeDeploy: the deployment's AppSpec names the version
+  // CloudFormation recorded as the alias's; an alias moved by hand is not on it (reported
+  // against SAM: such deployments fail; this stand-in refuses them).
+  if (option('--stack-name') !== fixture.apiStack) fail('Stack ' + option('--stack-name') + ' does not exist');
+  if (!args.includes('--use-previous-template') && !args.includes('--template-body')) fail('a template is required');
+  if (option('--capabilities') !== 'CAPABILITY_IAM') fail('Requires capabilities : [CAPABILITY_IAM]');
+  const given = args.slice(args.indexOf('--parameters') + 1).filter((a) => a.startsWith('ParameterKey='));
+  const params = Object.fromEntries(given.map((p) => {
+    const fields = Object.fromEntries(p.split(',').map((kv) => kv.split('=')));
+    return [fields.ParameterKey, fields.UsePreviousValue === 'true' ? { previous: true } : { value: fields.ParameterValue ?? '' }];
+  }));
+  if (given.length !== Object.keys(params).length) fail('a parameter given twice');
+  for (const key of fixture.parameters) if (!(key in params)) fail('Parameters: [' + key + '] must have values');
+  for (const key of Object.keys(params)) if (!fixture.parameters.includes(key)) fail('Parameters: [' + key + '] do not exist in the template');
+  const s = state();
+  const pin = params[fixture.pinParameter];
+  const pinned = pin.previous ? s.pin : pin.value;
+  const target = pinned !== '' ? pinned : s.templateVersion;
+  if (target !== s.record) {
+    if (s.alias !== s.record) fail("UPDATE_ROLLBACK_COMPLETE: the deployment failed: alias live is on version " + s.alias + ", the AppSpec's CurrentVersion is " + s.record);
+    s.alias = target;
+    s.record = target;
+  }
+  s.pin = pinned;
+  save(s);
+  console.log('{"StackId":"arn:aws:cloudformation:eu-west-1:123456789012:stack/Production-Api/1"}');
+} else if (call === 'cloudformation wait') {
+  if (args[2] !== 'stack-update-complete' || option('--stack-name') !== fixture.apiStack) fail('stand-in: unknown wait');
 } else if (call === 'lambda list-versions-by-function') {
   fn();
   if (option('--query') !== 'Versions[].Version') fail('stand-in: unknown --query ' + option('--query'));
@@ -753,6 +851,9 @@ if (call === 'logs describe-query-definitions') {
   fn();
   if (option('--name') !== fixture.alias) fail('no alias ' + option('--name'));
   if (!fixture.versions.includes(option('--function-version'))) fail('no version ' + option('--function-version'));
+  const s = state();
+  s.alias = option('--function-version');
+  save(s);
   console.log('{}');
 } else if (call === 'lambda delete-provisioned-concurrency-config') {
   fn();
@@ -822,7 +923,14 @@ describe('the runbooks, run with a stand-in AWS CLI against the synthesized prod
     },
     functionName: FUNCTION_NAME,
     versions: ['3', '5', '6', '7', '10'],
-    liveVersion: '7',
+    // live serves 7, the last deployment that passed replaced 5 (6 is a kept version whose own
+    // deploy failed): CloudFormation records live on 7; this deploy's template publishes 10.
+    initialState: { record: '7', alias: '7', pin: '', templateVersion: '10' },
+    rollbackAlias: ROLLBACK_ALIAS,
+    rollbackVersion: '5',
+    apiStack: stages.production.api.stackName,
+    parameters: Object.keys((api.toJSON() as { Parameters: object }).Parameters),
+    pinParameter: 'CancelOrderLiveVersion',
     restApiId: STAND_IN_REST_API_ID,
     apiStages: API_STAGES,
     ordersTable: ORDERS_TABLE,
@@ -888,21 +996,67 @@ describe('the runbooks, run with a stand-in AWS CLI against the synthesized prod
     expect(after(calls[1]!, '--qualifier')).toBe(LIVE_ALIAS);
   });
 
-  it('rolls a function back in one step: live on the version before the one it serves, with no weights', async () => {
-    const calls = await runbook(shellBlocks('deploy.md', '### Roll back at once'));
+  /** Runs a script from a fresh state of the stage (live on 7, recorded so). */
+  const fromFreshState = (script: string) =>
+    standIn.run(`rm -f "$AWS_STAND_IN_FIXTURE.state"\n${script}`);
+  /** What `cdk deploy --no-previous-parameters` asks CloudFormation for: the new template, no pin. */
+  const nextDeploy = `aws cloudformation update-stack --stack-name Production-Api --template-body file://template.json --capabilities CAPABILITY_IAM --parameters ${[
+    ...Object.keys((api.toJSON() as { Parameters: object }).Parameters),
+  ]
+    .map((key) => `ParameterKey=${key},ParameterValue=`)
+    .join(' ')}`;
+  const aliasNow = async () =>
+    (
+      await standIn.run(
+        `aws lambda get-alias --function-name ${FUNCTION_NAME} --name live --query FunctionVersion`,
+      )
+    ).stdout.trim();
+
+  it('rolls a function back to the version the last passed deployment replaced (its rollback alias), not the version before, through CloudFormation: every parameter kept but the pin', async () => {
+    const { calls } = await fromFreshState(shellBlocks('deploy.md', '### Roll back at once'));
     expect(calls.map((c) => `${c[0]} ${c[1]}`)).toEqual([
       'cloudformation describe-stacks',
       'lambda get-alias',
-      'lambda list-versions-by-function',
-      'lambda update-alias',
+      'cloudformation update-stack',
+      'cloudformation wait',
     ]);
-    const update = calls.at(-1)!;
-    // live serves 7 of 3, 5, 6, 7 and 10 (a version published and never shifted to): 6.
-    expect(after(update, '--function-version')).toBe('6');
-    expect(after(update, '--name')).toBe(LIVE_ALIAS);
-    expect(JSON.parse(after(update, '--routing-config')!)).toEqual({
-      AdditionalVersionWeights: {},
-    });
+    expect(after(calls[1]!, '--name')).toBe(ROLLBACK_ALIAS);
+    const update = calls[2]!;
+    expect(update).toContain('--use-previous-template');
+    const parameters = update.slice(update.indexOf('--parameters') + 1);
+    expect(parameters).toContain('ParameterKey=CancelOrderLiveVersion,ParameterValue=5');
+    // live serves 5 now, not 6 (the version before 7, whose own deploy failed).
+    expect(await aliasNow()).toBe('5');
+  });
+
+  it('lets the next deploy (the fix) move live on from a rollback through CloudFormation, where one after a manual update-alias is refused', async () => {
+    await fromFreshState(shellBlocks('deploy.md', '### Roll back at once'));
+    await standIn.run(nextDeploy);
+    expect(await aliasNow()).toBe('10');
+    // The rollback this runbook used to give: the alias moved by hand, CloudFormation not told.
+    await fromFreshState(
+      `aws lambda update-alias --function-name ${FUNCTION_NAME} --name live --function-version 5 --routing-config '{"AdditionalVersionWeights":{}}'`,
+    );
+    await expect(standIn.run(nextDeploy)).rejects.toThrow(/AppSpec's CurrentVersion is 7/);
+  });
+
+  it('deploys with every stack parameter back to its default (a rollback pin does not outlive the next deploy)', () => {
+    const deploys = docs('deploy.md')
+      .split('\n')
+      .filter((line) => /^\s*npx cdk deploy /.test(line));
+    expect(deploys.length).toBeGreaterThanOrEqual(3);
+    for (const line of deploys) expect(line).toContain('--no-previous-parameters');
+  });
+
+  it("publishes a function's code by hand after a rolled-back deploy, if the post-traffic function has not", async () => {
+    const { calls } = await standIn.run(
+      shellBlocks('deploy.md', '### Deploy the same code again after a rollback'),
+    );
+    expect(calls.map((c) => `${c[0]} ${c[1]}`)).toEqual([
+      'cloudformation describe-stacks',
+      'lambda publish-version',
+    ]);
+    expect(after(calls[1]!, '--function-name')).toBe(FUNCTION_NAME);
   });
 
   it('restores the orders: the live table from the stack, a restore waited for however long it takes, the copy deleted', async () => {
@@ -1050,17 +1204,9 @@ describe('the settings the documents give, as synth reads them', () => {
 describe('the tables of docs/operations.md, against the code', () => {
   /** The rows of the markdown table whose header starts with `| <first> |`. */
   function tableRows(first: string): string[][] {
-    const text = docs('operations.md');
-    const start = text.search(new RegExp(`^\\| ${first} +\\|`, 'm'));
-    expect(start, first).toBeGreaterThanOrEqual(0);
-    const lines = text.slice(start).split('\n');
-    const end = lines.findIndex((line) => !line.startsWith('|'));
-    return lines.slice(2, end).map((line) =>
-      line
-        .split('|')
-        .slice(1, -1)
-        .map((cell) => cell.trim()),
-    );
+    const rows = markdownTable('operations.md', first);
+    expect(rows, first).toBeDefined();
+    return rows!;
   }
 
   it('lists every log group of a stage with its output (LOG_GROUP_OUTPUTS), v2 and listOrderPages included', () => {

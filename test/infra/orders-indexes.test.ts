@@ -1,7 +1,9 @@
 /**
- * The orders table's indexes arrive one deploy at a time (docs/deploy.md, "The v2 list's
- * indexes"): each step's template differs from the one before by exactly one index on the
- * orders table and nothing else, and the runbook's wait for an index runs as written, with a
+ * The orders table's indexes change one deploy at a time (docs/deploy.md, "The v2 list's
+ * indexes"): from the table the first release deployed, each row of the runbook's table
+ * synthesizes a template that differs from the one before by exactly one index added or removed
+ * and nothing else of the table, and whose functions read every list version item that the code
+ * of the row before or after may mark; the runbook's wait for an index runs as written, with a
  * stand-in AWS CLI.
  */
 import { readFileSync } from 'node:fs';
@@ -12,20 +14,49 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { stageConfig } from '../../infra/config.ts';
 import { DataStack } from '../../infra/data-stack.ts';
 import { STACK_OUTPUTS, STAGES, stackNames } from '../../lib/deployment.ts';
-import { ORDER_INDEX_NAMES, TABLES } from '../../lib/dynamodb/tables.ts';
+import { projectionOf } from '../../lib/dynamodb/create-table.ts';
+import {
+  DEFAULT_LIST_VERSION_ITEMS,
+  LEGACY_LIST_VERSION_ITEMS,
+  readsCoverWrites,
+  type ListVersionItems,
+} from '../../lib/dynamodb/list-version-items.ts';
+import {
+  ORDER_INDEX_NAMES,
+  orderIndexDefinition,
+  type OrderIndexName,
+} from '../../lib/dynamodb/tables.ts';
 import { PROJECT_ROOT } from '../../local/local-stack.ts';
-import { shellBlocks, standInAws } from '../support/runbook.ts';
+import { docSection, shellBlocks, standInAws } from '../support/runbook.ts';
 
 type Resource = { Type: string; Properties: Record<string, unknown> } & Record<string, unknown>;
-type Index = { IndexName: string; KeySchema: { AttributeName: string; KeyType: string }[] };
+type Index = {
+  IndexName: string;
+  KeySchema: { AttributeName: string; KeyType: string }[];
+  Projection: unknown;
+};
 type Attribute = { AttributeName: string; AttributeType: string };
 
-/** The data stack of production with `ordersIndexes` = count. */
-function dataStack(count: number | undefined): Record<string, Resource> {
-  const context: Record<string, unknown> =
-    count === undefined ? {} : { 'production:ordersIndexes': count };
-  const config = stageConfig('production', (key) => context[key], {});
-  const stack = new DataStack(new App(), 'Data', { config });
+/** Production's settings at one step: the orders table's indexes and the list version items. */
+interface Step {
+  readonly ordersIndexes: unknown;
+  readonly listVersionItems?: unknown;
+}
+
+/** Production's config at a step, as cdk.json would give it. */
+function configAt(step: Step) {
+  const context: Record<string, unknown> = {
+    'production:ordersIndexes': step.ordersIndexes,
+    ...(step.listVersionItems === undefined
+      ? {}
+      : { 'production:listVersionItems': step.listVersionItems }),
+  };
+  return stageConfig('production', (key) => context[key], {});
+}
+
+/** The data stack of production at a step. */
+function dataStack(step: Step): Record<string, Resource> {
+  const stack = new DataStack(new App(), 'Data', { config: configAt(step) });
   return Template.fromStack(stack).toJSON().Resources as Record<string, Resource>;
 }
 
@@ -42,54 +73,95 @@ function ordersTable(resources: Record<string, Resource>): [string, Resource] {
 
 const indexesOf = (table: Resource) => (table.Properties.GlobalSecondaryIndexes ?? []) as Index[];
 const attributesOf = (table: Resource) => table.Properties.AttributeDefinitions as Attribute[];
+const names = (indexes: readonly { IndexName: string }[]) => indexes.map((i) => i.IndexName);
 
-describe('the orders table, step by step', () => {
-  const steps = Array.from({ length: ORDER_INDEX_NAMES.length + 1 }, (_, n) => dataStack(n));
+/** An index as the template holds it, from its shared definition. */
+function templateIndex(name: OrderIndexName): Index {
+  const definition = orderIndexDefinition(name);
+  return {
+    IndexName: name,
+    KeySchema: [
+      { AttributeName: definition.partitionKey.name, KeyType: 'HASH' },
+      ...definition.sortKeys.map((key) => ({ AttributeName: key.name, KeyType: 'RANGE' })),
+    ],
+    Projection: projectionOf(definition),
+  };
+}
 
-  it('has no index at step 0 (what every stage had before them), and all of them at the last', () => {
-    expect(indexesOf(ordersTable(steps[0]!)[1])).toEqual([]);
-    expect(indexesOf(ordersTable(steps.at(-1)!)[1]).map((i) => i.IndexName)).toEqual(
-      ORDER_INDEX_NAMES,
-    );
-    // Not given: step 0, so a deploy without the setting never adds one.
-    expect(dataStack(undefined)).toEqual(steps[0]);
+/** The runbook's table of steps: each row's `ordersIndexes` and `listVersionItems`. */
+function runbookSteps(): Step[] {
+  const section = docSection('deploy.md', "## The v2 list's indexes");
+  const rows = section
+    .split('\n')
+    .filter((line) => /^\| \d+ /.test(line))
+    .map((line) => line.split('|').map((cell) => cell.trim().replace(/^`|`$/g, '')));
+  expect(rows.map((cells) => Number(cells[1]))).toEqual(rows.map((_, i) => i + 1));
+  return rows.map((cells) => ({
+    ordersIndexes: JSON.parse(cells[2]!) as unknown,
+    listVersionItems: JSON.parse(cells[3]!) as unknown,
+  }));
+}
+
+/** What the first release's stage had: `ordersIndexes` 1 as it counted, and 32 version items. */
+const FIRST_RELEASE: Step = { ordersIndexes: 1 };
+
+describe('the orders table, step by step from the first release', () => {
+  const steps = runbookSteps();
+  const templates = [FIRST_RELEASE, ...steps].map(dataStack);
+  const versionItems = [
+    LEGACY_LIST_VERSION_ITEMS,
+    ...steps.map((step) => configAt(step).listVersionItems),
+  ];
+
+  it('starts from the table the first release deployed, and ends with the current indexes', () => {
+    expect(names(indexesOf(ordersTable(templates[0]!)[1]))).toEqual(['byPet']);
+    expect(names(indexesOf(ordersTable(templates[1]!)[1]))).toEqual(['byPet']);
+    expect(ordersTable(templates[1]!)).toEqual(ordersTable(templates[0]!));
+    const last = indexesOf(ordersTable(templates.at(-1)!)[1]);
+    expect([...names(last)].sort()).toEqual([...ORDER_INDEX_NAMES].sort());
+    expect(last).toEqual(expect.arrayContaining(ORDER_INDEX_NAMES.map(templateIndex)));
+    expect(versionItems.at(-1)).toEqual(DEFAULT_LIST_VERSION_ITEMS);
   });
 
-  it.each(ORDER_INDEX_NAMES.map((name, i) => [i + 1, name] as const))(
-    'at step %i adds exactly %s to the table before, and changes nothing else',
-    (n, name) => {
-      const [beforeId, before] = ordersTable(steps[n - 1]!);
-      const [afterId, after] = ordersTable(steps[n]!);
+  it.each(steps.map((_, i) => [i + 1] as const))(
+    'at step %i adds or removes exactly one index of the table before, and changes nothing else of it',
+    (n) => {
+      const [beforeId, before] = ordersTable(templates[n - 1]!);
+      const [afterId, after] = ordersTable(templates[n]!);
       // The same table (a new logical id would replace it: a new, empty table).
       expect(afterId).toBe(beforeId);
-      const definition = TABLES.orders.globalIndexes[n - 1]!;
-      const added = indexesOf(after).slice(-1);
-      expect(indexesOf(after).slice(0, -1)).toEqual(indexesOf(before));
-      expect(added).toEqual([
-        {
-          IndexName: name,
-          KeySchema: [
-            { AttributeName: definition.partitionKey.name, KeyType: 'HASH' },
-            { AttributeName: definition.sortKey.name, KeyType: 'RANGE' },
-          ],
-          Projection: { ProjectionType: 'KEYS_ONLY' },
-        },
-      ]);
-      // Attribute definitions: those before, and the new index's keys.
-      const names = (attributes: Attribute[]) => attributes.map((a) => a.AttributeName).sort();
-      expect(attributesOf(after)).toEqual(expect.arrayContaining(attributesOf(before)));
-      const keys = [definition.partitionKey.name, definition.sortKey.name];
-      expect(names(attributesOf(after))).toEqual(
-        [...new Set([...names(attributesOf(before)), ...keys])].sort(),
+      const [had, has] = [names(indexesOf(before)), names(indexesOf(after))];
+      const added = has.filter((name) => !had.includes(name));
+      const removed = had.filter((name) => !has.includes(name));
+      // Step 1 changes no index: it brings this release's code onto the first release's table.
+      expect(added.length + removed.length).toBe(n === 1 ? 0 : 1);
+      // The indexes kept are as they were; an added one is its definition.
+      expect(indexesOf(after).filter((i) => had.includes(i.IndexName))).toEqual(
+        indexesOf(before).filter((i) => has.includes(i.IndexName)),
       );
-      // The replica's settings of its indexes: one entry more, for the new index.
-      const replicaIndexes = (table: Resource) =>
-        (table.Properties.Replicas as { GlobalSecondaryIndexes?: unknown[] }[]).map(
-          (replica) => replica.GlobalSecondaryIndexes ?? [],
+      for (const name of added) {
+        expect(indexesOf(after).find((i) => i.IndexName === name)).toEqual(
+          templateIndex(name as OrderIndexName),
         );
-      expect(replicaIndexes(after)).toEqual(
-        replicaIndexes(before).map((indexes) => [...indexes, { IndexName: name }]),
+      }
+      // Attribute definitions: exactly the keys of the table and its indexes.
+      const keys = new Set(
+        [
+          ...JSON.parse(JSON.stringify(after.Properties.KeySchema)),
+          ...indexesOf(after).flatMap((i) => i.KeySchema),
+        ].map((key: { AttributeName: string }) => key.AttributeName),
       );
+      expect(
+        attributesOf(after)
+          .map((a) => a.AttributeName)
+          .sort(),
+      ).toEqual([...keys].sort());
+      // The replica's settings of its indexes: one entry an index.
+      const replicaIndexes = (table: Resource) =>
+        (table.Properties.Replicas as { GlobalSecondaryIndexes?: { IndexName: string }[] }[]).map(
+          (replica) => names(replica.GlobalSecondaryIndexes ?? []).sort(),
+        );
+      expect(replicaIndexes(after)).toEqual(replicaIndexes(before).map(() => [...has].sort()));
       // Everything else of the table, and every other resource of the stack: unchanged.
       const rest = (table: Resource) => {
         const properties = { ...table.Properties };
@@ -103,16 +175,44 @@ describe('the orders table, step by step', () => {
       expect(rest(after)).toEqual(rest(before));
       const others = (resources: Record<string, Resource>) =>
         Object.fromEntries(Object.entries(resources).filter(([id]) => id !== afterId));
-      expect(others(steps[n]!)).toEqual(others(steps[n - 1]!));
+      expect(others(templates[n]!)).toEqual(others(templates[n - 1]!));
     },
   );
 
-  it('refuses a setting outside 0 to 4, in one line naming it', () => {
-    for (const bad of [5, -1, 'two', 1.5]) {
-      expect(() =>
-        stageConfig('staging', (key) => (key === 'staging:ordersIndexes' ? bad : undefined), {}),
-      ).toThrow(/^staging:ordersIndexes must be an integer from 0 to 4, got /);
+  it.each(steps.map((_, i) => [i + 1] as const))(
+    'at step %i every reader reads every version item a writer of the step before or after marks',
+    (n) => {
+      expect(readsCoverWrites(versionItems[n - 1]!, versionItems[n]!)).toBe(true);
+    },
+  );
+
+  it('would let a deploy that lowers the items read and written at once be seen as unsafe', () => {
+    const lowered: ListVersionItems = { write: 4, read: 4 };
+    expect(readsCoverWrites(LEGACY_LIST_VERSION_ITEMS, lowered)).toBe(false);
+  });
+
+  it('refuses a setting that names no index, or one twice, in one line naming it', () => {
+    const at = (value: unknown) => () =>
+      stageConfig('staging', (key) => (key === 'staging:ordersIndexes' ? value : undefined), {});
+    expect(at(['byOwner'])).toThrow(
+      /^staging:ordersIndexes names an index this code does not know/,
+    );
+    expect(at(['ordersByPet', 'ordersByPet'])).toThrow(
+      /^staging:ordersIndexes names an index twice/,
+    );
+    expect(at(5)).toThrow(/^staging:ordersIndexes /);
+    expect(at('["ordersByPet"]')().ordersIndexes).toEqual(['ordersByPet']);
+    expect(at(2)().ordersIndexes).toEqual(['byPet', 'byStatus']);
+  });
+
+  it('refuses list version items outside 1 to 32, or reading fewer than it writes', () => {
+    const at = (value: unknown) => () =>
+      stageConfig('staging', (key) => (key === 'staging:listVersionItems' ? value : undefined), {});
+    for (const bad of [0, 33, '8/4', 'four', 1.5]) {
+      expect(at(bad)).toThrow(/^staging:listVersionItems must be a count of items/);
     }
+    expect(at('4/32')().listVersionItems).toEqual({ write: 4, read: 32 });
+    expect(at(4)().listVersionItems).toEqual({ write: 4, read: 4 });
   });
 
   it('is at step 1 in both stages, as cdk.json commits it', () => {
@@ -120,7 +220,9 @@ describe('the orders table, step by step', () => {
       context: Record<string, unknown>;
     };
     for (const stage of STAGES) {
-      expect(stageConfig(stage, (key) => context[key], {}).ordersIndexes).toBe(1);
+      const config = stageConfig(stage, (key) => context[key], {});
+      expect(config.ordersIndexes).toEqual(steps[0]!.ordersIndexes);
+      expect(config.listVersionItems).toEqual(configAt(steps[0]!).listVersionItems);
     }
   });
 });
@@ -171,6 +273,6 @@ describe('the runbook that waits for an index, with a stand-in AWS CLI', () => {
       'sleep 60',
       'dynamodb describe-table',
     ]);
-    expect(calls[1]!.join(' ')).toContain(`IndexName=='byPet'`);
+    expect(calls[1]!.join(' ')).toContain(`IndexName=='ordersByStatus'`);
   });
 });

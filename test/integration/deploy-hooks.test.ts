@@ -1,10 +1,13 @@
 /**
- * CodeDeploy's hooks (functions/deploy-hooks.ts and its rooms, functions/deploy-hooks/) against the local stack: the real handlers on
- * DynamoDB Local stand behind a stubbed Lambda (aws-sdk-client-mock), CodeDeploy, Application
- * Auto Scaling and CloudWatch are stubbed; never AWS. A deliberately broken version (its table
- * missing: it answers 500, or its invocation fails) gets no traffic; a healthy one passes, and
- * no order changes. The lines a broken version writes are the ones the deploy alarms' metric
- * filter counts, by the version that wrote them.
+ * CodeDeploy's hooks (functions/deploy-hooks.ts and its rooms, functions/deploy-hooks/) against
+ * the local stack: the real handlers on DynamoDB Local stand behind a stubbed Lambda
+ * (aws-sdk-client-mock, test/support/deploy-stand-ins.ts), CodeDeploy, Application Auto Scaling
+ * and CloudWatch are stubbed; never AWS. The probes do each function's real work on the deploy
+ * check's data and change nothing a client sees; a broken version (its table missing, a crash, a
+ * hang) gets no traffic; every hook gives one verdict on every path and does nothing the second
+ * time; the post-traffic hook judges the new version, records the version to roll back to and
+ * prunes; a rolled-back stack update publishes each function again. The lines a broken version
+ * writes are the ones the deploy alarms' metric filters count.
  */
 import {
   ApplicationAutoScalingClient,
@@ -13,22 +16,28 @@ import {
 import {
   CloudWatchClient,
   DescribeAlarmsCommand,
+  GetMetricDataCommand,
   type StateValue,
 } from '@aws-sdk/client-cloudwatch';
 import {
   CodeDeployClient,
   GetDeploymentCommand,
+  LifecycleEventAlreadyCompletedException,
   PutLifecycleEventHookExecutionStatusCommand,
 } from '@aws-sdk/client-codedeploy';
 import {
+  CreateAliasCommand,
   DeleteFunctionCommand,
   InvokeCommand,
   InvokeWithResponseStreamCommand,
   LambdaClient,
   ListAliasesCommand,
   ListVersionsByFunctionCommand,
-  type InvokeWithResponseStreamResponseEvent,
+  PublishVersionCommand,
+  ResourceNotFoundException,
+  UpdateAliasCommand,
 } from '@aws-sdk/client-lambda';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 
@@ -41,28 +50,40 @@ import { createAuthorizerHandler } from '../../functions/authorizer.ts';
 import { createCancelOrderHandler } from '../../functions/cancel-order.ts';
 import { hookHandlers, postTraffic, preTraffic } from '../../functions/deploy-hooks.ts';
 import { ALARM_POLL_MS } from '../../functions/deploy-hooks/bake.ts';
-import { createDeployHooks } from '../../functions/deploy-hooks/hooks.ts';
+import { createDeployHooks, VERDICT_RESERVE_MS } from '../../functions/deploy-hooks/hooks.ts';
 import { settingsFromEnv, type HookSettings } from '../../functions/deploy-hooks/settings.ts';
-import type { HookVerdict } from '../../functions/deploy-hooks/verdict.ts';
+import { VERDICT_ATTEMPTS } from '../../functions/deploy-hooks/verdict.ts';
 import { createListOrderPagesHandler } from '../../functions/list-order-pages.ts';
 import { createListOrdersHandler } from '../../functions/list-orders.ts';
-import { SERVER_ERROR_ANSWER_DIMENSIONS, SERVER_ERROR_ANSWER_PATTERN } from '../../infra/alarms.ts';
+import {
+  INTERNAL_ERROR_ANSWER_PATTERN,
+  KEY_CHECK_TRANSIENT_PATTERN,
+  VERSION_FILTER_DIMENSIONS,
+} from '../../infra/alarms.ts';
+import { DEPLOY_CHECK_ORDER_ID, DEPLOY_CHECK_KEY_ID } from '../../lib/deploy-check.ts';
 import { DynamoDbKeyStore } from '../../lib/dynamodb/keys-table.ts';
 import { DynamoDbOrderPages } from '../../lib/dynamodb/order-pages.ts';
 import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
 import { DynamoDbRateLimiter } from '../../lib/dynamodb/rate-limit-table.ts';
-import { ORDER_INDEX_NAMES } from '../../lib/dynamodb/tables.ts';
-import { HOOK_ENV } from '../../lib/deployment.ts';
+import {
+  DEPLOY_CHECK_PARTITIONS,
+  DEPLOY_CHECK_SHARD,
+  ORDER_INDEX_NAMES,
+} from '../../lib/dynamodb/tables.ts';
+import { HOOK_ENV, ROLLBACK_ALIAS } from '../../lib/deployment.ts';
 import { FUNCTION_NAMES, type FunctionName } from '../../lib/functions.ts';
 import type { Order } from '../../lib/orders/order.ts';
-import {
-  createContext,
-  invokeBuffered,
-  invokeStreaming,
-  isStreamingHandler,
-  type LambdaContext,
-} from '../../local/lambda-runtime.ts';
+import { createContext, invokeBuffered } from '../../local/lambda-runtime.ts';
 import { scanAll } from '../admin/support.ts';
+import {
+  capturedLines,
+  matchesFilter,
+  standInCodeDeploy,
+  standInLambda,
+  verdictsOf,
+  type Invocation,
+  type StandInDeployment,
+} from '../support/deploy-stand-ins.ts';
 import { createTestTables, type TestTables } from '../support/tables.ts';
 
 const lambda = mockClient(LambdaClient);
@@ -71,8 +92,10 @@ const autoScaling = mockClient(ApplicationAutoScalingClient);
 const cloudWatch = mockClient(CloudWatchClient);
 
 let t: TestTables;
-/** The handler behind each function name the stubbed Lambda is asked for. */
+/** The handler behind each function name the stubbed Lambda is asked for (every version). */
 let deployed: Record<string, unknown> = {};
+let invocations: Invocation[] = [];
+const deployments = new Map<string, StandInDeployment>();
 
 const ORDERS: Order[] = [
   { id: 1n, petId: 10n, quantity: 1, status: 'pending' },
@@ -80,6 +103,7 @@ const ORDERS: Order[] = [
 ];
 
 const fnName = (name: FunctionName) => `store-orders-test-${name}`;
+const OLD_VERSION = '6';
 const VERSION = '7';
 
 function settings(overrides: Partial<HookSettings> = {}): HookSettings {
@@ -89,8 +113,7 @@ function settings(overrides: Partial<HookSettings> = {}): HookSettings {
         name,
         {
           functionName: fnName(name),
-          version: VERSION,
-          alarms: [`store-orders-test-${name}NewVersionFailureRate`],
+          alarms: [`store-orders-test-${name}NewVersionFailures`],
           provisioned: name !== 'listOrders',
         },
       ]),
@@ -98,6 +121,10 @@ function settings(overrides: Partial<HookSettings> = {}): HookSettings {
     bakeSeconds: 60,
     versionsKept: 3,
     ignoreAlarms: false,
+    // (The tables of the file, once they exist: the cases of `it.each` are read before.)
+    ordersTable: t?.tables.orders ?? 'orders',
+    apiKeysTable: t?.tables.apiKeys ?? 'api-keys',
+    metricsNamespace: 'StoreOrders/test',
     ...overrides,
   };
 }
@@ -114,6 +141,7 @@ function hooks(overrides: Partial<HookSettings> = {}) {
     lambda: new LambdaClient({}),
     autoScaling: new ApplicationAutoScalingClient({}),
     cloudWatch: new CloudWatchClient({}),
+    dynamodb: t.client,
     settings: settings(overrides),
     ...fakeClock(),
   });
@@ -125,6 +153,9 @@ const pages = (table: string) =>
 
 function healthy(): Record<FunctionName, unknown> {
   const orders = new DynamoDbOrderStore(t.client, t.tables.orders);
+  const deployCheckOrders = new DynamoDbOrderStore(t.client, t.tables.orders, {
+    partitions: DEPLOY_CHECK_PARTITIONS,
+  });
   const limiter = new DynamoDbRateLimiter(t.client, t.tables.rateLimits);
   return {
     listOrders: createListOrdersHandler({ orders: () => orders, limiter: () => limiter }),
@@ -133,7 +164,11 @@ function healthy(): Record<FunctionName, unknown> {
       pages: () => pages(t.tables.orders),
       limiter: () => limiter,
     }),
-    cancelOrder: createCancelOrderHandler({ orders: () => orders, limiter: () => limiter }),
+    cancelOrder: createCancelOrderHandler({
+      orders: () => orders,
+      deployCheckOrders: () => deployCheckOrders,
+      limiter: () => limiter,
+    }),
     authorizer: createAuthorizerHandler({
       keys: () => new DynamoDbKeyStore(t.client, t.tables.apiKeys),
     }),
@@ -152,70 +187,21 @@ function broken(): Record<FunctionName, unknown> {
       pages: () => pages(missing),
       limiter: () => limiter,
     }),
-    cancelOrder: createCancelOrderHandler({ orders: () => orders, limiter: () => limiter }),
+    cancelOrder: createCancelOrderHandler({
+      orders: () => orders,
+      deployCheckOrders: () =>
+        new DynamoDbOrderStore(t.client, missing, { partitions: DEPLOY_CHECK_PARTITIONS }),
+      limiter: () => limiter,
+    }),
     authorizer: createAuthorizerHandler({ keys: () => new DynamoDbKeyStore(t.client, missing) }),
   };
 }
 
-const context = (name: string): LambdaContext => ({
-  ...createContext(name, 10_000),
-  functionVersion: VERSION,
-});
-
-/** The stubbed Lambda runs the handler deployed under the name it is asked for, as Lambda would. */
-function standInLambda(): void {
-  const handlerOf = (input: { FunctionName?: string; Qualifier?: string }) => {
-    expect(input.Qualifier).toBe(VERSION);
-    return deployed[input.FunctionName ?? ''];
-  };
-  lambda
-    .on(InvokeCommand)
-    .callsFake(async (input: { FunctionName?: string; Payload?: Uint8Array }) => {
-      const handler = handlerOf(input);
-      const event = JSON.parse(Buffer.from(input.Payload!).toString()) as unknown;
-      try {
-        const result = await invokeBuffered(handler, event, context(input.FunctionName!));
-        return { StatusCode: 200, Payload: Buffer.from(JSON.stringify(result)) };
-      } catch (error) {
-        const errorMessage = (error as Error).message;
-        return {
-          StatusCode: 200,
-          FunctionError: 'Unhandled',
-          Payload: Buffer.from(JSON.stringify({ errorMessage })),
-        };
-      }
-    });
-  lambda
-    .on(InvokeWithResponseStreamCommand)
-    .callsFake(async (input: { FunctionName?: string; Payload?: Uint8Array }) => {
-      const handler = handlerOf(input);
-      expect(isStreamingHandler(handler)).toBe(true);
-      const event = JSON.parse(Buffer.from(input.Payload!).toString()) as unknown;
-      const streamed = await invokeStreaming(handler, event, context(input.FunctionName!));
-      async function* events(): AsyncGenerator<InvokeWithResponseStreamResponseEvent> {
-        // What Lambda streams: the HTTP prelude and its 8 NUL bytes, then the body.
-        const prelude = Buffer.from(JSON.stringify(streamed.prelude ?? {}));
-        yield { PayloadChunk: { Payload: Buffer.concat([prelude, Buffer.alloc(8)]) } };
-        try {
-          for await (const chunk of streamed.body) {
-            yield { PayloadChunk: { Payload: Buffer.from(chunk as Buffer) } };
-          }
-          await streamed.done;
-          yield { InvokeComplete: {} };
-        } catch (error) {
-          yield { InvokeComplete: { ErrorCode: 'Unhandled', ErrorDetails: String(error) } };
-        }
-      }
-      return { StatusCode: 200, EventStream: events() };
-    });
-}
-
-/** The verdicts the hooks gave CodeDeploy, in order. */
-function verdicts(): HookVerdict[] {
-  return codeDeploy
-    .commandCalls(PutLifecycleEventHookExecutionStatusCommand)
-    .map((call) => call.args[0].input.status as HookVerdict);
-}
+const deploy = (handlers: Record<FunctionName, unknown>) => {
+  deployed = Object.fromEntries(
+    Object.entries(handlers).map(([name, h]) => [fnName(name as FunctionName), h]),
+  );
+};
 
 /** The suspensions (true) and resumptions (false) of the scaling of provisioned concurrency. */
 function scaling(): [string, boolean][] {
@@ -225,14 +211,20 @@ function scaling(): [string, boolean][] {
   });
 }
 
-/** The event the one probe of a pre-traffic hook sent its function. */
-function probeEvent(): ProbeEvent {
-  const payloads = [
-    ...lambda.commandCalls(InvokeCommand),
-    ...lambda.commandCalls(InvokeWithResponseStreamCommand),
-  ].map((call) => call.args[0].input.Payload as Uint8Array);
-  expect(payloads).toHaveLength(1);
-  return JSON.parse(Buffer.from(payloads[0]!).toString()) as ProbeEvent;
+const verdicts = () => verdictsOf(codeDeploy);
+
+/** A deployment of a group's new version, its hooks waiting for a verdict. */
+function deployment(group: FunctionName, changes: Partial<StandInDeployment> = {}) {
+  const id = `d-${group}`;
+  deployments.set(id, {
+    group,
+    createdAt: 1_800_000_000_000 - 6 * 60_000,
+    currentVersion: OLD_VERSION,
+    targetVersion: VERSION,
+    hooks: { BeforeAllowTraffic: 'InProgress', AfterAllowTraffic: 'Pending' },
+    ...changes,
+  });
+  return { DeploymentId: id, LifecycleEventHookExecutionId: `hook-${group}` };
 }
 
 interface ProbeEvent {
@@ -255,11 +247,6 @@ function expectGatewayShaped(event: ProbeEvent): void {
   expect(event.requestContext.path).toBe(`/${event.requestContext.stage}${event.path}`);
 }
 
-const hookEvent = (group: FunctionName) => ({
-  DeploymentId: `d-${group}`,
-  LifecycleEventHookExecutionId: `hook-${group}`,
-});
-
 beforeAll(async () => {
   t = await createTestTables('hooks');
   await new DynamoDbOrderStore(t.client, t.tables.orders).putOrders(ORDERS);
@@ -269,12 +256,13 @@ beforeEach(() => {
   // The hooks' and the functions' lines (tests that read them capture them).
   vi.spyOn(process.stdout, 'write').mockReturnValue(true);
   vi.spyOn(process.stderr, 'write').mockReturnValue(true);
-  standInLambda();
-  codeDeploy.on(GetDeploymentCommand).callsFake((input: { deploymentId?: string }) => ({
-    deploymentInfo: { deploymentGroupName: input.deploymentId!.replace(/^d-/, '') },
-  }));
+  invocations = standInLambda(lambda, (name, version) =>
+    version === VERSION || version === OLD_VERSION ? deployed[name] : undefined,
+  );
+  standInCodeDeploy(codeDeploy, deployments);
   codeDeploy.on(PutLifecycleEventHookExecutionStatusCommand).resolves({});
   autoScaling.on(RegisterScalableTargetCommand).resolves({});
+  cloudWatch.on(GetMetricDataCommand).resolves({ MetricDataResults: [] });
 });
 afterEach(() => {
   vi.restoreAllMocks();
@@ -282,25 +270,30 @@ afterEach(() => {
   codeDeploy.reset();
   autoScaling.reset();
   cloudWatch.reset();
+  deployments.clear();
 });
 
 describe('the pre-traffic hook, against the local stack', () => {
   it.each(FUNCTION_NAMES)(
-    'passes a healthy %s after calling its new version as API Gateway would, changing no order',
+    "passes a healthy %s after probing its new version's real work as API Gateway would call it, changing nothing a client sees",
     async (group) => {
-      deployed = Object.fromEntries(
-        Object.entries(healthy()).map(([name, h]) => [fnName(name as FunctionName), h]),
-      );
+      deploy(healthy());
       const before = await scanAll(t.client, t.tables.orders);
-      expect(await hooks().preTraffic(hookEvent(group))).toBe('Succeeded');
+      expect(await hooks().preTraffic(deployment(group))).toBe('Succeeded');
       expect(verdicts()).toEqual(['Succeeded']);
       expect(await scanAll(t.client, t.tables.orders)).toEqual(before);
-      const streamed = lambda.commandCalls(InvokeWithResponseStreamCommand).length;
-      // The lists stream (API Gateway streams GET /store/orders in every version).
-      expect(streamed).toBe(group === 'listOrders' || group === 'listOrderPages' ? 1 : 0);
-      // The HTTP probes' events are as API Gateway builds them: each header and query parameter
-      // in both the single- and the multi-valued map, the request context naming the route.
-      if (group !== 'authorizer') expectGatewayShaped(probeEvent());
+      // Only the version CodeDeploy moves live to was called, every call answered.
+      expect(invocations.length).toBeGreaterThanOrEqual(2);
+      for (const call of invocations) {
+        expect(call).toMatchObject({
+          functionName: fnName(group),
+          version: VERSION,
+          failed: false,
+        });
+      }
+      if (group !== 'authorizer') {
+        for (const call of invocations) expectGatewayShaped(call.event as ProbeEvent);
+      }
       // Scaling is suspended for the shift (the post-traffic hook resumes it).
       expect(scaling()).toEqual(
         group === 'listOrders' ? [] : [[`function:${fnName(group)}:live`, true]],
@@ -308,13 +301,63 @@ describe('the pre-traffic hook, against the local stack', () => {
     },
   );
 
+  it("cancels the deploy check's order for real (pending, 204, 204 again), then an unknown one (404), all in its own partition", async () => {
+    deploy(healthy());
+    expect(await hooks().preTraffic(deployment('cancelOrder'))).toBe('Succeeded');
+    expect(invocations.map((call) => call.status)).toEqual([204, 204, 404]);
+    const { Item } = await t.client.send(
+      new GetCommand({
+        TableName: t.tables.orders,
+        Key: { shard: DEPLOY_CHECK_SHARD, id: DEPLOY_CHECK_ORDER_ID },
+      }),
+    );
+    // Cancelled as every cancel is: its trail, and the cancelled status's `s` in its partition.
+    expect(Item).toMatchObject({ s: 'c-200', cancelledBy: 'deploy-check' });
+    // The next check sets it back to pending and cancels it again: the write path each time.
+    expect(await hooks().preTraffic(deployment('cancelOrder'))).toBe('Succeeded');
+    expect(invocations.map((call) => call.status)).toEqual([204, 204, 404, 204, 204, 404]);
+  });
+
+  it('reads the whole list to its end, then asks again with its ETag', async () => {
+    deploy(healthy());
+    const lines = await capturedLines(() => hooks().preTraffic(deployment('listOrders')));
+    expect(invocations.map((call) => call.status)).toEqual([200, 304]);
+    const passed = lines.find((l) => l.message === 'Pre-traffic check passed');
+    expect(passed?.answer).toMatch(/^200 \(\d+ bytes, whole\); 304$/);
+  });
+
+  it("denies a key no one holds and allows a key of the deploy check's own, revoked after the probe", async () => {
+    deploy(healthy());
+    const keys = new DynamoDbKeyStore(t.client, t.tables.apiKeys);
+    const before = (await keys.list()).length;
+    expect(await hooks().preTraffic(deployment('authorizer'))).toBe('Succeeded');
+    const stored = await keys.list();
+    expect(stored).toHaveLength(before + 1);
+    const probeKey = stored.find((k) => k.label?.startsWith('deploy check'))!;
+    expect(probeKey).toMatchObject({ status: 'revoked', plan: 'free' });
+    expect(Date.parse(probeKey.expiresAt!) - Date.parse(probeKey.createdAt)).toBe(10 * 60_000);
+  });
+
+  it('fails an authorizer that denies every key: the key it must allow is denied', async () => {
+    deploy({
+      ...healthy(),
+      authorizer: createAuthorizerHandler({
+        keys: () => ({
+          findByHash: () => Promise.resolve(undefined),
+          create: () => Promise.resolve(true),
+        }),
+      }),
+    });
+    const lines = await capturedLines(() => hooks().preTraffic(deployment('authorizer')));
+    expect(verdicts()).toEqual(['Failed']);
+    expect(lines.find((l) => l.level === 'ERROR')?.answer).toMatch(/policy Deny for a stored key/);
+  });
+
   it.each(FUNCTION_NAMES)(
     'fails a %s version whose table is missing (a 500, or a failed invocation): no traffic moves to it',
     async (group) => {
-      deployed = Object.fromEntries(
-        Object.entries(broken()).map(([name, h]) => [fnName(name as FunctionName), h]),
-      );
-      expect(await hooks().preTraffic(hookEvent(group))).toBe('Failed');
+      deploy(broken());
+      expect(await hooks().preTraffic(deployment(group))).toBe('Failed');
       expect(verdicts()).toEqual(['Failed']);
       // Suspended, then resumed: the deployment ends here.
       expect(scaling()).toEqual(
@@ -328,22 +371,119 @@ describe('the pre-traffic hook, against the local stack', () => {
     },
   );
 
+  it('fails a version that never answers within the time the hook has, and still gives its verdict in time', async () => {
+    deploy({ ...healthy(), cancelOrder: () => new Promise(() => undefined) });
+    const started = Date.now();
+    const verdict = await hooks().preTraffic(deployment('cancelOrder'), {
+      // The hook's timeout leaves 1.5 s for the probes after the verdict's reserve.
+      getRemainingTimeInMillis: () => VERDICT_RESERVE_MS + 1_500,
+    });
+    expect(verdict).toBe('Failed');
+    expect(verdicts()).toEqual(['Failed']);
+    expect(Date.now() - started).toBeLessThan(10_000);
+  });
+
+  it("fails in time when the deploy check's own data does not answer (its store's calls have the probe's budget too)", async () => {
+    deploy(healthy());
+    const stalled = createDeployHooks({
+      codeDeploy: new CodeDeployClient({}),
+      lambda: new LambdaClient({}),
+      autoScaling: new ApplicationAutoScalingClient({}),
+      cloudWatch: new CloudWatchClient({}),
+      // A DynamoDB that never answers.
+      dynamodb: { send: () => new Promise(() => undefined) } as unknown as typeof t.client,
+      settings: settings(),
+    });
+    const started = Date.now();
+    const lines = await capturedLines(async () =>
+      expect(
+        await stalled.preTraffic(deployment('cancelOrder'), {
+          getRemainingTimeInMillis: () => VERDICT_RESERVE_MS + 1_000,
+        }),
+      ).toBe('Failed'),
+    );
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(verdicts()).toEqual(['Failed']);
+    expect(lines.find((l) => l.level === 'ERROR')?.answer).toMatch(/no answer in time/);
+  });
+
   it('gives CodeDeploy a verdict even when it cannot tell which deployment it is in (else CodeDeploy waits an hour)', async () => {
     codeDeploy.on(GetDeploymentCommand).rejects(new Error('AccessDeniedException'));
-    expect(await hooks().preTraffic(hookEvent('cancelOrder'))).toBe('Failed');
+    expect(await hooks().preTraffic(deployment('cancelOrder'))).toBe('Failed');
     expect(verdicts()).toEqual(['Failed']);
   });
+});
+
+describe('a verdict on every path, once', () => {
+  it('sends it again when sending fails, and stops at the first that lands', async () => {
+    deploy(healthy());
+    codeDeploy
+      .on(PutLifecycleEventHookExecutionStatusCommand)
+      .rejectsOnce(new Error('ThrottlingException'))
+      .resolves({});
+    expect(await hooks().preTraffic(deployment('listOrderPages'))).toBe('Succeeded');
+    expect(verdicts()).toEqual(['Succeeded', 'Succeeded']);
+  });
+
+  it("takes CodeDeploy's 'already completed' as the verdict landed (an earlier answer was lost)", async () => {
+    deploy(healthy());
+    codeDeploy
+      .on(PutLifecycleEventHookExecutionStatusCommand)
+      .rejects(
+        new LifecycleEventAlreadyCompletedException({ message: 'completed', $metadata: {} }),
+      );
+    expect(await hooks().preTraffic(deployment('listOrderPages'))).toBe('Succeeded');
+    expect(verdicts()).toHaveLength(1);
+  });
+
+  it('never throws when the verdict cannot be sent: Lambda would run the hook again (scaling suspended again, a second bake)', async () => {
+    deploy(healthy());
+    codeDeploy.on(PutLifecycleEventHookExecutionStatusCommand).rejects(new Error('down'));
+    const lines = await capturedLines(() => hooks().preTraffic(deployment('cancelOrder')));
+    expect(verdicts()).toHaveLength(VERDICT_ATTEMPTS);
+    expect(lines.find((l) => l.level === 'ERROR')?.message).toMatch(/^Verdict not sent/);
+  });
+
+  it.each(['preTraffic', 'postTraffic'] as const)(
+    '%s run a second time for the same event does nothing once its lifecycle event has its verdict, or the deployment ended',
+    async (which) => {
+      deploy(healthy());
+      const event = deployment('cancelOrder', {
+        hooks: { BeforeAllowTraffic: 'Succeeded', AfterAllowTraffic: 'Failed' },
+      });
+      expect(await hooks()[which](event)).toBeUndefined();
+      deployments.get(event.DeploymentId)!.hooks.BeforeAllowTraffic = 'InProgress';
+      deployments.get(event.DeploymentId)!.hooks.AfterAllowTraffic = 'InProgress';
+      deployments.get(event.DeploymentId)!.status = 'Failed';
+      expect(await hooks()[which](event)).toBeUndefined();
+      expect(verdicts()).toEqual([]);
+      expect(scaling()).toEqual([]);
+      expect(invocations).toEqual([]);
+      expect(cloudWatch.calls()).toEqual([]);
+    },
+  );
 });
 
 describe('a hook whose environment is missing or malformed', () => {
   /** The environment infra/deploy-hooks.ts sets, as the hooks' settings() would have it. */
   const goodEnv = (): Record<string, string> => {
-    const { targets, bakeSeconds, versionsKept, ignoreAlarms } = settings();
+    const {
+      targets,
+      bakeSeconds,
+      versionsKept,
+      ignoreAlarms,
+      ordersTable,
+      apiKeysTable,
+      metricsNamespace,
+    } = settings();
     return {
       [HOOK_ENV.targets]: JSON.stringify(targets),
       [HOOK_ENV.bakeSeconds]: String(bakeSeconds),
       [HOOK_ENV.versionsKept]: String(versionsKept),
       [HOOK_ENV.ignoreAlarms]: String(ignoreAlarms),
+      [HOOK_ENV.ordersTable]: ordersTable,
+      [HOOK_ENV.apiKeysTable]: apiKeysTable,
+      [HOOK_ENV.metricsNamespace]: metricsNamespace,
     };
   };
 
@@ -356,18 +496,19 @@ describe('a hook whose environment is missing or malformed', () => {
     ['not JSON', HOOK_ENV.targets, '{"listOrders":', /DEPLOY_TARGETS must be JSON/],
     ['a function missing', HOOK_ENV.targets, '{}', /DEPLOY_TARGETS must be .* for listOrders/],
     [
-      'a target without its version',
+      'a target without its name',
       HOOK_ENV.targets,
       JSON.stringify({
-        ...settings().targets,
-        cancelOrder: { ...settings().targets.cancelOrder, version: '' },
+        ...JSON.parse(JSON.stringify(settings().targets)),
+        cancelOrder: { ...settings().targets.cancelOrder, functionName: '' },
       }),
-      /DEPLOY_TARGETS must be .* for cancelOrder .*\(version: a non-empty text\), got ""/,
+      /DEPLOY_TARGETS must be .* for cancelOrder .*\(functionName: a non-empty text\), got ""/,
     ],
     ['not JSON of an object', HOOK_ENV.targets, 'null', /DEPLOY_TARGETS must be .*, got null/],
     ['not a number', HOOK_ENV.bakeSeconds, 'ten', /BAKE_SECONDS must be a whole number/],
     ['empty', HOOK_ENV.versionsKept, '', /VERSIONS_KEPT is not set/],
     ['not a flag', HOOK_ENV.ignoreAlarms, 'yes', /IGNORE_ALARMS must be true or false/],
+    ['unset', HOOK_ENV.ordersTable, undefined, /ORDERS_TABLE is not set/],
   ])('refuses %s (%s), naming the variable', (_, name, value, message) => {
     const env = { ...goodEnv(), [name]: value };
     expect(() => settingsFromEnv(env)).toThrow(message);
@@ -376,100 +517,135 @@ describe('a hook whose environment is missing or malformed', () => {
   it.each(['preTraffic', 'postTraffic'] as const)(
     'fails the deployment in %s, with the reason in its log, instead of leaving CodeDeploy waiting an hour',
     async (which) => {
-      const lines: string[] = [];
-      vi.spyOn(process.stdout, 'write').mockImplementation(
-        (text) => (lines.push(String(text)), true),
-      );
-      vi.spyOn(process.stderr, 'write').mockImplementation(
-        (text) => (lines.push(String(text)), true),
-      );
       // The handlers Lambda calls, with the environment of a hook deployed without its targets.
-      const env = goodEnv();
+      for (const [name, value] of Object.entries(goodEnv())) vi.stubEnv(name, value);
       vi.stubEnv(HOOK_ENV.targets, '');
-      vi.stubEnv(HOOK_ENV.bakeSeconds, env[HOOK_ENV.bakeSeconds]);
-      vi.stubEnv(HOOK_ENV.versionsKept, env[HOOK_ENV.versionsKept]);
-      vi.stubEnv(HOOK_ENV.ignoreAlarms, env[HOOK_ENV.ignoreAlarms]);
+      const event = deployment('cancelOrder', {
+        hooks: { BeforeAllowTraffic: 'InProgress', AfterAllowTraffic: 'InProgress' },
+      });
+      let lines: Record<string, unknown>[];
       try {
         const handler = which === 'preTraffic' ? preTraffic : postTraffic;
-        expect(await handler(hookEvent('cancelOrder'), context('hooks') as never)).toBe('Failed');
+        lines = await capturedLines(async () =>
+          expect(await handler(event, createContext('hooks') as never)).toBe('Failed'),
+        );
       } finally {
         vi.unstubAllEnvs();
       }
       expect(verdicts()).toEqual(['Failed']);
       expect(lambda.commandCalls(InvokeCommand)).toHaveLength(0);
-      expect(lines.join('')).toMatch(/failing the deployment.*DEPLOY_TARGETS is not set/s);
+      expect(JSON.stringify(lines)).toMatch(/failing the deployment.*DEPLOY_TARGETS is not set/s);
     },
   );
 
   it('tries the settings again at the next hook once they are fixed (a failed read is not kept)', async () => {
     let env: Record<string, string | undefined> = { ...goodEnv(), [HOOK_ENV.targets]: undefined };
-    deployed = Object.fromEntries(
-      Object.entries(healthy()).map(([name, h]) => [fnName(name as FunctionName), h]),
-    );
+    deploy(healthy());
     const hooksOf = createDeployHooks({
       codeDeploy: new CodeDeployClient({}),
       lambda: new LambdaClient({}),
       autoScaling: new ApplicationAutoScalingClient({}),
       cloudWatch: new CloudWatchClient({}),
+      dynamodb: t.client,
       settings: () => settingsFromEnv(env),
       ...fakeClock(),
     });
-    expect(await hooksOf.preTraffic(hookEvent('cancelOrder'))).toBe('Failed');
+    expect(await hooksOf.preTraffic(deployment('cancelOrder'))).toBe('Failed');
     env = goodEnv();
-    expect(await hooksOf.preTraffic(hookEvent('cancelOrder'))).toBe('Succeeded');
+    expect(await hooksOf.preTraffic(deployment('cancelOrder'))).toBe('Succeeded');
     expect(verdicts()).toEqual(['Failed', 'Succeeded']);
   });
 });
 
-describe('the metric filter of the deploy alarms, on what a broken version writes', () => {
-  /** The deployed filter pattern `{ $.<field> >= <n> }`, applied to a JSON line. */
-  function matches(line: Record<string, unknown>): boolean {
-    const [, field, number] = /^\{ \$\.(\w+) >= (\d+) \}$/.exec(
-      SERVER_ERROR_ANSWER_PATTERN.logPatternString,
-    )!;
-    return typeof line[field!] === 'number' && (line[field!] as number) >= Number(number);
-  }
+describe('the metric filters of the deploy judges, on what versions write', () => {
+  const cancelEvent = (keyId: string) => ({
+    httpMethod: 'DELETE',
+    resource: '/store/orders/{orderId}',
+    path: '/store/orders/5',
+    pathParameters: { orderId: '5' },
+    headers: {},
+    requestContext: {
+      requestId: 'r-1',
+      authorizer: { keyId, plan: 'pro', perMinute: '300', perDay: '10000' },
+    },
+  });
+  const context = () => ({
+    ...createContext(fnName('cancelOrder'), 10_000),
+    functionVersion: VERSION,
+  });
 
-  it("counts the broken cancelOrder's 500 once, under its function name and the version that ran", async () => {
-    const lines: Record<string, unknown>[] = [];
-    const capture = (text: unknown) => {
-      for (const line of String(text).split('\n').filter(Boolean)) {
-        lines.push(JSON.parse(line) as Record<string, unknown>);
-      }
-      return true;
-    };
-    const out = vi.spyOn(process.stdout, 'write').mockImplementation(capture);
-    const err = vi.spyOn(process.stderr, 'write').mockImplementation(capture);
-    let status: number;
-    try {
-      deployed = { [fnName('cancelOrder')]: broken().cancelOrder };
+  it("counts the broken cancelOrder's 500 to a caller once, under its function name and the version that ran; not the deploy check's", async () => {
+    let status = 0;
+    const lines = await capturedLines(async () => {
       const result = (await invokeBuffered(
         broken().cancelOrder,
-        {
-          httpMethod: 'DELETE',
-          resource: '/store/orders/{orderId}',
-          path: '/store/orders/5',
-          pathParameters: { orderId: '5' },
-          headers: {},
-          requestContext: {
-            requestId: 'r-1',
-            authorizer: { keyId: 'key_x', plan: 'pro', perMinute: '300', perDay: '10000' },
-          },
-        },
-        context(fnName('cancelOrder')),
-      )) as { statusCode: number };
+        cancelEvent('key_x'),
+        context(),
+      )) as {
+        statusCode: number;
+      };
       status = result.statusCode;
-    } finally {
-      out.mockRestore();
-      err.mockRestore();
-    }
+      // The same failure met by the deploy check.
+      await invokeBuffered(broken().cancelOrder, cancelEvent(DEPLOY_CHECK_KEY_ID), context());
+    });
     // Lambda's Errors would count nothing: the invocation succeeded, with a 500.
     expect(status).toBe(500);
-    const counted = lines.filter(matches);
+    const counted = lines.filter((l) =>
+      matchesFilter(INTERNAL_ERROR_ANSWER_PATTERN.logPatternString, l),
+    );
     expect(counted).toHaveLength(1);
     const dimension = (path: string) => counted[0]![path.replace(/^\$\./, '')];
-    expect(dimension(SERVER_ERROR_ANSWER_DIMENSIONS.FunctionName)).toBe(fnName('cancelOrder'));
-    expect(dimension(SERVER_ERROR_ANSWER_DIMENSIONS.FunctionVersion)).toBe(VERSION);
+    expect(dimension(VERSION_FILTER_DIMENSIONS.FunctionName)).toBe(fnName('cancelOrder'));
+    expect(dimension(VERSION_FILTER_DIMENSIONS.FunctionVersion)).toBe(VERSION);
+    // The deploy check's lines say so.
+    expect(lines.filter((l) => l.deploy_check === true && l.status === 500)).toHaveLength(1);
+  });
+
+  it('does not count a 503 (DynamoDB slow): only the 500s say the code is wrong', async () => {
+    const throttled = createCancelOrderHandler({
+      orders: () =>
+        ({
+          cancel: async () => {
+            const { DependencyFailure } = await import('../../lib/failures.ts');
+            throw new DependencyFailure('transient', 'orders table', 'throttled');
+          },
+        }) as never,
+      limiter: () => new DynamoDbRateLimiter(t.client, t.tables.rateLimits),
+    });
+    const lines = await capturedLines(() =>
+      invokeBuffered(throttled, cancelEvent('key_y'), context()),
+    );
+    expect(lines.filter((l) => l.status === 503)).toHaveLength(1);
+    expect(
+      lines.filter((l) => matchesFilter(INTERNAL_ERROR_ANSWER_PATTERN.logPatternString, l)),
+    ).toEqual([]);
+  });
+
+  it("counts the authorizer's transient failures (what its failed invocations less these are bugs)", async () => {
+    const failing = createAuthorizerHandler({
+      keys: () => ({
+        findByHash: async () => {
+          const { DependencyFailure } = await import('../../lib/failures.ts');
+          throw new DependencyFailure('transient', 'api keys table', 'throttled');
+        },
+        create: () => Promise.resolve(true),
+      }),
+    });
+    const { generateApiKey } = await import('../../lib/keys/api-key.ts');
+    const lines = await capturedLines(() =>
+      invokeBuffered(
+        failing,
+        {
+          type: 'TOKEN',
+          authorizationToken: `Bearer ${generateApiKey()}`,
+          methodArn: 'arn:aws:execute-api:local:000000000000:abc123/v1/GET/store/orders',
+        },
+        { ...createContext(fnName('authorizer'), 10_000), functionVersion: VERSION },
+      ).catch(() => undefined),
+    );
+    expect(
+      lines.filter((l) => matchesFilter(KEY_CHECK_TRANSIENT_PATTERN.logPatternString, l)),
+    ).toHaveLength(1);
   });
 });
 
@@ -477,21 +653,32 @@ describe('the post-traffic hook', () => {
   const alarmState = (state: StateValue) =>
     cloudWatch.on(DescribeAlarmsCommand).resolves({
       MetricAlarms: [
-        { AlarmName: 'store-orders-test-cancelOrderNewVersionFailureRate', StateValue: state },
+        { AlarmName: 'store-orders-test-cancelOrderNewVersionFailures', StateValue: state },
       ],
     });
   const versions = (...numbers: string[]) =>
     lambda.on(ListVersionsByFunctionCommand).resolves({
       Versions: ['$LATEST', ...numbers].map((Version) => ({ Version })),
     });
+  const afterShift = (group: FunctionName, changes: Partial<StandInDeployment> = {}) =>
+    deployment(group, {
+      hooks: { BeforeAllowTraffic: 'Succeeded', AfterAllowTraffic: 'InProgress' },
+      ...changes,
+    });
 
-  it('resumes the scaling, watches the alarms for the bake, then deletes the versions beyond the newest 3 that no alias uses', async () => {
+  beforeEach(() => {
+    lambda.on(UpdateAliasCommand).resolves({});
+    lambda.on(CreateAliasCommand).resolves({});
+  });
+
+  it('resumes the scaling, watches and judges for the bake, records the version to roll back to, then deletes the versions beyond the newest 3 that no alias uses', async () => {
     alarmState('OK');
     versions('1', '2', '3', '4', '5', '6', '7');
-    // `live` points at 7; an old alias still routes to 2.
+    // `live` points at 7; `rollback` at 6; an old alias still routes to 2.
     lambda.on(ListAliasesCommand).resolves({
       Aliases: [
         { Name: 'live', FunctionVersion: '7' },
+        { Name: ROLLBACK_ALIAS, FunctionVersion: '6' },
         {
           Name: 'old',
           FunctionVersion: '4',
@@ -500,11 +687,19 @@ describe('the post-traffic hook', () => {
       ],
     });
     lambda.on(DeleteFunctionCommand).resolves({});
-    expect(await hooks().postTraffic(hookEvent('cancelOrder'))).toBe('Succeeded');
+    expect(await hooks().postTraffic(afterShift('cancelOrder'))).toBe('Succeeded');
     expect(scaling()).toEqual([[`function:${fnName('cancelOrder')}:live`, false]]);
-    // The bake's alarms read at its start and every ALARM_POLL_MS to its end (60 s: 0, 20, 40, 60).
+    // The bake's reads at its start and every ALARM_POLL_MS to its end (60 s: 0, 20, 40, 60).
     const reads = (settings().bakeSeconds * 1000) / ALARM_POLL_MS + 1;
     expect(cloudWatch.commandCalls(DescribeAlarmsCommand)).toHaveLength(reads);
+    expect(cloudWatch.commandCalls(GetMetricDataCommand)).toHaveLength(reads);
+    expect(lambda.commandCalls(UpdateAliasCommand).map((c) => c.args[0].input)).toEqual([
+      expect.objectContaining({
+        FunctionName: fnName('cancelOrder'),
+        Name: ROLLBACK_ALIAS,
+        FunctionVersion: OLD_VERSION,
+      }),
+    ]);
     const deleted = lambda
       .commandCalls(DeleteFunctionCommand)
       .map((call) => [call.args[0].input.FunctionName, call.args[0].input.Qualifier]);
@@ -515,9 +710,72 @@ describe('the post-traffic hook', () => {
     expect(verdicts()).toEqual(['Succeeded']);
   });
 
+  it('creates the rollback alias the first time, and leaves it where it was after a deployment that moved live back (a rollback through CloudFormation)', async () => {
+    alarmState('OK');
+    versions('6', '7');
+    lambda.on(ListAliasesCommand).resolves({ Aliases: [{ Name: 'live', FunctionVersion: '7' }] });
+    lambda
+      .on(UpdateAliasCommand)
+      .rejects(new ResourceNotFoundException({ message: 'Alias not found', $metadata: {} }));
+    expect(await hooks().postTraffic(afterShift('cancelOrder'))).toBe('Succeeded');
+    expect(lambda.commandCalls(CreateAliasCommand).map((c) => c.args[0].input)).toEqual([
+      expect.objectContaining({ Name: ROLLBACK_ALIAS, FunctionVersion: OLD_VERSION }),
+    ]);
+    lambda.resetHistory();
+    expect(
+      await hooks().postTraffic(
+        afterShift('cancelOrder', { currentVersion: '9', targetVersion: '5' }),
+      ),
+    ).toBe('Succeeded');
+    expect(lambda.commandCalls(UpdateAliasCommand)).toEqual([]);
+    expect(lambda.commandCalls(CreateAliasCommand)).toEqual([]);
+  });
+
+  it("judges the new version against the old one over the deployment: reads both versions' figures from an hour before it started to now", async () => {
+    alarmState('OK');
+    versions('6', '7');
+    lambda.on(ListAliasesCommand).resolves({ Aliases: [] });
+    // The new version failed 4 of its 40 requests; the old one 0 of 2,000.
+    cloudWatch
+      .on(GetMetricDataCommand)
+      .callsFake(
+        (input: {
+          MetricDataQueries: { Id: string; MetricStat: { Metric: { MetricName: string } } }[];
+        }) => ({
+          MetricDataResults: input.MetricDataQueries.map((q) => ({
+            Id: q.Id,
+            Values: [
+              { newrequests: 40, oldrequests: 2000, newfailures1: 4 }[q.Id.toLowerCase()] ?? 0,
+            ],
+          })),
+        }),
+      );
+    const event = afterShift('cancelOrder');
+    const lines = await capturedLines(() => hooks().postTraffic(event));
+    expect(verdicts()).toEqual(['Failed']);
+    expect(lines.find((l) => l.level === 'ERROR')?.alarms).toEqual([
+      expect.stringMatching(/^4 failures in 40 requests/),
+    ]);
+    const [call] = cloudWatch.commandCalls(GetMetricDataCommand);
+    const { StartTime, EndTime, MetricDataQueries } = call!.args[0].input;
+    const { createdAt } = deployments.get(event.DeploymentId)!;
+    expect(createdAt - StartTime!.getTime()).toBeGreaterThanOrEqual(60 * 60_000);
+    expect(EndTime!.getTime()).toBe(1_800_000_000_000);
+    const dimensions = (id: string) =>
+      MetricDataQueries!.find((q) => q.Id === id)!.MetricStat!.Metric!.Dimensions;
+    expect(dimensions('newrequests')).toContainEqual({ Name: 'ExecutedVersion', Value: VERSION });
+    expect(dimensions('oldrequests')).toContainEqual({
+      Name: 'ExecutedVersion',
+      Value: OLD_VERSION,
+    });
+    // Nothing pruned, no rollback version recorded: the deploy rolls back.
+    expect(lambda.commandCalls(DeleteFunctionCommand)).toHaveLength(0);
+    expect(lambda.commandCalls(UpdateAliasCommand)).toHaveLength(0);
+  });
+
   it('fails the deployment (a rollback) at the first read that finds a deployment alarm in ALARM after the last shift, and deletes nothing', async () => {
     alarmState('ALARM');
-    expect(await hooks().postTraffic(hookEvent('cancelOrder'))).toBe('Failed');
+    expect(await hooks().postTraffic(afterShift('cancelOrder'))).toBe('Failed');
     // The watch stops at once: no waiting out the rest of the bake.
     expect(cloudWatch.commandCalls(DescribeAlarmsCommand)).toHaveLength(1);
     expect(lambda.commandCalls(ListVersionsByFunctionCommand)).toHaveLength(0);
@@ -526,19 +784,14 @@ describe('the post-traffic hook', () => {
   });
 
   it('lets a hotfix through (deployIgnoringAlarms): the alarm in ALARM is logged, not obeyed, and the old versions are pruned', async () => {
-    const lines: Record<string, unknown>[] = [];
-    vi.spyOn(process.stdout, 'write').mockImplementation(
-      (text) => (lines.push(JSON.parse(String(text)) as Record<string, unknown>), true),
-    );
-    vi.spyOn(process.stderr, 'write').mockImplementation(
-      (text) => (lines.push(JSON.parse(String(text)) as Record<string, unknown>), true),
-    );
     alarmState('ALARM');
     versions('4', '5', '6', '7');
     lambda.on(ListAliasesCommand).resolves({ Aliases: [{ Name: 'live', FunctionVersion: '7' }] });
     lambda.on(DeleteFunctionCommand).resolves({});
-    expect(await hooks({ ignoreAlarms: true }).postTraffic(hookEvent('cancelOrder'))).toBe(
-      'Succeeded',
+    const lines = await capturedLines(async () =>
+      expect(await hooks({ ignoreAlarms: true }).postTraffic(afterShift('cancelOrder'))).toBe(
+        'Succeeded',
+      ),
     );
     // Each read of the bake found the alarm, and said so; the watch ran to its end.
     const reads = (settings().bakeSeconds * 1000) / ALARM_POLL_MS + 1;
@@ -549,7 +802,7 @@ describe('the post-traffic hook', () => {
     expect(ignored).toHaveLength(reads);
     expect(ignored[0]).toMatchObject({
       level: 'WARN',
-      alarms: ['store-orders-test-cancelOrderNewVersionFailureRate'],
+      alarms: ['store-orders-test-cancelOrderNewVersionFailures'],
     });
     // Then the pruning: the versions beyond the newest 3.
     expect(
@@ -570,5 +823,33 @@ describe('the post-traffic hook', () => {
     expect(answer).toBeUndefined();
     expect(scaling()).toEqual([[`function:${fnName('authorizer')}:live`, false]]);
     expect(verdicts()).toEqual([]);
+  });
+
+  it("publishes each function's code again after the stack's update rolled back (EventBridge, to the post-traffic function), so that the same deploy can be tried again", async () => {
+    lambda.on(PublishVersionCommand).resolves({ Version: '8' });
+    const deployed = hooks();
+    await hookHandlers(() => deployed).postTraffic(
+      {
+        'detail-type': 'CloudFormation Stack Status Change',
+        detail: {
+          'stack-id': 'arn:aws:cloudformation:local:000000000000:stack/Staging-Api/1',
+          'status-details': { status: 'UPDATE_ROLLBACK_COMPLETE' },
+        },
+      },
+      {},
+    );
+    expect(
+      lambda.commandCalls(PublishVersionCommand).map((c) => c.args[0].input.FunctionName),
+    ).toEqual(FUNCTION_NAMES.map(fnName));
+    expect(verdicts()).toEqual([]);
+    expect(scaling()).toEqual([]);
+  });
+
+  it('streams nothing through the stubs it does not use (no Lambda invocation after the shift)', async () => {
+    alarmState('OK');
+    versions('7');
+    lambda.on(ListAliasesCommand).resolves({ Aliases: [] });
+    await hooks().postTraffic(afterShift('listOrders'));
+    expect(lambda.commandCalls(InvokeWithResponseStreamCommand)).toHaveLength(0);
   });
 });

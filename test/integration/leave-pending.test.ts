@@ -1,7 +1,8 @@
 /**
  * An order that leaves pending between the cancel's (or the ship's) read and its conditional
  * write, on DynamoDB Local (lib/dynamodb/orders-table.ts, leavePending): the failed condition's
- * old item says what the order became, and a status the service does not know is malformed data.
+ * old item says what the order became (a cancel's trail: cancelled, whatever its status), and a
+ * status the service does not know is malformed data.
  */
 import { DeleteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -71,6 +72,19 @@ describe('an order that leaves pending between the read and the write', () => {
     await store.putOrders([{ id: ID, status: 'pending' }]);
     meanwhile = setStatus('cancelled');
     expect(await store.ship(ID)).toBe('cancelled');
+  });
+
+  it("cancelled through the API meanwhile (its trail, the status left pending): the failed condition's old item says cancelled", async () => {
+    const cancelMeanwhile = () => store.cancel(ID, TEST_CANCELLATION);
+    meanwhile = cancelMeanwhile;
+    expect(await store.cancel(ID, { ...TEST_CANCELLATION, keyId: 'key_second' })).toBe(
+      'already-cancelled',
+    );
+    expect((await store.findStored(ID))?.trail.keyId).toBe(TEST_CANCELLATION.keyId);
+    await store.putOrders([{ id: ID }]);
+    meanwhile = cancelMeanwhile;
+    expect(await store.ship(ID)).toBe('cancelled');
+    expect((await store.findStored(ID))?.item).toMatchObject({ s: 'c7' });
   });
 
   it('deleted meanwhile: not found', async () => {

@@ -12,7 +12,7 @@ import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
 import { counterKey } from '../../lib/dynamodb/rate-limit-item.ts';
 import { BAN_RECHECK_MS } from '../../lib/dynamodb/rate-limit-items.ts';
 import { DynamoDbRateLimiter } from '../../lib/dynamodb/rate-limit-table.ts';
-import { LIST_VERSION_ITEMS, listVersionKey } from '../../lib/dynamodb/tables.ts';
+import { LIST_VERSION_SLOTS, listVersionKey } from '../../lib/dynamodb/tables.ts';
 import { shipOrder } from '../../lib/orders/operations.ts';
 import type { Order } from '../../lib/orders/order.ts';
 import {
@@ -299,7 +299,7 @@ describe('writes and the tag', () => {
   it('leaves every version item without an in-flight entry once the writes are done', async () => {
     await cancel('1');
     await store.putOrders([{ id: 6n }]);
-    for (let index = 0; index < LIST_VERSION_ITEMS; index++) {
+    for (let index = 0; index < LIST_VERSION_SLOTS; index++) {
       const { Item } = await t.client.send(
         new GetCommand({ TableName: t.tables.orders, Key: listVersionKey(index) }),
       );

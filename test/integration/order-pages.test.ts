@@ -14,9 +14,11 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureTables } from '../../lib/dynamodb/create-table.ts';
 import { IndexReadiness, markIndexesReady } from '../../lib/dynamodb/index-readiness.ts';
-import { derivedIndexAttributes, statusKey } from '../../lib/dynamodb/order-index-keys.ts';
+import { derivedIndexAttributes, statusShard } from '../../lib/dynamodb/order-index-keys.ts';
 import { DynamoDbOrderPages } from '../../lib/dynamodb/order-pages.ts';
 import { PAGE_READ_BUDGET } from '../../lib/dynamodb/page-plan.ts';
+import { DynamoDbListVersion } from '../../lib/dynamodb/list-version.ts';
+import { orderToItem } from '../../lib/dynamodb/order-item.ts';
 import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
 import {
   INDEX_READINESS_KEY,
@@ -35,6 +37,7 @@ import {
   type PagePosition,
 } from '../../lib/orders/order-filter.ts';
 import { INT64_MAX, INT64_MIN, ORDER_STATUSES, type Order } from '../../lib/orders/order.ts';
+import type { PageRequest } from '../../lib/orders/order-pages.ts';
 import { INDEX_SETTLE_MS, pageEntityTag } from '../../lib/orders/page-tag.ts';
 import { localTableNames } from '../../local/local-stack.ts';
 import { loadOrders } from '../../bench/raw-orders.ts';
@@ -98,22 +101,35 @@ function reference(filter: OrderFilter): Order[] {
     .sort((a, b) => comparePositions(positionOf(a, order)!, positionOf(b, order)!));
 }
 
+/** What a page sees of a store that has not changed for the settle time: its index is trusted. */
+async function settled(client: DynamoDBDocumentClient, table: string): Promise<Seen> {
+  const version = await new DynamoDbOrderStore(client, table).readListVersion();
+  return { version, at: (version.lastChangeAt ?? 0) + INDEX_SETTLE_MS };
+}
+
+type Seen = NonNullable<PageRequest['seen']>;
+
 async function walk(
   pages: DynamoDbOrderPages,
   filter: OrderFilter,
   pageSize: number,
-): Promise<{ orders: Order[]; pages: number }> {
+  seen?: Seen,
+): Promise<{ orders: Order[]; pages: number; cost: { fetched: number; candidates: number } }> {
   const orders: Order[] = [];
+  const cost = { fetched: 0, candidates: 0 };
   let start: PagePosition | undefined;
   for (let n = 1; ; n++) {
     const page = await pages.readPage({
       plan: pages.plan(filter),
       pageSize,
       ...(start ? { start } : {}),
+      ...(seen ? { seen } : {}),
     });
+    cost.fetched += page.cost.fetched;
+    cost.candidates += page.orders.length;
     expect(page.orders.length).toBeLessThanOrEqual(pageSize);
     orders.push(...page.orders);
-    if (!page.next) return { orders, pages: n };
+    if (!page.next) return { orders, pages: n, cost };
     if (start) expect(comparePositions(page.next, start)).toBe(1);
     start = page.next;
   }
@@ -163,12 +179,17 @@ describe('walking every page of a filter', () => {
 
   it('gives every matching order once, in order: the sorted, filtered store (random filters and page sizes)', async () => {
     const pages = new DynamoDbOrderPages(t.client, t.tables.orders, { indexes: ALL });
+    const seen = await settled(t.client, t.tables.orders);
     await fc.assert(
       fc.asyncProperty(filter, fc.integer({ min: 4, max: 60 }), async (f, pageSize) => {
-        const { orders } = await walk(pages, f, pageSize);
-        expect(ids(orders)).toEqual(ids(reference(f)));
-        // Every field as stored, int64 exact.
-        expect(orders).toEqual(reference(f));
+        // The index trusted (a settled store), and trusted for nothing (every candidate read
+        // again by key): the same walk.
+        for (const trust of [seen, undefined]) {
+          const { orders } = await walk(pages, f, pageSize, trust);
+          expect(ids(orders)).toEqual(ids(reference(f)));
+          // Every field as stored, int64 exact.
+          expect(orders).toEqual(reference(f));
+        }
       }),
       { numRuns: 40 },
     );
@@ -187,15 +208,15 @@ describe('walking every page of a filter', () => {
 });
 
 describe('what a page costs', () => {
-  it('reads one index partition per status and shard, or one per pet, and evaluates 2N + k a page on average', async () => {
+  it('reads one partition per status and shard, per shard for a date range, or one per pet, and evaluates 2N + k a page on average', async () => {
     const pages = new DynamoDbOrderPages(t.client, t.tables.orders, { indexes: ALL });
+    const seen = await settled(t.client, t.tables.orders);
     const cases: [OrderFilter, string, number][] = [
-      [{ statuses: ['shipped'] }, 'byStatus', ORDER_SHARDS],
-      [{ statuses: ['shipped', 'pending'] }, 'byStatus', 2 * ORDER_SHARDS],
-      [{ petId: 0n }, 'byPet', 1],
-      [{ petId: 0n, shipDate: { to: FIRST_DAY + 20n * DAY } }, 'byPetDate', 1],
-      [{ statuses: ['shipped'], shipDate: { from: FIRST_DAY } }, 'byStatusDate', ORDER_SHARDS],
-      [{ shipDate: { from: FIRST_DAY } }, 'byStatusDate', 3 * ORDER_SHARDS],
+      [{ statuses: ['shipped'] }, 'ordersByStatus', ORDER_SHARDS],
+      [{ statuses: ['shipped', 'pending'] }, 'ordersByStatus', 2 * ORDER_SHARDS],
+      [{ petId: 0n }, 'ordersByPet', 1],
+      [{ petId: 0n, shipDate: { to: FIRST_DAY + 20n * DAY } }, 'ordersByPetDate', 1],
+      [{ shipDate: { from: FIRST_DAY } }, 'ordersByDate', ORDER_SHARDS],
       [{}, 'table', ORDER_SHARDS],
     ];
     const N = 20;
@@ -206,10 +227,10 @@ describe('what a page costs', () => {
         const page = await pages.readPage({
           plan: pages.plan(filter),
           pageSize: N,
+          seen,
           ...(start ? { start } : {}),
         });
         expect(page.plan).toMatchObject({ source, partitions: k, consistent: source === 'table' });
-        expect(page.cost.batchGets).toBe(source === 'table' ? 0 : 1);
         costs.push(page.cost);
         start = page.next;
       } while (start);
@@ -226,19 +247,49 @@ describe('what a page costs', () => {
     }
   });
 
+  it('in a settled store reads by key only the orders an index holds as pending: none from the status index', async () => {
+    const pages = new DynamoDbOrderPages(t.client, t.tables.orders, { indexes: ALL });
+    const seen = await settled(t.client, t.tables.orders);
+    const stored = (o: Order) => STORE.find((s) => s.id === o.id)!;
+    const heldPending = (orders: readonly Order[]) =>
+      orders.filter((o) => (stored(o).status ?? 'pending') === 'pending').length;
+    for (const filter of [
+      { statuses: ['pending', 'cancelled'] },
+      { statuses: ['shipped'], complete: true },
+    ] as OrderFilter[]) {
+      expect((await walk(pages, filter, 25, seen)).cost.fetched).toBe(0);
+    }
+    for (const filter of [
+      { petId: 1n },
+      { shipDate: { from: FIRST_DAY + 5n * DAY } },
+      { petId: 2n, shipDate: { to: FIRST_DAY + 25n * DAY } },
+    ] as OrderFilter[]) {
+      const walked = await walk(pages, filter, 25, seen);
+      expect(
+        walked.cost.fetched,
+        JSON.stringify(filter, (_, v: unknown) => (typeof v === 'bigint' ? String(v) : v)),
+      ).toBe(heldPending(walked.orders));
+      expect(walked.cost.fetched).toBeGreaterThan(0);
+      expect(walked.cost.fetched).toBeLessThan(walked.orders.length);
+    }
+    // Trusted for nothing: every candidate read again.
+    const blind = await walk(pages, { statuses: ['shipped'] }, 25);
+    expect(blind.cost.fetched).toBe(blind.orders.length);
+  });
+
   it('with a filter its index does not hold reads on until the page is full: a pet’s pending orders', async () => {
     const pages = new DynamoDbOrderPages(t.client, t.tables.orders, { indexes: ALL });
     const filter: OrderFilter = { petId: 0n, statuses: ['pending'] };
     const expected = reference(filter);
     expect(expected.length).toBeGreaterThan(4);
-    const page = await pages.readPage({ plan: pages.plan(filter), pageSize: 2 });
+    const seen = await settled(t.client, t.tables.orders);
+    const page = await pages.readPage({ plan: pages.plan(filter), pageSize: 2, seen });
     expect(ids(page.orders)).toEqual(ids(expected.slice(0, 2)));
-    // Every order of the pet up to its 2nd pending one was read by key to be checked.
-    const pets = reference({ petId: 0n });
-    const upTo = pets.findIndex((o) => o.id === expected[1]!.id) + 1;
-    expect(page.cost.fetched).toBeGreaterThanOrEqual(upTo);
+    // The index filters on the status it holds; the orders it holds as pending are read by key
+    // (they may have been cancelled since): two, the page's.
+    expect(page.cost.fetched).toBe(2);
     expect(page.next).toEqual({ id: expected[1]!.id });
-    const { orders, pages: walked } = await walk(pages, filter, 2);
+    const { orders, pages: walked } = await walk(pages, filter, 2, seen);
     expect(ids(orders)).toEqual(ids(expected));
     // Every page full but the last (which may be empty: only a missing token is the end).
     expect(walked).toBeGreaterThanOrEqual(Math.ceil(expected.length / 2));
@@ -282,7 +333,7 @@ describe("a page's read budget", () => {
 });
 
 describe('an index that lags a write', () => {
-  it('never puts an order that no longer matches on a page: the page reads on past it', async () => {
+  it('never puts an order that no longer matches on a page while the version says it was written: the page reads it again and reads on past it', async () => {
     const own = await createTestTables('pages-lag');
     try {
       const orders: Order[] = Array.from({ length: 30 }, (_, i) => ({
@@ -290,34 +341,68 @@ describe('an index that lags a write', () => {
         status: 'pending',
         shipDate: '2026-11-02T00:00:00Z',
       }));
-      await new DynamoDbOrderStore(own.client, own.tables.orders).putOrders(orders);
-      // Order 8 was cancelled, but the index still holds it as pending (as a lagging index would).
-      const stale = { ...orders[7]!, status: 'cancelled' as const };
-      await own.client.send(
-        new PutCommand({
-          TableName: own.tables.orders,
-          Item: {
-            shard: orderShard(8n),
-            ...stale,
-            ...derivedIndexAttributes({ ...stale, status: 'pending' }),
-          },
-        }),
+      // Written 20 s ago: the store had settled before the write of order 8 below.
+      const before = new DynamoDbOrderStore(own.client, own.tables.orders, {
+        listVersion: { now: () => Date.now() - 2 * INDEX_SETTLE_MS },
+      });
+      await before.putOrders(orders);
+      const store = new DynamoDbOrderStore(own.client, own.tables.orders);
+      // Order 8 is cancelled, but the status index still holds it as pending, as a lagging index
+      // would: its item holds the cancel's trail and the pending status's `s`. The write goes
+      // through the list's version, as every write of the service does.
+      const version = new DynamoDbListVersion(own.client, own.tables.orders);
+      await version.around(
+        () =>
+          own.client.send(
+            new PutCommand({
+              TableName: own.tables.orders,
+              Item: {
+                ...orderToItem(orders[7]!),
+                cancelledAt: 1_800_000_000_000,
+                cancelledBy: 'key_lagging',
+                cancelRequestId: 'r-1',
+              },
+            }),
+          ),
+        () => true,
+        { orderId: 8n },
       );
       const pages = new DynamoDbOrderPages(own.client, own.tables.orders, { indexes: ALL });
+      const now = { version: await store.readListVersion(), at: Date.now() };
+      expect(now.version.recentWrites).toEqual(new Set(['8']));
       for (const filter of [
         { statuses: ['pending'] },
         { statuses: ['pending'], shipDate: { from: 0n } },
       ] as OrderFilter[]) {
-        const first = await pages.readPage({ plan: pages.plan(filter), pageSize: 10 });
+        const first = await pages.readPage({ plan: pages.plan(filter), pageSize: 10, seen: now });
         expect(ids(first.orders)).toEqual(['1', '2', '3', '4', '5', '6', '7', '9', '10', '11']);
         expect(first.next?.id).toBe(11n);
-        // Ten read, one dropped, then one more wanted: read by the share that matched (10 of 11),
-        // with a margin of a quarter, rounded up.
-        expect(first.cost.fetched).toBe(12);
-        const { orders: rest } = await walk(pages, filter, 10);
+        const { orders: rest } = await walk(pages, filter, 10, now);
         expect(rest).toHaveLength(29);
-        expect(rest.map((o) => o.status)).not.toContain('cancelled');
+        expect(ids(rest)).not.toContain('8');
       }
+      // From the status index only order 8 was read by key: the version named it. From the date
+      // index every order it holds as pending is (a cancel may have left it so).
+      const byStatus = await pages.readPage({
+        plan: pages.plan({ statuses: ['pending'] }),
+        pageSize: 10,
+        seen: now,
+      });
+      expect(byStatus.cost.fetched).toBe(1);
+      // A version that cannot name the orders written (a write of many) has every one read again.
+      await version.around(
+        () => Promise.resolve(),
+        () => true,
+      );
+      const blind = { version: await store.readListVersion(), at: Date.now() };
+      expect(blind.version.recentWrites).toBe('all');
+      const again = await pages.readPage({
+        plan: pages.plan({ statuses: ['pending'] }),
+        pageSize: 10,
+        seen: blind,
+      });
+      expect(ids(again.orders)).not.toContain('8');
+      expect(again.cost.fetched).toBeGreaterThanOrEqual(10);
     } finally {
       await own.drop();
     }
@@ -326,13 +411,12 @@ describe('an index that lags a write', () => {
 
 describe('an order whose status changes between the Queries of one round', () => {
   const DAY_ONE = '2026-11-02T00:00:00Z';
+  // The status index holds an order in the partition of its status: one that is shipped between
+  // the Query of its pending partition and that of its shipped one is given by both. (The date
+  // index holds an order in its shard's partition whatever its status: a round reads it once.)
   it.each([
     ['shipped', { statuses: ['pending', 'shipped'] }, DAY_ONE],
-    [
-      'shipped and re-dated',
-      { statuses: ['pending', 'shipped'], shipDate: { from: 0n } },
-      '2026-11-09T00:00:00Z',
-    ],
+    ['shipped and re-dated', { statuses: ['pending', 'shipped'] }, '2026-11-09T00:00:00Z'],
   ] as [string, OrderFilter, string][])(
     '%s: read once and listed once, in the partition of its status now',
     async (_, filter, movedTo) => {
@@ -356,12 +440,12 @@ describe('an order whose status changes between the Queries of one round', () =>
         own.client.middlewareStack.add(
           (next, context) => async (args) => {
             if (context.commandName !== 'QueryCommand') return next(args);
-            if (pk(args.input) === statusKey('shipped', 5n)) {
+            if (pk(args.input) === statusShard('shipped', orderShard(5n))) {
               await pendingQueried;
               await store.putOrders([moved]);
             }
             const result = await next(args);
-            if (pk(args.input) === statusKey('pending', 5n)) pendingRead();
+            if (pk(args.input) === statusShard('pending', orderShard(5n))) pendingRead();
             return result;
           },
           { step: 'initialize', name: 'changeBetweenPartitions' },
@@ -377,12 +461,12 @@ describe('an order whose status changes between the Queries of one round', () =>
   );
 });
 
-describe('the derived index attributes', () => {
+describe('a cancel and a ship', () => {
   const raw = async (client: DynamoDBDocumentClient, table: string, id: bigint) =>
     (await client.send(new GetCommand({ TableName: table, Key: { shard: orderShard(id), id } })))
       .Item;
 
-  it('are written by a put, a cancel and a ship, and follow the status', async () => {
+  it("move an order to its new status's partition: the pages of each status follow, trusted or not", async () => {
     const own = await createTestTables('pages-writes');
     try {
       const store = new DynamoDbOrderStore(own.client, own.tables.orders);
@@ -390,23 +474,38 @@ describe('the derived index attributes', () => {
         { id: -3n, shipDate: '2026-11-02T00:00:00.5+01:00' },
         { id: 4n, status: 'pending' },
       ]);
-      expect(await raw(own.client, own.tables.orders, -3n)).toMatchObject({
-        statusKey: statusKey('pending', -3n),
-        dateKey: derivedIndexAttributes({ id: -3n, shipDate: '2026-11-02T00:00:00.5+01:00' })
-          .dateKey,
-      });
-      expect(await raw(own.client, own.tables.orders, 4n)).not.toHaveProperty('dateKey');
+      const put = await raw(own.client, own.tables.orders, -3n);
+      expect(put?.s).toBe(statusShard('pending', orderShard(-3n)));
+      expect(String(put?.t)).toBe(
+        String(derivedIndexAttributes({ id: -3n, shipDate: '2026-11-02T00:00:00.5+01:00' }).t),
+      );
       await store.cancel(-3n, TEST_CANCELLATION);
       await store.ship(4n);
-      expect((await raw(own.client, own.tables.orders, -3n))?.statusKey).toBe('cancelled#5');
-      expect((await raw(own.client, own.tables.orders, -3n))?.dateKey).toBeDefined();
-      expect((await raw(own.client, own.tables.orders, 4n))?.statusKey).toBe('shipped#4');
+      // The cancel leaves `status` as it was (none: pending) and moves `s`.
+      const cancelled = await raw(own.client, own.tables.orders, -3n);
+      expect(cancelled).toMatchObject({ s: 'c5' });
+      expect(cancelled).not.toHaveProperty('status');
+      expect((await raw(own.client, own.tables.orders, 4n))?.s).toBe('s4');
       const pages = new DynamoDbOrderPages(own.client, own.tables.orders, { indexes: ALL });
-      const cancelled = await pages.readPage({
-        plan: pages.plan({ statuses: ['cancelled'] }),
-        pageSize: 5,
-      });
-      expect(ids(cancelled.orders)).toEqual(['-3']);
+      const seen = await settled(own.client, own.tables.orders);
+      for (const trust of [seen, undefined]) {
+        const page = async (filter: OrderFilter) =>
+          ids(
+            (
+              await pages.readPage({
+                plan: pages.plan(filter),
+                pageSize: 5,
+                ...(trust ? { seen: trust } : {}),
+              })
+            ).orders,
+          );
+        expect(await page({ statuses: ['cancelled'] })).toEqual(['-3']);
+        expect(await page({ statuses: ['shipped'] })).toEqual(['4']);
+        expect(await page({ statuses: ['pending'] })).toEqual([]);
+        // The date index holds -3 as it was put (no status: pending): read again, it is cancelled.
+        expect(await page({ statuses: ['cancelled'], shipDate: { from: 0n } })).toEqual(['-3']);
+        expect(await page({ statuses: ['pending'], shipDate: { from: 0n } })).toEqual([]);
+      }
     } finally {
       await own.drop();
     }
@@ -416,7 +515,7 @@ describe('the derived index attributes', () => {
 describe('an index that is not ready', () => {
   it('not in ORDERS_INDEXES: transient index-not-ready, before any read', async () => {
     const pages = new DynamoDbOrderPages(t.client, t.tables.orders, {
-      indexes: new Set(['byPet']),
+      indexes: new Set(['ordersByPet']),
     });
     for (const filter of [
       { statuses: ['pending'] },
@@ -426,7 +525,7 @@ describe('an index that is not ready', () => {
       expect(error).toMatchObject({ kind: 'transient', reason: 'index-not-ready' });
       expect(error.message).toContain('not deployed yet');
     }
-    // What is deployed serves: byPet, and the table.
+    // What is deployed serves: ordersByPet, and the table.
     expect(
       (await pages.readPage({ plan: pages.plan({ petId: 1n }), pageSize: 5 })).orders.length,
     ).toBeGreaterThan(0);
@@ -440,11 +539,14 @@ describe('an index that is not ready', () => {
     const remove = failDynamoDbCalls(
       t.client,
       () =>
-        Object.assign(new Error('Cannot read from backfilling global secondary index: byStatus'), {
-          name: 'ValidationException',
-          $fault: 'client',
-          $metadata: { httpStatusCode: 400 },
-        }),
+        Object.assign(
+          new Error('Cannot read from backfilling global secondary index: ordersByStatus'),
+          {
+            name: 'ValidationException',
+            $fault: 'client',
+            $metadata: { httpStatusCode: 400 },
+          },
+        ),
       t.tables.orders,
     );
     try {
@@ -460,7 +562,7 @@ describe('an index that is not ready', () => {
 
   it('named in ORDERS_INDEXES but missing from the table: permanent index-missing (a misconfigured stage)', async () => {
     const names = localTableNames(uniquePrefix('pages-one-index'));
-    await ensureTables(t.client, names, { ordersIndexes: 1 });
+    await ensureTables(t.client, names, { ordersIndexes: ['ordersByPet'] });
     try {
       const pages = new DynamoDbOrderPages(t.client, names.orders, { indexes: ALL });
       const error = await failure(() =>
@@ -480,7 +582,7 @@ describe('an index that is not ready', () => {
     }
   });
 
-  it('without the readiness marker: transient for the indexes keyed by derived attributes, byPet and the table serve', async () => {
+  it('without the readiness marker: transient for the indexes keyed by derived attributes, ordersByPet and the table serve', async () => {
     const own = await createTestTables('pages-marker');
     try {
       await new DynamoDbOrderStore(own.client, own.tables.orders).putOrders(STORE.slice(0, 40));
@@ -508,7 +610,7 @@ describe('an index that is not ready', () => {
       }
       expect(
         (await pages.readPage({ plan: pages.plan({ petId: 1n }), pageSize: 50 })).plan.source,
-      ).toBe('byPet');
+      ).toBe('ordersByPet');
       expect((await pages.readPage({ plan: pages.plan({}), pageSize: 5 })).orders).toHaveLength(5);
     } finally {
       await own.drop();

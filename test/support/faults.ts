@@ -131,9 +131,14 @@ export function captureObservations() {
     });
   return {
     logs: () => [...lines],
-    /** The names of the metrics recorded, in order, but for the per-call DynamoDB durations. */
+    /**
+     * The names of the metrics recorded, in order, but the times every answer records: the
+     * per-call DynamoDB durations and the time to first byte.
+     */
     metrics: () =>
-      recorded.map(({ name }) => name).filter((name) => name !== 'DynamoDbCallDuration'),
+      recorded
+        .map(({ name }) => name)
+        .filter((name) => name !== 'DynamoDbCallDuration' && name !== 'TimeToFirstByte'),
     /** The values recorded for one metric, in order. */
     values: (name: string) => recorded.filter((m) => m.name === name).map(({ value }) => value),
     reset: () => {

@@ -13,6 +13,7 @@ export const ISOLATED_FILES: readonly string[] = [
   'test/infra/operations.test.ts',
   'test/integration/authorizer-cache.test.ts',
   'test/integration/deploy-hooks.test.ts',
+  'test/integration/deploy-table.test.ts',
   'test/integration/dynamodb-calls.test.ts',
   'test/integration/faults.test.ts',
   'test/integration/invocation-scope.test.ts',

@@ -14,16 +14,40 @@ import { PROJECT_ROOT } from '../../local/local-stack.ts';
 export const docs = (file: string) => readFileSync(join(PROJECT_ROOT, 'docs', file), 'utf8');
 
 /**
- * The shell blocks of a document under a heading (up to the next heading of any level), a list
- * item's (indented three spaces) as well as the section's own.
+ * The rows of a document's markdown table whose header starts with these columns (`| a | b |`),
+ * each row its cells; undefined when the document has no such table.
  */
-export function shellBlocks(file: string, heading: string): string {
+export function markdownTable(file: string, ...columns: string[]): string[][] | undefined {
+  const text = docs(file);
+  const header = new RegExp(`^${columns.map((c) => `\\| ${c} +`).join('')}\\|`, 'm');
+  const start = text.search(header);
+  if (start < 0) return undefined;
+  const lines = text.slice(start).split('\n');
+  const end = lines.findIndex((line) => !line.startsWith('|'));
+  return lines.slice(2, end < 0 ? undefined : end).map((line) =>
+    line
+      .split('|')
+      .slice(1, -1)
+      .map((cell) => cell.trim()),
+  );
+}
+
+/** The text of a document under a heading, up to the next heading of any level. */
+export function docSection(file: string, heading: string): string {
   const text = docs(file);
   const start = text.indexOf(`\n${heading}\n`);
   if (start < 0) throw new Error(`${file}: no heading ${heading}`);
   const rest = text.slice(start + heading.length + 2);
   const end = rest.search(/^#{1,6} /m);
-  const section = end < 0 ? rest : rest.slice(0, end);
+  return end < 0 ? rest : rest.slice(0, end);
+}
+
+/**
+ * The shell blocks of a document under a heading (up to the next heading of any level), a list
+ * item's (indented three spaces) as well as the section's own.
+ */
+export function shellBlocks(file: string, heading: string): string {
+  const section = docSection(file, heading);
   return [...section.matchAll(/^ *```sh\n([\s\S]*?)^ *```$/gm)]
     .map((m) => m[1]!.replace(/^ {3}/gm, ''))
     .join('\n');

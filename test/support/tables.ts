@@ -5,7 +5,7 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { inject } from 'vitest';
 import { createDocumentClient } from '../../lib/dynamodb/client.ts';
 import { ensureTables } from '../../lib/dynamodb/create-table.ts';
-import type { TableNames } from '../../lib/dynamodb/tables.ts';
+import type { OrderIndexName, TableNames } from '../../lib/dynamodb/tables.ts';
 import { localTableNames } from '../../local/local-stack.ts';
 
 export interface TestTables {
@@ -24,7 +24,14 @@ export function uniquePrefix(label: string): string {
   return `t-${label}-${randomBytes(4).toString('hex')}`;
 }
 
-export async function createTestTables(label: string): Promise<TestTables> {
+/**
+ * Tables of a file's own; `ordersIndexes`: the orders table's indexes (the current ones by
+ * default; a stage moving from the first release's has others).
+ */
+export async function createTestTables(
+  label: string,
+  options: { readonly ordersIndexes?: readonly OrderIndexName[] } = {},
+): Promise<TestTables> {
   const endpoint = dynamodbEndpoint();
   // One process sends what many Lambda containers would: allow for queueing on the sockets.
   const client = createDocumentClient(
@@ -33,7 +40,7 @@ export async function createTestTables(label: string): Promise<TestTables> {
   );
   const prefix = uniquePrefix(label);
   const tables = localTableNames(prefix);
-  await ensureTables(client, tables);
+  await ensureTables(client, tables, options);
   return {
     endpoint,
     client,

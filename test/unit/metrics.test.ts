@@ -1,5 +1,10 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { EMF_LIMITS, Metrics, MetricUnit } from '../../functions/shared/metrics.ts';
+import {
+  EMF_LIMITS,
+  Metrics,
+  MetricUnit,
+  type MetricsOptions,
+} from '../../functions/shared/metrics.ts';
 
 /**
  * The module as a new container loads it, with the environment as stubbed now (it reads its
@@ -13,7 +18,7 @@ async function loadedInContainer() {
 }
 
 /** Metrics whose EMF documents are kept, parsed. */
-function capturing(options: { namespace?: string; disabled?: boolean } = {}) {
+function capturing(options: Omit<MetricsOptions, 'write'> = {}) {
   const documents: Record<string, unknown>[] = [];
   const metrics = new Metrics({
     namespace: 'StoreOrders/test',
@@ -68,6 +73,74 @@ describe('the functions’ metrics (CloudWatch embedded metric format)', () => {
     // Written once: the next call starts empty.
     metrics.publishStoredMetrics();
     expect(documents).toHaveLength(1);
+  });
+
+  it('files a metric recorded by version by function, and by function and version, beside those by service', () => {
+    const { metrics, documents } = capturing({
+      version: { functionName: 'store-orders-test-listOrders', functionVersion: '7' },
+    });
+    metrics.addMetric('TimeToFirstByte', MetricUnit.Milliseconds, 41.5, { byVersion: true });
+    metrics.addMetric('ListOrdersSent', MetricUnit.Count, 3);
+    metrics.publishStoredMetrics();
+    expect(documents).toEqual([
+      {
+        _aws: {
+          Timestamp: expect.any(Number),
+          CloudWatchMetrics: [
+            {
+              Namespace: 'StoreOrders/test',
+              Dimensions: [['service']],
+              Metrics: [{ Name: 'ListOrdersSent', Unit: 'Count' }],
+            },
+            {
+              Namespace: 'StoreOrders/test',
+              Dimensions: [['FunctionName'], ['FunctionName', 'FunctionVersion']],
+              Metrics: [{ Name: 'TimeToFirstByte', Unit: 'Milliseconds' }],
+            },
+          ],
+        },
+        service: 'store-orders',
+        FunctionName: 'store-orders-test-listOrders',
+        FunctionVersion: '7',
+        ListOrdersSent: 3,
+        TimeToFirstByte: 41.5,
+      },
+    ]);
+    // Without a version to file it by (outside Lambda), by service.
+    const plain = capturing();
+    plain.metrics.addMetric('TimeToFirstByte', MetricUnit.Milliseconds, 2, { byVersion: true });
+    plain.metrics.publishStoredMetrics();
+    expect(plain.documents[0]).toMatchObject({
+      _aws: { CloudWatchMetrics: [{ Dimensions: [['service']] }] },
+      TimeToFirstByte: 2,
+    });
+  });
+
+  it("files the deploy check's metrics apart (dimension traffic), and drops its metrics by version", () => {
+    const { metrics, documents } = capturing({
+      deployCheck: true,
+      version: { functionName: 'store-orders-test-cancelOrder', functionVersion: '7' },
+    });
+    metrics.addMetric('InternalErrors', MetricUnit.Count, 1);
+    metrics.addMetric('TimeToFirstByte', MetricUnit.Milliseconds, 12, { byVersion: true });
+    metrics.publishStoredMetrics();
+    expect(documents).toEqual([
+      {
+        _aws: {
+          Timestamp: expect.any(Number),
+          CloudWatchMetrics: [
+            {
+              Namespace: 'StoreOrders/test',
+              Dimensions: [['service', 'traffic']],
+              Metrics: [{ Name: 'InternalErrors', Unit: 'Count' }],
+            },
+          ],
+        },
+        service: 'store-orders',
+        traffic: 'deploy-check',
+        InternalErrors: 1,
+      },
+    ]);
   });
 
   it('writes a document when a metric reaches 100 values, so none is dropped by CloudWatch', () => {

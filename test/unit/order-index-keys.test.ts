@@ -14,13 +14,16 @@ import {
   derivedIndexAttributes,
   encodeId,
   encodeInstant,
+  effectiveStatus,
   readDateKey,
   statusKey,
+  statusOfShard,
+  statusShard,
 } from '../../lib/dynamodb/order-index-keys.ts';
 import {
   deployedOrderIndexes,
+  firstReleaseWrites,
   ordersIndexesEnv,
-  stageOrderIndexes,
 } from '../../lib/dynamodb/order-indexes.ts';
 import { ORDER_INDEX_NAMES } from '../../lib/dynamodb/tables.ts';
 
@@ -161,48 +164,93 @@ describe('the derived index keys', () => {
     );
   });
 
-  it('are the effective status and the shard, and a dateKey only for an RFC 3339 ship date', () => {
+  it('are the effective status and the shard, and an instant only for an RFC 3339 ship date', () => {
     expect(
-      derivedIndexAttributes({ id: 9n, status: 'shipped', shipDate: '1970-01-01T00:00:00Z' }),
-    ).toEqual({
-      statusKey: 'shipped#1',
-      dateKey: `${'1'.padEnd(21, '0')}#${encodeId(9n)}`,
-    });
+      derivedIndexAttributes({ id: 9n, status: 'shipped', shipDate: '1970-01-01T00:00:01Z' }),
+    ).toEqual({ s: 's1', t: 1_000_000_000n });
     // No status is pending; a negative id's shard is taken non-negative.
-    expect(derivedIndexAttributes({ id: -1n })).toEqual({ statusKey: 'pending#7' });
-    expect(statusKey('cancelled', -9n)).toBe('cancelled#7');
-    // A status the service does not know is in no status index; a ship date Date.parse rolls over is in no date index.
+    expect(derivedIndexAttributes({ id: -1n })).toEqual({ s: 'p7' });
+    // A cancel's trail makes an order cancelled, whatever its status.
+    expect(derivedIndexAttributes({ id: 2n, status: 'pending', cancelled: true })).toEqual({
+      s: 'c2',
+    });
+    // A status the service does not know is in no status index; a ship date Date.parse rolls
+    // over is in no date index.
     expect(
       derivedIndexAttributes({ id: 1n, status: 'lost', shipDate: '2026-02-30T00:00:00Z' }),
     ).toEqual({});
     expect(derivedIndexAttributes({ id: 1n, status: 'pending', shipDate: 7 })).toEqual({
-      statusKey: 'pending#1',
+      s: 'p1',
     });
+  });
+
+  it("are the first release's statusKey and dateKey too, while a stage has its indexes", () => {
+    expect(
+      derivedIndexAttributes({ id: 9n, status: 'shipped', shipDate: '1970-01-01T00:00:00Z' }, true),
+    ).toEqual({
+      s: 's1',
+      t: 0n,
+      statusKey: 'shipped#1',
+      dateKey: `${'1'.padEnd(21, '0')}#${encodeId(9n)}`,
+    });
+    expect(derivedIndexAttributes({ id: -1n, cancelled: true }, true)).toEqual({
+      s: 'c7',
+      statusKey: 'cancelled#7',
+    });
+    expect(statusKey('cancelled', -9n)).toBe('cancelled#7');
+  });
+
+  it('name a status by its initial, read back as the status', () => {
+    for (const status of ['pending', 'shipped', 'cancelled'] as const) {
+      expect(statusOfShard(statusShard(status, 5))).toBe(status);
+    }
+    expect(statusOfShard('x3')).toBeUndefined();
+    expect(statusOfShard(3)).toBeUndefined();
+    expect(effectiveStatus({ status: 'shipped' })).toBe('shipped');
+    expect(effectiveStatus({ status: 'lost' })).toBeUndefined();
+    expect(effectiveStatus({})).toBe('pending');
+    expect(effectiveStatus({ status: 'pending', cancelled: true })).toBe('cancelled');
+  });
+
+  it('order a date index as (instant, id): the instants are numbers, exact', () => {
+    // Nanoseconds of year 9999 pass 2^53 by far: a bigint, never a JS number.
+    const late = derivedIndexAttributes({ id: 1n, shipDate: '9999-12-31T23:59:59.999999999Z' });
+    expect(late.t).toBe(253_402_300_799_999_999_999n);
   });
 });
 
 describe('ORDERS_INDEXES', () => {
-  it('names the first N indexes, or none, and reads back as the same set', () => {
-    for (let count = 0; count <= ORDER_INDEX_NAMES.length; count++) {
-      const env = ordersIndexesEnv(count);
-      expect([...deployedOrderIndexes(env)]).toEqual(ORDER_INDEX_NAMES.slice(0, count));
-    }
-    expect(ordersIndexesEnv(0)).toEqual({ ORDERS_INDEXES: 'none' });
-    expect(ordersIndexesEnv(2)).toEqual({ ORDERS_INDEXES: 'byPet,byStatus' });
-    expect(stageOrderIndexes(3)).toEqual(['byPet', 'byStatus', 'byStatusDate']);
-    expect(() => ordersIndexesEnv(5)).toThrow(/0 to 4/);
+  it('names the current indexes by default, or some of any release, or none', () => {
+    expect([...deployedOrderIndexes(ordersIndexesEnv())]).toEqual(ORDER_INDEX_NAMES);
+    expect(ordersIndexesEnv([])).toEqual({ ORDERS_INDEXES: 'none' });
+    expect(ordersIndexesEnv(['byPet', 'ordersByStatus'])).toEqual({
+      ORDERS_INDEXES: 'byPet,ordersByStatus',
+    });
+    expect([...deployedOrderIndexes({ ORDERS_INDEXES: 'none' })]).toEqual([]);
   });
 
-  it('fails fast, naming the variable, when it is unset or names an index the table lacks', () => {
+  it('fails fast, naming the variable, when it is unset or names an index the code does not know', () => {
     expect(() => deployedOrderIndexes({})).toThrow(
       'Environment variable ORDERS_INDEXES is not set',
     );
     expect(() => deployedOrderIndexes({ ORDERS_INDEXES: 'byPet,byOwner' })).toThrow(
       /ORDERS_INDEXES names unknown indexes \(byOwner\)/,
     );
-    expect([...deployedOrderIndexes({ ORDERS_INDEXES: ' byStatus , byPet ' })]).toEqual([
-      'byStatus',
+    expect([...deployedOrderIndexes({ ORDERS_INDEXES: ' ordersByStatus , byPet ' })]).toEqual([
+      'ordersByStatus',
       'byPet',
     ]);
+  });
+
+  it("says what a write does for the first release's code while a stage has one of its indexes", () => {
+    expect(firstReleaseWrites(new Set(ORDER_INDEX_NAMES))).toEqual({ status: false, keys: false });
+    expect(firstReleaseWrites(new Set(['byPet', 'ordersByStatus']))).toEqual({
+      status: true,
+      keys: false,
+    });
+    expect(firstReleaseWrites(new Set(['byPet', 'byStatus']))).toEqual({
+      status: true,
+      keys: true,
+    });
   });
 });

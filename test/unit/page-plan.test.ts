@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { DependencyFailure } from '../../lib/failures.ts';
 import { GET_BATCH } from '../../lib/dynamodb/batch-write.ts';
 import { CandidateStream } from '../../lib/dynamodb/candidate-stream.ts';
-import { dateKey, dateKeyAfter, dateKeyBound } from '../../lib/dynamodb/order-index-keys.ts';
+import { NumberValue } from '@aws-sdk/lib-dynamodb';
 import { pageEnd, type PageSoFar } from '../../lib/dynamodb/order-pages.ts';
 import {
   firstLimit,
@@ -25,6 +25,7 @@ import {
   readOnLimit,
   recheckCount,
   roundLimits,
+  storedStatusesOf,
 } from '../../lib/dynamodb/page-plan.ts';
 import { ORDER_SHARDS } from '../../lib/dynamodb/tables.ts';
 import { parseInstant } from '../../lib/orders/instant.ts';
@@ -33,25 +34,26 @@ import { PROJECT_ROOT } from '../../local/local-stack.ts';
 
 const MARCH = parseInstant('2026-03-01T00:00:00Z')!;
 const APRIL = parseInstant('2026-04-01T00:00:00Z')!;
-const shards = (prefix: string) => Array.from({ length: ORDER_SHARDS }, (_, s) => `${prefix}#${s}`);
+const shards = (initial: string) =>
+  Array.from({ length: ORDER_SHARDS }, (_, s) => `${initial}${s}`);
 
 describe("the plan of a filter's pages", () => {
   it.each([
     ['no filter', {}, 'table', 8],
     ['complete alone', { complete: false }, 'table', 8],
-    ['one status', { statuses: ['pending'] }, 'byStatus', 8],
-    ['two statuses', { statuses: ['pending', 'shipped'] }, 'byStatus', 16],
-    ['a status and complete', { statuses: ['shipped'], complete: true }, 'byStatus', 8],
-    ['a date range', { shipDate: { from: MARCH } }, 'byStatusDate', 24],
+    ['one status', { statuses: ['pending'] }, 'ordersByStatus', 8],
+    ['two statuses', { statuses: ['pending', 'shipped'] }, 'ordersByStatus', 16],
+    ['a status and complete', { statuses: ['shipped'], complete: true }, 'ordersByStatus', 8],
+    ['a date range', { shipDate: { from: MARCH } }, 'ordersByDate', 8],
     [
       'a date range and a status',
       { shipDate: { to: APRIL }, statuses: ['cancelled'] },
-      'byStatusDate',
+      'ordersByDate',
       8,
     ],
-    ['a pet', { petId: 7n }, 'byPet', 1],
-    ['a pet and a status', { petId: 7n, statuses: ['pending'] }, 'byPet', 1],
-    ['a pet and a date range', { petId: 7n, shipDate: { from: MARCH } }, 'byPetDate', 1],
+    ['a pet', { petId: 7n }, 'ordersByPet', 1],
+    ['a pet and a status', { petId: 7n, statuses: ['pending'] }, 'ordersByPet', 1],
+    ['a pet and a date range', { petId: 7n, shipDate: { from: MARCH } }, 'ordersByPetDate', 1],
   ] as [string, OrderFilter, string, number][])(
     '%s: read from %s, %d partitions',
     (_, filter, source, partitions) => {
@@ -62,33 +64,59 @@ describe("the plan of a filter's pages", () => {
     },
   );
 
-  it('names the partitions: the table by shard, a status index by status and shard, a pet by its id', () => {
+  it('names the partitions: the table and the dates by shard, a status by its shards, a pet by its id', () => {
     expect(planPages({})).toMatchObject({
       partitionKey: 'shard',
       partitionValues: [0, 1, 2, 3, 4, 5, 6, 7],
-      sortKey: 'id',
+      items: 'table',
       order: 'id',
       needsReadiness: false,
     });
     expect(planPages({ statuses: ['pending', 'cancelled'] })).toMatchObject({
-      partitionKey: 'statusKey',
-      partitionValues: [...shards('pending'), ...shards('cancelled')],
-      sortKey: 'id',
+      partitionKey: 's',
+      partitionValues: [...shards('p'), ...shards('c')],
+      items: 'fields',
+      statusInKey: true,
       needsReadiness: true,
     });
-    // A date range without a status reads every status.
+    // A date range reads every status, in the table's shards.
     expect(planPages({ shipDate: { from: MARCH } })).toMatchObject({
-      partitionValues: [...shards('pending'), ...shards('shipped'), ...shards('cancelled')],
-      sortKey: 'dateKey',
+      partitionKey: 'shard',
+      partitionValues: [0, 1, 2, 3, 4, 5, 6, 7],
+      statusInKey: false,
       order: 'shipDate',
+      needsReadiness: true,
     });
-    // byPet is keyed by the stored petId: it needs no readiness marker; byPetDate does.
+    // ordersByPet is keyed by the stored petId: it needs no readiness marker; the date one does.
     expect(planPages({ petId: -4n })).toMatchObject({
       partitionKey: 'petId',
       partitionValues: [-4n],
       needsReadiness: false,
     });
     expect(planPages({ petId: -4n, shipDate: { to: APRIL } }).needsReadiness).toBe(true);
+  });
+
+  it('keeps, where the key does not say the status, what an index may hold for the statuses asked: a cancelled order may be held as pending', () => {
+    expect(planPages({ petId: 1n, statuses: ['shipped'] }).storedStatuses).toEqual(['shipped']);
+    expect(planPages({ petId: 1n, statuses: ['pending'] }).storedStatuses).toEqual(['pending']);
+    expect(
+      planPages({ shipDate: { from: MARCH }, statuses: ['cancelled'] }).storedStatuses,
+    ).toEqual(['pending', 'cancelled']);
+    expect(storedStatusesOf(['shipped', 'cancelled'])).toEqual(['pending', 'shipped', 'cancelled']);
+    expect(planPages({ statuses: ['pending'] }).storedStatuses).toBeUndefined();
+    expect(planPages({ petId: 1n }).storedStatuses).toBeUndefined();
+  });
+
+  it("serves a pet's pages from the first release's byPet while a stage has it and not ordersByPet", () => {
+    expect(planPages({ petId: 7n }, new Set(['byPet']))).toMatchObject({
+      source: 'byPet',
+      items: 'keys',
+    });
+    expect(planPages({ petId: 7n }, new Set(['byPet', 'ordersByPet'])).source).toBe('ordersByPet');
+    // The first release's other indexes are never read: their filters wait for the current ones.
+    expect(planPages({ statuses: ['pending'] }, new Set(['byStatus'])).source).toBe(
+      'ordersByStatus',
+    );
   });
 });
 
@@ -109,20 +137,38 @@ describe("a partition's Query", () => {
     expect(query).not.toHaveProperty('IndexName');
   });
 
-  it("of an index names it, reads it eventually consistent, and leaves `complete` to the page's check", () => {
+  it('of an index names it, reads it eventually consistent, and filters on what it holds', () => {
     const query = partitionQuery(
       'orders',
       planPages({ statuses: ['shipped'], complete: true }),
-      'shipped#2',
+      's2',
       undefined,
     )!;
-    expect(query).toMatchObject({ IndexName: 'byStatus', KeyConditionExpression: '#pk = :pk' });
+    expect(query).toMatchObject({
+      IndexName: 'ordersByStatus',
+      KeyConditionExpression: '#pk = :pk',
+      FilterExpression: '#complete = :complete',
+      ExpressionAttributeNames: { '#pk': 's', '#complete': 'complete' },
+    });
     expect(query).not.toHaveProperty('ConsistentRead');
-    expect(query).not.toHaveProperty('FilterExpression');
+    const pet = partitionQuery(
+      'orders',
+      planPages({ petId: 3n, statuses: ['cancelled'] }),
+      3n,
+      undefined,
+    )!;
+    expect(pet).toMatchObject({
+      IndexName: 'ordersByPet',
+      FilterExpression: '(attribute_not_exists(#status) OR #status IN (:status0, :status1))',
+      ExpressionAttributeValues: { ':status0': 'pending', ':status1': 'cancelled' },
+    });
+    // The first release's byPet holds keys only: nothing to filter on.
+    const keys = planPages({ petId: 3n, complete: true }, new Set(['byPet']));
+    expect(partitionQuery('orders', keys, 3n, undefined)).not.toHaveProperty('FilterExpression');
   });
 
   it('in id order starts after the start, and ends at an end (inclusive); an empty range is no Query', () => {
-    expect(partitionQuery('orders', pending, 'pending#0', { id: 41n })).toMatchObject({
+    expect(partitionQuery('orders', pending, 'p0', { id: 41n })).toMatchObject({
       KeyConditionExpression: '#pk = :pk AND #sk > :lo',
       ExpressionAttributeNames: { '#sk': 'id' },
       ExpressionAttributeValues: { ':lo': 41n },
@@ -137,46 +183,51 @@ describe("a partition's Query", () => {
     expect(partitionQuery('orders', table, 0, { id: 90n }, { id: 90n })).toBeUndefined();
   });
 
-  it('in ship-date order is the date range, from `from` (inclusive) to `to` (exclusive)', () => {
+  it('in ship-date order is the date range of instants, from `from` (inclusive) to `to` (exclusive)', () => {
     const plan = planPages({ shipDate: { from: MARCH, to: APRIL } });
-    expect(partitionQuery('orders', plan, 'shipped#1', undefined)).toMatchObject({
-      IndexName: 'byStatusDate',
+    expect(partitionQuery('orders', plan, 1, undefined)).toMatchObject({
+      IndexName: 'ordersByDate',
       KeyConditionExpression: '#pk = :pk AND #sk BETWEEN :lo AND :hi',
-      ExpressionAttributeNames: { '#sk': 'dateKey' },
-      // `to`'s bare prefix sorts before every key of its instant: the bound is excluded.
-      ExpressionAttributeValues: { ':lo': dateKeyBound(MARCH), ':hi': dateKeyBound(APRIL) },
+      ExpressionAttributeNames: { '#pk': 'shard', '#sk': 't' },
+      // Instants are whole nanoseconds: before `to` is at most `to` − 1.
+      ExpressionAttributeValues: { ':pk': 1, ':lo': MARCH, ':hi': APRIL - 1n },
     });
     const from = planPages({ shipDate: { from: MARCH } });
-    expect(partitionQuery('orders', from, 'shipped#1', undefined)).toMatchObject({
+    expect(partitionQuery('orders', from, 1, undefined)).toMatchObject({
       KeyConditionExpression: '#pk = :pk AND #sk >= :lo',
     });
     const to = planPages({ shipDate: { to: APRIL } });
-    expect(partitionQuery('orders', to, 'shipped#1', undefined)).toMatchObject({
+    expect(partitionQuery('orders', to, 1, undefined)).toMatchObject({
       KeyConditionExpression: '#pk = :pk AND #sk <= :hi',
     });
   });
 
-  it('in ship-date order starts right after the start: at its instant, the next id', () => {
+  it('in ship-date order starts right after the start: its instant and id are where the Query begins', () => {
     const plan = planPages({ shipDate: { from: MARCH, to: APRIL } });
-    // Many orders can share the start's instant: the next page starts at the next id of it.
+    // Many orders can share the start's instant: the next page begins after its id, at it.
     const start = { instant: MARCH, id: 5n };
-    expect(partitionQuery('orders', plan, 'shipped#1', start)).toMatchObject({
-      ExpressionAttributeValues: { ':lo': dateKeyAfter(MARCH, 5n), ':hi': dateKeyBound(APRIL) },
+    expect(partitionQuery('orders', plan, 2, start)).toMatchObject({
+      ExpressionAttributeValues: { ':lo': MARCH, ':hi': APRIL - 1n },
+      ExclusiveStartKey: { shard: 2, t: MARCH, id: 5n },
     });
-    expect(dateKeyAfter(MARCH, 5n)).toBe(dateKey(MARCH, 6n));
+    // A pet's: the table's key of the start's order too.
+    const pet = planPages({ petId: 9n, shipDate: { from: MARCH } });
+    expect(partitionQuery('orders', pet, 9n, { instant: MARCH, id: -11n })).toMatchObject({
+      ExclusiveStartKey: { petId: 9n, t: MARCH, id: -11n, shard: 5 },
+    });
     // A start before `from` (a token of a wider range cannot be sent; a position can) starts at from.
     const early = { instant: MARCH - 1n, id: 5n };
-    expect(partitionQuery('orders', plan, 'shipped#1', early)).toMatchObject({
-      ExpressionAttributeValues: { ':lo': dateKeyBound(MARCH) },
-    });
+    const query = partitionQuery('orders', plan, 2, early)!;
+    expect(query).toMatchObject({ ExpressionAttributeValues: { ':lo': MARCH } });
+    expect(query).not.toHaveProperty('ExclusiveStartKey');
     // A start at or past `to`, or past an end: nothing to read.
-    expect(partitionQuery('orders', plan, 'shipped#1', { instant: APRIL, id: 0n })).toBeUndefined();
+    expect(partitionQuery('orders', plan, 2, { instant: APRIL, id: 0n })).toBeUndefined();
     expect(
-      partitionQuery('orders', plan, 'shipped#1', start, { instant: MARCH, id: 5n }),
+      partitionQuery('orders', plan, 2, start, { instant: MARCH - 1n, id: 9n }),
     ).toBeUndefined();
-    expect(
-      partitionQuery('orders', plan, 'shipped#1', start, { instant: MARCH, id: 9n }),
-    ).toMatchObject({ ExpressionAttributeValues: { ':hi': dateKey(MARCH, 9n) } });
+    expect(partitionQuery('orders', plan, 2, start, { instant: MARCH, id: 9n })).toMatchObject({
+      ExpressionAttributeValues: { ':hi': MARCH },
+    });
   });
 });
 
@@ -184,7 +235,7 @@ describe('a key as a position', () => {
   it('is the id in id order, the instant and the id in ship-date order', () => {
     expect(keyPosition(planPages({}), { shard: 1, id: 17n })).toEqual({ id: 17n });
     const dated = planPages({ shipDate: { from: MARCH } });
-    expect(keyPosition(dated, { dateKey: dateKey(MARCH, -3n) })).toEqual({
+    expect(keyPosition(dated, { shard: 5, t: new NumberValue(String(MARCH)), id: -3n })).toEqual({
       instant: MARCH,
       id: -3n,
     });
@@ -193,8 +244,9 @@ describe('a key as a position', () => {
   it('that is not one is a permanent failure naming the source, not a crash', () => {
     const dated = planPages({ shipDate: { from: MARCH } });
     for (const [plan, key] of [
-      [dated, { dateKey: 'yesterday' }],
-      [dated, {}],
+      [dated, { t: 'yesterday', id: 1n }],
+      [dated, { id: 1n }],
+      [dated, { t: new NumberValue('1.5'), id: 1n }],
       [planPages({ petId: 1n }), { id: 'seven' }],
     ] as const) {
       const read = () => keyPosition(plan, key);
@@ -255,7 +307,7 @@ describe('how much a page asks for', () => {
     const query = () => Promise.reject(new Error('no Query may be sent'));
     const stream = (evaluated: number) =>
       new CandidateStream({
-        plan: planPages({ shipDate: { from: MARCH } }),
+        plan: planPages({ statuses: ['pending', 'shipped', 'cancelled'] }),
         pageSize: 5,
         budget: { rounds: 10, evaluated, fetched: 100 },
         query,

@@ -5,12 +5,13 @@
  */
 import { describe, expect, it } from 'vitest';
 import { NumberValue } from '@aws-sdk/lib-dynamodb';
-import { listVersionOf } from '../../lib/dynamodb/list-version.ts';
+import { listVersionOf } from '../../lib/dynamodb/list-version-item.ts';
 import { INDEX_SETTLE_MS, pageEntityTag, type PageTagInput } from '../../lib/orders/page-tag.ts';
 
 const NOW = 1_800_000_000_000;
+const none = new Set<string>();
 const base: PageTagInput = {
-  version: { tag: 'v1', lastChangeAt: NOW - INDEX_SETTLE_MS },
+  version: { tag: 'v1', lastChangeAt: NOW - INDEX_SETTLE_MS, recentWrites: none },
   filter: { statuses: ['pending'] },
   pageSize: 50,
   plan: { consistent: false },
@@ -27,7 +28,7 @@ describe('the tag of a page', () => {
   it('differs with the version, the filters, the start and the page size', () => {
     const tags = [
       pageEntityTag(base),
-      pageEntityTag({ ...base, version: { tag: 'v2', lastChangeAt: 0 } }),
+      pageEntityTag({ ...base, version: { tag: 'v2', lastChangeAt: 0, recentWrites: none } }),
       pageEntityTag({ ...base, filter: { statuses: ['shipped'] } }),
       pageEntityTag({ ...base, start: { id: 7n } }),
       pageEntityTag({ ...base, start: { id: 8n } }),
@@ -49,16 +50,25 @@ describe('the tag of a page', () => {
   });
 
   it('is absent while a write is in flight (no version tag)', () => {
-    expect(pageEntityTag({ ...base, version: { tag: undefined } })).toBeUndefined();
     expect(
-      pageEntityTag({ ...base, plan: { consistent: true }, version: { tag: undefined } }),
+      pageEntityTag({ ...base, version: { tag: undefined, recentWrites: none } }),
+    ).toBeUndefined();
+    expect(
+      pageEntityTag({
+        ...base,
+        plan: { consistent: true },
+        version: { tag: undefined, recentWrites: none },
+      }),
     ).toBeUndefined();
   });
 
   it('of a page read from an index waits until the last change is INDEX_SETTLE_MS old, or known', () => {
     const changedAt = (ms: number | undefined) => ({
       ...base,
-      version: ms === undefined ? { tag: 'v1' } : { tag: 'v1', lastChangeAt: ms },
+      version:
+        ms === undefined
+          ? { tag: 'v1', recentWrites: 'all' as const }
+          : { tag: 'v1', lastChangeAt: ms, recentWrites: none },
     });
     expect(pageEntityTag(changedAt(NOW - INDEX_SETTLE_MS + 1))).toBeUndefined();
     expect(pageEntityTag(changedAt(NOW - INDEX_SETTLE_MS))).toBeDefined();
@@ -76,6 +86,7 @@ describe("the list version's change time", () => {
     expect(listVersionOf([undefined, undefined], NOW)).toEqual({
       tag: expect.any(String) as unknown,
       lastChangeAt: 0,
+      recentWrites: new Set(),
     });
     const version = listVersionOf(
       [
@@ -123,5 +134,64 @@ describe("the list version's change time", () => {
     expect(listVersionOf([{ ...key, n: 'b', c: 123 }], NOW).tag).not.toBe(
       listVersionOf([{ ...key, n: 'a', c: 123 }], NOW).tag,
     );
+  });
+});
+
+describe("the list version's recent writes (what a page reads again by key)", () => {
+  const key = { shard: new NumberValue('-1'), id: new NumberValue('0') };
+  const at = (ms: number) => new NumberValue(String(ms));
+  const settled = NOW - INDEX_SETTLE_MS;
+
+  it('are the orders noted or being written less than INDEX_SETTLE_MS ago', () => {
+    const version = listVersionOf(
+      [
+        {
+          ...key,
+          n: 'a',
+          c: at(NOW - 5),
+          r_7: at(NOW - 5),
+          'r_-9223372036854775808': at(settled + 1),
+          r_8: at(settled),
+        },
+        { ...key, n: 'b', c: at(NOW - 20_000), 'w_abc#12': at(NOW + 1_000) },
+      ],
+      NOW,
+    );
+    expect(version.recentWrites).toEqual(new Set(['7', '-9223372036854775808', '12']));
+    // The write of order 12 is in flight: no tag.
+    expect(version.tag).toBeUndefined();
+  });
+
+  it('count a write whose lease ended less than INDEX_SETTLE_MS ago (it may have landed then)', () => {
+    const version = listVersionOf([{ ...key, 'w_dead#5': at(NOW - 1) }], NOW);
+    expect(version.recentWrites).toEqual(new Set(['5']));
+    expect(version.tag).toBeDefined();
+    expect(listVersionOf([{ ...key, 'w_dead#5': at(settled) }], NOW).recentWrites).toEqual(
+      new Set(),
+    );
+  });
+
+  it('are all orders after a write of many (`o`, or an entry that names none)', () => {
+    expect(listVersionOf([{ ...key, n: 'a', c: at(NOW - 1), o: at(NOW - 1) }], NOW)).toMatchObject({
+      recentWrites: 'all',
+    });
+    expect(listVersionOf([{ ...key, w_many: at(NOW + 5) }], NOW).recentWrites).toBe('all');
+    expect(listVersionOf([{ ...key, n: 'a', c: at(settled), o: at(settled) }], NOW)).toMatchObject({
+      recentWrites: new Set(),
+    });
+  });
+
+  it('are all orders when a time cannot be read or a change has none', () => {
+    expect(listVersionOf([{ ...key, n: 'a', c: at(NOW), r_1: 'soon' }], NOW).recentWrites).toBe(
+      'all',
+    );
+    expect(listVersionOf([{ ...key, n: 'a' }], NOW).recentWrites).toBe('all');
+  });
+
+  it('do not enter the tag but with the nonce they are written with', () => {
+    const plain = listVersionOf([{ ...key, n: 'a', c: at(NOW - 1) }], NOW);
+    const noted = listVersionOf([{ ...key, n: 'a', c: at(NOW - 1), r_3: at(NOW - 1) }], NOW);
+    // A note comes only with a new nonce, so hashing it costs no 304 (and old readers hash it).
+    expect(noted.tag).not.toBe(plain.tag);
   });
 });
