@@ -11,6 +11,7 @@ import type { Order } from '../../lib/orders/order.ts';
 import { runCli, tempFile } from '../admin/support.ts';
 import { keysAndSeedArgs, startLocalApi, type LocalApi } from '../support/local-api.ts';
 import { sendPolitely, type Answered } from '../support/polite-client.ts';
+import { seededRandom } from '../support/seeded-random.ts';
 import { expectValidAgainstOpenApi } from '../support/openapi.ts';
 
 const proKey = generateApiKey();
@@ -266,11 +267,7 @@ describe('a race of lists, cancels and conditional requests', () => {
     const acknowledged: { id: number; at: number }[] = [];
     const checks: { tag: string; body: string; sent: number; status: number }[] = [];
     const counts = { lists: 0, untagged: 0, cancels: 0, notModified: 0, modified: 0, retried: 0 };
-    let seed = 20261124;
-    const random = (n: number) => {
-      seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
-      return seed % n;
-    };
+    const random = seededRandom(20261124);
     const after = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
     /**
      * A 503 is the contract's answer when DynamoDB Local is slow (on a 2-core machine, another

@@ -9,6 +9,7 @@ import { generateApiKey } from '../../lib/keys/api-key.ts';
 import type { Order } from '../../lib/orders/order.ts';
 import { keysAndSeedArgs, startLocalApi, type LocalApi } from '../support/local-api.ts';
 import { sendPolitely, type Answered } from '../support/polite-client.ts';
+import { seededRandom } from '../support/seeded-random.ts';
 
 const key = generateApiKey();
 let api: LocalApi;
@@ -59,11 +60,7 @@ describe('a race of v2 pages, cancels and conditional requests, through npm star
     const acknowledged: { id: number; at: number }[] = [];
     const checks: { body: string; sent: number; status: number }[] = [];
     const counts = { pages: 0, untagged: 0, cancels: 0, notModified: 0, modified: 0, retried: 0 };
-    let seed = 20261128;
-    const random = (n: number) => {
-      seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
-      return seed % n;
-    };
+    const random = seededRandom(20261128);
     const after = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
     // A 503 (DynamoDB Local slow on a busy machine) is sent again after its Retry-After.
     const politely = <A extends Answered>(send: () => Promise<A>) =>

@@ -1,0 +1,13 @@
+/**
+ * A repeatable random number source for race tests: the same seed gives the same sequence of
+ * delays and choices on every run, so a failure names a schedule that can be run again.
+ */
+
+/** `random(n)`: an integer in [0, n), from a linear congruential sequence started at `seed`. */
+export function seededRandom(seed: number): (n: number) => number {
+  let state = seed;
+  return (n) => {
+    state = (state * 1_103_515_245 + 12_345) % 2 ** 31;
+    return state % n;
+  };
+}
