@@ -65,7 +65,8 @@ export const reindex = defineCommand(
     summary:
       "write the v2 list's index attributes onto every order that lacks them or holds stale ones, then mark the indexes ready (once per deploy that brings them; re-runnable)",
     description: `Reads every order (a parallel Scan, strongly consistent) and writes the attributes the v2
-list's indexes are keyed by (s: the status and shard; t: the ship date's instant) onto each order
+list's indexes are keyed by (s: the status and shard; t: the ship date's instant; u: the shard of
+an order not shipped) onto each order
 that lacks them or holds stale ones: the orders stored before the release that writes them. The
 first release's statusKey and dateKey are written likewise while the table still has an index
 keyed by them (byStatus, byStatusDate or byPetDate: it asks DynamoDB which indexes the table
@@ -73,8 +74,8 @@ has), and removed from every order once it has none. Each write is conditional o
 the cancel's record and the ship date it was derived from, so a cancel, ship or import racing
 it never leaves a stale key (the order as it then is is written anew). Then it gives the list's
 version items the change time they lack (no ETag changes) and writes the marker that lets the
-indexes ordersByStatus, ordersByDate and ordersByPetDate serve. It changes no order's fields
-and no ETag.
+indexes ordersByStatus, ordersByDate, ordersByPetDate and ordersUnshippedByDate serve. It
+changes no order's fields and no ETag.
 
 Run it after the deploy that brings the code writing the attributes has finished (no older
 version of a function still running), and, on a table that still had byStatus, byStatusDate or

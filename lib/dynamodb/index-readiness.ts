@@ -1,7 +1,8 @@
 /**
  * Whether every order item holds its derived index attributes as this code derives them (format
- * 2: `s` and `t`; lib/dynamodb/order-index-keys.ts), so that the indexes keyed by them
- * (ordersByStatus, ordersByDate, ordersByPetDate: indexNeedsReadiness) hold every order.
+ * 2: `s`, `t` and `u`; lib/dynamodb/order-index-keys.ts), so that the indexes keyed by them
+ * (ordersByStatus, ordersByDate, ordersByPetDate, ordersUnshippedByDate: indexNeedsReadiness)
+ * hold every order.
  * DynamoDB's backfill of a new index covers only the items that already hold its key: the orders
  * stored before the code that writes the attributes are not in those indexes until
  * `npm run admin -- orders reindex` has written the attributes onto them. It then writes this
@@ -34,11 +35,12 @@ export const READINESS_RECHECK_MS = 5_000;
 const DERIVED_KEYS: ReadonlySet<string> = new Set([
   ORDER_INDEX_ATTRIBUTES.status,
   ORDER_INDEX_ATTRIBUTES.instant,
+  ORDER_INDEX_ATTRIBUTES.unshipped,
 ]);
 
 /**
  * Whether an index holds every order only once the marker is there: whether it is keyed by a
- * derived attribute (`s` or `t`). An index keyed by the order's own fields alone does not wait.
+ * derived attribute (`s`, `t` or `u`). An index keyed by the order's own fields alone does not wait.
  */
 export function indexNeedsReadiness(name: CurrentOrderIndexName): boolean {
   const index = orderIndexDefinition(name);

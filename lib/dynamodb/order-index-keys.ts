@@ -11,6 +11,9 @@
  *   exact to 38 digits, ordered as the instants are. With the id it is the sort key of the date
  *   indexes (a multi-attribute key: (t, id)). An order whose ship date is absent or not an RFC
  *   3339 date-time has no `t` and is in no date index: no date range matches it.
+ * - `u` = the order's shard, when it has a `t` and its stored status is not shipped (pending,
+ *   absent or cancelled; a cancel through the API leaves the stored status, and so `u`, as they
+ *   were): the sparse key of ordersUnshippedByDate, which a ship removes.
  * And, while a stage still has the first release's indexes (./order-indexes.ts):
  * - `statusKey` = `<status>#<shard>`;
  * - `dateKey` = `<instant>#<id>`: the instant plus 10^20 in 21 digits, and the id plus 2^63 in
@@ -22,7 +25,8 @@ import { INT64_MAX, INT64_MIN, isOrderStatus, type OrderStatus } from '../orders
 import { orderShard } from './tables.ts';
 
 /**
- * The format of the derived attributes: 2 is `s` and `t` (1 was `statusKey` and `dateKey` alone).
+ * The format of the derived attributes: 2 is `s`, `t` and `u` (1 was `statusKey` and `dateKey`
+ * alone).
  * A release that changes how they are computed bumps it: the readiness marker
  * (./index-readiness.ts) then no longer matches, and the indexes keyed by them wait for
  * `orders reindex`.
@@ -135,7 +139,8 @@ export function effectiveStatus(
 
 /**
  * The derived attributes of an order: `s` unless its stored status is not one the service knows;
- * `t` when its ship date is an RFC 3339 date-time; and with `firstRelease`, the first release's
+ * `t` when its ship date is an RFC 3339 date-time; `u` with `t`, while its stored status is a
+ * known one other than shipped; and with `firstRelease`, the first release's
  * `statusKey` and `dateKey` likewise. `shard`: the partition the order stands in (its id's, but
  * in the deploy check's partition: tables.ts).
  */
@@ -143,12 +148,14 @@ export function derivedIndexAttributes(
   order: IndexedFields,
   firstRelease = false,
   shard = orderShard(order.id),
-): { s?: string; t?: bigint; statusKey?: string; dateKey?: string } {
+): { s?: string; t?: bigint; u?: number; statusKey?: string; dateKey?: string } {
   const status = effectiveStatus(order);
   const instant = typeof order.shipDate === 'string' ? parseInstant(order.shipDate) : undefined;
+  const stored = effectiveStatus({ status: order.status });
   return {
     ...(status !== undefined ? { s: statusShard(status, shard) } : {}),
     ...(instant !== undefined ? { t: instant } : {}),
+    ...(instant !== undefined && stored !== undefined && stored !== 'shipped' ? { u: shard } : {}),
     ...(firstRelease && status !== undefined ? { statusKey: statusPartition(status, shard) } : {}),
     ...(firstRelease && instant !== undefined ? { dateKey: dateKey(instant, order.id) } : {}),
   };

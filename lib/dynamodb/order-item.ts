@@ -16,14 +16,14 @@ import type { OrderStatus } from '../orders/order.ts';
 import { numberText } from './attributes.ts';
 import { derivedIndexAttributes, effectiveStatus } from './order-index-keys.ts';
 import { NO_FIRST_RELEASE_WRITES, type FirstReleaseWrites } from './order-indexes.ts';
-import { CANCEL_TRAIL_ATTRIBUTES, orderShard } from './tables.ts';
+import { CANCEL_TRAIL_ATTRIBUTES, ORDER_INDEX_ATTRIBUTES, orderShard } from './tables.ts';
 import { UpdateBuilder } from './update-builder.ts';
 
 type Item = Record<string, unknown>;
 
 /**
  * The item of an order as a put writes it: its key, its fields, and the attributes the indexes
- * are keyed by (`s`, `t`; the first release's `statusKey` and `dateKey` only when `firstRelease`
+ * are keyed by (`s`, `t`, `u`; the first release's `statusKey` and `dateKey` only when `firstRelease`
  * says a stage still has an index keyed by them). A put replaces the whole item: a trail the
  * order held is gone with it.
  */
@@ -138,8 +138,8 @@ export type Departure =
 /**
  * The conditional write of an order leaving pending. The condition: the order exists (an update
  * must never create one), holds no cancel's trail, and its status is pending or absent.
- * - A ship: `status` shipped, `complete` true, and the new status's index key `s` (and the first
- *   release's `statusKey` when `firstRelease.keys`).
+ * - A ship: `status` shipped, `complete` true, the new status's index key `s` (and the first
+ *   release's `statusKey` when `firstRelease.keys`), and no `u` (ordersUnshippedByDate's key).
  * - A cancel: its trail (when, which key, which request) and `s`, and not `status`: the indexes
  *   that hold `status` (all but ordersByStatus) are then not written (above). While a
  *   stage still has an index of the first release (`firstRelease.status`), `status` cancelled
@@ -168,6 +168,8 @@ export function departureUpdate(
   if (!cancelled) {
     b.assign('status', departure.status);
     b.assign('complete', true);
+    // A shipped order leaves the index of those not shipped.
+    b.remove(ORDER_INDEX_ATTRIBUTES.unshipped);
     return b;
   }
   if (firstRelease.status) b.assign('status', departure.status);

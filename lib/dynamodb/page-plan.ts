@@ -7,7 +7,11 @@
  * - petId (+ a date range): ordersByPet (ordersByPetDate), one partition;
  * - a status without a date range: ordersByStatus, one partition per status and shard (8 per
  *   status), whose key says the status;
- * - a date range, with or without a status: ordersByDate, the table's 8 shards by ship date;
+ * - a date range of statuses other than shipped (pending, cancelled): ordersUnshippedByDate, the
+ *   orders not shipped by ship date, 8 partitions (a shard each), so that a month of pending
+ *   orders reads those and not the month's shipped ones;
+ * - any other date range, with or without a status: ordersByDate, the table's 8 shards by ship
+ *   date (and the pending or cancelled ones too while a stage does not have the index above);
  * - nothing, or complete alone: the table, its 8 shards by id, strongly consistent.
  * In id order, or in (ship date, id) order when a date range is given (a multi-attribute sort key:
  * `t`, the instant, then the id). A filter the source's key does not hold is a FilterExpression on
@@ -159,6 +163,12 @@ export function planPages(
     return plan('ordersByPet', 'petId', [filter.petId], { items: 'fields' });
   }
   if (dated) {
+    if (statuses && !statuses.includes('shipped') && indexes.has('ordersUnshippedByDate')) {
+      return plan('ordersUnshippedByDate', ORDER_INDEX_ATTRIBUTES.unshipped, shards, {
+        items: 'fields',
+        needsReadiness: true,
+      });
+    }
     return plan('ordersByDate', 'shard', shards, { items: 'fields', needsReadiness: true });
   }
   if (statuses) {

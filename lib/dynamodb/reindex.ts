@@ -1,7 +1,7 @@
 /**
- * `orders reindex`: writes the derived index attributes (./order-index-keys.ts: `s` and `t`)
- * onto every order item that lacks them or holds stale ones — the orders stored before the code
- * that writes them — then the readiness marker (./index-readiness.ts) that lets the indexes keyed
+ * `orders reindex`: writes the derived index attributes (./order-index-keys.ts: `s`, `t` and
+ * `u`) onto every order item that lacks them or holds stale ones — the orders stored before the
+ * code that writes them — then the readiness marker (./index-readiness.ts) that lets the indexes keyed
  * by them serve. The first release's `statusKey` and `dateKey` are written likewise while the
  * table still has an index keyed by them (byStatus, byStatusDate, byPetDate: DescribeTable says,
  * ./order-indexes.ts firstReleaseWrites), and removed once it has none: every order is then
@@ -83,8 +83,8 @@ export interface ReindexOptions {
 }
 
 /** A stored value as the text of what it is, to compare with a derived one. */
-function sameValue(stored: unknown, wanted: string | bigint): boolean {
-  return typeof wanted === 'bigint' ? numberText(stored) === wanted.toString() : stored === wanted;
+function sameValue(stored: unknown, wanted: string | bigint | number): boolean {
+  return typeof wanted === 'string' ? stored === wanted : numberText(stored) === String(wanted);
 }
 
 /**

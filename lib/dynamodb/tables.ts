@@ -82,6 +82,9 @@ export const INDEX_READINESS_KEY = { shard: -100, id: 0 } as const;
  *   status is spread over ORDER_SHARDS index partitions, as the table is;
  * - `t`: the ship date's instant in nanoseconds since the epoch; absent when the ship date is not
  *   an RFC 3339 date-time.
+ * - `u`: the order's shard, only while the order's stored `status` is not shipped and it has a `t`
+ *   (a sparse key: shipped orders, most of a store, are not in ordersUnshippedByDate). A cancel
+ *   leaves it as it is (it leaves `status` too); a ship removes it.
  * And those of the first release's indexes (written only while a stage still has one of them:
  * lib/dynamodb/order-indexes.ts):
  * - `statusKey`: `<status>#<shard>`;
@@ -91,6 +94,7 @@ export const INDEX_READINESS_KEY = { shard: -100, id: 0 } as const;
 export const ORDER_INDEX_ATTRIBUTES = {
   status: 's',
   instant: 't',
+  unshipped: 'u',
   statusKey: 'statusKey',
   dateKey: 'dateKey',
 } as const;
@@ -107,6 +111,7 @@ const petId = { name: 'petId', type: 'N' } as const;
 const orderId = { name: 'id', type: 'N' } as const;
 const statusShard = { name: ORDER_INDEX_ATTRIBUTES.status, type: 'S' } as const;
 const instant = { name: ORDER_INDEX_ATTRIBUTES.instant, type: 'N' } as const;
+const unshippedShard = { name: ORDER_INDEX_ATTRIBUTES.unshipped, type: 'N' } as const;
 const statusKey = { name: ORDER_INDEX_ATTRIBUTES.statusKey, type: 'S' } as const;
 const dateKey = { name: ORDER_INDEX_ATTRIBUTES.dateKey, type: 'S' } as const;
 
@@ -114,7 +119,7 @@ const dateKey = { name: ORDER_INDEX_ATTRIBUTES.dateKey, type: 'S' } as const;
  * What the v2 list's indexes hold of an order besides their keys: its fields, so that a page is
  * read from the index alone. Not `status` where the key says it (ordersByStatus), and never the
  * cancel's trail: a cancel writes the trail and leaves `status` as it was, so it rewrites only
- * the status index's entry (its key moves) and none of the other three.
+ * the status index's entry (its key moves) and none of the other four.
  */
 const ORDER_FIELDS_BESIDE = ['quantity', 'shipDate', 'complete'] as const;
 
@@ -148,6 +153,14 @@ const ORDER_INDEXES = [
     partitionKey: petId,
     sortKeys: [instant, orderId],
     projection: { include: [...ORDER_FIELDS_BESIDE, 'status'] },
+  },
+  // A date range of pending or cancelled orders: the few that are not shipped, by ship date,
+  // without reading the shipped ones of the range (a sparse index: only orders that hold `u`).
+  {
+    name: 'ordersUnshippedByDate',
+    partitionKey: unshippedShard,
+    sortKeys: [instant, orderId],
+    projection: { include: ['petId', ...ORDER_FIELDS_BESIDE, 'status'] },
   },
 ] as const satisfies readonly GlobalIndexDefinition[];
 

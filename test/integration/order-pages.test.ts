@@ -217,6 +217,11 @@ describe('what a page costs', () => {
       [{ petId: 0n }, 'ordersByPet', 1],
       [{ petId: 0n, shipDate: { to: FIRST_DAY + 20n * DAY } }, 'ordersByPetDate', 1],
       [{ shipDate: { from: FIRST_DAY } }, 'ordersByDate', ORDER_SHARDS],
+      [
+        { statuses: ['pending'], shipDate: { from: FIRST_DAY } },
+        'ordersUnshippedByDate',
+        ORDER_SHARDS,
+      ],
       [{}, 'table', ORDER_SHARDS],
     ];
     const N = 20;
@@ -472,7 +477,7 @@ describe('a cancel and a ship', () => {
       const store = new DynamoDbOrderStore(own.client, own.tables.orders);
       await store.putOrders([
         { id: -3n, shipDate: '2026-11-02T00:00:00.5+01:00' },
-        { id: 4n, status: 'pending' },
+        { id: 4n, status: 'pending', shipDate: '2026-11-03T00:00:00Z' },
       ]);
       const put = await raw(own.client, own.tables.orders, -3n);
       expect(put?.s).toBe(statusShard('pending', orderShard(-3n)));
@@ -481,11 +486,15 @@ describe('a cancel and a ship', () => {
       );
       await store.cancel(-3n, TEST_CANCELLATION);
       await store.ship(4n);
-      // The cancel leaves `status` as it was (none: pending) and moves `s`.
+      // The cancel leaves `status` as it was (none: pending) and `u`, and moves `s`; the ship
+      // moves `s` and takes the order out of the index of those not shipped (no `u`).
       const cancelled = await raw(own.client, own.tables.orders, -3n);
       expect(cancelled).toMatchObject({ s: 'c5' });
+      expect(String(cancelled?.u)).toBe('5');
       expect(cancelled).not.toHaveProperty('status');
-      expect((await raw(own.client, own.tables.orders, 4n))?.s).toBe('s4');
+      const shipped = await raw(own.client, own.tables.orders, 4n);
+      expect(shipped?.s).toBe('s4');
+      expect(shipped).not.toHaveProperty('u');
       const pages = new DynamoDbOrderPages(own.client, own.tables.orders, { indexes: ALL });
       const seen = await settled(own.client, own.tables.orders);
       for (const trust of [seen, undefined]) {
@@ -502,9 +511,12 @@ describe('a cancel and a ship', () => {
         expect(await page({ statuses: ['cancelled'] })).toEqual(['-3']);
         expect(await page({ statuses: ['shipped'] })).toEqual(['4']);
         expect(await page({ statuses: ['pending'] })).toEqual([]);
-        // The date index holds -3 as it was put (no status: pending): read again, it is cancelled.
+        // The index of orders not shipped holds -3 as it was put (no status: pending): read
+        // again, it is cancelled; 4 has left it, and the date index holds it as shipped.
         expect(await page({ statuses: ['cancelled'], shipDate: { from: 0n } })).toEqual(['-3']);
         expect(await page({ statuses: ['pending'], shipDate: { from: 0n } })).toEqual([]);
+        expect(await page({ statuses: ['shipped'], shipDate: { from: 0n } })).toEqual(['4']);
+        expect(await page({ shipDate: { from: 0n } })).toEqual(['-3', '4']);
       }
     } finally {
       await own.drop();

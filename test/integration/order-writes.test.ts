@@ -75,6 +75,8 @@ describe('a cancel through the API', () => {
       status: 'pending',
       s: 'c3',
       t: String(INSTANT),
+      // Its stored status is still pending: it stays in the index of orders not shipped.
+      u: '3',
       cancelledAt: String(TEST_CANCELLATION.at),
       cancelledBy: TEST_CANCELLATION.keyId,
       cancelRequestId: TEST_CANCELLATION.requestId,

@@ -7,11 +7,14 @@ import { marshall } from '@aws-sdk/util-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { indexNeedsReadiness } from '../../lib/dynamodb/index-readiness.ts';
 import {
+  departureUpdate,
   itemStatus,
   orderToItem,
   readCancelTrail,
   readOrderItem,
+  type Departure,
 } from '../../lib/dynamodb/order-item.ts';
+import { NO_FIRST_RELEASE_WRITES } from '../../lib/dynamodb/order-indexes.ts';
 import { ORDER_INDEX_NAMES } from '../../lib/dynamodb/tables.ts';
 import type { Order } from '../../lib/orders/order.ts';
 import { itemSize, type WireValue } from '../../bench/item-size.ts';
@@ -40,6 +43,30 @@ describe('an order item', () => {
       dateKey: expect.stringMatching(/^\d{21}#\d{20}$/) as unknown,
     });
     expect(orderToItem(SHIPPED, { status: true, keys: false })).not.toHaveProperty('statusKey');
+  });
+
+  it('holds u (its shard) while its stored status is not shipped and it has a ship date-time', () => {
+    const { id, shipDate } = SHIPPED;
+    expect(orderToItem({ id, shipDate, status: 'pending' })).toMatchObject({ s: 'p4', u: 4 });
+    expect(orderToItem({ id, shipDate })).toMatchObject({ s: 'p4', u: 4 });
+    expect(orderToItem({ id, shipDate, status: 'cancelled' })).toMatchObject({ s: 'c4', u: 4 });
+    expect(orderToItem(SHIPPED)).not.toHaveProperty('u');
+    // No date-time, no date index: no u.
+    expect(orderToItem({ id, status: 'pending' })).not.toHaveProperty('u');
+    expect(orderToItem({ id, shipDate: 'soon', status: 'pending' })).not.toHaveProperty('u');
+  });
+
+  it('is taken out of the index of orders not shipped by a ship, and left in it by a cancel', () => {
+    const write = (departure: Departure) =>
+      departureUpdate(departure, 7n, 7, NO_FIRST_RELEASE_WRITES).input('orders', {});
+    const shipped = write({ status: 'shipped' });
+    expect(shipped.UpdateExpression).toMatch(/ REMOVE #\w+$/);
+    expect(Object.values(shipped.ExpressionAttributeNames ?? {})).toContain('u');
+    const cancelled = write({
+      status: 'cancelled',
+      cancellation: { at: 1, keyId: 'key_A', requestId: 'r' },
+    });
+    expect(Object.values(cancelled.ExpressionAttributeNames ?? {})).not.toContain('u');
   });
 
   it('says cancelled when it holds a trail, whatever its status; else its status, pending when none', () => {
@@ -76,11 +103,12 @@ describe('an order item', () => {
 });
 
 describe('the readiness marker', () => {
-  it('is what the indexes keyed by s or t wait for; ordersByPet (petId, id) does not', () => {
+  it('is what the indexes keyed by s, t or u wait for; ordersByPet (petId, id) does not', () => {
     expect(ORDER_INDEX_NAMES.filter(indexNeedsReadiness)).toEqual([
       'ordersByStatus',
       'ordersByDate',
       'ordersByPetDate',
+      'ordersUnshippedByDate',
     ]);
   });
 });
@@ -106,9 +134,9 @@ describe('what an order item weighs (DynamoDB counts names and values)', () => {
       cancelRequestId: '6f1c1e64-0d8e-4a3e-9d51-5b0c9a3f2e10',
     };
     expect(
-      size(without(orderToItem(LARGEST_ORDER, { status: true, keys: true }), ['s', 't'])),
+      size(without(orderToItem(LARGEST_ORDER, { status: true, keys: true }), ['s', 't', 'u'])),
     ).toBe(182);
-    expect(size(orderToItem(LARGEST_ORDER))).toBe(130);
-    expect(size({ ...orderToItem(LARGEST_ORDER), ...trail })).toBe(278);
+    expect(size(orderToItem(LARGEST_ORDER))).toBe(133);
+    expect(size({ ...orderToItem(LARGEST_ORDER), ...trail })).toBe(281);
   });
 });

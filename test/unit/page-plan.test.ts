@@ -27,7 +27,7 @@ import {
   roundLimits,
   storedStatusesOf,
 } from '../../lib/dynamodb/page-plan.ts';
-import { ORDER_SHARDS } from '../../lib/dynamodb/tables.ts';
+import { ORDER_INDEX_NAMES, ORDER_SHARDS } from '../../lib/dynamodb/tables.ts';
 import { parseInstant } from '../../lib/orders/instant.ts';
 import type { OrderFilter } from '../../lib/orders/order-filter.ts';
 import { PROJECT_ROOT } from '../../local/local-stack.ts';
@@ -46,8 +46,14 @@ describe("the plan of a filter's pages", () => {
     ['a status and complete', { statuses: ['shipped'], complete: true }, 'ordersByStatus', 8],
     ['a date range', { shipDate: { from: MARCH } }, 'ordersByDate', 8],
     [
-      'a date range and a status',
-      { shipDate: { to: APRIL }, statuses: ['cancelled'] },
+      'a date range and statuses not shipped',
+      { shipDate: { to: APRIL }, statuses: ['cancelled', 'pending'] },
+      'ordersUnshippedByDate',
+      8,
+    ],
+    [
+      'a date range and shipped',
+      { shipDate: { to: APRIL }, statuses: ['pending', 'shipped'] },
       'ordersByDate',
       8,
     ],
@@ -87,6 +93,22 @@ describe("the plan of a filter's pages", () => {
       order: 'shipDate',
       needsReadiness: true,
     });
+    // Pending or cancelled in a date range: the orders not shipped, a partition (`u`) a shard.
+    expect(planPages({ shipDate: { from: MARCH }, statuses: ['pending'] })).toMatchObject({
+      partitionKey: 'u',
+      partitionValues: [0, 1, 2, 3, 4, 5, 6, 7],
+      statusInKey: false,
+      storedStatuses: ['pending'],
+      order: 'shipDate',
+      needsReadiness: true,
+    });
+    // A stage that does not have that index yet reads them from ordersByDate.
+    const withoutUnshipped = new Set(
+      ORDER_INDEX_NAMES.filter((name) => name !== 'ordersUnshippedByDate'),
+    );
+    expect(
+      planPages({ shipDate: { from: MARCH }, statuses: ['cancelled'] }, withoutUnshipped),
+    ).toMatchObject({ source: 'ordersByDate', storedStatuses: ['pending', 'cancelled'] });
     // ordersByPet is keyed by the stored petId: it needs no readiness marker; the date one does.
     expect(planPages({ petId: -4n })).toMatchObject({
       partitionKey: 'petId',
