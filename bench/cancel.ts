@@ -7,7 +7,7 @@
  * the request units of all of them and the write units of its order write, the table's and each
  * index's (ReturnConsumedCapacity INDEXES, added to every call by the count), and the calls and
  * units of a cancel refused 403 (a key that may only read). The orders table has the current
- * indexes NAMES names (comma-separated, or `none`; default all four): runs with none and all say
+ * indexes NAMES names (comma-separated, or `none`; default all of them): runs with none and all say
  * what the v2 list's indexes add to a cancel. (What a cancel writes while a stage still has an
  * index of the first release: test/integration/cancel-capacity.test.ts.)
  */
