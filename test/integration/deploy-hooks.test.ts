@@ -9,18 +9,13 @@
  * prunes; a rolled-back stack update publishes each function again. The lines a broken version
  * writes are the ones the deploy alarms' metric filters count.
  */
+import { RegisterScalableTargetCommand } from '@aws-sdk/client-application-auto-scaling';
 import {
-  ApplicationAutoScalingClient,
-  RegisterScalableTargetCommand,
-} from '@aws-sdk/client-application-auto-scaling';
-import {
-  CloudWatchClient,
   DescribeAlarmsCommand,
   GetMetricDataCommand,
   type StateValue,
 } from '@aws-sdk/client-cloudwatch';
 import {
-  CodeDeployClient,
   GetDeploymentCommand,
   LifecycleEventAlreadyCompletedException,
   PutLifecycleEventHookExecutionStatusCommand,
@@ -30,7 +25,6 @@ import {
   DeleteFunctionCommand,
   InvokeCommand,
   InvokeWithResponseStreamCommand,
-  LambdaClient,
   ListAliasesCommand,
   ListVersionsByFunctionCommand,
   PublishVersionCommand,
@@ -38,7 +32,6 @@ import {
   UpdateAliasCommand,
 } from '@aws-sdk/client-lambda';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
-import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 
 // The functions' logger reads its level at load (the test setup silences it): the metric filter
@@ -76,20 +69,20 @@ import type { Order } from '../../lib/orders/order.ts';
 import { createContext, invokeBuffered } from '../../local/lambda-runtime.ts';
 import { scanAll } from '../admin/support.ts';
 import {
+  answerHookCalls,
   capturedLines,
   matchesFilter,
-  standInCodeDeploy,
   standInLambda,
+  stubHookClients,
   verdictsOf,
+  hookClients,
   type Invocation,
   type StandInDeployment,
 } from '../support/deploy-stand-ins.ts';
 import { createTestTables, type TestTables } from '../support/tables.ts';
 
-const lambda = mockClient(LambdaClient);
-const codeDeploy = mockClient(CodeDeployClient);
-const autoScaling = mockClient(ApplicationAutoScalingClient);
-const cloudWatch = mockClient(CloudWatchClient);
+const stubs = stubHookClients();
+const { lambda, codeDeploy, autoScaling, cloudWatch } = stubs;
 
 let t: TestTables;
 /** The handler behind each function name the stubbed Lambda is asked for (every version). */
@@ -137,10 +130,7 @@ function fakeClock() {
 
 function hooks(overrides: Partial<HookSettings> = {}) {
   return createDeployHooks({
-    codeDeploy: new CodeDeployClient({}),
-    lambda: new LambdaClient({}),
-    autoScaling: new ApplicationAutoScalingClient({}),
-    cloudWatch: new CloudWatchClient({}),
+    ...hookClients(),
     dynamodb: t.client,
     settings: settings(overrides),
     ...fakeClock(),
@@ -259,9 +249,7 @@ beforeEach(() => {
   invocations = standInLambda(lambda, (name, version) =>
     version === VERSION || version === OLD_VERSION ? deployed[name] : undefined,
   );
-  standInCodeDeploy(codeDeploy, deployments);
-  codeDeploy.on(PutLifecycleEventHookExecutionStatusCommand).resolves({});
-  autoScaling.on(RegisterScalableTargetCommand).resolves({});
+  answerHookCalls(stubs, deployments);
   cloudWatch.on(GetMetricDataCommand).resolves({ MetricDataResults: [] });
 });
 afterEach(() => {
@@ -386,10 +374,7 @@ describe('the pre-traffic hook, against the local stack', () => {
   it("fails in time when the deploy check's own data does not answer (its store's calls have the probe's budget too)", async () => {
     deploy(healthy());
     const stalled = createDeployHooks({
-      codeDeploy: new CodeDeployClient({}),
-      lambda: new LambdaClient({}),
-      autoScaling: new ApplicationAutoScalingClient({}),
-      cloudWatch: new CloudWatchClient({}),
+      ...hookClients(),
       // A DynamoDB that never answers.
       dynamodb: { send: () => new Promise(() => undefined) } as unknown as typeof t.client,
       settings: settings(),
@@ -542,10 +527,7 @@ describe('a hook whose environment is missing or malformed', () => {
     let env: Record<string, string | undefined> = { ...goodEnv(), [HOOK_ENV.targets]: undefined };
     deploy(healthy());
     const hooksOf = createDeployHooks({
-      codeDeploy: new CodeDeployClient({}),
-      lambda: new LambdaClient({}),
-      autoScaling: new ApplicationAutoScalingClient({}),
-      cloudWatch: new CloudWatchClient({}),
+      ...hookClients(),
       dynamodb: t.client,
       settings: () => settingsFromEnv(env),
       ...fakeClock(),

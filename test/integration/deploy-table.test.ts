@@ -14,19 +14,10 @@
  * minute's figures at once (its delay, which AWS does not document, adds to every time here).
  */
 import {
-  ApplicationAutoScalingClient,
-  RegisterScalableTargetCommand,
-} from '@aws-sdk/client-application-auto-scaling';
-import {
-  CloudWatchClient,
   DescribeAlarmsCommand,
   GetMetricDataCommand,
   type MetricDataQuery,
 } from '@aws-sdk/client-cloudwatch';
-import {
-  CodeDeployClient,
-  PutLifecycleEventHookExecutionStatusCommand,
-} from '@aws-sdk/client-codedeploy';
 import {
   CreateAliasCommand,
   DeleteFunctionCommand,
@@ -36,7 +27,6 @@ import {
   ListVersionsByFunctionCommand,
   UpdateAliasCommand,
 } from '@aws-sdk/client-lambda';
-import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 
 vi.hoisted(() => {
@@ -54,11 +44,13 @@ import { STAGES, type StageName } from '../../lib/deployment.ts';
 import { FUNCTION_NAMES } from '../../lib/functions.ts';
 import type { Order } from '../../lib/orders/order.ts';
 import {
+  answerHookCalls,
   capturedLines,
   matchesFilter,
-  standInCodeDeploy,
   standInLambda,
+  stubHookClients,
   verdictsOf,
+  hookClients,
   type Invocation,
   type StandInDeployment,
 } from '../support/deploy-stand-ins.ts';
@@ -67,10 +59,8 @@ import { markdownTable } from '../support/runbook.ts';
 import { createTestTables, type TestTables } from '../support/tables.ts';
 import { templates, testApp } from '../infra/support.ts';
 
-const lambda = mockClient(LambdaClient);
-const codeDeploy = mockClient(CodeDeployClient);
-const autoScaling = mockClient(ApplicationAutoScalingClient);
-const cloudWatch = mockClient(CloudWatchClient);
+const stubs = stubHookClients();
+const { lambda, codeDeploy, autoScaling, cloudWatch } = stubs;
 
 const FN = 'store-orders-table-cancelOrder';
 const OLD = '6';
@@ -340,9 +330,7 @@ async function deployAndWatch(
   autoScaling.reset();
   cloudWatch.reset();
   const deployments = new Map<string, StandInDeployment>();
-  standInCodeDeploy(codeDeploy, deployments);
-  codeDeploy.on(PutLifecycleEventHookExecutionStatusCommand).resolves({});
-  autoScaling.on(RegisterScalableTargetCommand).resolves({});
+  answerHookCalls(stubs, deployments);
   cloudWatch.on(DescribeAlarmsCommand).resolves({ MetricAlarms: [] });
   lambda.on(ListVersionsByFunctionCommand).resolves({ Versions: [] });
   lambda.on(ListAliasesCommand).resolves({ Aliases: [] });
@@ -364,10 +352,7 @@ async function deployAndWatch(
     metricsNamespace: `StoreOrders/${stage}`,
   };
   const hooks = createDeployHooks({
-    codeDeploy: new CodeDeployClient({}),
-    lambda: new LambdaClient({}),
-    autoScaling: new ApplicationAutoScalingClient({}),
-    cloudWatch: new CloudWatchClient({}),
+    ...hookClients(),
     dynamodb: t.client,
     settings,
     now: () => now,

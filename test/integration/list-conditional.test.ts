@@ -23,7 +23,7 @@ import {
   type HttpResult,
   type TimedCall,
 } from '../support/lambda.ts';
-import { createTestTables, type TestTables } from '../support/tables.ts';
+import { createTestTables, markVersionItem, type TestTables } from '../support/tables.ts';
 
 let t: TestTables;
 let store: DynamoDbOrderStore;
@@ -336,15 +336,7 @@ describe('writes and the tag', () => {
   it('treats an entry whose lease ended (a writer that died) as a change, never as in flight', async () => {
     const tag = await currentTag();
     // What a writer that died between its mark and its release leaves behind.
-    await t.client.send(
-      new UpdateCommand({
-        TableName: t.tables.orders,
-        Key: listVersionKey(3),
-        UpdateExpression: 'SET #e = :until',
-        ExpressionAttributeNames: { '#e': 'w_deadwriter0' },
-        ExpressionAttributeValues: { ':until': Date.now() - 1 },
-      }),
-    );
+    await markVersionItem(t, 3, 'w_deadwriter0', Date.now() - 1);
     const response = await get({ 'If-None-Match': tag });
     expect(response.statusCode).toBe(200);
     expect(response.headers.ETag).toMatch(/^W\//);

@@ -14,7 +14,7 @@ import { RECENT_WRITES_CAP } from '../../lib/dynamodb/list-version-item.ts';
 import { DynamoDbListVersion } from '../../lib/dynamodb/list-version.ts';
 import { listVersionKey, LIST_VERSION_SLOTS } from '../../lib/dynamodb/tables.ts';
 import { INDEX_SETTLE_MS } from '../../lib/orders/page-tag.ts';
-import { createTestTables, type TestTables } from '../support/tables.ts';
+import { createTestTables, markVersionItem, type TestTables } from '../support/tables.ts';
 
 let t: TestTables;
 beforeAll(async () => {
@@ -102,15 +102,7 @@ describe('the items a stage uses', () => {
   it('a reader of fewer items than a writer marks misses its write in flight (why a deploy lowers `read` last)', async () => {
     // What a writer of 32 items (the service before the count was a setting) leaves on item 5
     // while its write is in flight.
-    await t.client.send(
-      new UpdateCommand({
-        TableName: t.tables.orders,
-        Key: listVersionKey(5),
-        UpdateExpression: 'SET #e = :until',
-        ExpressionAttributeNames: { '#e': 'w_oldwriter' },
-        ExpressionAttributeValues: { ':until': clock + 60_000 },
-      }),
-    );
+    await markVersionItem(t, 5, 'w_oldwriter', clock + 60_000);
     expect((await version({ write: 4, read: 4 }).read()).tag).toBeDefined();
     expect((await version({ write: 4, read: 32 }).read()).tag).toBeUndefined();
   });
@@ -166,15 +158,11 @@ describe('the notes of recent writes', () => {
     await write(v, 5n);
     expect((await v.read()).recentWrites).toBe('all');
     // A mark on the full item, as a cancel makes it: 1 WCU, so under 1 KB.
-    const { ConsumedCapacity } = await t.client.send(
-      new UpdateCommand({
-        TableName: t.tables.orders,
-        Key: listVersionKey(0),
-        UpdateExpression: 'SET #e = :until',
-        ExpressionAttributeNames: { '#e': 'w_AAAAAAAAAAAA#-9223372036854775808' },
-        ExpressionAttributeValues: { ':until': clock + 1 },
-        ReturnConsumedCapacity: 'TOTAL',
-      }),
+    const { ConsumedCapacity } = await markVersionItem(
+      t,
+      0,
+      'w_AAAAAAAAAAAA#-9223372036854775808',
+      clock + 1,
     );
     expect(ConsumedCapacity?.CapacityUnits).toBe(1);
   });

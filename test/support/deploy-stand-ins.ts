@@ -5,6 +5,12 @@
  * (their group, the versions, their lifecycle events) and records the verdicts.
  */
 import {
+  ApplicationAutoScalingClient,
+  RegisterScalableTargetCommand,
+} from '@aws-sdk/client-application-auto-scaling';
+import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
+import {
+  CodeDeployClient,
   GetDeploymentCommand,
   GetDeploymentTargetCommand,
   ListDeploymentTargetsCommand,
@@ -16,12 +22,13 @@ import {
 import {
   InvokeCommand,
   InvokeWithResponseStreamCommand,
+  LambdaClient,
   type InvokeWithResponseStreamResponseEvent,
   type LambdaClientResolvedConfig,
   type ServiceInputTypes as LambdaInput,
   type ServiceOutputTypes as LambdaOutput,
 } from '@aws-sdk/client-lambda';
-import type { AwsStub } from 'aws-sdk-client-mock';
+import { mockClient, type AwsStub } from 'aws-sdk-client-mock';
 import { vi } from 'vitest';
 import type { HookVerdict } from '../../functions/deploy-hooks/verdict.ts';
 import type { FunctionName } from '../../lib/functions.ts';
@@ -308,4 +315,40 @@ export function matchesFilter(pattern: string, line: Record<string, unknown>): b
     const expected = value!.trim();
     return expected.startsWith('"') ? found === JSON.parse(expected) : found === Number(expected);
   });
+}
+
+/**
+ * Stubs of the four clients the hooks call, one a client class: a test file makes them once
+ * (aws-sdk-client-mock stubs the class, so every client of it the hooks make is answered).
+ */
+export function stubHookClients() {
+  return {
+    lambda: mockClient(LambdaClient),
+    codeDeploy: mockClient(CodeDeployClient),
+    autoScaling: mockClient(ApplicationAutoScalingClient),
+    cloudWatch: mockClient(CloudWatchClient),
+  };
+}
+
+/** The four clients the hooks are given (answered by the stubs above). */
+export function hookClients() {
+  return {
+    codeDeploy: new CodeDeployClient({}),
+    lambda: new LambdaClient({}),
+    autoScaling: new ApplicationAutoScalingClient({}),
+    cloudWatch: new CloudWatchClient({}),
+  };
+}
+
+/**
+ * What every hook run needs answered: CodeDeploy's deployments (`deployments`) and the verdict,
+ * and scaling's registration.
+ */
+export function answerHookCalls(
+  stubs: ReturnType<typeof stubHookClients>,
+  deployments: Map<string, StandInDeployment>,
+): void {
+  standInCodeDeploy(stubs.codeDeploy, deployments);
+  stubs.codeDeploy.on(PutLifecycleEventHookExecutionStatusCommand).resolves({});
+  stubs.autoScaling.on(RegisterScalableTargetCommand).resolves({});
 }

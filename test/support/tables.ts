@@ -1,11 +1,11 @@
 /** Isolated tables per test file, on the run's DynamoDB Local. */
 import { randomBytes } from 'node:crypto';
 import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
-import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { inject } from 'vitest';
 import { createDocumentClient } from '../../lib/dynamodb/client.ts';
 import { ensureTables } from '../../lib/dynamodb/create-table.ts';
-import type { OrderIndexName, TableNames } from '../../lib/dynamodb/tables.ts';
+import { listVersionKey, type OrderIndexName, type TableNames } from '../../lib/dynamodb/tables.ts';
 import { localTableNames } from '../../local/local-stack.ts';
 
 export interface TestTables {
@@ -55,4 +55,27 @@ export async function createTestTables(
       client.destroy();
     },
   };
+}
+
+/**
+ * Writes one entry on list version item `index`, as a writer's mark leaves it (`w_<writer>#<id>`
+ * = the end of its lease, ms): a write in flight, or one whose writer died. Its consumed capacity
+ * in the answer.
+ */
+export function markVersionItem(
+  t: Pick<TestTables, 'client' | 'tables'>,
+  index: number,
+  entry: string,
+  until: number,
+) {
+  return t.client.send(
+    new UpdateCommand({
+      TableName: t.tables.orders,
+      Key: listVersionKey(index),
+      UpdateExpression: 'SET #e = :until',
+      ExpressionAttributeNames: { '#e': entry },
+      ExpressionAttributeValues: { ':until': until },
+      ReturnConsumedCapacity: 'TOTAL',
+    }),
+  );
 }
