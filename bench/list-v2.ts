@@ -6,8 +6,10 @@
  * reader in this process (lib/dynamodb/order-pages.ts, one reader for the run, as a warm
  * container has) against a floor of raw SDK calls that fetch the same items from the same
  * source: per page, one Query per partition bounded exactly to the page's range (no Limit, no
- * merge), all at once, then the BatchGetItems of what they found (index sources; 100 keys each,
- * at once) — what a reader that knew in advance where the page ends would send. Printed per filter: a first page's time
+ * merge), all at once, then the BatchGetItems of what no reader may take from the index as it
+ * stands (an order it holds as pending outside the status index; 100 keys each, at once) — what a
+ * reader that knew in advance where the page ends would send. Pages are read as the function reads
+ * them in a store unchanged for the settle time (its list version read first). Printed per filter: a first page's time
  * (median of R runs, taken in turns with the floor's) and items DynamoDB evaluated, and a full
  * walk's time, pages and evaluated items, each against the floor's, and the ratio; then the
  * v1 list of the whole store (DynamoDbOrderStore.openOrderStream drained, best of R) in the same
@@ -19,10 +21,12 @@ import {
   type DynamoDBDocumentClient,
   type QueryCommandInput,
 } from '@aws-sdk/lib-dynamodb';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { valueFlag } from '../lib/config/flags.ts';
 import { GET_BATCH, getInBatches } from '../lib/dynamodb/batch-write.ts';
 import { benchDynamoDb } from './dynamodb.ts';
 import { ensureTables } from '../lib/dynamodb/create-table.ts';
+import { DynamoDbListVersion } from '../lib/dynamodb/list-version.ts';
 import { DynamoDbOrderPages, type DynamoDbOrderPage } from '../lib/dynamodb/order-pages.ts';
 import { partitionQuery } from '../lib/dynamodb/page-plan.ts';
 import { readOrderItem } from '../lib/dynamodb/order-item.ts';
@@ -37,6 +41,7 @@ import {
   type PagePosition,
 } from '../lib/orders/order-filter.ts';
 import { PAGE_SIZE_DEFAULT } from '../lib/orders/list-query.ts';
+import { INDEX_SETTLE_MS, isSettled } from '../lib/orders/page-tag.ts';
 import type { Order } from '../lib/orders/order.ts';
 import { localTableNames } from '../local/local-stack.ts';
 import { benchFlags, countFlag, countOf } from './command-line.ts';
@@ -142,15 +147,27 @@ async function floorPage(
       }),
     )
   ).flat();
-  let items = found;
-  if (plan.source !== 'table' && found.length > 0) {
-    const keys = found.map((item) => ({ shard: item.shard, id: item.id }));
-    items = await getInBatches(client, table, keys, {
-      concurrency: Math.ceil(keys.length / GET_BATCH),
-    });
-  }
+  const byKey = async (wanted: Record<string, unknown>[]) =>
+    wanted.length === 0
+      ? []
+      : getInBatches(
+          client,
+          table,
+          wanted.map((item) => ({ shard: item.shard, id: item.id })),
+          { concurrency: Math.ceil(wanted.length / GET_BATCH) },
+        );
+  // Read again by key: what no reader can take from the index as it stands (an index of keys
+  // only: every order; one whose `status` is not in its key: those it holds as pending, which a
+  // cancel may have cancelled since; ./page-check.ts).
+  const unsure = (item: Record<string, unknown>) =>
+    plan.items === 'keys' ||
+    (plan.items === 'fields' &&
+      !plan.statusInKey &&
+      (item.status === undefined || item.status === 'pending'));
+  await byKey(found.filter(unsure));
   const ms = performance.now() - started;
-  // Not timed: what the page must hold, to check the reader's against.
+  // Not timed: every order of the page as stored, to check the reader's against.
+  const items = plan.source === 'table' ? found : await byKey(found);
   const orders = items
     .flatMap((item) => readOrderItem(item).order ?? [])
     .filter((order) => orderMatches(filter, order))
@@ -241,6 +258,21 @@ async function main(): Promise<void> {
     const pages = new DynamoDbOrderPages(client, tables.orders, {
       indexes: new Set(ORDER_INDEX_NAMES),
     });
+    // Pages as the function reads them in a store unchanged for the settle time: with the list's
+    // version it read first (for the page's ETag), so that the index is trusted for what it holds
+    // (a store that changes every second re-reads more: bench:cost measures both).
+    const listVersion = new DynamoDbListVersion(client, tables.orders);
+    const loadedAt = (await listVersion.read()).lastChangeAt ?? Date.now();
+    const settle = loadedAt + INDEX_SETTLE_MS + 1_000 - Date.now();
+    if (settle > 0) {
+      console.log(
+        `waiting ${(settle / 1000).toFixed(1)} s for the store to settle (INDEX_SETTLE_MS)`,
+      );
+      await sleep(settle);
+    }
+    const version = await listVersion.read();
+    if (!isSettled(version, Date.now())) throw new Error('the store did not settle after its load');
+    const seen = () => ({ version, at: Date.now() });
     const N = PAGE_SIZE_DEFAULT;
     const rows: Row[] = [];
     const problems: string[] = [];
@@ -252,7 +284,7 @@ async function main(): Promise<void> {
       let firstFloor: Measured | undefined;
       for (let run = 0; run <= runs; run++) {
         const started = performance.now();
-        const page = await pages.readPage({ plan: pages.plan(filter), pageSize: N });
+        const page = await pages.readPage({ plan: pages.plan(filter), pageSize: N, seen: seen() });
         const ms = performance.now() - started;
         const floor = await floorPage(client, tables.orders, filter, page, undefined);
         if (run === 0) continue;
@@ -281,6 +313,7 @@ async function main(): Promise<void> {
           const page = await pages.readPage({
             plan: pages.plan(filter),
             pageSize: N,
+            seen: seen(),
             ...(start ? { start } : {}),
           });
           readerMs += performance.now() - started;
