@@ -1,6 +1,6 @@
 /**
  * Whether every order item holds its derived index attributes as this code derives them (format
- * 2: `s`, `t` and `u`; lib/dynamodb/order-index-keys.ts), so that the indexes keyed by them
+ * DERIVED_ATTRIBUTES_FORMAT; lib/dynamodb/order-index-keys.ts), so that the indexes keyed by them
  * (ordersByStatus, ordersByDate, ordersByPetDate, ordersUnshippedByDate: indexNeedsReadiness)
  * hold every order.
  * DynamoDB's backfill of a new index covers only the items that already hold its key: the orders
@@ -10,9 +10,9 @@
  * table will ever hold is written by code that writes the attributes). ordersByPet, keyed by the
  * order's own petId and id, holds every order with a petId once DynamoDB has built it.
  *
- * The marker names the format of the attributes: a release that changes their encoding bumps
- * DERIVED_ATTRIBUTES_FORMAT, and the indexes keyed by them wait for a reindex in the new format
- * (the first release's marker, format 1, said only that statusKey and dateKey were written).
+ * The marker names the format of the attributes: a release that changes which are written or
+ * how bumps DERIVED_ATTRIBUTES_FORMAT, and the indexes keyed by them wait for a reindex in the
+ * new format (a marker of another format is not ready).
  */
 import { GetCommand, PutCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { numberText } from './attributes.ts';

@@ -25,13 +25,14 @@ import { INT64_MAX, INT64_MIN, isOrderStatus, type OrderStatus } from '../orders
 import { orderShard } from './tables.ts';
 
 /**
- * The format of the derived attributes: 2 is `s`, `t` and `u` (1 was `statusKey` and `dateKey`
- * alone).
- * A release that changes how they are computed bumps it: the readiness marker
- * (./index-readiness.ts) then no longer matches, and the indexes keyed by them wait for
- * `orders reindex`.
+ * The format of the derived attributes a readiness marker vouches for:
+ * - 1: `statusKey` and `dateKey`;
+ * - 2: `s` and `t`;
+ * - 3: `s`, `t` and `u` (this code).
+ * A release that changes which are written or how bumps it: a marker of another format no longer
+ * matches (./index-readiness.ts), and the indexes keyed by them wait for `orders reindex`.
  */
-export const DERIVED_ATTRIBUTES_FORMAT = 2;
+export const DERIVED_ATTRIBUTES_FORMAT = 3;
 
 const INSTANT_OFFSET = 10n ** 20n;
 const INSTANT_DIGITS = 21;

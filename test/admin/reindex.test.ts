@@ -5,7 +5,7 @@
  * the first release (statusKey and dateKey, no s and t), by this release's cancels (a trail, the
  * status left pending) and with stale attributes get the attributes their values give, the first
  * release's kept or removed as the table needs; a cancel, ship, import or delete racing a write
- * never leaves a stale key; the version items' change times and the readiness marker (format 2)
+ * never leaves a stale key; the version items' change times and the readiness marker (format 3)
  * are written, no order field and no ETag changes; a second run writes nothing.
  */
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
@@ -218,7 +218,19 @@ describe.each(SHAPES)('orders reindex on a table with $shape', ({ indexes, keys,
   }
   const shards = Array.from({ length: ORDER_SHARDS }, (_, shard) => shard);
 
-  it('writes what every order lacks or holds stale, the change times and the marker (format 2); no field and no ETag changes', async () => {
+  it('takes a marker of an earlier format (2: `s` and `t`, written before `u` existed) as not ready, until it has run', async () => {
+    await t.client.send(
+      new PutCommand({
+        TableName: t.tables.orders,
+        Item: { ...INDEX_READINESS_KEY, format: 2, source: 'reindex' },
+      }),
+    );
+    expect(await readIndexReadiness(t.client, t.tables.orders)).toBe(false);
+    expect((await reindex()).code).toBe(0);
+    expect(await readIndexReadiness(t.client, t.tables.orders)).toBe(true);
+  });
+
+  it('writes what every order lacks or holds stale, the change times and the marker (format 3); no field and no ETag changes', async () => {
     const version = new DynamoDbListVersion(t.client, t.tables.orders);
     const tagBefore = (await version.read()).tag;
     const fields = (items: Record<string, unknown>[]) =>
