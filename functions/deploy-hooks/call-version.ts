@@ -12,6 +12,7 @@ import {
   type InvokeWithResponseStreamResponseEvent,
   type LambdaClient,
 } from '@aws-sdk/client-lambda';
+import { byDeadline } from '../../lib/failures.ts';
 
 export interface VersionCall {
   /** The function's name. */
@@ -74,7 +75,8 @@ class BodyReader {
     if (this.head.byteLength < HEAD_BYTES) {
       this.head = Buffer.concat([this.head, chunk]).subarray(0, HEAD_BYTES);
     }
-    this.tail = Buffer.concat([this.tail, chunk]).subarray(-TAIL_BYTES);
+    // Only the chunk's last bytes join the tail: a body of many MB is not copied again.
+    this.tail = Buffer.concat([this.tail, chunk.subarray(-TAIL_BYTES)]).subarray(-TAIL_BYTES);
   }
 
   read(outcome: { complete: boolean; error?: string; cut?: boolean }): StreamedBody {
@@ -92,20 +94,7 @@ export class OutOfBudget extends Error {}
 
 /** `work`, or OutOfBudget once `signal` aborts, whichever comes first. */
 export function within<T>(signal: AbortSignal, work: Promise<T>): Promise<T> {
-  // Settled late, the call's own rejection is no longer anyone's.
-  work.catch(() => undefined);
-  return new Promise<T>((resolve, reject) => {
-    if (signal.aborted) return reject(new OutOfBudget());
-    const onAbort = () => reject(new OutOfBudget());
-    signal.addEventListener('abort', onAbort, { once: true });
-    work.then(
-      (value) => (signal.removeEventListener('abort', onAbort), resolve(value)),
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(error instanceof Error ? error : new Error(String(error)));
-      },
-    );
-  });
+  return byDeadline(work, signal, () => new OutOfBudget());
 }
 
 export async function callVersion(lambda: LambdaClient, call: VersionCall): Promise<VersionAnswer> {

@@ -272,7 +272,11 @@ const PROBES: Readonly<Record<FunctionName, (run: ProbeRun) => Promise<void>>> =
     const now = new Date(run.deps.now());
     const key = generateApiKey();
     const record: ApiKeyRecord = {
-      ...newKeyRecord({ key, plan: 'free', label: 'deploy check (pre-traffic probe)' }, now),
+      // It may only read: the probe needs the authorizer's Allow, never a cancel.
+      ...newKeyRecord(
+        { key, plan: 'free', label: 'deploy check (pre-traffic probe)', permissions: ['read'] },
+        now,
+      ),
       expiresAt: new Date(now.getTime() + PROBE_KEY_LIFETIME_MS).toISOString(),
     };
     if (!(await run.store('the probe key stored', () => run.deps.keys().create(record)))) {
@@ -289,9 +293,10 @@ const PROBES: Readonly<Record<FunctionName, (run: ProbeRun) => Promise<void>>> =
     } finally {
       // Revoked at once; if not, it stops working at its expiry all the same.
       const revokedAt = new Date(run.deps.now()).toISOString();
-      await run
+      const revoked = await run
         .store('the probe key revoked', () => run.deps.keys().revoke(record, revokedAt))
-        .catch(() => run.got.push(`probe key not revoked: it expires at ${record.expiresAt}`));
+        .catch(() => false);
+      if (!revoked) run.got.push(`probe key not revoked: it expires at ${record.expiresAt}`);
     }
   },
 };

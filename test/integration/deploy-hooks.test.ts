@@ -322,7 +322,7 @@ describe('the pre-traffic hook, against the local stack', () => {
     const stored = await keys.list();
     expect(stored).toHaveLength(before + 1);
     const probeKey = stored.find((k) => k.label?.startsWith('deploy check'))!;
-    expect(probeKey).toMatchObject({ status: 'revoked', plan: 'free' });
+    expect(probeKey).toMatchObject({ status: 'revoked', plan: 'free', permissions: ['read'] });
     expect(Date.parse(probeKey.expiresAt!) - Date.parse(probeKey.createdAt)).toBe(10 * 60_000);
   });
 
