@@ -41,7 +41,7 @@ const ID_DIGITS = 20;
 const SEPARATOR = '#';
 
 /** An instant as fixed-width digits whose byte order is the instants' order. */
-export function encodeInstant(instant: bigint): string {
+function encodeInstant(instant: bigint): string {
   const shifted = instant + INSTANT_OFFSET;
   if (shifted < 0n || shifted >= 10n ** BigInt(INSTANT_DIGITS)) {
     throw new RangeError(`instant ${instant} is outside what a date-time can write`);
@@ -50,7 +50,7 @@ export function encodeInstant(instant: bigint): string {
 }
 
 /** An int64 as fixed-width digits whose byte order is the ids' order. */
-export function encodeId(id: bigint): string {
+function encodeId(id: bigint): string {
   if (id < INT64_MIN || id > INT64_MAX) throw new RangeError(`id ${id} is not an int64`);
   return (id + ID_OFFSET).toString().padStart(ID_DIGITS, '0');
 }
@@ -60,41 +60,9 @@ export function dateKey(instant: bigint, id: bigint): string {
   return `${encodeInstant(instant)}${SEPARATOR}${encodeId(id)}`;
 }
 
-/** The (instant, id) a dateKey holds, or undefined when the text is not one. */
-export function readDateKey(key: string): { instant: bigint; id: bigint } | undefined {
-  const match = /^(\d{21})#(\d{20})$/.exec(key);
-  if (!match) return undefined;
-  const id = BigInt(match[2]!) - ID_OFFSET;
-  if (id > INT64_MAX) return undefined;
-  return { instant: BigInt(match[1]!) - INSTANT_OFFSET, id };
-}
-
-/**
- * The smallest dateKey after (instant, id): the same instant with the next id, or, after the
- * largest id, the next instant's bare prefix (which sorts before every key of that instant).
- * Nothing lies between a key and its successor, so `>= successor` is `> key`.
- */
-export function dateKeyAfter(instant: bigint, id: bigint): string {
-  return id < INT64_MAX ? dateKey(instant, id + 1n) : encodeInstant(instant + 1n);
-}
-
-/**
- * The bound of a range of instants as a dateKey bound: the bare prefix, which sorts before every
- * key of that instant. As a lower bound (`>=`) it includes the instant; as an upper one (`<=`)
- * it excludes it.
- */
-export function dateKeyBound(instant: bigint): string {
-  return encodeInstant(instant);
-}
-
 /** The index partition of one status in one shard. */
-export function statusPartition(status: OrderStatus, shard: number): string {
+function statusPartition(status: OrderStatus, shard: number): string {
   return `${status}${SEPARATOR}${shard}`;
-}
-
-/** The statusKey of an order with this (effective) status, in its shard (by default its id's). */
-export function statusKey(status: OrderStatus, id: bigint, shard = orderShard(id)): string {
-  return statusPartition(status, shard);
 }
 
 /** The `s` of an order with this (effective) status in this shard: the status's initial, the shard. */
