@@ -19,7 +19,7 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { isInstant, nextVersion, versionOf, type ApiKeyRecord } from '../keys/key-record.ts';
 import type { KeyAdminStore } from '../keys/key-store.ts';
-import { isPermission, normalPermissions, type Permission } from '../keys/permissions.ts';
+import { normalPermissions, readPermissionList, type Permission } from '../keys/permissions.ts';
 import { isPlanName, isValidLimits, type Limits, type PlanName } from '../limits/plans.ts';
 import type { CallOptions } from '../failures.ts';
 import { malformedItem, readOptionalNumber } from './attributes.ts';
@@ -44,13 +44,14 @@ export function recordToItem(record: ApiKeyRecord): Item {
  */
 function readPermissions(value: unknown, keyId: string): Permission[] | undefined {
   if (value === undefined) return undefined;
-  if (!Array.isArray(value) || value.length === 0 || !value.every(isPermission)) {
+  const permissions = readPermissionList(value);
+  if (!permissions) {
     throw malformedItem(
       DEPENDENCY,
       `key ${keyId} has permissions that are not a list of known ones`,
     );
   }
-  return normalPermissions(value);
+  return permissions;
 }
 
 /** A stored key record; a record the service cannot read is a permanent failure. */

@@ -250,9 +250,9 @@ export const ORDER_PARTITIONS: OrderPartitions = {
 /**
  * The deploy check's partition (lib/deploy-check.ts): its order in `shard` −200 and its version
  * items in −201, partitions no order and no other item uses. The lists read shards 0 to
- * ORDER_SHARDS − 1 and the version items of ORDER_PARTITIONS; the v2 list's status indexes are
- * read in the partitions `<status>#0` to `<status>#7`, and its order, keyed `<status>#-200`,
- * has no pet and no ship date, so no other index holds it: no list ever shows it.
+ * ORDER_SHARDS − 1 and the version items of ORDER_PARTITIONS; the v2 list's status index is
+ * read in the partitions `p0` to `c7` (`s`), and its order, keyed `p-200` (or `c-200`), has no
+ * pet and no ship date, so no other index holds it: no list ever shows it.
  */
 export const DEPLOY_CHECK_SHARD = -200;
 export const DEPLOY_CHECK_PARTITIONS: OrderPartitions = {

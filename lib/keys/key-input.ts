@@ -7,7 +7,7 @@ import {
   type PlanName,
 } from '../limits/plans.ts';
 import { isWellFormedApiKey, KEY_PREFIX, quotableInput } from './api-key.ts';
-import { isPermission, normalPermissions, PERMISSIONS, type Permission } from './permissions.ts';
+import { PERMISSIONS, readPermissionList, type Permission } from './permissions.ts';
 import {
   jsonSyntaxProblem,
   withoutByteOrderMark,
@@ -32,13 +32,13 @@ const ALLOWED = ['key', 'plan', 'limits', 'label', 'permissions'];
 /** An entry's permissions: a non-empty array of their names, or absent (every permission). */
 function readEntryPermissions(value: unknown, problems: string[]): Permission[] | undefined {
   if (value === undefined) return undefined;
-  if (!Array.isArray(value) || value.length === 0 || !value.every(isPermission)) {
+  const permissions = readPermissionList(value);
+  if (!permissions) {
     problems.push(
       `permissions must be a non-empty array of ${PERMISSIONS.map((p) => `"${p}"`).join(', ')}`,
     );
-    return undefined;
   }
-  return normalPermissions(value);
+  return permissions;
 }
 
 function readEntry(value: unknown, problems: string[]): KeyEntry | undefined {

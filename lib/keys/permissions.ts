@@ -29,6 +29,15 @@ export function normalPermissions(permissions: Iterable<Permission>): Permission
   return PERMISSIONS.filter((permission) => held.has(permission));
 }
 
+/**
+ * A stored or given list of permissions (a key's record, a keys file's entry), normal; undefined
+ * when it is not a non-empty list of known ones (each reader words its own error).
+ */
+export function readPermissionList(value: unknown): Permission[] | undefined {
+  if (!Array.isArray(value) || value.length === 0 || !value.every(isPermission)) return undefined;
+  return normalPermissions(value);
+}
+
 /** `read,cancel`: how permissions are written (the authorizer's context, the CLI). */
 export function formatPermissions(permissions: Iterable<Permission>): string {
   return normalPermissions(permissions).join(',');

@@ -59,16 +59,16 @@ export interface OrderStreamOptions extends CallOptions {
 }
 
 /**
- * The list's version, for conditional requests: an opaque tag that stays the same for as long as
- * no write changes the list, or no tag while a write is in flight (the list is changing).
- */
-/**
  * The orders written less than INDEX_SETTLE_MS ago or being written (./page-tag.ts), by their
  * ids' decimal text: the ones an eventually consistent index may show as they were. `all` when
  * that is not known of every such write (a write of many orders, for one).
  */
 export type RecentWrites = ReadonlySet<string> | 'all';
 
+/**
+ * The list's version, for conditional requests: an opaque tag that stays the same for as long as
+ * no write changes the list, or no tag while a write is in flight (the list is changing).
+ */
 export interface ListVersion {
   readonly tag: string | undefined;
   /**
