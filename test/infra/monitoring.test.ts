@@ -15,6 +15,7 @@ import {
 import { FUNCTION_NAMES, type FunctionName } from '../../lib/functions.ts';
 import { METRIC_NAMES } from '../../lib/metrics.ts';
 import { alarmValue, type AlarmQuery } from '../support/metric-math.ts';
+import { matchesFilter } from '../support/deploy-stand-ins.ts';
 import { docs } from '../support/runbook.ts';
 import { templates, testApp } from './support.ts';
 
@@ -319,6 +320,12 @@ describe.each(STAGE_NAMES)('what a deploy is judged by (%s)', (stage) => {
     expect(INTERNAL_ERROR_ANSWER_PATTERN.logPatternString).toBe(
       '{ ($.status = 500) && ($.deploy_check NOT EXISTS) }',
     );
+    // A 503 (DynamoDB slow) is not a failure of the version; a 500 is; the deploy check's never.
+    const counts = (line: Record<string, unknown>) =>
+      matchesFilter(INTERNAL_ERROR_ANSWER_PATTERN.logPatternString, line);
+    expect(counts({ status: 500 })).toBe(true);
+    expect(counts({ status: 503 })).toBe(false);
+    expect(counts({ status: 500, deploy_check: true })).toBe(false);
   });
 
   it.each(FUNCTION_NAMES)(
@@ -394,11 +401,13 @@ describe.each(STAGE_NAMES)('what a deploy is judged by (%s)', (stage) => {
   );
 
   it("reads the new version's figures through live by the version the alias moves to, and never the deploy check's calls", () => {
+    let checked = 0;
     for (const fn of FUNCTION_NAMES) {
       for (const kind of ['Failures', 'Latency']) {
         for (const query of queries(`${pascal(fn)}NewVersion${kind}`)) {
           const metric = query.MetricStat?.Metric;
           if (metric?.Namespace !== 'AWS/Lambda') continue;
+          checked++;
           const dimensions = Object.fromEntries(
             (metric.Dimensions ?? []).map((d) => [d.Name, JSON.stringify(d.Value)]),
           );
@@ -410,6 +419,8 @@ describe.each(STAGE_NAMES)('what a deploy is judged by (%s)', (stage) => {
         }
       }
     }
+    // Every function's judged Lambda figures were read (the authorizer's failures, all latency).
+    expect(checked).toBeGreaterThanOrEqual(FUNCTION_NAMES.length);
   });
 });
 

@@ -209,8 +209,8 @@ export interface StandInDeployment {
 }
 
 /**
- * The stand-in CodeDeploy: deployments by id; a verdict sets its lifecycle event's status (a
- * second one is refused, as CodeDeploy refuses a completed event's).
+ * The stand-in CodeDeploy: deployments by id, their targets and lifecycle events as the test
+ * sets them (a verdict is recorded by the stub's calls, verdictsOf; it changes no event).
  */
 export function standInCodeDeploy(
   codeDeploy: AwsStub<CodeDeployInput, CodeDeployOutput, CodeDeployClientResolvedConfig>,

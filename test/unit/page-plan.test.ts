@@ -155,7 +155,13 @@ describe("a partition's Query", () => {
       FilterExpression: '#complete = :complete',
       ExpressionAttributeValues: { ':pk': 3, ':complete': true },
     });
-    expect(query.ProjectionExpression).toBeDefined();
+    // The listed attributes: the key's shard, the order's fields and the trail's time (its status).
+    const projected = query
+      .ProjectionExpression!.split(', ')
+      .map((name) => query.ExpressionAttributeNames![name]);
+    expect(projected.sort()).toEqual(
+      ['shard', 'id', 'petId', 'quantity', 'shipDate', 'complete', 'status', 'cancelledAt'].sort(),
+    );
     expect(query).not.toHaveProperty('IndexName');
   });
 
