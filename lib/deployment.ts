@@ -5,6 +5,7 @@
 import type { ApiStage } from './api/routes.ts';
 import { TABLES } from './dynamodb/tables.ts';
 import type { FunctionName } from './functions.ts';
+import { METRICS_NAMESPACE_ENV } from './metrics.ts';
 
 export const STAGES = ['staging', 'production'] as const;
 export type StageName = (typeof STAGES)[number];
@@ -158,7 +159,7 @@ export const HOOK_ENV = {
   ordersTable: TABLES.orders.envVar,
   apiKeysTable: TABLES.apiKeys.envVar,
   /** The stage's namespace of the service's metrics, which the judgement reads (as the functions'). */
-  metricsNamespace: 'METRICS_NAMESPACE',
+  metricsNamespace: METRICS_NAMESPACE_ENV,
 } as const;
 
 /** EventBridge's `detail-type` of CloudFormation's notice of a stack's status. */

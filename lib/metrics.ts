@@ -1,6 +1,9 @@
 /** Names of the service's own metrics: emitted by the functions, alarmed on by the stack. */
 export const METRICS_NAMESPACE = 'StoreOrders';
 
+/** The environment variable that gives a function (or a deploy hook) its stage's namespace. */
+export const METRICS_NAMESPACE_ENV = 'METRICS_NAMESPACE';
+
 /** Each deployment stage publishes under its own namespace, so stages never mix. */
 export function stageMetricsNamespace(stage: string): string {
   return `${METRICS_NAMESPACE}/${stage}`;

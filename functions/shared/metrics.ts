@@ -16,6 +16,7 @@
 import {
   DEPLOY_CHECK_TRAFFIC,
   METRICS_NAMESPACE,
+  METRICS_NAMESPACE_ENV,
   SERVICE_NAME,
   VERSION_DIMENSIONS,
 } from '../../lib/metrics.ts';
@@ -47,7 +48,7 @@ export interface MetricsOptions {
 
 /** The container's settings, from the environment the stack sets, read once. */
 const SETTINGS = {
-  namespace: process.env.METRICS_NAMESPACE ?? METRICS_NAMESPACE,
+  namespace: process.env[METRICS_NAMESPACE_ENV] ?? METRICS_NAMESPACE,
   disabled: process.env.METRICS_DISABLED === 'true',
 } as const;
 

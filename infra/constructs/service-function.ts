@@ -26,6 +26,7 @@ import { fileURLToPath } from 'node:url';
 import { TABLES, type TableName } from '../../lib/dynamodb/tables.ts';
 import { LIVE_ALIAS } from '../../lib/deployment.ts';
 import type { FunctionDefinition } from '../../lib/functions.ts';
+import { METRICS_NAMESPACE_ENV } from '../../lib/metrics.ts';
 import { PROVISIONED_SCALING } from '../config.ts';
 
 const FUNCTIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'functions');
@@ -173,7 +174,7 @@ export class ServiceFunction extends NodejsFunction {
       currentVersionOptions: { removalPolicy: RemovalPolicy.RETAIN },
       environment: {
         LOG_LEVEL: props.logLevel,
-        METRICS_NAMESPACE: props.metricsNamespace,
+        [METRICS_NAMESPACE_ENV]: props.metricsNamespace,
         ...props.environment,
       },
     });
