@@ -25,8 +25,9 @@
  * not a transaction: docs/architecture.md, "The list's version".
  */
 import { randomBytes, randomInt } from 'node:crypto';
-import { BatchGetCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { TIME_BUDGETS } from '../config/budgets.ts';
+import { getInBatches } from './batch-write.ts';
 import type { ListVersion } from '../orders/order-store.ts';
 import { numberText } from './attributes.ts';
 import { isConditionFailure, send } from './errors.ts';
@@ -106,25 +107,13 @@ export class DynamoDbListVersion {
   /** The version now: the items read (`items.read`), strongly consistent (one BatchGetItem). */
   async read(signal?: AbortSignal): Promise<ListVersion> {
     const byIndex = new Map<number, Item>();
-    let pending: VersionKey[] = this.keys.slice(0, this.items.read);
-    while (pending.length > 0) {
-      const keys = pending;
-      const result = await send(
-        DEPENDENCY,
-        (abortSignal) =>
-          this.client.send(
-            new BatchGetCommand({
-              RequestItems: { [this.tableName]: { Keys: keys, ConsistentRead: true } },
-            }),
-            { abortSignal },
-          ),
-        signal,
-      );
-      for (const item of result.Responses?.[this.tableName] ?? []) {
-        byIndex.set(this.indexOf(item), item);
-      }
-      pending = (result.UnprocessedKeys?.[this.tableName]?.Keys ?? []) as typeof pending;
-    }
+    const found = await getInBatches(
+      this.client,
+      this.tableName,
+      this.keys.slice(0, this.items.read),
+      { dependency: DEPENDENCY, concurrency: 1, ...(signal ? { signal } : {}) },
+    );
+    for (const item of found) byIndex.set(this.indexOf(item), item);
     return listVersionOf(
       Array.from({ length: this.items.read }, (_, index) => byIndex.get(index)),
       this.now(),
