@@ -45,7 +45,7 @@ import { republish } from './republish.ts';
 import { recordRollbackVersion } from './rollback-alias.ts';
 import { setScaling } from './scaling.ts';
 import type { HookSettings } from './settings.ts';
-import { withVerdict, type LifecycleHookEvent } from './verdict.ts';
+import { withVerdict, type DeploymentState, type LifecycleHookEvent } from './verdict.ts';
 
 export interface DeployHookDependencies {
   readonly codeDeploy: CodeDeployClient;
@@ -89,6 +89,17 @@ export function createDeployHooks(deps: DeployHookDependencies) {
   const now = deps.now ?? Date.now;
   const sleep = deps.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
 
+  /**
+   * What a lifecycle hook works on: the settings (read first of all: a hook whose environment is
+   * wrong fails the deployment, with the reason), the deployment's function and its new version.
+   */
+  const targetOf = (deployment: DeploymentState) => {
+    const current = settings();
+    const { group, targetVersion } = deployment;
+    if (targetVersion === undefined) throw new Error('CodeDeploy names no target version');
+    return { current, group, targetVersion, target: current.targets[group] };
+  };
+
   /** When a hook's work must be done: before its timeout, less the time to send its verdict. */
   const deadlineOf = (context: Partial<Context>) =>
     now() +
@@ -104,11 +115,7 @@ export function createDeployHooks(deps: DeployHookDependencies) {
         context,
         sleep,
         async (deployment, log) => {
-          // First of all: a hook whose environment is wrong fails the deployment, with the reason.
-          const current = settings();
-          const { group, targetVersion } = deployment;
-          const target = current.targets[group];
-          if (targetVersion === undefined) throw new Error('CodeDeploy names no target version');
+          const { current, group, targetVersion, target } = targetOf(deployment);
           await setScaling(deps.autoScaling, group, target, true, log);
           const answer = await probe(
             {
@@ -147,10 +154,8 @@ export function createDeployHooks(deps: DeployHookDependencies) {
         context,
         sleep,
         async (deployment, log) => {
-          const current = settings();
-          const { group, targetVersion, currentVersion, startedAt } = deployment;
-          const target = current.targets[group];
-          if (targetVersion === undefined) throw new Error('CodeDeploy names no target version');
+          const { current, group, targetVersion, target } = targetOf(deployment);
+          const { currentVersion, startedAt } = deployment;
           await setScaling(deps.autoScaling, group, target, false, log);
           const judged =
             currentVersion === undefined || startedAt === undefined
