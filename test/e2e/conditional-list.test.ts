@@ -10,8 +10,7 @@ import { generateApiKey } from '../../lib/keys/api-key.ts';
 import type { Order } from '../../lib/orders/order.ts';
 import { runCli, tempFile } from '../admin/support.ts';
 import { keysAndSeedArgs, startLocalApi, type LocalApi } from '../support/local-api.ts';
-import { sendPolitely, type Answered } from '../support/polite-client.ts';
-import { seededRandom } from '../support/seeded-random.ts';
+import { raceConditional } from '../support/conditional-race.ts';
 import { expectValidAgainstOpenApi } from '../support/openapi.ts';
 
 const proKey = generateApiKey();
@@ -261,77 +260,24 @@ describe('a race of lists, cancels and conditional requests', () => {
     // 200 rounds by default (a tag read after the list instead of before fails about 13 of
     // them); STORE_ORDERS_RACE_ROUNDS=1000 for a longer hunt.
     const ROUNDS = Number(process.env.STORE_ORDERS_RACE_ROUNDS ?? 200);
-    /** A (tag, body) pair a client received: what it would send If-None-Match with. */
-    const held: { tag: string; body: string }[] = [];
-    /** Every cancel acknowledged (204), with the time it was. */
-    const acknowledged: { id: number; at: number }[] = [];
-    const checks: { tag: string; body: string; sent: number; status: number }[] = [];
-    const counts = { lists: 0, untagged: 0, cancels: 0, notModified: 0, modified: 0, retried: 0 };
-    const random = seededRandom(20261124);
-    const after = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-    /**
-     * A 503 is the contract's answer when DynamoDB Local is slow (on a 2-core machine, another
-     * test file's burst beside this one once made a list wait past its budget): the request is
-     * sent again after its Retry-After, as a client would, at most twice; `sent` is when the
-     * answered one was sent, so the record stays exact.
-     */
-    const politely = <A extends Answered>(send: () => Promise<A>) =>
-      sendPolitely(send, { onRetry: () => counts.retried++ });
-
-    const list = async (delay: number) => {
-      await after(delay);
-      const { answer } = await politely(() => get({}, enterpriseKey, false));
-      expect(answer.status).toBe(200);
-      counts.lists++;
-      const tag = answer.headers.get('etag');
-      if (tag) held.push({ tag, body: answer.body });
-      else counts.untagged++;
-    };
-    const cancelOne = async (delay: number) => {
-      await after(delay);
-      const id = RACE_IDS.from + random(RACE_IDS.count);
-      const { answer } = await politely(() => cancelAnswer(id));
-      expect(answer.status).toBe(204);
-      acknowledged.push({ id, at: performance.now() });
-      counts.cancels++;
-    };
-    const poll = async (delay: number) => {
-      await after(delay);
-      if (held.length === 0) return;
-      // A recent pair most of the time: those are the ones that may still match.
-      const pair = held[held.length - 1 - random(Math.min(held.length, 6))]!;
-      const { answer, sent } = await politely(() =>
-        get({ 'If-None-Match': pair.tag }, enterpriseKey, false),
-      );
-      expect([200, 304]).toContain(answer.status);
-      checks.push({ ...pair, sent, status: answer.status });
-      if (answer.status === 304) counts.notModified++;
-      else counts.modified++;
-    };
-
-    for (let round = 0; round < ROUNDS; round++) {
+    const { held, wrong, counts, sent } = await raceConditional({
+      rounds: ROUNDS,
+      seed: 20261124,
+      read: () => get({}, enterpriseKey, false),
+      readIf: (tag) => get({ 'If-None-Match': tag }, enterpriseKey, false),
+      pickId: (_, random) => RACE_IDS.from + random(RACE_IDS.count),
+      cancel: cancelAnswer,
       // Every third round has no cancel: quiet moments, in which 304s are due.
-      const work = [list(random(4)), poll(random(6)), poll(random(6)), list(random(8))];
-      if (round % 3 !== 0) work.push(cancelOne(random(6)));
-      if (round % 3 === 1) work.push(cancelOne(random(6)));
-      await Promise.all(work);
-    }
-
-    // Every 304: the client's list shows every order whose cancel was acknowledged before it.
-    const cancelled = (body: string, id: number) =>
-      body.includes(`{"id":${id},"status":"cancelled"}`);
-    const wrong = checks.filter(
-      (check) =>
-        check.status === 304 &&
-        acknowledged.some(({ id, at }) => at < check.sent && !cancelled(check.body, id)),
-    );
+      cancelsIn: (round) => [0, 2, 1][round % 3]!,
+      // Every 304: the client's list shows every order whose cancel was acknowledged before it.
+      stale: (body, id) => !body.includes(`{"id":${id},"status":"cancelled"}`),
+    });
     console.log(
-      `[race] ${ROUNDS} rounds: ${counts.lists} lists (${counts.untagged} without a tag: a write in flight), ${counts.cancels} cancels, ${checks.length} conditional requests: ${counts.notModified} × 304, ${counts.modified} × 200; wrong 304s: ${wrong.length}; sent again after a 503: ${counts.retried}`,
+      `[race] ${ROUNDS} rounds: ${counts.reads} lists (${counts.untagged} without a tag: a write in flight), ${counts.cancels} cancels, ${counts.conditional} conditional requests: ${counts.notModified} × 304, ${counts.modified} × 200; wrong 304s: ${wrong.length}; sent again after a 503: ${counts.retried}`,
     );
     expect(wrong).toEqual([]);
     // Contention may refuse a few; a service that refused many would not be tested here.
-    const sentInAll = counts.lists + counts.cancels + checks.length;
-    expect(counts.retried, 'requests answered 503 and sent again').toBeLessThan(sentInAll / 10);
+    expect(counts.retried, 'requests answered 503 and sent again').toBeLessThan(sent / 10);
     expect(counts.notModified).toBeGreaterThan(20);
     expect(counts.modified).toBeGreaterThan(20);
 

@@ -1,6 +1,7 @@
 /**
  * A repeatable random number source for race tests: the same seed gives the same sequence of
- * delays and choices on every run, so a failure names a schedule that can be run again.
+ * delays and choices on every run (how the requests then interleave still follows the machine's
+ * timing).
  */
 
 /** `random(n)`: an integer in [0, n), from a linear congruential sequence started at `seed`. */
