@@ -22,28 +22,16 @@ import {
 } from '../../functions/deploy-hooks/probes.ts';
 import { VERDICT_ATTEMPTS } from '../../functions/deploy-hooks/verdict.ts';
 import { DEPLOY_HOOKS, FUNCTION_NAMES, FUNCTIONS, type FunctionName } from '../../lib/functions.ts';
-import { docs } from '../support/runbook.ts';
+import { docs, markdownTableIn } from '../support/runbook.ts';
 import { templates, testApp } from './support.ts';
 
 const { stages } = testApp();
 
 /** The rows of the markdown table whose header starts with these columns, as cells. */
 function table(text: string, ...columns: string[]): string[][] {
-  const lines = text.split('\n');
-  const header = new RegExp(`^${columns.map((c) => `\\| ${c} +`).join('')}\\|`);
-  const start = lines.findIndex((line) => header.test(line));
-  expect(start, `a table headed ${columns.join(', ')}`).toBeGreaterThanOrEqual(0);
-  const rows: string[][] = [];
-  for (const line of lines.slice(start + 2)) {
-    if (!line.startsWith('|')) break;
-    rows.push(
-      line
-        .slice(1, -1)
-        .split('|')
-        .map((cell) => cell.trim()),
-    );
-  }
-  return rows;
+  const rows = markdownTableIn(text, ...columns);
+  expect(rows, `a table headed ${columns.join(', ')}`).toBeDefined();
+  return rows!;
 }
 
 /** The actions written in backquotes in a cell (`Query`, `BatchGetItem`). */

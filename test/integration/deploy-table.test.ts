@@ -67,7 +67,7 @@ const OLD = '6';
 const NEW = '7';
 const MINUTE = 60_000;
 /** Requests a minute to cancelOrder, the two rates of the table. */
-export const RATES = [60, 1_200] as const;
+const RATES = [60, 1_200] as const;
 /** The share of a canary's traffic on the new version (CANARY_10PERCENT_5MINUTES). */
 const CANARY = { share: 0.1, minutes: 5 };
 /** How long before the deployment the old version's figures are read (functions/deploy-hooks/judge.ts). */

@@ -212,7 +212,7 @@ export interface StandInDeployment {
  * The stand-in CodeDeploy: deployments by id, their targets and lifecycle events as the test
  * sets them (a verdict is recorded by the stub's calls, verdictsOf; it changes no event).
  */
-export function standInCodeDeploy(
+function standInCodeDeploy(
   codeDeploy: AwsStub<CodeDeployInput, CodeDeployOutput, CodeDeployClientResolvedConfig>,
   deployments: Map<string, StandInDeployment>,
 ): void {

@@ -123,7 +123,7 @@ export function loadOpenApiDocument(version: ApiStage = 'v1'): Promise<OpenApiDo
  * Each operation of a document with the permission it says a key needs (`x-permission`), and
  * the path with `{orderId}` set to `orderId`, to be sent as it is.
  */
-export function documentedPermissions(
+function documentedPermissions(
   document: OpenApiDocument,
   orderId: string,
 ): { method: string; path: string; permission: string }[] {

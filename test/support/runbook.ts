@@ -18,7 +18,11 @@ export const docs = (file: string) => readFileSync(join(PROJECT_ROOT, 'docs', fi
  * each row its cells; undefined when the document has no such table.
  */
 export function markdownTable(file: string, ...columns: string[]): string[][] | undefined {
-  const text = docs(file);
+  return markdownTableIn(docs(file), ...columns);
+}
+
+/** The same, in a text (a section of a document). */
+export function markdownTableIn(text: string, ...columns: string[]): string[][] | undefined {
   const header = new RegExp(`^${columns.map((c) => `\\| ${c} +`).join('')}\\|`, 'm');
   const start = text.search(header);
   if (start < 0) return undefined;
