@@ -24,22 +24,23 @@ import {
 } from '../lib/orders/list-query.ts';
 import { orderToJsonV2 } from '../lib/orders/order.ts';
 import type { OrderPageReader, PagePlan } from '../lib/orders/order-pages.ts';
-import type { ListVersion, OrderStore } from '../lib/orders/order-store.ts';
+import type { OrderStore } from '../lib/orders/order-store.ts';
 import { pageContentTag, pageEntityTag } from '../lib/orders/page-tag.ts';
 import { encodePageToken } from '../lib/orders/page-token.ts';
 import { ApiError } from './shared/http-errors.ts';
-import {
-  conditionalHttpFunction,
-  type Checked,
-  type HttpRequest,
-  type Validated,
-} from './shared/http-function.ts';
+import { conditionalHttpFunction, type Checked, type HttpRequest } from './shared/http-function.ts';
 import { ListReport } from './shared/list-body.ts';
 import { orderPagesFromEnv } from './shared/page-stores.ts';
 import type { RateLimitDependencies } from './shared/rate-limit.ts';
 import { httpStoresFromEnv } from './shared/stores.ts';
 import { streamed } from './shared/streamed-function.ts';
-import { requestHeader, validate, type ConditionalRequest } from './shared/validators.ts';
+import {
+  requestHeader,
+  validate,
+  versionCheck,
+  type ConditionalRequest,
+  type VersionSeen,
+} from './shared/validators.ts';
 
 export interface ListOrderPagesDependencies extends RateLimitDependencies {
   /** The list's version (its tag covers a page read after it). */
@@ -58,12 +59,6 @@ interface AskedPage extends ConditionalRequest {
 }
 
 type PageAnswer = HttpResponse<string>;
-
-/** What a page's check found besides its validators: the version, and its tag of the page. */
-interface VersionSeen {
-  readonly version: ListVersion;
-  readonly versionTag: string | undefined;
-}
 
 /** The page's body: the orders' exact JSON, the next token when there is one, the size served. */
 function pageBody(orders: readonly string[], nextPageToken: string | undefined, pageSize: number) {
@@ -89,22 +84,11 @@ export function createListOrderPagesHandler(deps: ListOrderPagesDependencies) {
   };
 
   /** The version, and the page's 304 when its tag by version still matches (a settled store). */
-  const check = async (
-    { query: { filter, start, pageSize }, plan, condition }: AskedPage,
-    { now, signal }: HttpRequest,
-  ): Promise<Validated<PageAnswer, VersionSeen>> => {
-    const version = await deps.orders().readListVersion({ signal });
-    const versionTag = pageEntityTag({
-      version,
-      filter,
-      ...(start ? { start } : {}),
-      pageSize,
-      plan,
-      now,
-    });
-    const validated = validate(condition, versionTag, {});
-    return 'notModified' in validated ? validated : { ...validated, version, versionTag };
-  };
+  const check = versionCheck<AskedPage>(
+    (options) => deps.orders().readListVersion(options),
+    ({ query: { filter, start, pageSize }, plan }, version, { now }) =>
+      pageEntityTag({ version, filter, ...(start ? { start } : {}), pageSize, plan, now }),
+  );
 
   const act = async (
     { query: { filter, start, pageSize }, plan, parameters, path, condition }: AskedPage,

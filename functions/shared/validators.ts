@@ -71,18 +71,26 @@ export function validate(
   return { notModified: notModifiedResponse(validators) };
 }
 
+/** What a list's check read: the version, and the answer's tag it gave (none: no tag now). */
+export interface VersionSeen {
+  readonly version: ListVersion;
+  readonly versionTag: string | undefined;
+}
+
 /**
  * A list's check (./http-function.ts ConditionalOperation): the list's version read by the
  * request's deadline, its answer's tag from it (`tagOf`: none when the answer has no tag now),
- * and the validators, with `headers`, or the 304.
+ * and the validators, with `headers`, or the 304; the full answer is handed what it read.
  */
 export function versionCheck<Request extends ConditionalRequest>(
   readVersion: (options: CallOptions) => Promise<ListVersion>,
   tagOf: (request: Request, version: ListVersion, http: HttpRequest) => string | undefined,
   headers: Readonly<Record<string, string>> = {},
-): (request: Request, http: HttpRequest) => Promise<Validated<HttpResponse>> {
+): (request: Request, http: HttpRequest) => Promise<Validated<HttpResponse, VersionSeen>> {
   return async (request, http) => {
     const version = await readVersion({ signal: http.signal });
-    return validate(request.condition, tagOf(request, version, http), headers);
+    const versionTag = tagOf(request, version, http);
+    const validated = validate(request.condition, versionTag, headers);
+    return 'notModified' in validated ? validated : { ...validated, version, versionTag };
   };
 }
