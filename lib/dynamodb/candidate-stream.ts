@@ -15,14 +15,11 @@ import { QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb
 import { comparePositions, type PagePosition } from '../orders/order-filter.ts';
 import { send } from './errors.ts';
 import { PAGES_DEPENDENCY, queryFailure } from './page-failures.ts';
+import { firstLimit, readOnLimit, roundLimits, type PageReadBudget } from './page-limits.ts';
 import {
-  firstLimit,
   keyPosition,
   partitionQuery,
-  readOnLimit,
-  roundLimits,
   type DynamoDbPagePlan,
-  type PageReadBudget,
   type PartitionValue,
 } from './page-plan.ts';
 

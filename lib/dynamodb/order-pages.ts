@@ -38,13 +38,8 @@ import {
   type IndexTrust,
 } from './page-check.ts';
 import { indexNotDeployed, ordersNotIndexed } from './page-failures.ts';
-import {
-  PAGE_READ_BUDGET,
-  planPages,
-  recheckCount,
-  type DynamoDbPagePlan,
-  type PageReadBudget,
-} from './page-plan.ts';
+import { PAGE_READ_BUDGET, recheckCount, type PageReadBudget } from './page-limits.ts';
+import { planPages, type DynamoDbPagePlan } from './page-plan.ts';
 import type { OrderIndexName } from './tables.ts';
 
 /** A page as this reader reports it: also where the page's last candidate stood. */

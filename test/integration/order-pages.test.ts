@@ -16,7 +16,7 @@ import { ensureTables } from '../../lib/dynamodb/create-table.ts';
 import { IndexReadiness, markIndexesReady } from '../../lib/dynamodb/index-readiness.ts';
 import { derivedIndexAttributes, statusShard } from '../../lib/dynamodb/order-index-keys.ts';
 import { DynamoDbOrderPages } from '../../lib/dynamodb/order-pages.ts';
-import { PAGE_READ_BUDGET } from '../../lib/dynamodb/page-plan.ts';
+import { PAGE_READ_BUDGET } from '../../lib/dynamodb/page-limits.ts';
 import { DynamoDbListVersion } from '../../lib/dynamodb/list-version.ts';
 import { orderToItem } from '../../lib/dynamodb/order-item.ts';
 import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';

@@ -7,7 +7,8 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DynamoDbOrderPages } from '../../lib/dynamodb/order-pages.ts';
-import { PAGE_READ_BUDGET, type DynamoDbPagePlan } from '../../lib/dynamodb/page-plan.ts';
+import { PAGE_READ_BUDGET } from '../../lib/dynamodb/page-limits.ts';
+import type { DynamoDbPagePlan } from '../../lib/dynamodb/page-plan.ts';
 import { ORDER_INDEX_NAMES } from '../../lib/dynamodb/tables.ts';
 import { parseInstant } from '../../lib/orders/instant.ts';
 import {

@@ -16,15 +16,17 @@ import { NumberValue } from '@aws-sdk/lib-dynamodb';
 import { pageEnd, type PageSoFar } from '../../lib/dynamodb/order-pages.ts';
 import {
   firstLimit,
-  keyPosition,
   MAX_QUERY_LIMIT,
   PAGE_READ_BUDGET,
-  partitionQuery,
-  planPages,
   READ_ON_MARGIN,
   readOnLimit,
   recheckCount,
   roundLimits,
+} from '../../lib/dynamodb/page-limits.ts';
+import {
+  keyPosition,
+  partitionQuery,
+  planPages,
   storedStatusesOf,
 } from '../../lib/dynamodb/page-plan.ts';
 import { ORDER_INDEX_NAMES, ORDER_SHARDS } from '../../lib/dynamodb/tables.ts';
