@@ -22,7 +22,7 @@ import {
   INDEX_READINESS_KEY,
   ORDER_INDEX_ATTRIBUTES,
   orderIndexDefinition,
-  type CurrentOrderIndexName,
+  type OrderIndexName,
 } from './tables.ts';
 
 /** How failures of the marker are named in logs. */
@@ -42,7 +42,7 @@ const DERIVED_KEYS: ReadonlySet<string> = new Set([
  * Whether an index holds every order only once the marker is there: whether it is keyed by a
  * derived attribute (`s`, `t` or `u`). An index keyed by the order's own fields alone does not wait.
  */
-export function indexNeedsReadiness(name: CurrentOrderIndexName): boolean {
+export function indexNeedsReadiness(name: OrderIndexName): boolean {
   const index = orderIndexDefinition(name);
   return [index.partitionKey, ...index.sortKeys].some((key) => DERIVED_KEYS.has(key.name));
 }

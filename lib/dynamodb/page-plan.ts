@@ -35,6 +35,7 @@ import {
 import type { PagePlan } from '../orders/order-pages.ts';
 import { ORDER_STATUSES, type OrderStatus } from '../orders/order.ts';
 import { numberText } from './attributes.ts';
+import { indexNeedsReadiness } from './index-readiness.ts';
 import { statusShard } from './order-index-keys.ts';
 import { LISTED_ATTRIBUTES } from './order-item.ts';
 import { malformedKey } from './page-failures.ts';
@@ -42,6 +43,7 @@ import {
   ORDER_INDEX_ATTRIBUTES,
   ORDER_INDEX_NAMES,
   ORDER_SHARDS,
+  orderIndexDefinition,
   orderShard,
   type OrderIndexName,
 } from './tables.ts';
@@ -99,57 +101,52 @@ export function planPages(
   const order = sortOrderOf(filter);
   const dated = order === 'shipDate';
   const { statuses } = filter;
+  /** A source's plan: its keys, what its items hold and whether it waits for the marker. */
   const plan = (
     source: PageSource,
-    partitionKey: string,
     partitionValues: readonly PartitionValue[],
-    shape: { items: SourceItems; statusInKey?: boolean; needsReadiness?: boolean },
-  ): DynamoDbPagePlan => ({
-    filter,
-    source,
-    consistent: source === 'table',
-    order,
-    partitions: partitionValues.length,
-    partitionKey,
-    partitionValues,
-    items: shape.items,
-    statusInKey: shape.statusInKey ?? false,
-    ...(statuses && !shape.statusInKey && shape.items === 'fields'
-      ? { storedStatuses: storedStatusesOf(statuses) }
-      : {}),
-    needsReadiness: shape.needsReadiness ?? false,
-  });
+  ): DynamoDbPagePlan => {
+    const index = source === 'table' ? undefined : orderIndexDefinition(source);
+    const items: SourceItems =
+      index === undefined ? 'table' : index.projection === 'KEYS_ONLY' ? 'keys' : 'fields';
+    const partitionKey = index?.partitionKey.name ?? 'shard';
+    const statusInKey = partitionKey === ORDER_INDEX_ATTRIBUTES.status;
+    return {
+      filter,
+      source,
+      consistent: source === 'table',
+      order,
+      partitions: partitionValues.length,
+      partitionKey,
+      partitionValues,
+      items,
+      statusInKey,
+      ...(statuses && !statusInKey && items === 'fields'
+        ? { storedStatuses: storedStatusesOf(statuses) }
+        : {}),
+      needsReadiness: source !== 'table' && indexNeedsReadiness(source),
+    };
+  };
   if (filter.petId !== undefined) {
-    if (dated) {
-      return plan('ordersByPetDate', 'petId', [filter.petId], {
-        items: 'fields',
-        needsReadiness: true,
-      });
-    }
+    if (dated) return plan('ordersByPetDate', [filter.petId]);
     // A stage moving from the first release keeps its byPet until ordersByPet is there.
-    if (!indexes.has('ordersByPet') && indexes.has('byPet')) {
-      return plan('byPet', 'petId', [filter.petId], { items: 'keys' });
-    }
-    return plan('ordersByPet', 'petId', [filter.petId], { items: 'fields' });
+    if (!indexes.has('ordersByPet') && indexes.has('byPet')) return plan('byPet', [filter.petId]);
+    return plan('ordersByPet', [filter.petId]);
   }
   if (dated) {
-    if (statuses && !statuses.includes('shipped') && indexes.has('ordersUnshippedByDate')) {
-      return plan('ordersUnshippedByDate', ORDER_INDEX_ATTRIBUTES.unshipped, shards, {
-        items: 'fields',
-        needsReadiness: true,
-      });
+    const unshipped = statuses && !statuses.includes('shipped');
+    if (unshipped && indexes.has('ordersUnshippedByDate')) {
+      return plan('ordersUnshippedByDate', shards);
     }
-    return plan('ordersByDate', 'shard', shards, { items: 'fields', needsReadiness: true });
+    return plan('ordersByDate', shards);
   }
   if (statuses) {
-    const values = statuses.flatMap((status) => shards.map((s) => statusShard(status, s)));
-    return plan('ordersByStatus', ORDER_INDEX_ATTRIBUTES.status, values, {
-      items: 'fields',
-      statusInKey: true,
-      needsReadiness: true,
-    });
+    return plan(
+      'ordersByStatus',
+      statuses.flatMap((status) => shards.map((s) => statusShard(status, s))),
+    );
   }
-  return plan('table', 'shard', shards, { items: 'table' });
+  return plan('table', shards);
 }
 
 type Range =
