@@ -44,10 +44,12 @@ export async function bake(
   const end = now() + options.seconds * 1000;
   log.info('Watching the new version', { group, seconds: options.seconds });
   for (;;) {
-    const firing = [
-      ...(await alarmsFiring(cloudWatch, options.alarms)),
-      ...((await options.judge?.()) ?? []),
-    ];
+    // The alarms and the judgement read at once: a poll waits for the slower of the two.
+    const [alarms, reasons] = await Promise.all([
+      alarmsFiring(cloudWatch, options.alarms),
+      options.judge?.() ?? [],
+    ]);
+    const firing = [...alarms, ...reasons];
     if (firing.length > 0) {
       if (!options.ignoreAlarms) return firing;
       log.warn('Alarm in ALARM ignored (deployIgnoringAlarms)', { group, alarms: firing });
