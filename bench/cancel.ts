@@ -8,8 +8,7 @@
  * index's (ReturnConsumedCapacity INDEXES, added to every call by the count), and the calls and
  * units of a cancel refused 403 (a key that may only read). The orders table has the current
  * indexes NAMES names (comma-separated, or `none`; default all of them): runs with none and all say
- * what the v2 list's indexes add to a cancel. (What a cancel writes while a stage still has an
- * index of the first release: test/integration/cancel-capacity.test.ts.)
+ * what the v2 list's indexes add to a cancel.
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -18,7 +17,7 @@ import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { valueFlag } from '../lib/config/flags.ts';
-import { ORDER_INDEX_NAMES, type CurrentOrderIndexName } from '../lib/dynamodb/tables.ts';
+import { ORDER_INDEX_NAMES, type OrderIndexName } from '../lib/dynamodb/tables.ts';
 import { benchFlags, countFlag, countOf } from './command-line.ts';
 import { createCancelOrderHandler } from '../functions/cancel-order.ts';
 import {
@@ -211,8 +210,8 @@ async function callsPerCancel(
   return measured;
 }
 
-/** The current indexes a `--orders-indexes` value names (all of them when not given). */
-function indexesOf(value: string | undefined): CurrentOrderIndexName[] {
+/** The indexes a `--orders-indexes` value names (all of them when not given). */
+function indexesOf(value: string | undefined): OrderIndexName[] {
   if (value === undefined) return [...ORDER_INDEX_NAMES];
   if (value.trim() === 'none') return [];
   const names = value.split(',').map((name) => name.trim());
@@ -223,7 +222,7 @@ function indexesOf(value: string | undefined): CurrentOrderIndexName[] {
     );
     process.exit(2);
   }
-  return names as CurrentOrderIndexName[];
+  return names as OrderIndexName[];
 }
 
 async function main(): Promise<void> {

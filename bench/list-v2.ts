@@ -157,14 +157,13 @@ async function floorPage(
           wanted.map((item) => ({ shard: item.shard, id: item.id })),
           { concurrency: Math.ceil(wanted.length / GET_BATCH), consistent },
         );
-  // Read again by key: what no reader can take from the index as it stands (an index of keys
-  // only: every order; one whose `status` is not in its key: those it holds as pending, which a
-  // cancel may have cancelled since; ./page-check.ts).
+  // Read again by key: what no reader can take from the index as it stands (an index whose
+  // `status` is not in its key: the orders it holds as pending, which a cancel may have
+  // cancelled since; ./page-check.ts).
   const unsure = (item: Record<string, unknown>) =>
-    plan.items === 'keys' ||
-    (plan.items === 'fields' &&
-      !plan.statusInKey &&
-      (item.status === undefined || item.status === 'pending'));
+    plan.items === 'fields' &&
+    !plan.statusInKey &&
+    (item.status === undefined || item.status === 'pending');
   await byKey(found.filter(unsure), false);
   const ms = performance.now() - started;
   // Not timed: every order of the page as stored, to check the reader's against.

@@ -10,10 +10,9 @@ import { STREAMING_LIMITS } from '../lib/config/streaming.ts';
 import { STAGE_THROTTLES, type StageName } from '../lib/deployment.ts';
 import {
   DEFAULT_LIST_VERSION_ITEMS,
-  LEGACY_LIST_VERSION_ITEMS,
   type ListVersionItems,
 } from '../lib/dynamodb/list-version-items.ts';
-import type { OrderIndexName } from '../lib/dynamodb/tables.ts';
+import { ORDER_INDEX_NAMES, type OrderIndexName } from '../lib/dynamodb/tables.ts';
 import { FUNCTION_NAMES, type FunctionName } from '../lib/functions.ts';
 import { DEFAULT_LIMITER_SETTINGS, type FailureMode } from '../lib/limits/limiter.ts';
 import {
@@ -85,18 +84,22 @@ export interface StageConfig {
   };
   readonly logLevel: 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
   /**
-   * The orders table's global indexes the stage has, by name (lib/dynamodb/tables.ts: the current
-   * ones, and the first release's while a stage moves from them). CloudFormation adds or removes
-   * at most one index of a table per update, so a live stage changes them one deploy at a time
-   * (docs/deploy.md, "The v2 list's indexes"); the functions learn which are there from
-   * ORDERS_INDEXES (lib/dynamodb/order-indexes.ts). Not given: none.
+   * The orders table's global indexes the stage has, by name (lib/dynamodb/tables.ts). Not
+   * given: all of them, as a new table is created. CloudFormation adds or removes at most one
+   * index of a live table per update, so a stage upgrading from 1.0.0 adds them one deploy at a
+   * time (docs/upgrade-from-1.0.0.md); the functions learn which are there from ORDERS_INDEXES
+   * (lib/dynamodb/order-indexes.ts).
    */
   readonly ordersIndexes: readonly OrderIndexName[];
   /**
+   * Whether the indexes keyed by derived attributes serve only once `orders reindex` has written
+   * its marker (lib/dynamodb/index-readiness.ts): a table that holds orders release 1.0.0 wrote.
+   * Not given: no (a table created with its indexes is ready as created).
+   */
+  readonly ordersAwaitReindex: boolean;
+  /**
    * The list version items the functions mark and read (lib/dynamodb/list-version-items.ts):
-   * n items cost a 304 n read units and bound the cancels at n × 500 a second. Not given: 4
-   * marked and 32 read, which is safe to deploy over any earlier release (whose code marked any
-   * of 32); a stage whose code all marks 4 then reads 4 (docs/deploy.md).
+   * n items cost a 304 n read units and bound the cancels at n × 500 a second. Not given: 4.
    */
   readonly listVersionItems: ListVersionItems;
   /** Optional custom domain: base URL `https://<domainName>/v1`. */
@@ -161,15 +164,6 @@ const RATE_LIMITER: StageConfig['rateLimiter'] = {
   banSeconds: DEFAULT_LIMITER_SETTINGS.banMs / 1000,
 };
 
-/**
- * A stage's list version items when its settings name none: mark the default count, read as many
- * as any earlier release marked (safe while that release's code still runs beside this one).
- */
-const SAFE_LIST_VERSION_ITEMS: ListVersionItems = {
-  write: DEFAULT_LIST_VERSION_ITEMS.write,
-  read: LEGACY_LIST_VERSION_ITEMS.read,
-};
-
 type Defaults = Omit<
   StageConfig,
   | 'stage'
@@ -177,6 +171,7 @@ type Defaults = Omit<
   | 'apiGatewayAccountRole'
   | 'alarmSubscriptions'
   | 'ordersIndexes'
+  | 'ordersAwaitReindex'
   | 'listVersionItems'
 >;
 
@@ -314,8 +309,9 @@ export function stageConfig(
     authorizerCacheTtl: Duration.seconds(
       given.authorizerCacheTtlSeconds ?? defaults.authorizerCacheTtl.toSeconds(),
     ),
-    ordersIndexes: given.ordersIndexes ?? [],
-    listVersionItems: given.listVersionItems ?? SAFE_LIST_VERSION_ITEMS,
+    ordersIndexes: given.ordersIndexes ?? ORDER_INDEX_NAMES,
+    ordersAwaitReindex: given.ordersAwaitReindex ?? false,
+    listVersionItems: given.listVersionItems ?? DEFAULT_LIST_VERSION_ITEMS,
     rateLimiter: {
       failureMode: given.rateLimitFailureMode ?? defaults.rateLimiter.failureMode,
       banAfterRefusals: given.rateLimitBanAfterRefusals ?? defaults.rateLimiter.banAfterRefusals,

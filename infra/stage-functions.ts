@@ -3,11 +3,12 @@
  * its concurrency and exactly the grants its code uses, table by table (`useTable`): what each
  * may do is written here once, and test/infra/stacks.test.ts holds it to what the code calls.
  */
-import type { Stack } from 'aws-cdk-lib';
+import type { CfnResource, Stack } from 'aws-cdk-lib';
 import {
   formatListVersionItems,
   LIST_VERSION_ITEMS_ENV,
 } from '../lib/dynamodb/list-version-items.ts';
+import { AWAIT_REINDEX_ENV } from '../lib/dynamodb/index-readiness.ts';
 import { ordersIndexesEnv } from '../lib/dynamodb/order-indexes.ts';
 import { logGroupName } from '../lib/deployment.ts';
 import { FUNCTIONS, type FunctionName } from '../lib/functions.ts';
@@ -40,10 +41,14 @@ export function stageFunctions(
     RATE_LIMIT_BAN_SECONDS: String(config.rateLimiter.banSeconds),
   };
   // What every function that reads or writes orders learns of the stage's orders table: its
-  // indexes (a cancel writes what they need) and its list version items.
+  // list version items; and, for the page reader, its indexes and whether they await a reindex.
   const ordersEnvironment = {
-    ...ordersIndexesEnv(config.ordersIndexes),
     [LIST_VERSION_ITEMS_ENV]: formatListVersionItems(config.listVersionItems),
+  };
+  const pagesEnvironment = {
+    ...ordersEnvironment,
+    ...ordersIndexesEnv(config.ordersIndexes),
+    ...(config.ordersAwaitReindex ? { [AWAIT_REINDEX_ENV]: 'true' } : {}),
   };
   // listOrders holds an execution for as long as it streams: its reserved concurrency caps it,
   // so that long lists cannot take every execution from cancelOrder and the authorizer.
@@ -62,7 +67,7 @@ export function stageFunctions(
     .useTable('rateLimits', tables.rateLimits, ['dynamodb:UpdateItem']);
   // The v2 list: the table's shards, and the indexes the stage has (one per deploy: config.ts).
   const listOrderPages = serviceFunction('listOrderPages', {
-    environment: { ...limiterEnvironment, ...ordersEnvironment },
+    environment: { ...limiterEnvironment, ...pagesEnvironment },
   })
     // Query: the shards and the indexes; BatchGetItem: the version items and a page's orders
     // by key (strongly consistent); GetItem: the indexes' readiness marker.
@@ -76,5 +81,14 @@ export function stageFunctions(
   const authorizer = serviceFunction('authorizer').useTable('apiKeys', tables.apiKeys, [
     'dynamodb:GetItem',
   ]);
+  // Readers before writers: a cancel's code changes only once both lists' code has (a release's
+  // readers read what its writers write; release 1.0.0's list reads a cancel in `status` alone,
+  // which this code's cancel leaves: docs/upgrade-from-1.0.0.md). The functions' own resources
+  // only: each one's traffic shift stays its own.
+  for (const reader of [listOrders, listOrderPages]) {
+    (cancelOrder.node.defaultChild as CfnResource).addDependency(
+      reader.node.defaultChild as CfnResource,
+    );
+  }
   return { listOrders, listOrderPages, cancelOrder, authorizer };
 }

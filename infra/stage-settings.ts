@@ -11,8 +11,7 @@ import {
   listVersionItemsProblem,
   type ListVersionItems,
 } from '../lib/dynamodb/list-version-items.ts';
-import { KNOWN_ORDER_INDEX_NAMES } from '../lib/dynamodb/order-indexes.ts';
-import { FIRST_RELEASE_ORDER_INDEX_NAMES } from '../lib/dynamodb/tables.ts';
+import { ORDER_INDEX_NAMES } from '../lib/dynamodb/tables.ts';
 import { FUNCTION_NAMES } from '../lib/functions.ts';
 import { MAX_BAN_SECONDS, MIN_STAGE_BAN_SECONDS } from '../lib/limits/limiter.ts';
 import type { AlarmSubscription } from './config.ts';
@@ -134,34 +133,29 @@ export const STAGE_SETTINGS = {
   // The version in service and the one before it, at least: what a rollback points back at.
   versionsKept: wholeNumber(2, 100),
   deployIgnoringAlarms: flag,
-  // The orders table's indexes, by name (docs/deploy.md, "The v2 list's indexes"); a number N,
-  // as the first release took it, is the first N of that release's.
-  ordersIndexes: v.union(
-    [
-      v.pipe(
-        wholeNumber(0, FIRST_RELEASE_ORDER_INDEX_NAMES.length),
-        v.transform((count) => FIRST_RELEASE_ORDER_INDEX_NAMES.slice(0, count)),
+  // The orders table's indexes, by name: all of them unless a stage upgrading from 1.0.0 adds
+  // them one deploy at a time (docs/upgrade-from-1.0.0.md).
+  ordersIndexes: v.pipe(
+    v.unknown(),
+    fromJsonText('["ordersByStatus"]'),
+    v.array(
+      v.picklist(
+        ORDER_INDEX_NAMES,
+        (issue) =>
+          `names an index this code does not know (${shown(issue.input)}): expected some of ${ORDER_INDEX_NAMES.join(', ')}`,
       ),
-      v.pipe(
-        v.unknown(),
-        fromJsonText('["ordersByStatus"]'),
-        v.array(
-          v.picklist(
-            KNOWN_ORDER_INDEX_NAMES,
-            (issue) =>
-              `names an index this code does not know (${shown(issue.input)}): expected some of ${KNOWN_ORDER_INDEX_NAMES.join(', ')}`,
-          ),
-        ),
-        v.check(
-          (names) => new Set(names).size === names.length,
-          (issue) => `names an index twice: ${shown(issue.input)}`,
-        ),
-      ),
-    ],
-    (issue) => issue.issues?.at(-1)?.message ?? mustBe('a list of index names')(issue),
+      mustBe('a list of index names'),
+    ),
+    v.check(
+      (names) => new Set(names).size === names.length,
+      (issue) => `names an index twice: ${shown(issue.input)}`,
+    ),
   ),
-  // How many list version items the functions mark (`write`) and read (`read`): `4`, or
-  // `"4/32"` while a deploy lowers the count (lib/dynamodb/list-version-items.ts).
+  // Whether the indexes keyed by derived attributes wait for `orders reindex`'s marker: a table
+  // that holds orders release 1.0.0 wrote (lib/dynamodb/index-readiness.ts).
+  ordersAwaitReindex: flag,
+  // How many list version items the functions mark (`write`) and read (`read`): `4`, or `"4/0"`
+  // (mark, read none) while code that marks none may still write (lib/dynamodb/list-version-items.ts).
   listVersionItems: v.pipe(
     v.unknown(),
     v.transform((raw): ListVersionItems | undefined => {
@@ -173,7 +167,7 @@ export const STAGE_SETTINGS = {
     v.check(
       (items) => items !== undefined && listVersionItemsProblem(items) === undefined,
       (issue) =>
-        `must be a count of items written and read, or "<write>/<read>", each from 1 to 32 and read at least write, got ${shown(issue.input)}`,
+        `must be a count of items written and read, or "<write>/<read>": write from 1 to 32, read 0 (none) or from write to 32, got ${shown(issue.input)}`,
     ),
     v.transform((items) => items!),
   ),

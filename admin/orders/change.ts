@@ -10,7 +10,7 @@ import { defineCommand } from '../command.ts';
 import { confirmChange } from '../confirm.ts';
 import { progressLine } from '../progress.ts';
 import { withTable } from '../target.ts';
-import { orderIdArgument, withOrderStore, withOrderWrites } from './shared.ts';
+import { orderIdArgument, withOrderStore } from './shared.ts';
 
 export const ship = defineCommand(
   {
@@ -25,9 +25,9 @@ ship racing a cancel never ships a cancelled order). Shipping a shipped order ch
   },
   async (parsed, io) => {
     const id = orderIdArgument(parsed.positionals[0]);
-    await withOrderWrites(parsed.values, async (openStore, target) => {
+    await withOrderStore(parsed.values, async (store, target) => {
       await confirmChange(target, `ship order ${id}`, parsed.values.yes, io);
-      const outcome = await shipOrder(await openStore(), id);
+      const outcome = await shipOrder(store, id);
       print(
         io.stdout,
         outcome === 'shipped'
@@ -63,24 +63,19 @@ export const reindex = defineCommand(
   {
     name: 'orders reindex',
     summary:
-      "write the v2 list's index attributes onto every order that lacks them or holds stale ones, then mark the indexes ready (once per deploy that brings them; re-runnable)",
+      "write the v2 list's index attributes onto every order that lacks them or holds stale ones, then mark the indexes ready (after the upgrade from 1.0.0, or changes by hand; re-runnable)",
     description: `Reads every order (a parallel Scan, strongly consistent) and writes the attributes the v2
 list's indexes are keyed by (s: the status and shard; t: the ship date's instant; u: the shard of
-an order not shipped) onto each order
-that lacks them or holds stale ones: the orders stored before the release that writes them. The
-first release's statusKey and dateKey are written likewise while the table still has an index
-keyed by them (byStatus, byStatusDate or byPetDate: it asks DynamoDB which indexes the table
-has), and removed from every order once it has none. Each write is conditional on the status,
-the cancel's record and the ship date it was derived from, so a cancel, ship or import racing
-it never leaves a stale key (the order as it then is is written anew). Then it gives the list's
-version items the change time they lack (no ETag changes) and writes the marker that lets the
-indexes ordersByStatus, ordersByDate, ordersByPetDate and ordersUnshippedByDate serve. It
-changes no order's fields and no ETag.
+an order not shipped) onto each order that lacks them or holds stale ones: the orders release
+1.0.0 stored, or orders changed by hand. Each write is conditional on the status, the cancel's
+record and the ship date it was derived from, so a cancel, ship or import racing it never leaves
+a stale key (the order as it then is is written anew). Then it writes the marker that lets the
+indexes ordersByStatus, ordersByDate, ordersByPetDate and ordersUnshippedByDate serve on a stage
+that waits for it (ordersAwaitReindex). It changes no order's fields.
 
 Run it after the deploy that brings the code writing the attributes has finished (no older
-version of a function still running), and, on a table that still had byStatus, byStatusDate or
-byPetDate then, again after the deploy that removes the last of them: docs/deploy.md, "The v2
-list's indexes". Running it again writes nothing but the marker.`,
+version of a function still running): docs/upgrade-from-1.0.0.md. Running it again writes
+nothing but the marker.`,
     flags: {},
     positionals: [],
   },
@@ -99,12 +94,9 @@ list's indexes". Running it again writes nothing but the marker.`,
           line.update(`${scanned} items read, ${updated} orders written`),
       }).finally(() => line.clear());
       const seconds = (performance.now() - started) / 1000;
-      const firstRelease = result.firstReleaseKeys
-        ? "the first release's statusKey and dateKey kept (the table has an index keyed by them)"
-        : "the first release's statusKey and dateKey removed (the table has no index keyed by them)";
       print(
         io.stdout,
-        `Reindexed ${table} on ${target.description} in ${seconds.toFixed(1)} s: ${result.orders} orders read, ${result.updated} written (${result.raced} again after a concurrent change), ${firstRelease}, ${result.versionItemsStamped} version items given a change time; the indexes are marked ready.`,
+        `Reindexed ${table} on ${target.description} in ${seconds.toFixed(1)} s: ${result.orders} orders read, ${result.updated} written (${result.raced} again after a concurrent change); the indexes are marked ready.`,
       );
     });
   },

@@ -15,7 +15,7 @@ import { describeFailure, Failure, print, type Io } from '../common.ts';
 import { defineCommand } from '../command.ts';
 import { confirmChange } from '../confirm.ts';
 import { progressBar } from '../progress.ts';
-import { withOrderWrites } from './shared.ts';
+import { withOrderStore } from './shared.ts';
 
 /**
  * Reads and validates an import file. Every problem of every record is printed (with its line
@@ -180,11 +180,11 @@ the error says how many, and running the same import again finishes it.`,
   async (parsed, io) => {
     const { values } = parsed;
     const path = parsed.positionals[0] as string;
-    await withOrderWrites(values, async (openStore, target, table) => {
+    await withOrderStore(values, async (store, target, table) => {
       const orders = await readImportFile(path, io);
       const started = performance.now();
       const counts = await importValidated(
-        await openStore(),
+        store,
         path,
         orders,
         {

@@ -14,7 +14,6 @@ import {
 import { deliveryWatchingAgents } from '../../lib/dynamodb/undelivered.ts';
 import { DynamoDbKeyStore } from '../../lib/dynamodb/keys-table.ts';
 import { listVersionItemsFromEnv } from '../../lib/dynamodb/list-version-items.ts';
-import { deployedOrderIndexes, firstReleaseWrites } from '../../lib/dynamodb/order-indexes.ts';
 import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
 import { DEPLOY_CHECK_PARTITIONS, TABLES } from '../../lib/dynamodb/tables.ts';
 import { DynamoDbRateLimiter } from '../../lib/dynamodb/rate-limit-table.ts';
@@ -50,18 +49,13 @@ export function onListVersionReleaseFailure(error: unknown): void {
   });
 }
 
-/**
- * The orders store (of the deploy check's partitions, with `partitions`); its writes also do what
- * the first release's code needs while the stage has one of that release's indexes
- * (ORDERS_INDEXES).
- */
+/** The orders store (of the deploy check's partitions, with `partitions`). */
 function orderStoreFromEnv(partitions?: typeof DEPLOY_CHECK_PARTITIONS): DynamoDbOrderStore {
   return new DynamoDbOrderStore(client, requireEnv(TABLES.orders.envVar), {
     listVersion: {
       items: listVersionItemsFromEnv(),
       onReleaseFailure: onListVersionReleaseFailure,
     },
-    firstRelease: firstReleaseWrites(deployedOrderIndexes()),
     ...(partitions ? { partitions } : {}),
   });
 }

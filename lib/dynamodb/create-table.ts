@@ -9,7 +9,6 @@ import {
   type Projection,
 } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { markIndexesReady } from './index-readiness.ts';
 import {
   orderIndexDefinition,
   TABLES,
@@ -78,10 +77,9 @@ async function tableExists(client: DynamoDBDocumentClient, tableName: string): P
 }
 
 /**
- * Creates the tables that do not exist yet; returns those it created. Existing tables are left as
- * they are. A new orders table gets the index readiness marker (./index-readiness.ts): every item
- * it will hold is written by this code, which writes the derived index attributes.
- * `ordersIndexes`: the orders table's indexes a new one gets (the current ones by default).
+ * Creates the tables that do not exist yet, as CloudFormation creates them (empty, TTL on where
+ * the definition has one); returns those it created. Existing tables are left as they are.
+ * `ordersIndexes`: the orders table's indexes a new one gets (all of them by default).
  */
 export async function ensureTables(
   client: DynamoDBDocumentClient,
@@ -112,7 +110,6 @@ export async function ensureTables(
         }),
       );
     }
-    if (table === 'orders') await markIndexesReady(client, tableName, 'table-created');
   }
   return created;
 }

@@ -3,16 +3,18 @@
  * DERIVED_ATTRIBUTES_FORMAT; lib/dynamodb/order-index-keys.ts), so that the indexes keyed by them
  * (ordersByStatus, ordersByDate, ordersByPetDate, ordersUnshippedByDate: indexNeedsReadiness)
  * hold every order.
- * DynamoDB's backfill of a new index covers only the items that already hold its key: the orders
- * stored before the code that writes the attributes are not in those indexes until
- * `npm run admin -- orders reindex` has written the attributes onto them. It then writes this
- * item (INDEX_READINESS_KEY), as does the creation of a table by this code (every item such a
- * table will ever hold is written by code that writes the attributes). ordersByPet, keyed by the
- * order's own petId and id, holds every order with a petId once DynamoDB has built it.
+ *
+ * A table created with its indexes holds only orders written by code that writes the attributes:
+ * it is ready as created, and its stage does not read any marker (the default). A table of release
+ * 1.0.0 holds orders written without them, and DynamoDB's backfill of a new index covers only the
+ * items that already hold its key: such a stage waits (its `ordersAwaitReindex` setting, the
+ * functions' ORDERS_AWAIT_REINDEX) until `npm run admin -- orders reindex` has written the
+ * attributes onto every order and then this marker (INDEX_READINESS_KEY). ordersByPet, keyed by
+ * the order's own petId and id, holds every order with a petId once DynamoDB has built it.
  *
  * The marker names the format of the attributes: a release that changes which are written or
- * how bumps DERIVED_ATTRIBUTES_FORMAT, and the indexes keyed by them wait for a reindex in the
- * new format (a marker of another format is not ready).
+ * how bumps DERIVED_ATTRIBUTES_FORMAT, and a stage that waits for the marker waits for a reindex
+ * in the new format (a marker of another format is not ready).
  */
 import { GetCommand, PutCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { numberText } from './attributes.ts';
@@ -24,6 +26,19 @@ import {
   orderIndexDefinition,
   type OrderIndexName,
 } from './tables.ts';
+
+/** The functions' variable: `true` on a stage whose pages wait for the reindex's marker. */
+export const AWAIT_REINDEX_ENV = 'ORDERS_AWAIT_REINDEX';
+
+/** Whether ORDERS_AWAIT_REINDEX says to wait for the marker (unset: no). Fails fast on another value. */
+export function awaitReindexFromEnv(env: NodeJS.ProcessEnv = process.env): boolean {
+  const value = env[AWAIT_REINDEX_ENV]?.trim();
+  if (value === undefined || value === '' || value === 'false') return false;
+  if (value === 'true') return true;
+  throw new Error(
+    `Environment variable ${AWAIT_REINDEX_ENV} is ${JSON.stringify(value)}: expected true or false`,
+  );
+}
 
 /** How failures of the marker are named in logs. */
 const DEPENDENCY = 'orders table (index readiness)';
@@ -47,14 +62,10 @@ export function indexNeedsReadiness(name: OrderIndexName): boolean {
   return [index.partitionKey, ...index.sortKeys].some((key) => DERIVED_KEYS.has(key.name));
 }
 
-/** Who wrote the marker: the reindex command, or the creation of the table. */
-export type ReadinessSource = 'reindex' | 'table-created';
-
-/** Writes the marker: every order item holds the derived attributes, in the current format. */
+/** Writes the marker (`orders reindex`): every order item holds the derived attributes, in the current format. */
 export async function markIndexesReady(
   client: DynamoDBDocumentClient,
   tableName: string,
-  source: ReadinessSource,
   now: Date = new Date(),
   signal?: AbortSignal,
 ): Promise<void> {
@@ -67,7 +78,7 @@ export async function markIndexesReady(
           Item: {
             ...INDEX_READINESS_KEY,
             format: DERIVED_ATTRIBUTES_FORMAT,
-            source,
+            source: 'reindex',
             at: now.toISOString(),
           },
         }),

@@ -14,8 +14,7 @@
  * the write was of many orders or the item already notes RECENT_WRITES_CAP of them), dropping
  * the notes older than INDEX_SETTLE_MS that its mark saw. A reader reads every item in one
  * strongly consistent BatchGetItem: no tag while a lease runs, else a hash of everything the
- * items hold but `c` (which changes only with the nonce, or from absent to present: see
- * stampChangeTimes); the time of the last change; and which orders were written less than
+ * items hold but `c` (which changes only with the nonce); the time of the last change; and which orders were written less than
  * INDEX_SETTLE_MS ago, or are being written (`recentWrites`): the ones whose entries in the
  * eventually consistent indexes may lag, which the v2 list's pages read again by key
  * (lib/orders/page-tag.ts).
@@ -30,7 +29,7 @@ import { TIME_BUDGETS } from '../config/budgets.ts';
 import { getInBatches } from './batch-write.ts';
 import type { ListVersion } from '../orders/order-store.ts';
 import { numberText } from './attributes.ts';
-import { isConditionFailure, send } from './errors.ts';
+import { send } from './errors.ts';
 import {
   CHANGED_AT,
   ENTRY_ID_SEPARATOR,
@@ -40,7 +39,11 @@ import {
   notesOf,
   type ReleaseNotes,
 } from './list-version-item.ts';
-import { DEFAULT_LIST_VERSION_ITEMS, type ListVersionItems } from './list-version-items.ts';
+import {
+  DEFAULT_LIST_VERSION_ITEMS,
+  readsVersion,
+  type ListVersionItems,
+} from './list-version-items.ts';
 import { LIST_VERSION_SLOTS, listVersionKey } from './tables.ts';
 
 /** How failures of the version items are named in logs. */
@@ -69,6 +72,9 @@ export interface DynamoDbListVersionOptions {
 
 type Item = Record<string, unknown>;
 type VersionKey = ReturnType<typeof listVersionKey>;
+
+/** What a reader that reads no version item knows: nothing (no tag; any order may lag). */
+const UNKNOWN_VERSION: ListVersion = { tag: undefined, recentWrites: 'all' };
 
 /** A version item's new nonce: every tag that covered it changes. */
 const nonce = (): string => randomBytes(12).toString('base64url');
@@ -104,8 +110,12 @@ export class DynamoDbListVersion {
     return this.keys.findIndex((key) => String(key.shard) === shard && String(key.id) === id);
   }
 
-  /** The version now: the items read (`items.read`), strongly consistent (one BatchGetItem). */
+  /**
+   * The version now: the items read (`items.read`), strongly consistent (one BatchGetItem). A
+   * stage that reads none knows no version: no tag, and every order may have been written just now.
+   */
   async read(signal?: AbortSignal): Promise<ListVersion> {
+    if (!readsVersion(this.items)) return UNKNOWN_VERSION;
     const byIndex = new Map<number, Item>();
     const found = await getInBatches(
       this.client,
@@ -213,42 +223,6 @@ export class DynamoDbListVersion {
         ),
       ),
     );
-  }
-
-  /**
-   * Records now as the change time of every version item that has a nonce but no change time
-   * (its changes were made by code that did not record them), without changing any tag (`c` is
-   * not hashed). Only true once no such code writes any more: the reindex command runs it, after
-   * the deploy that brings this code has finished. Returns how many items it stamped.
-   */
-  async stampChangeTimes(signal?: AbortSignal): Promise<number> {
-    const stamped = await Promise.all(
-      this.keys.map((key) =>
-        send(
-          DEPENDENCY,
-          (abortSignal) =>
-            this.client.send(
-              new UpdateCommand({
-                TableName: this.tableName,
-                Key: key,
-                UpdateExpression: 'SET #c = :c',
-                ConditionExpression: 'attribute_exists(#n) AND attribute_not_exists(#c)',
-                ExpressionAttributeNames: { '#n': NONCE, '#c': CHANGED_AT },
-                ExpressionAttributeValues: { ':c': this.now() },
-              }),
-              { abortSignal },
-            ),
-          signal,
-        ).then(
-          () => 1,
-          (error: unknown) => {
-            if (isConditionFailure(error)) return 0;
-            throw error;
-          },
-        ),
-      ),
-    );
-    return stamped.reduce((a, b) => a + b, 0);
   }
 
   /** One UpdateItem of a version item; what the item holds after it. */

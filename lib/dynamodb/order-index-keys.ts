@@ -14,56 +14,18 @@
  * - `u` = the order's shard, when it has a `t` and its stored status is not shipped (pending,
  *   absent or cancelled; a cancel through the API leaves the stored status, and so `u`, as they
  *   were): the sparse key of ordersUnshippedByDate, which a ship removes.
- * And, while a stage still has the first release's indexes (./order-indexes.ts):
- * - `statusKey` = `<status>#<shard>`;
- * - `dateKey` = `<instant>#<id>`: the instant plus 10^20 in 21 digits, and the id plus 2^63 in
- *   20 digits. Fixed widths of digits, so the keys' byte order (how DynamoDB orders a string sort
- *   key) is the order of (instant, id).
  */
 import { parseInstant } from '../orders/instant.ts';
-import { INT64_MAX, INT64_MIN, isOrderStatus, type OrderStatus } from '../orders/order.ts';
+import { isOrderStatus, type OrderStatus } from '../orders/order.ts';
 import { orderShard } from './tables.ts';
 
 /**
- * The format of the derived attributes a readiness marker vouches for:
- * - 1: `statusKey` and `dateKey`;
- * - 2: `s` and `t`;
- * - 3: `s`, `t` and `u` (this code).
- * A release that changes which are written or how bumps it: a marker of another format no longer
- * matches (./index-readiness.ts), and the indexes keyed by them wait for `orders reindex`.
+ * The format of the derived attributes a readiness marker vouches for (./index-readiness.ts): 1,
+ * `s`, `t` and `u` as computed here. A release that changes which are written or how bumps it: a
+ * marker of another format no longer matches, and on a stage that waits for the marker the
+ * indexes keyed by them wait for `orders reindex` again.
  */
-export const DERIVED_ATTRIBUTES_FORMAT = 3;
-
-const INSTANT_OFFSET = 10n ** 20n;
-const INSTANT_DIGITS = 21;
-const ID_OFFSET = 2n ** 63n;
-const ID_DIGITS = 20;
-const SEPARATOR = '#';
-
-/** An instant as fixed-width digits whose byte order is the instants' order. */
-function encodeInstant(instant: bigint): string {
-  const shifted = instant + INSTANT_OFFSET;
-  if (shifted < 0n || shifted >= 10n ** BigInt(INSTANT_DIGITS)) {
-    throw new RangeError(`instant ${instant} is outside what a date-time can write`);
-  }
-  return shifted.toString().padStart(INSTANT_DIGITS, '0');
-}
-
-/** An int64 as fixed-width digits whose byte order is the ids' order. */
-function encodeId(id: bigint): string {
-  if (id < INT64_MIN || id > INT64_MAX) throw new RangeError(`id ${id} is not an int64`);
-  return (id + ID_OFFSET).toString().padStart(ID_DIGITS, '0');
-}
-
-/** The dateKey of an order shipping at `instant`. */
-export function dateKey(instant: bigint, id: bigint): string {
-  return `${encodeInstant(instant)}${SEPARATOR}${encodeId(id)}`;
-}
-
-/** The index partition of one status in one shard. */
-function statusPartition(status: OrderStatus, shard: number): string {
-  return `${status}${SEPARATOR}${shard}`;
-}
+export const DERIVED_ATTRIBUTES_FORMAT = 1;
 
 /** The `s` of an order with this (effective) status in this shard: the status's initial, the shard. */
 export function statusShard(status: OrderStatus, shard: number): string {
@@ -109,15 +71,13 @@ export function effectiveStatus(
 /**
  * The derived attributes of an order: `s` unless its stored status is not one the service knows;
  * `t` when its ship date is an RFC 3339 date-time; `u` with `t`, while its stored status is a
- * known one other than shipped; and with `firstRelease`, the first release's
- * `statusKey` and `dateKey` likewise. `shard`: the partition the order stands in (its id's, but
- * in the deploy check's partition: tables.ts).
+ * known one other than shipped. `shard`: the partition the order stands in (its id's, but in the
+ * deploy check's partition: tables.ts).
  */
 export function derivedIndexAttributes(
   order: IndexedFields,
-  firstRelease = false,
   shard = orderShard(order.id),
-): { s?: string; t?: bigint; u?: number; statusKey?: string; dateKey?: string } {
+): { s?: string; t?: bigint; u?: number } {
   const status = effectiveStatus(order);
   const instant = typeof order.shipDate === 'string' ? parseInstant(order.shipDate) : undefined;
   const stored = effectiveStatus({ status: order.status });
@@ -125,7 +85,5 @@ export function derivedIndexAttributes(
     ...(status !== undefined ? { s: statusShard(status, shard) } : {}),
     ...(instant !== undefined ? { t: instant } : {}),
     ...(instant !== undefined && stored !== undefined && stored !== 'shipped' ? { u: shard } : {}),
-    ...(firstRelease && status !== undefined ? { statusKey: statusPartition(status, shard) } : {}),
-    ...(firstRelease && instant !== undefined ? { dateKey: dateKey(instant, order.id) } : {}),
   };
 }

@@ -5,8 +5,8 @@
  *
  * The status an item holds is in two places: `status` is what an import or a ship gave the order;
  * a cancel through the API records itself in its trail (tables.ts, CANCEL_TRAIL_ATTRIBUTES) and
- * leaves `status` as it was (except while a stage still has an index of the first release:
- * ./order-indexes.ts). So an order is cancelled when its item holds a trail, whatever its
+ * leaves `status` as it was (a cancel of release 1.0.0 wrote `status` cancelled and no trail: the
+ * same order, read the same way). So an order is cancelled when its item holds a trail, whatever its
  * `status`; else its `status`, pending when absent. Every reader of an item's status asks
  * itemStatus.
  */
@@ -15,7 +15,6 @@ import type { Cancellation, UnreadableOrder } from '../orders/order-store.ts';
 import type { OrderStatus } from '../orders/order.ts';
 import { numberText } from './attributes.ts';
 import { derivedIndexAttributes, effectiveStatus } from './order-index-keys.ts';
-import { NO_FIRST_RELEASE_WRITES, type FirstReleaseWrites } from './order-indexes.ts';
 import { CANCEL_TRAIL_ATTRIBUTES, ORDER_INDEX_ATTRIBUTES, orderShard } from './tables.ts';
 import { UpdateBuilder } from './update-builder.ts';
 
@@ -23,16 +22,11 @@ type Item = Record<string, unknown>;
 
 /**
  * The item of an order as a put writes it: its key, its fields, and the attributes the indexes
- * are keyed by (`s`, `t`, `u`; the first release's `statusKey` and `dateKey` only when `firstRelease`
- * says a stage still has an index keyed by them). A put replaces the whole item: a trail the
- * order held is gone with it.
+ * are keyed by (`s`, `t`, `u`). A put replaces the whole item: a trail the order held is gone
+ * with it.
  */
-export function orderToItem(
-  order: Order,
-  firstRelease: FirstReleaseWrites = NO_FIRST_RELEASE_WRITES,
-  shard: number = orderShard(order.id),
-): Item {
-  return { shard, ...order, ...derivedIndexAttributes(order, firstRelease.keys, shard) };
+export function orderToItem(order: Order, shard: number = orderShard(order.id)): Item {
+  return { shard, ...order, ...derivedIndexAttributes(order, shard) };
 }
 
 /** Whether an item holds a cancel's trail (its time, at least): its order is then cancelled. */
@@ -138,19 +132,16 @@ export type Departure =
 /**
  * The conditional write of an order leaving pending. The condition: the order exists (an update
  * must never create one), holds no cancel's trail, and its status is pending or absent.
- * - A ship: `status` shipped, `complete` true, the new status's index key `s` (and the first
- *   release's `statusKey` when `firstRelease.keys`), and no `u` (ordersUnshippedByDate's key).
+ * - A ship: `status` shipped, `complete` true, the new status's index key `s`, and no `u`
+ *   (ordersUnshippedByDate's key).
  * - A cancel: its trail (when, which key, which request) and `s`, and not `status`: the indexes
- *   that hold `status` (all but ordersByStatus) are then not written (above). While a
- *   stage still has an index of the first release (`firstRelease.status`), `status` cancelled
- *   too, for the first release's code, which reads nothing else; and its `statusKey` likewise.
- * No ship date changes, so neither `t` nor `dateKey` does.
+ *   that hold `status` (all but ordersByStatus) are then not written (above).
+ * No ship date changes, so `t` does not.
  */
 export function departureUpdate(
   departure: Departure,
   id: bigint,
   shard: number,
-  firstRelease: FirstReleaseWrites,
 ): UpdateBuilder<OrderAttribute> {
   const b = new UpdateBuilder<OrderAttribute>();
   const status = b.name('status');
@@ -158,13 +149,8 @@ export function departureUpdate(
     `attribute_exists(${b.name('id')}) AND attribute_not_exists(${b.name(CANCEL_TRAIL_ATTRIBUTES.at)}) AND (${status} = ${b.value('pending')} OR attribute_not_exists(${status}))`,
   );
   const cancelled = departure.status === 'cancelled';
-  const derived = derivedIndexAttributes(
-    { id, status: departure.status, cancelled },
-    firstRelease.keys,
-    shard,
-  );
+  const derived = derivedIndexAttributes({ id, status: departure.status, cancelled }, shard);
   b.assign('s', derived.s);
-  if (derived.statusKey !== undefined) b.assign('statusKey', derived.statusKey);
   if (!cancelled) {
     b.assign('status', departure.status);
     b.assign('complete', true);
@@ -172,7 +158,6 @@ export function departureUpdate(
     b.remove(ORDER_INDEX_ATTRIBUTES.unshipped);
     return b;
   }
-  if (firstRelease.status) b.assign('status', departure.status);
   const { cancellation } = departure;
   b.assign(CANCEL_TRAIL_ATTRIBUTES.at, cancellation.at);
   b.assign(CANCEL_TRAIL_ATTRIBUTES.by, cancellation.keyId);

@@ -4,12 +4,13 @@
  *
  *   1. the plan (./page-plan.ts): which source and partitions serve the filter, each Query's key
  *      condition and Limits, the page's read budget; made without I/O, by `plan`;
- *   2. readiness: an index keyed by derived attributes serves once its marker is there
- *      (./index-readiness.ts), read beside the first round;
+ *   2. readiness, on a stage that waits for `orders reindex` (a table of release 1.0.0): an index
+ *      keyed by derived attributes serves once its marker is there (./index-readiness.ts), read
+ *      beside the first round; a table created with its indexes is ready as created;
  *   3. candidates (./candidate-stream.ts): the partitions' Queries merged in sort order;
  *   4. the check (./page-check.ts): each candidate listed as the index holds it, but for those it
- *      may hold as they no longer are, read by key and re-checked (from the first release's byPet,
- *      every candidate; from the table, checked as read); a candidate that is not listed makes the
+ *      may hold as they no longer are, read by key and re-checked (from the table, checked as
+ *      read); a candidate that is not listed makes the
  *      page read on, by the share that was listed so far (page-plan.ts recheckCount);
  *   5. where the page ends (pageEnd): full, at the end of the filter, or at its budget, served
  *      short; the next page starts after the last candidate checked, or, cut by the budget,
@@ -31,7 +32,6 @@ import { IndexReadiness } from './index-readiness.ts';
 import {
   checkAsRead,
   checkIndexItems,
-  fetchAndRecheck,
   NOTHING_CHECKED,
   type CandidateCheck,
   type CheckCost,
@@ -108,6 +108,12 @@ const addCost = (a: CheckCost, b: CheckCost): CheckCost => ({
 export interface DynamoDbOrderPagesOptions {
   /** The indexes the stage has (lib/dynamodb/order-indexes.ts, from ORDERS_INDEXES). */
   readonly indexes: ReadonlySet<OrderIndexName>;
+  /**
+   * Whether an index keyed by derived attributes waits for the readiness marker of `orders
+   * reindex` (./index-readiness.ts: a stage upgrading from 1.0.0); not by default: a table
+   * created with its indexes holds every order in them once they are ACTIVE.
+   */
+  readonly awaitReindex?: boolean;
   /** What a page may read before it is served short; PAGE_READ_BUDGET by default. */
   readonly budget?: PageReadBudget;
 }
@@ -116,7 +122,7 @@ export class DynamoDbOrderPages implements OrderPageReader<DynamoDbPagePlan> {
   private readonly client: DynamoDBDocumentClient;
   private readonly tableName: string;
   private readonly indexes: ReadonlySet<OrderIndexName>;
-  private readonly readiness: IndexReadiness;
+  private readonly readiness: IndexReadiness | undefined;
   private readonly budget: PageReadBudget;
 
   constructor(
@@ -127,7 +133,7 @@ export class DynamoDbOrderPages implements OrderPageReader<DynamoDbPagePlan> {
     this.client = client;
     this.tableName = tableName;
     this.indexes = options.indexes;
-    this.readiness = new IndexReadiness(client, tableName);
+    this.readiness = options.awaitReindex ? new IndexReadiness(client, tableName) : undefined;
     this.budget = options.budget ?? PAGE_READ_BUDGET;
   }
 
@@ -179,14 +185,13 @@ export class DynamoDbOrderPages implements OrderPageReader<DynamoDbPagePlan> {
     options: OrderStreamOptions,
   ): CandidateCheck {
     if (plan.items === 'table') return checkAsRead(plan, options);
-    if (plan.items === 'keys') return fetchAndRecheck(this.client, this.tableName, plan, options);
     return checkIndexItems(this.client, this.tableName, plan, trust, options);
   }
 
   /**
-   * The page's first take, and, for an index keyed by derived attributes, its readiness marker
-   * read beside it (from memory once the container has seen it). A marker the container knows to
-   * be missing refuses the page before any Query.
+   * The page's first take, and, for an index keyed by derived attributes on a stage that waits
+   * for the reindex, its readiness marker read beside it (from memory once the container has seen
+   * it). A marker the container knows to be missing refuses the page before any Query.
    */
   private async firstTake(
     plan: DynamoDbPagePlan,
@@ -194,11 +199,12 @@ export class DynamoDbOrderPages implements OrderPageReader<DynamoDbPagePlan> {
     pageSize: number,
     signal: AbortSignal | undefined,
   ): Promise<Taken> {
-    if (!plan.needsReadiness) return candidates.take(pageSize);
-    const known = this.readiness.known();
+    const readiness = this.readiness;
+    if (!readiness || !plan.needsReadiness) return candidates.take(pageSize);
+    const known = readiness.known();
     if (known === false) throw ordersNotIndexed(plan.source);
     const [ready, first] = await Promise.all([
-      known ?? this.readiness.isReady(signal),
+      known ?? readiness.isReady(signal),
       candidates.take(pageSize),
     ]);
     if (!ready) throw ordersNotIndexed(plan.source);

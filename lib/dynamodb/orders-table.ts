@@ -28,7 +28,6 @@ import {
 import { malformedItem } from './attributes.ts';
 import { DynamoDbListVersion, type DynamoDbListVersionOptions } from './list-version.ts';
 import { send } from './errors.ts';
-import { NO_FIRST_RELEASE_WRITES, type FirstReleaseWrites } from './order-indexes.ts';
 import {
   itemStatus,
   LISTED_ATTRIBUTES,
@@ -105,16 +104,13 @@ export class DynamoDbOrderStore implements OrderImportStore {
   private readonly pageSize: number;
   private readonly pageTimeoutMs: number;
   private readonly version: DynamoDbListVersion;
-  private readonly firstRelease: FirstReleaseWrites;
   private readonly partitions: OrderPartitions;
 
   /**
    * `listVersion`: how the list's version is kept (the lease of a write: the function's by
-   * default; the operator CLI, whose calls may take longer, gives its own). `firstRelease`: what
-   * its writes also do for the first release's code while the table has an index of that release
-   * (./order-indexes.ts; none by default: a table with the current indexes only). `partitions`:
-   * where the orders and the version items stand, the service's by default (the deploy check's
-   * store: tables.ts, DEPLOY_CHECK_PARTITIONS).
+   * default; the operator CLI, whose calls may take longer, gives its own). `partitions`: where
+   * the orders and the version items stand, the service's by default (the deploy check's store:
+   * tables.ts, DEPLOY_CHECK_PARTITIONS).
    */
   constructor(
     client: DynamoDBDocumentClient,
@@ -123,7 +119,6 @@ export class DynamoDbOrderStore implements OrderImportStore {
       pageSize?: number;
       pageTimeoutMs?: number;
       listVersion?: DynamoDbListVersionOptions;
-      firstRelease?: FirstReleaseWrites;
       partitions?: OrderPartitions;
     } = {},
   ) {
@@ -136,7 +131,6 @@ export class DynamoDbOrderStore implements OrderImportStore {
       ...options.listVersion,
       versionKey: this.partitions.versionKey,
     });
-    this.firstRelease = options.firstRelease ?? NO_FIRST_RELEASE_WRITES;
   }
 
   readListVersion(options: CallOptions = {}): Promise<ListVersion> {
@@ -256,7 +250,7 @@ export class DynamoDbOrderStore implements OrderImportStore {
     const current = await this.statusOf(id, options.signal);
     if (current !== 'pending') return current;
     const shard = this.partitions.shardOf(id);
-    const input = departureUpdate(departure, id, shard, this.firstRelease).input(this.tableName, {
+    const input = departureUpdate(departure, id, shard).input(this.tableName, {
       shard,
       id,
     });
@@ -366,9 +360,7 @@ export class DynamoDbOrderStore implements OrderImportStore {
     options: PutOrdersOptions & BatchWriteOptions = {},
   ): Promise<void> {
     try {
-      const items = orders.map((order) =>
-        orderToItem(order, this.firstRelease, this.partitions.shardOf(order.id)),
-      );
+      const items = orders.map((order) => orderToItem(order, this.partitions.shardOf(order.id)));
       await writeInBatches(this.client, this.tableName, items, {
         ...options,
         dependency: DEPENDENCY,

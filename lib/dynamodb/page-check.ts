@@ -18,8 +18,6 @@
  *   settle time, the assumption the page tag already makes), otherwise strongly consistent. So a
  *   page never lists an order that no longer matches, as long as an index reflects a write
  *   within the settle time.
- * - The first release's byPet holds keys only: every candidate is read by key, strongly
- *   consistent (fetchAndRecheck).
  * - The table's candidates are its own items, read strongly consistent with `complete` as a
  *   FilterExpression: they are checked as read, with nothing more to fetch.
  */
@@ -108,23 +106,6 @@ async function readByKey(
     ...(signal ? { signal } : {}),
   });
   return { items: new Map(items.map((item) => [numberText(item.id) ?? '', item])), batchGets };
-}
-
-/** An index's candidates that hold keys only, read by key (strongly consistent) and checked. */
-export function fetchAndRecheck(
-  client: DynamoDBDocumentClient,
-  tableName: string,
-  plan: DynamoDbPagePlan,
-  options: OrderStreamOptions,
-): CandidateCheck {
-  return async (candidates) => {
-    const ids = new Set(candidates.map((c) => c.position.id));
-    const { items, batchGets } = await readByKey(client, tableName, ids, true, options.signal);
-    return {
-      orders: candidates.map((c) => listed(plan, c, items.get(c.position.id.toString()), options)),
-      cost: { fetched: candidates.length, batchGets },
-    };
-  };
 }
 
 /** What the list's version says of the index's candidates (./page-tag.ts settledAt). */

@@ -20,8 +20,6 @@
  * before any cancel left it: a cancel records itself in its trail and leaves `status` alone
  * (./orders-table.ts), so an order an index holds as pending may have been cancelled since and
  * is read again by key (./page-check.ts); one it holds as shipped or cancelled is what it says.
- * A stage still on the first release's `byPet` (keys only) serves a pet's pages from it, every
- * candidate read by key.
  *
  * How much a page reads, round by round: ./page-limits.ts.
  */
@@ -52,11 +50,8 @@ export type PageSource = 'table' | OrderIndexName;
 /** A partition key's value: a status and shard, a pet, a shard of the table. */
 export type PartitionValue = string | number | bigint;
 
-/**
- * What a source's items hold: the order's whole item (the table), its fields as an index projects
- * them, or only keys (the first release's byPet: every candidate is read by key).
- */
-export type SourceItems = 'table' | 'fields' | 'keys';
+/** What a source's items hold: the order's whole item (the table), or its fields as an index projects them. */
+export type SourceItems = 'table' | 'fields';
 
 /** A plan as the reader uses it: where each partition is and how its keys are named. */
 export interface DynamoDbPagePlan extends PagePlan {
@@ -107,8 +102,7 @@ export function planPages(
     partitionValues: readonly PartitionValue[],
   ): DynamoDbPagePlan => {
     const index = source === 'table' ? undefined : orderIndexDefinition(source);
-    const items: SourceItems =
-      index === undefined ? 'table' : index.projection === 'KEYS_ONLY' ? 'keys' : 'fields';
+    const items: SourceItems = index === undefined ? 'table' : 'fields';
     const partitionKey = index?.partitionKey.name ?? 'shard';
     const statusInKey = partitionKey === ORDER_INDEX_ATTRIBUTES.status;
     return {
@@ -128,10 +122,7 @@ export function planPages(
     };
   };
   if (filter.petId !== undefined) {
-    if (dated) return plan('ordersByPetDate', [filter.petId]);
-    // A stage moving from the first release keeps its byPet until ordersByPet is there.
-    if (!indexes.has('ordersByPet') && indexes.has('byPet')) return plan('byPet', [filter.petId]);
-    return plan('ordersByPet', [filter.petId]);
+    return plan(dated ? 'ordersByPetDate' : 'ordersByPet', [filter.petId]);
   }
   if (dated) {
     const unshipped = statuses && !statuses.includes('shipped');
@@ -234,8 +225,7 @@ export function partitionQuery(
         ]
       : []),
   ];
-  // The first release's byPet holds keys only: its candidates' fields are checked once read by key.
-  const filtered = filters.length > 0 && plan.items !== 'keys';
+  const filtered = filters.length > 0;
   const sortKey = plan.order === 'id' ? 'id' : ORDER_INDEX_ATTRIBUTES.instant;
   return {
     TableName: tableName,

@@ -1,11 +1,8 @@
 /**
  * `orders reindex`: writes the derived index attributes (./order-index-keys.ts: `s`, `t` and
- * `u`) onto every order item that lacks them or holds stale ones — the orders stored before the
- * code that writes them — then the readiness marker (./index-readiness.ts) that lets the indexes keyed
- * by them serve. The first release's `statusKey` and `dateKey` are written likewise while the
- * table still has an index keyed by them (byStatus, byStatusDate, byPetDate: DescribeTable says,
- * ./order-indexes.ts firstReleaseWrites), and removed once it has none: every order is then
- * that much smaller, and v1's list that much cheaper.
+ * `u`) onto every order item that lacks them or holds stale ones — the orders release 1.0.0
+ * stored, or orders changed by hand — then the readiness marker (./index-readiness.ts) that lets
+ * the indexes keyed by them serve on a stage that waits for it.
  *
  * Every write is one conditional UpdateItem that pins what its values were derived from (the
  * status, or its absence; whether the order holds a cancel's trail; the ship date, or its
@@ -15,20 +12,17 @@
  * Such writes, made by this code, set the attributes themselves; so once the scan has passed
  * every item, every item holds the attributes of its current values. That holds only while no
  * older code writes orders: run it after the deploy that brings this code has finished
- * (docs/deploy.md).
+ * (docs/upgrade-from-1.0.0.md).
  *
- * It writes no order field and no list version mark (the attributes are in no list's JSON); it
- * records change times on the version items that lack them (list-version.ts stampChangeTimes:
- * no tag changes). Idempotent: a second run finds nothing to write.
+ * It writes no order field and no list version mark (the attributes are in no list's JSON).
+ * Idempotent: a second run finds nothing to write.
  */
 import { ScanCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { numberText } from './attributes.ts';
 import { isConditionFailure, send } from './errors.ts';
 import { markIndexesReady } from './index-readiness.ts';
-import { DynamoDbListVersion } from './list-version.ts';
 import { derivedIndexAttributes } from './order-index-keys.ts';
-import { describeOrderIndexes, firstReleaseWrites } from './order-indexes.ts';
 import { hasCancelTrail, isOrderItem } from './order-item.ts';
 import { CANCEL_TRAIL_ATTRIBUTES, ORDER_INDEX_ATTRIBUTES } from './tables.ts';
 import { UpdateBuilder } from './update-builder.ts';
@@ -67,13 +61,6 @@ export interface ReindexResult extends ReindexProgress {
   readonly orders: number;
   /** Writes refused because the order changed meanwhile, then made again from the changed item. */
   readonly raced: number;
-  /** Version items given the change time they lacked. */
-  readonly versionItemsStamped: number;
-  /**
-   * Whether the first release's statusKey and dateKey were kept (written where missing or stale)
-   * because the table has an index keyed by them; else they were removed.
-   */
-  readonly firstReleaseKeys: boolean;
 }
 
 export interface ReindexOptions {
@@ -91,12 +78,14 @@ function sameValue(stored: unknown, wanted: string | bigint | number): boolean {
  * The write that brings an item's derived attributes to what its values give (undefined when
  * they are what they should be), conditional on those values.
  */
-function reindexUpdate(item: Item, firstReleaseKeys: boolean): UpdateBuilder | undefined {
+function reindexUpdate(item: Item): UpdateBuilder | undefined {
   const id = BigInt(numberText(item.id)!);
-  const wanted = derivedIndexAttributes(
-    { id, status: item.status, shipDate: item.shipDate, cancelled: hasCancelTrail(item) },
-    firstReleaseKeys,
-  );
+  const wanted = derivedIndexAttributes({
+    id,
+    status: item.status,
+    shipDate: item.shipDate,
+    cancelled: hasCancelTrail(item),
+  });
   const b = new UpdateBuilder();
   let changes = 0;
   for (const name of DERIVED as Derived[]) {
@@ -123,9 +112,6 @@ export async function reindexOrders(
   tableName: string,
   options: ReindexOptions = {},
 ): Promise<ReindexResult> {
-  const { keys: firstReleaseKeys } = firstReleaseWrites(
-    await describeOrderIndexes(client, tableName),
-  );
   let scanned = 0;
   let orders = 0;
   let updated = 0;
@@ -137,7 +123,7 @@ export async function reindexOrders(
     const key = { shard: first.shard, id: first.id };
     let item: Item | undefined = first;
     for (let attempt = 0; item; attempt++) {
-      const update = reindexUpdate(item, firstReleaseKeys);
+      const update = reindexUpdate(item);
       if (!update) return;
       if (attempt > MAX_RETRIES) {
         throw new Error(
@@ -197,7 +183,6 @@ export async function reindexOrders(
     ),
   );
   if (failure) throw failure.error;
-  const versionItemsStamped = await new DynamoDbListVersion(client, tableName).stampChangeTimes();
-  await markIndexesReady(client, tableName, 'reindex');
-  return { scanned, orders, updated, raced, versionItemsStamped, firstReleaseKeys };
+  await markIndexesReady(client, tableName);
+  return { scanned, orders, updated, raced };
 }

@@ -85,18 +85,11 @@ export const INDEX_READINESS_KEY = { shard: -100, id: 0 } as const;
  * - `u`: the order's shard, only while the order's stored `status` is not shipped and it has a `t`
  *   (a sparse key: shipped orders, most of a store, are not in ordersUnshippedByDate). A cancel
  *   leaves it as it is (it leaves `status` too); a ship removes it.
- * And those of the first release's indexes (written only while a stage still has one of them:
- * lib/dynamodb/order-indexes.ts):
- * - `statusKey`: `<status>#<shard>`;
- * - `dateKey`: the ship date's instant and the id in fixed-width digits, so that its byte order
- *   is the order of (instant, id).
  */
 export const ORDER_INDEX_ATTRIBUTES = {
   status: 's',
   instant: 't',
   unshipped: 'u',
-  statusKey: 'statusKey',
-  dateKey: 'dateKey',
 } as const;
 
 /** The trail of a cancel made through the API: when, by which key, in which request. */
@@ -112,8 +105,6 @@ const orderId = { name: 'id', type: 'N' } as const;
 const statusShard = { name: ORDER_INDEX_ATTRIBUTES.status, type: 'S' } as const;
 const instant = { name: ORDER_INDEX_ATTRIBUTES.instant, type: 'N' } as const;
 const unshippedShard = { name: ORDER_INDEX_ATTRIBUTES.unshipped, type: 'N' } as const;
-const statusKey = { name: ORDER_INDEX_ATTRIBUTES.statusKey, type: 'S' } as const;
-const dateKey = { name: ORDER_INDEX_ATTRIBUTES.dateKey, type: 'S' } as const;
 
 /**
  * What the v2 list's indexes hold of an order besides their keys: its fields, so that a page is
@@ -125,9 +116,9 @@ const ORDER_FIELDS_BESIDE = ['quantity', 'shipDate', 'complete'] as const;
 
 /**
  * The orders table's global indexes: the v2 list's (lib/dynamodb/order-pages.ts), with their
- * fields (INCLUDE), and the first release's, KEYS_ONLY, which a stage keeps until it has moved
- * to these (docs/deploy.md, "The v2 list's indexes"). CloudFormation adds or removes at most
- * one global index of a table per update.
+ * fields (INCLUDE). A new table is created with all of them; a table of release 1.0.0 (which had
+ * none) gets them one deploy at a time, in this order: CloudFormation adds at most one global
+ * index of a table per update (docs/upgrade-from-1.0.0.md).
  */
 const ORDER_INDEXES = [
   {
@@ -164,21 +155,13 @@ const ORDER_INDEXES = [
   },
 ] as const satisfies readonly GlobalIndexDefinition[];
 
-/** The first release's indexes (KEYS_ONLY: a page read every order again by key). */
-export const FIRST_RELEASE_ORDER_INDEXES = [
-  { name: 'byPet', partitionKey: petId, sortKeys: [orderId], projection: 'KEYS_ONLY' },
-  { name: 'byStatus', partitionKey: statusKey, sortKeys: [orderId], projection: 'KEYS_ONLY' },
-  { name: 'byStatusDate', partitionKey: statusKey, sortKeys: [dateKey], projection: 'KEYS_ONLY' },
-  { name: 'byPetDate', partitionKey: petId, sortKeys: [dateKey], projection: 'KEYS_ONLY' },
-] as const satisfies readonly GlobalIndexDefinition[];
-
 export const TABLES = {
   orders: {
     id: 'Orders',
     envVar: 'ORDERS_TABLE',
     partitionKey: shard,
     sortKey: orderId,
-    // What a new table gets; a live one gets them one deploy at a time (see above).
+    // What a new table gets; a table of 1.0.0 gets them one deploy at a time (see above).
     globalIndexes: ORDER_INDEXES,
     pointInTimeRecovery: true,
   },
@@ -208,19 +191,15 @@ export const TABLES = {
 
 export type TableName = keyof typeof TABLES;
 
-/** The v2 list's indexes, and the first release's. */
-export type CurrentOrderIndexName = (typeof ORDER_INDEXES)[number]['name'];
-export type FirstReleaseOrderIndexName = (typeof FIRST_RELEASE_ORDER_INDEXES)[number]['name'];
-export type OrderIndexName = CurrentOrderIndexName | FirstReleaseOrderIndexName;
-export const ORDER_INDEX_NAMES: readonly CurrentOrderIndexName[] = ORDER_INDEXES.map(
+/** The v2 list's indexes, by name. */
+export type OrderIndexName = (typeof ORDER_INDEXES)[number]['name'];
+export const ORDER_INDEX_NAMES: readonly OrderIndexName[] = ORDER_INDEXES.map(
   (index) => index.name,
 );
-export const FIRST_RELEASE_ORDER_INDEX_NAMES: readonly FirstReleaseOrderIndexName[] =
-  FIRST_RELEASE_ORDER_INDEXES.map((index) => index.name);
 
-/** The definition of one of the orders table's indexes, current or of the first release. */
+/** The definition of one of the orders table's indexes. */
 export function orderIndexDefinition(name: OrderIndexName): GlobalIndexDefinition {
-  return [...ORDER_INDEXES, ...FIRST_RELEASE_ORDER_INDEXES].find((index) => index.name === name)!;
+  return ORDER_INDEXES.find((index) => index.name === name)!;
 }
 
 export type TableNames = Record<TableName, string>;

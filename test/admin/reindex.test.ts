@@ -1,28 +1,27 @@
 /**
- * `orders reindex` on DynamoDB Local, on both shapes of table a stage has on its way from the
- * first release's indexes (docs/deploy.md): one that still has an index keyed by the first
- * release's statusKey and dateKey, and one with the current indexes only. The orders stored by
- * the first release (statusKey and dateKey, no s and t), by this release's cancels (a trail, the
- * status left pending) and with stale attributes get the attributes their values give, the first
- * release's kept or removed as the table needs; a cancel, ship, import or delete racing a write
- * never leaves a stale key; the version items' change times and the readiness marker (format 3)
- * are written, no order field and no ETag changes; a second run writes nothing.
+ * `orders reindex` on DynamoDB Local, on the two shapes of table a stage upgrading from release
+ * 1.0.0 has when it runs (docs/upgrade-from-1.0.0.md): without any index yet, and with every
+ * index (a reindex after changes by hand). The orders stored by 1.0.0 (their fields, no `s`, `t`
+ * or `u`; its cancels in `status`), by this code's cancels (a trail, the status left pending) and
+ * with stale attributes get the attributes their values give; a cancel, ship, import or delete
+ * racing a write never leaves a stale key; the readiness marker (format 1) is written, no order
+ * field and no ETag changes; a second run writes nothing; an index added after it holds every order.
  */
+import { DescribeTableCommand, UpdateTableCommand } from '@aws-sdk/client-dynamodb';
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { readIndexReadiness } from '../../lib/dynamodb/index-readiness.ts';
 import { DynamoDbListVersion } from '../../lib/dynamodb/list-version.ts';
-import { dateKey } from '../../lib/dynamodb/order-index-keys.ts';
-import { firstReleaseWrites } from '../../lib/dynamodb/order-indexes.ts';
+import { createTableInput } from '../../lib/dynamodb/create-table.ts';
 import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
 import { reindexOrders } from '../../lib/dynamodb/reindex.ts';
 import {
   INDEX_READINESS_KEY,
-  LIST_VERSION_SLOTS,
-  listVersionKey,
   ORDER_INDEX_NAMES,
   ORDER_SHARDS,
+  orderIndexDefinition,
   orderShard,
+  TABLES,
   type OrderIndexName,
 } from '../../lib/dynamodb/tables.ts';
 import { parseInstant } from '../../lib/orders/instant.ts';
@@ -39,64 +38,42 @@ const TRAIL = {
   cancelRequestId: TEST_CANCELLATION.requestId,
 };
 
-/** The orders as earlier code left them. */
+/** The orders as earlier code, or hands, left them. */
 const OLD_ORDERS: Record<string, unknown>[] = [
-  // As the first release stored them: their fields, statusKey and dateKey, no s or t.
-  {
-    id: 1n,
-    petId: 7n,
-    shipDate: '2026-11-02T00:00:00+01:00',
-    status: 'pending',
-    statusKey: 'pending#1',
-    dateKey: dateKey(instant('2026-11-02T00:00:00+01:00'), 1n),
-  },
+  // As release 1.0.0 stored them: their fields, no s, t or u.
+  { id: 1n, petId: 7n, shipDate: '2026-11-02T00:00:00+01:00', status: 'pending' },
   {
     id: 2n,
     petId: 7n,
     shipDate: '2026-11-03T00:00:00.5Z',
     status: 'shipped',
     complete: true,
-    statusKey: 'shipped#2',
-    dateKey: dateKey(instant('2026-11-03T00:00:00.5Z'), 2n),
   },
-  // Cancelled by the first release's code, its key left stale by a write that did not move it.
-  { id: -3n, status: 'cancelled', statusKey: 'pending#5' },
+  // Cancelled by 1.0.0's code: its status, no trail.
+  { id: -3n, status: 'cancelled' },
   // No status: pending.
-  {
-    id: MAX,
-    shipDate: '2026-11-04T00:00:00Z',
-    statusKey: 'pending#7',
-    dateKey: dateKey(instant('2026-11-04T00:00:00Z'), MAX),
-  },
-  // A ship date that is no RFC 3339 instant: no t, no dateKey.
-  { id: 5n, shipDate: '2026-02-30T00:00:00Z', status: 'pending', statusKey: 'pending#5' },
-  // A status the service does not know: no s, no statusKey; a dateKey whose ship date is gone.
-  { id: 6n, status: 'lost', dateKey: dateKey(instant('2026-11-02T00:00:00Z'), 6n) },
-  // Cancelled through the API by this release's code: its trail, the status as it was, and an
-  // `s` written before the cancel (the pending one).
+  { id: MAX, shipDate: '2026-11-04T00:00:00Z' },
+  // A ship date that is no RFC 3339 instant: no t.
+  { id: 5n, shipDate: '2026-02-30T00:00:00Z', status: 'pending' },
+  // A status the service does not know: no s; a t whose ship date is gone (changed by hand).
+  { id: 6n, status: 'lost', t: instant('2026-11-02T00:00:00Z') },
+  // Cancelled through the API by this code: its trail, the status as it was, and an `s` written
+  // before the cancel (the pending one: a hand change put it back).
   { id: 15n, status: 'pending', s: 'p7', ...TRAIL },
   // The same with no status stored and nothing derived.
   { id: 16n, ...TRAIL },
-  // Written by this release's code while the stage had byStatus: s and t right, and the keys.
+  // Written by this code: s and t right.
   {
     id: 10n,
     shipDate: '2026-11-05T00:00:00Z',
     status: 'shipped',
     s: 's2',
     t: instant('2026-11-05T00:00:00Z'),
-    statusKey: 'shipped#2',
-    dateKey: dateKey(instant('2026-11-05T00:00:00Z'), 10n),
   },
 ];
 
-/**
- * What each order's attributes must be once reindexed, from the values it holds now: `s` and `t`
- * always, the first release's keys only on a table with an index keyed by them.
- */
-function expectedAttributes(
-  item: Record<string, unknown>,
-  keys: boolean,
-): Record<'s' | 't' | 'u' | 'statusKey' | 'dateKey', unknown> {
+/** What each order's attributes must be once reindexed, from the values it holds now. */
+function expectedAttributes(item: Record<string, unknown>): Record<'s' | 't' | 'u', unknown> {
   const id = BigInt(String(item.id));
   const cancelled = item.cancelledAt !== undefined;
   const status = cancelled ? 'cancelled' : item.status === undefined ? 'pending' : item.status;
@@ -109,34 +86,19 @@ function expectedAttributes(
     s: known ? statusAndShard((status as string)[0]!, id) : undefined,
     t: at?.toString(),
     u: unshipped ? String(orderShard(id)) : undefined,
-    statusKey: keys && known ? `${status as string}#${orderShard(id)}` : undefined,
-    dateKey: keys && at !== undefined ? dateKey(at, id) : undefined,
   };
 }
 
-/** The two shapes of table: with the first release's keyed indexes beside the current ones, or not. */
+/** The two shapes of table: 1.0.0's, before any index is added; every index. */
 const SHAPES = [
-  {
-    shape: 'the current indexes only',
-    indexes: ORDER_INDEX_NAMES,
-    keys: false,
-    written: 9,
-  },
-  {
-    shape: "the current indexes and the first release's",
-    indexes: [...ORDER_INDEX_NAMES, 'byPet', 'byStatus', 'byStatusDate', 'byPetDate'],
-    keys: true,
-    // Order 10 holds what this table needs already.
-    written: 8,
-  },
-] as const satisfies readonly {
-  shape: string;
-  indexes: readonly OrderIndexName[];
-  keys: boolean;
-  written: number;
-}[];
+  { shape: 'no index yet (upgrading from 1.0.0)', indexes: [] },
+  { shape: 'every index', indexes: ORDER_INDEX_NAMES },
+] as const satisfies readonly { shape: string; indexes: readonly OrderIndexName[] }[];
 
-describe.each(SHAPES)('orders reindex on a table with $shape', ({ indexes, keys, written }) => {
+/** Orders the reindex writes: all but 10, which holds what its values give already. */
+const WRITTEN = 8;
+
+describe.each(SHAPES)('orders reindex on a table with $shape', ({ indexes }) => {
   let t: TestTables;
   beforeAll(async () => {
     t = await createTestTables('admin-reindex', { ordersIndexes: indexes });
@@ -149,7 +111,7 @@ describe.each(SHAPES)('orders reindex on a table with $shape', ({ indexes, keys,
     return (await t.client.send(new GetCommand({ TableName: t.tables.orders, Key: key(id) }))).Item;
   }
 
-  /** The table as earlier code left it: old orders, the old marker, nonces without times. */
+  /** The table as earlier code left it: old orders, no marker. */
   async function storeAsBefore(): Promise<void> {
     for (const old of await scanAll(t.client, t.tables.orders)) {
       await t.client.send(
@@ -164,21 +126,9 @@ describe.each(SHAPES)('orders reindex on a table with $shape', ({ indexes, keys,
         }),
       );
     }
-    // The first release's marker: its attributes complete in format 1.
     await t.client.send(
-      new PutCommand({
-        TableName: t.tables.orders,
-        Item: { ...INDEX_READINESS_KEY, format: 1, source: 'reindex' },
-      }),
+      new DeleteCommand({ TableName: t.tables.orders, Key: INDEX_READINESS_KEY }),
     );
-    for (let index = 0; index < LIST_VERSION_SLOTS; index++) {
-      await t.client.send(
-        new PutCommand({
-          TableName: t.tables.orders,
-          Item: { ...listVersionKey(index), ...(index % 2 === 0 ? { n: `old${index}` } : {}) },
-        }),
-      );
-    }
   }
   beforeEach(storeAsBefore);
 
@@ -187,11 +137,11 @@ describe.each(SHAPES)('orders reindex on a table with $shape', ({ indexes, keys,
   /** Every order's derived attributes are what its stored values give, on this table. */
   async function expectDerivedAttributes(): Promise<void> {
     for (const stored of await scanAll(t.client, t.tables.orders)) {
-      const { s, t: at, u, statusKey, dateKey: date } = stored;
-      expect(
-        { s, t: at?.toString(), u: u?.toString(), statusKey, dateKey: date },
-        String(stored.id),
-      ).toEqual(expectedAttributes(stored, keys));
+      if (Number(String(stored.shard)) < 0) continue;
+      const { s, t: at, u } = stored;
+      expect({ s, t: at?.toString(), u: u?.toString() }, String(stored.id)).toEqual(
+        expectedAttributes(stored),
+      );
     }
   }
 
@@ -218,11 +168,11 @@ describe.each(SHAPES)('orders reindex on a table with $shape', ({ indexes, keys,
   }
   const shards = Array.from({ length: ORDER_SHARDS }, (_, shard) => shard);
 
-  it('takes a marker of an earlier format (2: `s` and `t`, written before `u` existed) as not ready, until it has run', async () => {
+  it('takes a marker of another format as not ready, until it has run', async () => {
     await t.client.send(
       new PutCommand({
         TableName: t.tables.orders,
-        Item: { ...INDEX_READINESS_KEY, format: 2, source: 'reindex' },
+        Item: { ...INDEX_READINESS_KEY, format: 0, source: 'reindex' },
       }),
     );
     expect(await readIndexReadiness(t.client, t.tables.orders)).toBe(false);
@@ -230,11 +180,13 @@ describe.each(SHAPES)('orders reindex on a table with $shape', ({ indexes, keys,
     expect(await readIndexReadiness(t.client, t.tables.orders)).toBe(true);
   });
 
-  it('writes what every order lacks or holds stale, the change times and the marker (format 3); no field and no ETag changes', async () => {
+  it('writes what every order lacks or holds stale, and the marker (format 1); no field and no ETag changes', async () => {
     const version = new DynamoDbListVersion(t.client, t.tables.orders);
     const tagBefore = (await version.read()).tag;
     const fields = (items: Record<string, unknown>[]) =>
-      items.map(({ s: _s, t: _t, u: _u, statusKey: _k, dateKey: _d, ...rest }) => rest);
+      items
+        .filter((item) => Number(String(item.shard)) >= 0)
+        .map(({ s: _s, t: _t, u: _u, ...rest }) => rest);
     const fieldsBefore = fields(await scanAll(t.client, t.tables.orders));
     expect(await readIndexReadiness(t.client, t.tables.orders)).toBe(false);
 
@@ -243,7 +195,7 @@ describe.each(SHAPES)('orders reindex on a table with $shape', ({ indexes, keys,
     expect(result.stderr).toBe('');
     expect(result.stdout).toMatch(
       new RegExp(
-        `^Reindexed ${t.tables.orders} on http\\S+ in [\\d.]+ s: 9 orders read, ${written} written \\(0 again after a concurrent change\\), the first release's statusKey and dateKey ${keys ? 'kept \\(the table has an index keyed by them\\)' : 'removed \\(the table has no index keyed by them\\)'}, 16 version items given a change time; the indexes are marked ready\\.\n$`,
+        `^Reindexed ${t.tables.orders} on http\\S+ in [\\d.]+ s: 9 orders read, ${WRITTEN} written \\(0 again after a concurrent change\\); the indexes are marked ready\\.\n$`,
       ),
     );
     await expectDerivedAttributes();
@@ -251,10 +203,9 @@ describe.each(SHAPES)('orders reindex on a table with $shape', ({ indexes, keys,
     expect(await item(15n)).toMatchObject({ status: 'pending', s: 'c7' });
     expect((await item(16n))?.s).toBe('c0');
     expect(await readIndexReadiness(t.client, t.tables.orders)).toBe(true);
-    const after = await version.read();
-    expect(after.tag).toBe(tagBefore);
-    expect(after.lastChangeAt).toBeGreaterThan(Date.now() - 60_000);
+    expect((await version.read()).tag).toBe(tagBefore);
     expect(fields(await scanAll(t.client, t.tables.orders))).toEqual(fieldsBefore);
+    if (indexes.length === 0) return;
 
     // The indexes keyed by the attributes now hold every order they should.
     const byStatus = (initial: string) =>
@@ -268,15 +219,6 @@ describe.each(SHAPES)('orders reindex on a table with $shape', ({ indexes, keys,
     expect(await byStatus('s')).toEqual(['10', '2']);
     expect(await idsIn('ordersByDate', 'shard', shards)).toEqual(['1', '10', '2', String(MAX)]);
     expect(await idsIn('ordersUnshippedByDate', 'u', shards)).toEqual(['1', String(MAX)]);
-    if (keys) {
-      expect(
-        await idsIn(
-          'byStatus',
-          'statusKey',
-          shards.map((shard) => `cancelled#${shard}`),
-        ),
-      ).toEqual(['-3', '15', '16'].sort());
-    }
   });
 
   it('is idempotent: a second run writes nothing but the marker', async () => {
@@ -285,16 +227,14 @@ describe.each(SHAPES)('orders reindex on a table with $shape', ({ indexes, keys,
     const again = await reindex();
     expect(again.code).toBe(0);
     expect(again.stdout).toMatch(
-      /: 9 orders read, 0 written \(0 again after a concurrent change\), .*, 0 version items/,
+      /: 9 orders read, 0 written \(0 again after a concurrent change\); the indexes are marked ready/,
     );
     expect(await scanAll(t.client, t.tables.orders)).toEqual(before);
   });
 
   it('never leaves a stale key when a cancel, a ship, an import or a delete races its write', async () => {
-    // The service's writes as a function of this table's stage makes them.
-    const store = new DynamoDbOrderStore(t.client, t.tables.orders, {
-      firstRelease: firstReleaseWrites(new Set(indexes)),
-    });
+    // The service's writes, as a function makes them.
+    const store = new DynamoDbOrderStore(t.client, t.tables.orders);
     const raced = new Set<bigint>();
     const result = await reindexOrders(t.client, t.tables.orders, {
       // Between the scan and the write of each of these orders, the service changes it.
@@ -317,6 +257,59 @@ describe.each(SHAPES)('orders reindex on a table with $shape', ({ indexes, keys,
     expect(await item(6n)).toBeUndefined();
     await expectDerivedAttributes();
     expect(await readIndexReadiness(t.client, t.tables.orders)).toBe(true);
+  });
+});
+
+describe('an index added after the reindex (the upgrade from 1.0.0, one index a deploy)', () => {
+  it('holds every order it should once DynamoDB has built it', async () => {
+    const t = await createTestTables('admin-reindex-add', { ordersIndexes: [] });
+    try {
+      for (const order of OLD_ORDERS) {
+        await t.client.send(
+          new PutCommand({
+            TableName: t.tables.orders,
+            Item: { shard: orderShard(order.id as bigint), ...order },
+          }),
+        );
+      }
+      expect((await runCli(['orders', 'reindex', ...tableFlags(t)])).code).toBe(0);
+      // As CloudFormation adds it: one UpdateTable that creates one index.
+      const index = orderIndexDefinition('ordersByStatus');
+      const input = createTableInput(TABLES.orders, t.tables.orders, [index]);
+      await t.client.send(
+        new UpdateTableCommand({
+          TableName: t.tables.orders,
+          AttributeDefinitions: input.AttributeDefinitions,
+          GlobalSecondaryIndexUpdates: [{ Create: input.GlobalSecondaryIndexes![0]! }],
+        }),
+      );
+      // CREATING while it backfills; a Query of it then fails.
+      for (let status = ''; status !== 'ACTIVE';) {
+        const { Table } = await t.client.send(
+          new DescribeTableCommand({ TableName: t.tables.orders }),
+        );
+        status = Table?.GlobalSecondaryIndexes?.[0]?.IndexStatus ?? '';
+        if (status !== 'ACTIVE') await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      const ids: string[] = [];
+      for (const initial of ['p', 's', 'c']) {
+        for (let shard = 0; shard < ORDER_SHARDS; shard++) {
+          const { Items } = await t.client.send(
+            new QueryCommand({
+              TableName: t.tables.orders,
+              IndexName: 'ordersByStatus',
+              KeyConditionExpression: '#s = :s',
+              ExpressionAttributeNames: { '#s': 's' },
+              ExpressionAttributeValues: { ':s': `${initial}${shard}` },
+            }),
+          );
+          ids.push(...(Items ?? []).map((item) => `${initial}${String(item.id)}`));
+        }
+      }
+      expect(ids.sort()).toEqual(['p1', 'p5', `p${MAX}`, 's2', 's10', 'c-3', 'c15', 'c16'].sort());
+    } finally {
+      await t.drop();
+    }
   });
 });
 

@@ -58,7 +58,10 @@ function grants(template: Template, fn: FunctionName): Partial<Record<TableName,
         JSON.stringify(statement.Resource).includes(TABLES[name].id),
       );
       expect(table, JSON.stringify(statement.Resource)).toBeDefined();
-      byTable[table!] = [...(byTable[table!] ?? []), ...dynamo.map((a) => a.slice(9))].sort();
+      // An action on the table and on its indexes (Query) is one grant of the table's.
+      byTable[table!] = [
+        ...new Set([...(byTable[table!] ?? []), ...dynamo.map((a) => a.slice(9))]),
+      ].sort();
     }
   }
   return byTable;

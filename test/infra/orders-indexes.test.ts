@@ -1,10 +1,11 @@
 /**
- * The orders table's indexes change one deploy at a time (docs/deploy.md, "The v2 list's
- * indexes"): from the table the first release deployed, each row of the runbook's table
- * synthesizes a template that differs from the one before by exactly one index added or removed
- * and nothing else of the table, and whose functions read every list version item that the code
- * of the row before or after may mark; the runbook's wait for an index runs as written, with a
- * stand-in AWS CLI.
+ * A stage of release 1.0.0 gets the orders table's indexes one deploy at a time
+ * (docs/upgrade-from-1.0.0.md): from a table without any, each row of the how-to's table
+ * synthesizes a template that differs from the one before by at most one index added and nothing
+ * else of the table, and whose functions that read the list's version read every item that the
+ * code of the row before or after may mark (1.0.0's marks none); the last row is a new stage's
+ * template; the checked-in settings are a new stage's; the how-to's wait for an index runs as
+ * written, with a stand-in AWS CLI.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -17,7 +18,6 @@ import { STACK_OUTPUTS, STAGES, stackNames } from '../../lib/deployment.ts';
 import { projectionOf } from '../../lib/dynamodb/create-table.ts';
 import {
   DEFAULT_LIST_VERSION_ITEMS,
-  LEGACY_LIST_VERSION_ITEMS,
   readsCoverWrites,
   type ListVersionItems,
 } from '../../lib/dynamodb/list-version-items.ts';
@@ -37,20 +37,19 @@ type Index = {
 };
 type Attribute = { AttributeName: string; AttributeType: string };
 
-/** Production's settings at one step: the orders table's indexes and the list version items. */
+/** Production's settings at one step (absent: not given, the stage's default). */
 interface Step {
-  readonly ordersIndexes: unknown;
+  readonly ordersIndexes?: unknown;
   readonly listVersionItems?: unknown;
+  readonly ordersAwaitReindex?: unknown;
 }
 
 /** Production's config at a step, as cdk.json would give it. */
 function configAt(step: Step) {
-  const context: Record<string, unknown> = {
-    'production:ordersIndexes': step.ordersIndexes,
-    ...(step.listVersionItems === undefined
-      ? {}
-      : { 'production:listVersionItems': step.listVersionItems }),
-  };
+  const context: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(step)) {
+    if (value !== undefined) context[`production:${key}`] = value;
+  }
   return stageConfig('production', (key) => context[key], {});
 }
 
@@ -88,53 +87,57 @@ function templateIndex(name: OrderIndexName): Index {
   };
 }
 
-/** The runbook's table of steps: each row's `ordersIndexes` and `listVersionItems`. */
+/** The how-to's table of steps: each row's settings (— is a setting not given). */
 function runbookSteps(): Step[] {
-  const section = docSection('deploy.md', "## The v2 list's indexes");
+  const section = docSection('upgrade-from-1.0.0.md', '## The deploys, one at a time');
   const rows = section
     .split('\n')
     .filter((line) => /^\| \d+ /.test(line))
     .map((line) => line.split('|').map((cell) => cell.trim().replace(/^`|`$/g, '')));
   expect(rows.map((cells) => Number(cells[1]))).toEqual(rows.map((_, i) => i + 1));
+  const value = (cell: string) => (cell === '—' ? undefined : (JSON.parse(cell) as unknown));
   return rows.map((cells) => ({
-    ordersIndexes: JSON.parse(cells[2]!) as unknown,
-    listVersionItems: JSON.parse(cells[3]!) as unknown,
+    ordersIndexes: value(cells[2]!),
+    listVersionItems: value(cells[3]!),
+    ordersAwaitReindex: value(cells[4]!),
   }));
 }
 
-/** What the first release's stage had: `ordersIndexes` 1 as it counted, and 32 version items. */
-const FIRST_RELEASE: Step = { ordersIndexes: 1 };
+/** What release 1.0.0's code does with the list's version: it marks and reads none. */
+const RELEASE_1_0_0_ITEMS: ListVersionItems = { write: 0, read: 0 };
 
-describe('the orders table, step by step from the first release', () => {
+describe('the orders table, step by step from release 1.0.0', () => {
   const steps = runbookSteps();
-  const templates = [FIRST_RELEASE, ...steps].map(dataStack);
+  const templates = steps.map(dataStack);
   const versionItems = [
-    LEGACY_LIST_VERSION_ITEMS,
+    RELEASE_1_0_0_ITEMS,
     ...steps.map((step) => configAt(step).listVersionItems),
   ];
 
-  it('starts from the table the first release deployed, and ends with the current indexes', () => {
-    expect(names(indexesOf(ordersTable(templates[0]!)[1]))).toEqual(['byPet']);
-    expect(names(indexesOf(ordersTable(templates[1]!)[1]))).toEqual(['byPet']);
-    expect(ordersTable(templates[1]!)).toEqual(ordersTable(templates[0]!));
+  it("starts from 1.0.0's table (no index), and ends with a new stage's settings", () => {
+    expect(names(indexesOf(ordersTable(templates[0]!)[1]))).toEqual([]);
     const last = indexesOf(ordersTable(templates.at(-1)!)[1]);
     expect([...names(last)].sort()).toEqual([...ORDER_INDEX_NAMES].sort());
     expect(last).toEqual(expect.arrayContaining(ORDER_INDEX_NAMES.map(templateIndex)));
     expect(versionItems.at(-1)).toEqual(DEFAULT_LIST_VERSION_ITEMS);
+    expect(steps.at(-1)).toEqual({});
+    expect(configAt(steps.at(-2)!)).toEqual({ ...configAt({}), ordersAwaitReindex: true });
+    // Until the reindex has run, no index keyed by the attributes it writes is read.
+    expect(steps.slice(0, -1).every((step) => step.ordersAwaitReindex === true)).toBe(true);
   });
 
-  it.each(steps.map((_, i) => [i + 1] as const))(
-    'at step %i adds or removes exactly one index of the table before, and changes nothing else of it',
+  it.each(steps.slice(1).map((_, i) => [i + 2] as const))(
+    'at step %i adds at most one index to the table before, and changes nothing else of it',
     (n) => {
-      const [beforeId, before] = ordersTable(templates[n - 1]!);
-      const [afterId, after] = ordersTable(templates[n]!);
+      const [beforeId, before] = ordersTable(templates[n - 2]!);
+      const [afterId, after] = ordersTable(templates[n - 1]!);
       // The same table (a new logical id would replace it: a new, empty table).
       expect(afterId).toBe(beforeId);
       const [had, has] = [names(indexesOf(before)), names(indexesOf(after))];
       const added = has.filter((name) => !had.includes(name));
       const removed = had.filter((name) => !has.includes(name));
-      // Step 1 changes no index: it brings this release's code onto the first release's table.
-      expect(added.length + removed.length).toBe(n === 1 ? 0 : 1);
+      expect(removed).toEqual([]);
+      expect(added.length).toBe(n === steps.length ? 0 : 1);
       // The indexes kept are as they were; an added one is its definition.
       expect(indexesOf(after).filter((i) => had.includes(i.IndexName))).toEqual(
         indexesOf(before).filter((i) => has.includes(i.IndexName)),
@@ -175,7 +178,7 @@ describe('the orders table, step by step from the first release', () => {
       expect(rest(after)).toEqual(rest(before));
       const others = (resources: Record<string, Resource>) =>
         Object.fromEntries(Object.entries(resources).filter(([id]) => id !== afterId));
-      expect(others(templates[n]!)).toEqual(others(templates[n - 1]!));
+      expect(others(templates[n - 1]!)).toEqual(others(templates[n - 2]!));
     },
   );
 
@@ -186,9 +189,10 @@ describe('the orders table, step by step from the first release', () => {
     },
   );
 
-  it('would let a deploy that lowers the items read and written at once be seen as unsafe', () => {
-    const lowered: ListVersionItems = { write: 4, read: 4 };
-    expect(readsCoverWrites(LEGACY_LIST_VERSION_ITEMS, lowered)).toBe(false);
+  it('would see a deploy that reads the version over code that marks none, or marks more than it is read, as unsafe', () => {
+    expect(readsCoverWrites(RELEASE_1_0_0_ITEMS, DEFAULT_LIST_VERSION_ITEMS)).toBe(false);
+    expect(readsCoverWrites({ write: 4, read: 0 }, { write: 8, read: 8 })).toBe(true);
+    expect(readsCoverWrites({ write: 8, read: 8 }, { write: 4, read: 4 })).toBe(false);
   });
 
   it('refuses a setting that names no index, or one twice, in one line naming it', () => {
@@ -200,29 +204,33 @@ describe('the orders table, step by step from the first release', () => {
     expect(at(['ordersByPet', 'ordersByPet'])).toThrow(
       /^staging:ordersIndexes names an index twice/,
     );
+    // byPet: an index of an unreleased state of v2, which no stage has.
+    expect(at(['byPet'])).toThrow(/^staging:ordersIndexes names an index this code does not know/);
     expect(at(5)).toThrow(/^staging:ordersIndexes /);
     expect(at('["ordersByPet"]')().ordersIndexes).toEqual(['ordersByPet']);
-    expect(at(2)().ordersIndexes).toEqual(['byPet', 'byStatus']);
+    expect(at('[]')().ordersIndexes).toEqual([]);
   });
 
-  it('refuses list version items outside 1 to 32, or reading fewer than it writes', () => {
+  it('refuses list version items outside 1 to 32, or reading fewer than it writes but some', () => {
     const at = (value: unknown) => () =>
       stageConfig('staging', (key) => (key === 'staging:listVersionItems' ? value : undefined), {});
-    for (const bad of [0, 33, '8/4', 'four', 1.5]) {
+    for (const bad of [0, 33, '8/4', '0/0', 'four', 1.5]) {
       expect(at(bad)).toThrow(/^staging:listVersionItems must be a count of items/);
     }
     expect(at('4/32')().listVersionItems).toEqual({ write: 4, read: 32 });
+    expect(at('4/0')().listVersionItems).toEqual({ write: 4, read: 0 });
     expect(at(4)().listVersionItems).toEqual({ write: 4, read: 4 });
   });
 
-  it('is at step 1 in both stages, as cdk.json commits it', () => {
+  it("is a new stage's in both stages, as cdk.json commits it: every index, 4 items, ready as created", () => {
     const { context } = JSON.parse(readFileSync(join(PROJECT_ROOT, 'cdk.json'), 'utf8')) as {
       context: Record<string, unknown>;
     };
     for (const stage of STAGES) {
       const config = stageConfig(stage, (key) => context[key], {});
-      expect(config.ordersIndexes).toEqual(steps[0]!.ordersIndexes);
-      expect(config.listVersionItems).toEqual(configAt(steps[0]!).listVersionItems);
+      expect(config.ordersIndexes).toEqual(ORDER_INDEX_NAMES);
+      expect(config.listVersionItems).toEqual(DEFAULT_LIST_VERSION_ITEMS);
+      expect(config.ordersAwaitReindex).toBe(false);
     }
   });
 });
@@ -260,7 +268,7 @@ describe('the runbook that waits for an index, with a stand-in AWS CLI', () => {
 
   it('reads the table from the stack outputs and polls its index until ACTIVE', async () => {
     const { lines, calls } = await standIn.run(
-      shellBlocks('deploy.md', '### Wait for an index to be ACTIVE'),
+      shellBlocks('upgrade-from-1.0.0.md', '## Wait for an index to be ACTIVE'),
     );
     const summary = lines.map((line) =>
       line.startsWith('[') ? (JSON.parse(line) as string[]).slice(0, 2).join(' ') : line,

@@ -297,7 +297,8 @@ describe('what a page costs the key', () => {
 describe('a page whose index is not deployed', () => {
   const notDeployed = createListOrderPagesHandler({
     orders: () => store,
-    pages: () => new DynamoDbOrderPages(t.client, t.tables.orders, { indexes: new Set(['byPet']) }),
+    pages: () =>
+      new DynamoDbOrderPages(t.client, t.tables.orders, { indexes: new Set(['ordersByPet']) }),
     limiter: () => limiter,
     freeAllowance: () => limiter,
     now,

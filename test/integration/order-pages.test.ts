@@ -546,7 +546,6 @@ describe('an index that is not ready', () => {
 
   it('still backfilling: transient index-not-ready, as DynamoDB refuses the Query', async () => {
     const pages = new DynamoDbOrderPages(t.client, t.tables.orders, { indexes: ALL });
-    // Once the reader has seen the readiness marker, a page's only calls are its Queries.
     await pages.readPage({ plan: pages.plan({ statuses: ['shipped'] }), pageSize: 5 });
     const remove = failDynamoDbCalls(
       t.client,
@@ -594,14 +593,14 @@ describe('an index that is not ready', () => {
     }
   });
 
-  it('without the readiness marker: transient for the indexes keyed by derived attributes, ordersByPet and the table serve', async () => {
+  it('on a stage that awaits the reindex, without its marker: transient for the indexes keyed by derived attributes, ordersByPet and the table serve', async () => {
     const own = await createTestTables('pages-marker');
     try {
       await new DynamoDbOrderStore(own.client, own.tables.orders).putOrders(STORE.slice(0, 40));
-      await own.client.send(
-        new DeleteCommand({ TableName: own.tables.orders, Key: INDEX_READINESS_KEY }),
-      );
-      const pages = new DynamoDbOrderPages(own.client, own.tables.orders, { indexes: ALL });
+      const pages = new DynamoDbOrderPages(own.client, own.tables.orders, {
+        indexes: ALL,
+        awaitReindex: true,
+      });
       const counter = countDynamoDbCalls(own.client, own.tables.orders);
       for (const [i, filter] of (
         [
@@ -624,6 +623,14 @@ describe('an index that is not ready', () => {
         (await pages.readPage({ plan: pages.plan({ petId: 1n }), pageSize: 50 })).plan.source,
       ).toBe('ordersByPet');
       expect((await pages.readPage({ plan: pages.plan({}), pageSize: 5 })).orders).toHaveLength(5);
+      // The same table on a stage that does not await it (a table created with its indexes).
+      const ready = new DynamoDbOrderPages(own.client, own.tables.orders, { indexes: ALL });
+      counter.reset();
+      expect(
+        (await ready.readPage({ plan: ready.plan({ statuses: ['pending'] }), pageSize: 5 })).orders
+          .length,
+      ).toBeGreaterThan(0);
+      expect(counter.calls).not.toContain('GetItemCommand');
     } finally {
       await own.drop();
     }
@@ -634,9 +641,6 @@ describe("a container's view of the readiness marker", () => {
   it('reads it again at most every recheckMs while it is missing, and keeps ready once seen', async () => {
     const own = await createTestTables('pages-readiness');
     try {
-      await own.client.send(
-        new DeleteCommand({ TableName: own.tables.orders, Key: INDEX_READINESS_KEY }),
-      );
       let now = 0;
       const counter = countDynamoDbCalls(own.client, own.tables.orders);
       const reads = () => counter.calls.filter((c) => /^Get(Item)?Command$/.test(c)).length;
@@ -648,7 +652,7 @@ describe("a container's view of the readiness marker", () => {
       now = 4_999;
       expect(await readiness.isReady()).toBe(false);
       expect(reads()).toBe(1);
-      await markIndexesReady(own.client, own.tables.orders, 'reindex');
+      await markIndexesReady(own.client, own.tables.orders);
       now = 5_000;
       expect(await readiness.isReady()).toBe(true);
       expect(reads()).toBe(2);
@@ -663,11 +667,13 @@ describe("a container's view of the readiness marker", () => {
     }
   });
 
-  it('is written with every new table, in the current format, in a partition the list never reads', async () => {
-    const { Item } = await t.client.send(
-      new GetCommand({ TableName: t.tables.orders, Key: INDEX_READINESS_KEY }),
-    );
-    expect(Item).toMatchObject({ source: 'table-created' });
+  it('is not written with a new table (ready as created), and the reindex writes it in a partition the list never reads', async () => {
+    const read = () =>
+      t.client.send(new GetCommand({ TableName: t.tables.orders, Key: INDEX_READINESS_KEY }));
+    expect((await read()).Item).toBeUndefined();
+    await markIndexesReady(t.client, t.tables.orders);
+    expect((await read()).Item).toMatchObject({ source: 'reindex' });
+    expect(String((await read()).Item?.format)).toBe('1');
     const all = await walk(
       new DynamoDbOrderPages(t.client, t.tables.orders, { indexes: ALL }),
       {},

@@ -1,14 +1,12 @@
 /**
  * What the store's writes leave in an order's item, on DynamoDB Local (lib/dynamodb/orders-table.ts
  * and order-item.ts): a cancel records its trail and the cancelled status key and leaves `status`
- * alone (and sets it too while a stage still has an index of the first release); a ship sets its
- * status; a put writes `s` and `t`, and the first release's keys only when asked; every reader
- * takes an order with a trail for cancelled, and v1's JSON stays as it was.
+ * alone, on every stage; a ship sets its status; a put writes `s` and `t`; every reader takes an
+ * order with a trail for cancelled, and v1's JSON stays as it was; an order as release 1.0.0
+ * wrote it (no derived attributes; a cancel in `status`) is read and changed as it was.
  */
 import { GetCommand, NumberValue, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { derivedIndexAttributes } from '../../lib/dynamodb/order-index-keys.ts';
-import type { FirstReleaseWrites } from '../../lib/dynamodb/order-indexes.ts';
 import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
 import { orderShard } from '../../lib/dynamodb/tables.ts';
 import { ordersJsonArray } from '../../lib/orders/order-json.ts';
@@ -25,8 +23,7 @@ afterAll(() => t.drop());
 const SHIP_DATE = '2026-12-01T09:00:00Z';
 const INSTANT = BigInt(Date.UTC(2026, 11, 1, 9)) * 1_000_000n;
 
-const storeWith = (firstRelease?: FirstReleaseWrites) =>
-  new DynamoDbOrderStore(t.client, t.tables.orders, firstRelease ? { firstRelease } : {});
+const storeWith = () => new DynamoDbOrderStore(t.client, t.tables.orders);
 
 async function item(id: bigint): Promise<Record<string, unknown>> {
   const { Item } = await t.client.send(
@@ -143,49 +140,51 @@ describe('a cancel through the API', () => {
     }
   });
 
-  it('sets the status too while the stage has an index of the first release, and its statusKey while it has one keyed by it', async () => {
-    const legacy = storeWith({ status: true, keys: false });
-    await legacy.putOrders([order(41n)]);
-    expect(await legacy.cancel(41n, TEST_CANCELLATION)).toBe('cancelled');
-    expect(await item(41n)).toMatchObject({ status: 'cancelled', s: 'c1' });
-    expect(await item(41n)).not.toHaveProperty('statusKey');
-
-    const keyed = storeWith({ status: true, keys: true });
-    await keyed.putOrders([order(42n)]);
-    expect(await keyed.cancel(42n, TEST_CANCELLATION)).toBe('cancelled');
+  it('reads and cancels orders as release 1.0.0 wrote them (no s, t or u; its cancel in status)', async () => {
+    const store = storeWith();
+    const v100 = (id: bigint, status: string) =>
+      t.client.send(
+        new PutCommand({
+          TableName: t.tables.orders,
+          Item: { shard: orderShard(id), id, petId: 7n, shipDate: SHIP_DATE, status },
+        }),
+      );
+    await v100(41n, 'cancelled');
+    await v100(42n, 'pending');
+    expect((await store.findOrders([41n]))[0]?.status).toBe('cancelled');
+    expect(await store.cancel(41n, TEST_CANCELLATION)).toBe('already-cancelled');
+    expect(await store.cancel(42n, TEST_CANCELLATION)).toBe('cancelled');
+    // The trail and the new status key; `t` and `u` wait for `orders reindex`.
     expect(await stored(42n)).toMatchObject({
-      status: 'cancelled',
+      status: 'pending',
       s: 'c2',
-      statusKey: 'cancelled#2',
-      dateKey: derivedIndexAttributes({ id: 42n, shipDate: SHIP_DATE }, true).dateKey,
       cancelledBy: TEST_CANCELLATION.keyId,
     });
+    expect(await item(42n)).not.toHaveProperty('t');
   });
 });
 
 describe('a ship', () => {
-  it("sets shipped, complete and the shipped status's key; the first release's key only when asked", async () => {
+  it("sets shipped, complete and the shipped status's key, and takes the order out of the unshipped index", async () => {
     const store = storeWith();
     await store.putOrders([order(51n, { complete: false }), { id: 52n }]);
+    expect(await item(51n)).toHaveProperty('u');
     expect(await store.ship(51n)).toBe('shipped');
     expect(await stored(51n)).toMatchObject({ status: 'shipped', complete: true, s: 's3' });
-    expect(await item(51n)).not.toHaveProperty('statusKey');
-
-    const keyed = storeWith({ status: true, keys: true });
-    expect(await keyed.ship(52n)).toBe('shipped');
+    expect(await item(51n)).not.toHaveProperty('u');
+    expect(await store.ship(52n)).toBe('shipped');
     expect(await stored(52n)).toEqual({
       shard: '4',
       id: '52',
       status: 'shipped',
       complete: true,
       s: 's4',
-      statusKey: 'shipped#4',
     });
   });
 });
 
 describe('a put (seeds, imports)', () => {
-  it("writes s and t with every order, the first release's statusKey and dateKey only when asked", async () => {
+  it('writes s and t with every order', async () => {
     await storeWith().putOrders([order(61n, { status: 'shipped' }), { id: 62n }]);
     expect(await stored(61n)).toEqual({
       shard: '5',
@@ -197,14 +196,6 @@ describe('a put (seeds, imports)', () => {
       t: String(INSTANT),
     });
     expect(await stored(62n)).toEqual({ shard: '6', id: '62', s: 'p6' });
-
-    await storeWith({ status: true, keys: true }).putOrders([order(63n)]);
-    expect(await stored(63n)).toMatchObject({
-      s: 'p7',
-      t: String(INSTANT),
-      statusKey: 'pending#7',
-      dateKey: derivedIndexAttributes({ id: 63n, shipDate: SHIP_DATE }, true).dateKey,
-    });
   });
 
   it('replaces the whole item: an order put pending again after a cancel is pending, its trail gone', async () => {

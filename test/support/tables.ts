@@ -26,7 +26,7 @@ export function uniquePrefix(label: string): string {
 
 /**
  * Tables of a file's own; `ordersIndexes`: the orders table's indexes (the current ones by
- * default; a stage moving from the first release's has others).
+ * default; a stage upgrading from 1.0.0 has fewer, one deploy at a time).
  */
 export async function createTestTables(
   label: string,

@@ -14,7 +14,6 @@ import {
   readOrderItem,
   type Departure,
 } from '../../lib/dynamodb/order-item.ts';
-import { NO_FIRST_RELEASE_WRITES } from '../../lib/dynamodb/order-indexes.ts';
 import { ORDER_INDEX_NAMES } from '../../lib/dynamodb/tables.ts';
 import type { Order } from '../../lib/orders/order.ts';
 import { itemSize, type WireValue } from '../../bench/item-size.ts';
@@ -30,19 +29,13 @@ const SHIPPED: Order = {
 };
 
 describe('an order item', () => {
-  it("holds s and t beside the order's fields; the first release's keys only when asked", () => {
+  it("holds s and t beside the order's fields", () => {
     expect(orderToItem(SHIPPED)).toEqual({
       shard: 4,
       ...SHIPPED,
       s: 's4',
       t: 1_751_034_089_000_000_000n,
     });
-    expect(orderToItem(SHIPPED, { status: true, keys: true })).toMatchObject({
-      s: 's4',
-      statusKey: 'shipped#4',
-      dateKey: expect.stringMatching(/^\d{21}#\d{20}$/) as unknown,
-    });
-    expect(orderToItem(SHIPPED, { status: true, keys: false })).not.toHaveProperty('statusKey');
   });
 
   it('holds u (its shard) while its stored status is not shipped and it has a ship date-time', () => {
@@ -57,8 +50,7 @@ describe('an order item', () => {
   });
 
   it('is taken out of the index of orders not shipped by a ship, and left in it by a cancel', () => {
-    const write = (departure: Departure) =>
-      departureUpdate(departure, 7n, 7, NO_FIRST_RELEASE_WRITES).input('orders', {});
+    const write = (departure: Departure) => departureUpdate(departure, 7n, 7).input('orders', {});
     const shipped = write({ status: 'shipped' });
     expect(shipped.UpdateExpression).toMatch(/ REMOVE #\w+$/);
     expect(Object.values(shipped.ExpressionAttributeNames ?? {})).toContain('u');
@@ -67,6 +59,8 @@ describe('an order item', () => {
       cancellation: { at: 1, keyId: 'key_A', requestId: 'r' },
     });
     expect(Object.values(cancelled.ExpressionAttributeNames ?? {})).not.toContain('u');
+    // A cancel leaves `status` as it was, on every stage: it writes its trail and `s` only.
+    expect(Object.values(cancelled.ExpressionAttributeValues ?? {})).not.toContain('cancelled');
   });
 
   it('says cancelled when it holds a trail, whatever its status; else its status, pending when none', () => {
@@ -119,12 +113,10 @@ describe('what an order item weighs (DynamoDB counts names and values)', () => {
   const without = (item: Record<string, unknown>, names: readonly string[]) =>
     Object.fromEntries(Object.entries(item).filter(([name]) => !names.includes(name)));
 
-  it("is 10 bytes more than the order's fields with s and t, 67 with the first release's keys", () => {
+  it("is 10 bytes more than the order's fields with s and t", () => {
     const fields = without(orderToItem(SHIPPED), ['s', 't']);
-    const firstRelease = without(orderToItem(SHIPPED, { status: true, keys: true }), ['s', 't']);
     expect(size(fields)).toBe(86);
     expect(size(orderToItem(SHIPPED))).toBe(96);
-    expect(size(firstRelease)).toBe(153);
   });
 
   it('stays under 1 KB at its largest with a trail: a cancel writes 1 unit of the table', () => {
@@ -133,9 +125,6 @@ describe('what an order item weighs (DynamoDB counts names and values)', () => {
       cancelledBy: LONGEST_KEY_ID,
       cancelRequestId: '6f1c1e64-0d8e-4a3e-9d51-5b0c9a3f2e10',
     };
-    expect(
-      size(without(orderToItem(LARGEST_ORDER, { status: true, keys: true }), ['s', 't', 'u'])),
-    ).toBe(182);
     expect(size(orderToItem(LARGEST_ORDER))).toBe(133);
     expect(size({ ...orderToItem(LARGEST_ORDER), ...trail })).toBe(281);
   });
