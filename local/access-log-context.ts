@@ -70,9 +70,12 @@ export function requestTimeText(epochMs: number): string {
 
 const TEMPLATE = accessLogTemplate();
 
-/** The access log line of an exchange that ended at `endedAt`, with its `$context` variables. */
-export function accessLogLine(exchange: Exchange, endedAt: number): string {
-  return renderAccessLog(TEMPLATE, {
+/**
+ * The access log line of an exchange that ended at `endedAt`, with its `$context` variables, in
+ * the service's format or a stage's own (`format`, as a synthesized template gives it).
+ */
+export function accessLogLine(exchange: Exchange, endedAt: number, format = TEMPLATE): string {
+  return renderAccessLog(format, {
     requestId: exchange.requestId,
     extendedRequestId: exchange.requestId,
     requestTime: requestTimeText(exchange.arrivedAt),

@@ -30,6 +30,24 @@ const STREAM_WINDOW = 1024 * 1024;
 /** Containers per function by default: enough to overlap I/O waits on a 2-core machine. */
 export const DEFAULT_MAX_CONTAINERS = 4;
 
+/**
+ * How one function runs when it is not its source module with lib/functions.ts's settings: a
+ * stage as synthesized runs each function's bundle with the template's settings
+ * (local/stage-template.ts).
+ */
+export interface FunctionRuntime {
+  /** Absolute path of its module or bundle. */
+  readonly entry: string;
+  readonly format: 'module' | 'commonjs';
+  /** The export Lambda calls. */
+  readonly handlerName: string;
+  readonly memoryMb: number;
+  /** Its own environment, on top of the pool's `env`. */
+  readonly env: Readonly<Record<string, string>>;
+  /** Its containers at most (its reserved concurrency), below the pool's `maxContainers`. */
+  readonly maxContainers?: number;
+}
+
 export interface ContainerPoolOptions {
   /** The functions' environment (table names, endpoint…), on top of this process's. */
   readonly env: Readonly<Record<string, string>>;
@@ -37,6 +55,8 @@ export interface ContainerPoolOptions {
   readonly log?: (line: string) => void;
   /** Modules to run instead of functions/<entry> (tests). */
   readonly entries?: Partial<Record<FunctionName, string>>;
+  /** Functions run otherwise than from their source (a stage as synthesized). */
+  readonly runtimes?: Partial<Record<FunctionName, FunctionRuntime>>;
   /**
    * Bytes of a streamed body in flight between a container and its client (default 1 MiB): with
    * the gateway's own buffer (a quarter of it), what a slow client can make the server hold.
@@ -78,18 +98,25 @@ class Container {
   constructor(
     name: FunctionName,
     number: number,
-    entry: string,
+    runtime: FunctionRuntime,
     env: Readonly<Record<string, string>>,
     streamWindow: number,
   ) {
     this.label = `${name}#${number}`;
     this.streamWindow = streamWindow;
-    const data: ContainerData = { name, entry, streamWindow };
+    const data: ContainerData = {
+      name,
+      entry: runtime.entry,
+      format: runtime.format,
+      handlerName: runtime.handlerName,
+      memoryMb: runtime.memoryMb,
+      streamWindow,
+    };
     this.worker = new Worker(CONTAINER_SCRIPT, {
       workerData: data,
-      env: { ...process.env, ...env },
+      env: { ...process.env, ...env, ...runtime.env },
       // A Lambda function's memory setting bounds what it may hold.
-      resourceLimits: { maxOldGenerationSizeMb: FUNCTIONS[name].memoryMb },
+      resourceLimits: { maxOldGenerationSizeMb: runtime.memoryMb },
       name: this.label,
     });
     this.worker.once('exit', () => (this.exited = true));
@@ -240,12 +267,12 @@ class FunctionPool {
   warm = 0;
 
   private readonly name: FunctionName;
-  private readonly entry: string;
+  private readonly runtime: FunctionRuntime;
   private readonly options: ContainerPoolOptions;
 
-  constructor(name: FunctionName, entry: string, options: ContainerPoolOptions) {
+  constructor(name: FunctionName, runtime: FunctionRuntime, options: ContainerPoolOptions) {
     this.name = name;
-    this.entry = entry;
+    this.runtime = runtime;
     this.options = options;
   }
 
@@ -258,7 +285,7 @@ class FunctionPool {
     const container = new Container(
       this.name,
       ++this.numbered,
-      this.entry,
+      this.runtime,
       this.options.env,
       this.options.streamWindowBytes ?? STREAM_WINDOW,
     );
@@ -305,7 +332,11 @@ class FunctionPool {
     const idle = this.containers.find((c) => c.alive && !c.busy);
     const container =
       idle ??
-      (this.size < (this.options.maxContainers ?? DEFAULT_MAX_CONTAINERS)
+      (this.size <
+      Math.min(
+        this.options.maxContainers ?? DEFAULT_MAX_CONTAINERS,
+        this.runtime.maxContainers ?? Infinity,
+      )
         ? this.spawn()
         : undefined);
     if (container) {
@@ -351,6 +382,17 @@ class FunctionPool {
   }
 }
 
+/** A function run from its source module (or a test's), with lib/functions.ts's settings. */
+function sourceRuntime(name: FunctionName, options: ContainerPoolOptions): FunctionRuntime {
+  return {
+    entry: options.entries?.[name] ?? join(FUNCTIONS_DIR, FUNCTIONS[name].entry),
+    format: 'module',
+    handlerName: 'handler',
+    memoryMb: FUNCTIONS[name].memoryMb,
+    env: {},
+  };
+}
+
 let invocationIds = 0;
 
 export class ContainerPool implements Invoker {
@@ -360,11 +402,7 @@ export class ContainerPool implements Invoker {
     this.pools = new Map(
       (Object.keys(FUNCTIONS) as FunctionName[]).map((name) => [
         name,
-        new FunctionPool(
-          name,
-          options.entries?.[name] ?? join(FUNCTIONS_DIR, FUNCTIONS[name].entry),
-          options,
-        ),
+        new FunctionPool(name, options.runtimes?.[name] ?? sourceRuntime(name, options), options),
       ]),
     );
   }

@@ -9,6 +9,7 @@
  * `failed` {id, message, tooLarge?}. A streamed body never runs more than its window (1 MiB by
  * default) ahead of what the client took.
  */
+import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -25,8 +26,13 @@ import {
 
 export interface ContainerData {
   readonly name: FunctionName;
-  /** Absolute path of the function's module. */
+  /** Absolute path of the function's module: a source module, or a CommonJS bundle (`require`d). */
   readonly entry: string;
+  readonly format: 'module' | 'commonjs';
+  /** The export Lambda calls. */
+  readonly handlerName: string;
+  /** Its memory setting, as its context reports it. */
+  readonly memoryMb: number;
   /** Bytes of a streamed body that may be in flight before the client takes them. */
   readonly streamWindow: number;
 }
@@ -45,11 +51,15 @@ type FromPool =
 
 const port = parentPort;
 if (!port) throw new Error('local/container.ts runs as a worker thread of the container pool');
-const { name, entry, streamWindow } = workerData as ContainerData;
+const { name, entry, format, handlerName, memoryMb, streamWindow } = workerData as ContainerData;
 
 installLambdaRuntimeGlobals();
 const started = performance.now();
-const { handler } = (await import(pathToFileURL(entry).href)) as { handler: unknown };
+// A bundle is loaded as Lambda's Node.js runtime loads a CommonJS file: `require`.
+const loaded = (
+  format === 'commonjs' ? createRequire(entry)(entry) : await import(pathToFileURL(entry).href)
+) as Record<string, unknown>;
+const handler = loaded[handlerName];
 port.postMessage({ type: 'ready', initMs: Math.round(performance.now() - started) });
 
 /** The invocation being served: one at a time. */
@@ -89,7 +99,7 @@ async function serve({ id, event, timeoutMs }: Invoke): Promise<void> {
   const abort = new AbortController();
   const credit = new Credit();
   current = { id, abort, credit };
-  const context = createContext(name, timeoutMs);
+  const context = createContext(name, timeoutMs, memoryMb);
   try {
     if (isStreamingHandler(handler)) {
       const streamed = await invokeStreaming(handler, event, context, abort.signal);

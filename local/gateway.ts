@@ -16,6 +16,7 @@
  *  - gateway responses from the shared definitions, in the Error shape (./gateway-answers.ts) —
  *    also for requests Node's HTTP parser refuses (./http-edge.ts);
  *  - a client that goes away at any moment stops its invocation (queued or running);
+ *  - a stage throttle, when given (./stage-throttle.ts: a token bucket per stage and method);
  *  - one access log line per request, in the stack's own format (./access-log-context.ts),
  *    written once its connection is done with it, naming who cut an answer short: the client
  *    that left, or the service whose stream failed after its status line.
@@ -32,6 +33,7 @@ import {
   type GatewayResponseType,
 } from '../lib/api/gateway-responses.ts';
 import { STAGE_ROUTES, type OperationId } from '../lib/api/routes.ts';
+import type { FunctionName } from '../lib/functions.ts';
 import { BEARER_KEY_PATTERN, quotableInput } from '../lib/keys/api-key.ts';
 import { accessLogLine, cutShort, newExchange, type Exchange } from './access-log-context.ts';
 import { sendGatewayAnswer, sendGatewayResponse } from './gateway-answers.ts';
@@ -47,6 +49,7 @@ import { answerTimeoutMs, integrate, INTEGRATION_TIMEOUT_MS } from './integratio
 import { inProcessInvoker, type Invoker } from './invoker.ts';
 import { methodArn, proxyEvent } from './proxy-event.ts';
 import { routeRequest, type RoutedRequest, type StageRoutes } from './stage-routes.ts';
+import { stageThrottle, type StageThrottle, type ThrottleGate } from './stage-throttle.ts';
 import { tokenAuthorizer, type Authorization } from './token-authorizer.ts';
 
 export interface GatewayOptions {
@@ -69,6 +72,12 @@ export interface GatewayOptions {
   readonly stages?: StageRoutes;
   /** The gateway responses (default: the service's, as the stack deploys them). */
   readonly gatewayResponses?: readonly GatewayResponseDefinition[];
+  /** Each function's own timeout in seconds, where not lib/functions.ts's (a stage as synthesized). */
+  readonly timeouts?: Partial<Record<FunctionName, number>>;
+  /** Each stage's throttle (none by default: the local API's own stages are not throttled). */
+  readonly throttles?: Readonly<Record<string, StageThrottle>>;
+  /** Each stage's access log format (default: the service's, lib/api/access-log.ts). */
+  readonly accessLogFormats?: Readonly<Record<string, string>>;
   readonly now?: () => number;
 }
 
@@ -87,13 +96,17 @@ export function createGateway(options: GatewayOptions): GatewayListener {
   const identityValidation = options.identityValidation ?? new RegExp(BEARER_KEY_PATTERN);
   const invoker =
     options.invoker ?? inProcessInvoker({ ...options.functions, authorizer: options.authorizer });
-  const integration = { invoker, integrationTimeoutMs, now, log: options.log };
+  const timeouts = options.timeouts ?? {};
+  const integration = { invoker, integrationTimeoutMs, timeouts, now, log: options.log };
   const authorize = tokenAuthorizer({
     invoker,
     ttlSeconds: options.authorizerTtlSeconds,
-    timeoutMs: answerTimeoutMs('authorizer', false, integrationTimeoutMs),
+    timeoutMs: answerTimeoutMs('authorizer', false, integrationTimeoutMs, timeouts.authorizer),
     now,
   });
+  const throttles = new Map<string, ThrottleGate>(
+    Object.entries(options.throttles ?? {}).map(([stage, t]) => [stage, stageThrottle(t)]),
+  );
 
   const refuse = (
     to: ServerResponse | Duplex,
@@ -103,7 +116,8 @@ export function createGateway(options: GatewayOptions): GatewayListener {
   ): void => sendGatewayResponse(to, exchange, type, options.gatewayResponses, logged);
   const arrived = (method: string, protocol: string, sourceIp: string | undefined): Exchange =>
     newExchange(randomUUID(), now(), method, protocol, sourceIp);
-  const accessLog = (exchange: Exchange): void => options.log?.(accessLogLine(exchange, now()));
+  const accessLog = (exchange: Exchange): void =>
+    options.log?.(accessLogLine(exchange, now(), options.accessLogFormats?.[exchange.stage ?? '']));
 
   /**
    * The authorizer's verdict on the request's token (its answer cached: ./token-authorizer.ts); a
@@ -156,6 +170,12 @@ export function createGateway(options: GatewayOptions): GatewayListener {
     const { routed } = resolution;
     exchange.stage = routed.stage;
     exchange.resourcePath = routed.route.path;
+
+    // The stage's throttle, per method, before anything else runs.
+    const throttle = throttles.get(routed.stage);
+    if (throttle && !throttle(`${routed.route.method} ${routed.route.path}`, now())) {
+      return refuse(response, exchange, 'THROTTLED');
+    }
 
     // The body, whole, before anything is invoked.
     const body = await readBody(request);

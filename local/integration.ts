@@ -15,13 +15,17 @@ import type { Invocation, Invoker } from './invoker.ts';
 /** API Gateway's integration timeout for buffered (non-streamed) integrations. */
 export const INTEGRATION_TIMEOUT_MS = 29_000;
 
-/** How long a function may run before it answers: its own timeout, within API Gateway's. */
+/**
+ * How long a function may run before it answers: its own timeout (`ownSeconds`, else the one
+ * lib/functions.ts gives it), within API Gateway's.
+ */
 export function answerTimeoutMs(
   name: FunctionName,
   streaming: boolean,
   integrationTimeoutMs: number = INTEGRATION_TIMEOUT_MS,
+  ownSeconds: number = FUNCTIONS[name].timeoutSeconds,
 ): number {
-  const own = FUNCTIONS[name].timeoutSeconds * 1000;
+  const own = ownSeconds * 1000;
   return streaming ? own : Math.min(own, integrationTimeoutMs);
 }
 
@@ -44,6 +48,8 @@ export interface IntegrationSettings {
   readonly invoker: Invoker;
   /** API Gateway's integration timeout (INTEGRATION_TIMEOUT_MS unless a test shortens it). */
   readonly integrationTimeoutMs: number;
+  /** Each function's own timeout in seconds, where not lib/functions.ts's (a stage as synthesized). */
+  readonly timeouts?: Partial<Record<FunctionName, number>>;
   readonly now: () => number;
   /** The emulator's own notes (a failed function). */
   readonly log?: (line: string) => void;
@@ -66,9 +72,10 @@ export async function integrate(
   settings: IntegrationSettings,
 ): Promise<NoAnswer | undefined> {
   const invoked = settings.now();
+  const ownSeconds = settings.timeouts?.[name] ?? FUNCTIONS[name].timeoutSeconds;
   const invocation = await settings.invoker.invoke(name, event, {
     signal,
-    timeoutMs: answerTimeoutMs(name, streaming, settings.integrationTimeoutMs),
+    timeoutMs: answerTimeoutMs(name, streaming, settings.integrationTimeoutMs, ownSeconds),
   });
   exchange.integrationLatency = settings.now() - invoked;
   if (signal.aborted) {
@@ -88,7 +95,7 @@ export async function integrate(
     }
     case 'timed-out': {
       // API Gateway gave up first (its 29 s), or the function ran out of its own time.
-      const gatewayGaveUp = FUNCTIONS[name].timeoutSeconds * 1000 > settings.integrationTimeoutMs;
+      const gatewayGaveUp = ownSeconds * 1000 > settings.integrationTimeoutMs;
       return !streaming && gatewayGaveUp ? 'INTEGRATION_TIMEOUT' : 'INTEGRATION_FAILURE';
     }
     case 'failed':

@@ -66,14 +66,21 @@ function memorySettingMb(functionName: string): number {
     : LAMBDA_DEFAULT_MEMORY_MB;
 }
 
-/** The context Lambda hands a function's handler: its name, memory setting and deadline. */
-export function createContext(functionName: string, timeoutMs = 29_000): LambdaContext {
+/**
+ * The context Lambda hands a function's handler: its name, memory setting (`memoryMb`, else the
+ * one lib/functions.ts gives it) and deadline.
+ */
+export function createContext(
+  functionName: string,
+  timeoutMs = 29_000,
+  memoryMb: number = memorySettingMb(functionName),
+): LambdaContext {
   const deadline = Date.now() + timeoutMs;
   return {
     functionName,
     functionVersion: '$LATEST',
     invokedFunctionArn: `arn:aws:lambda:local:000000000000:function:${functionName}`,
-    memoryLimitInMB: String(memorySettingMb(functionName)),
+    memoryLimitInMB: String(memoryMb),
     awsRequestId: randomUUID(),
     logGroupName: `/aws/lambda/${functionName}`,
     logStreamName: 'local',

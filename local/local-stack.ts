@@ -153,6 +153,8 @@ export interface LocalState {
   readonly dynamoDbPid?: number;
   /** The ban the functions apply (--ban-after, --ban-seconds), for `keys show`. */
   readonly ban?: { readonly afterRefusals: number; readonly seconds: number };
+  /** The deployment stage it runs as synthesized (`--stage`), if any. */
+  readonly stage?: string;
 }
 
 export async function writeLocalState(state: LocalState): Promise<void> {

@@ -1,7 +1,10 @@
 /**
  * `npm start`: the whole API on this machine — the real authorizer and handlers, each function
  * in containers of its own (worker threads, as Lambda runs them), behind the API Gateway
- * emulation, on DynamoDB Local (in memory) or a given endpoint.
+ * emulation, on DynamoDB Local (in memory) or a given endpoint. With `--stage NAME`, the stage as
+ * `cdk synth` makes it from the checked-in settings (./synthesized-stage.ts): its tables created
+ * empty from the template, its functions' bundles with the template's settings, its routes,
+ * throttles and authorizer.
  *
  * Lifecycle: SIGINT, SIGTERM and SIGHUP stop everything; so does the end of the process that
  * started it (npm or a shell killed without this process); if this process is killed outright,
@@ -14,6 +17,7 @@ import { API_STAGE } from '../lib/api/routes.ts';
 import { describeFlags, parseFlags, switchFlag, valueFlag } from '../lib/config/flags.ts';
 import { wholeNumberSetting } from '../lib/config/integers.ts';
 import { UsageError } from '../lib/config/usage-error.ts';
+import { isStageName, STAGES, type StageName } from '../lib/deployment.ts';
 import { LOCAL_REGION } from '../lib/dynamodb/client.ts';
 import { keyHint, quotableInput } from '../lib/keys/api-key.ts';
 import { parseKeyEntries, type KeyEntry } from '../lib/keys/key-input.ts';
@@ -37,6 +41,13 @@ import {
   writeLocalState,
   type LocalStack,
 } from './local-stack.ts';
+import {
+  startSynthesizedStack,
+  synthesizedTablePrefix,
+  templateGatewayOptions,
+  templateRuntimes,
+  type SynthesizedStack,
+} from './synthesized-stage.ts';
 
 const FLAGS = {
   port: valueFlag('N', 'port to listen on (default 3000; 0 picks a free one)'),
@@ -66,6 +77,10 @@ const FLAGS = {
     'N',
     `containers per function at most, 1 to 64 (default ${DEFAULT_MAX_CONTAINERS})`,
   ),
+  stage: valueFlag(
+    'NAME',
+    `run the stage ${STAGES.join(' or ')} as cdk synth makes it from cdk.json: its tables empty (or --seed, --keys), its functions' bundles and settings`,
+  ),
   help: switchFlag('show this help'),
 };
 
@@ -81,6 +96,8 @@ interface StartOptions {
   seedOrders?: Order[];
   keys?: KeyEntry[];
   dynamodbEndpoint?: string;
+  /** The stage to run as synthesized (--stage). */
+  stage?: StageName;
   tablePrefix: string;
   authorizerTtlSeconds: number;
   maxContainers: number;
@@ -174,9 +191,26 @@ function banOptions(
 async function parseOptions(argv: string[]): Promise<StartOptions | 'help'> {
   const { values } = readFlags(argv);
   if (values.help) return 'help';
+  const stage = values.stage;
+  if (stage !== undefined && !isStageName(stage)) {
+    throw new UsageError(`--stage must be ${STAGES.join(' or ')}, got "${quotableInput(stage)}"`);
+  }
+  if (stage !== undefined) {
+    // What the template sets is the template's: the stage runs as it is deployed.
+    const set = ['authorizer-ttl', 'ban-after', 'ban-seconds'].filter(
+      (f) => values[f as keyof typeof values] !== undefined,
+    );
+    if (set.length > 0) {
+      throw new UsageError(
+        `--stage ${stage} runs the stage's own settings: --${set[0]} is its template's (change it in cdk.json)`,
+      );
+    }
+  }
   const options: StartOptions = {
     port: integerOption(values.port, 'port', 0, 65535, 3000),
-    tablePrefix: values['table-prefix'] ?? DEFAULT_TABLE_PREFIX,
+    ...(stage ? { stage } : {}),
+    tablePrefix:
+      values['table-prefix'] ?? (stage ? synthesizedTablePrefix(stage) : DEFAULT_TABLE_PREFIX),
     authorizerTtlSeconds: integerOption(values['authorizer-ttl'], 'authorizer-ttl', 0, 3600, 60),
     maxContainers: integerOption(values.containers, 'containers', 1, 64, DEFAULT_MAX_CONTAINERS),
     ...banOptions(values['ban-after'], values['ban-seconds']),
@@ -233,8 +267,14 @@ function describeKeys(keys: readonly KeyEntry[]): string[] {
   });
 }
 
-function describeOrders(stack: LocalStack, seeded: readonly Order[] | undefined): string[] {
+function describeOrders(
+  stack: LocalStack,
+  seeded: readonly Order[] | undefined,
+  synthesized: boolean,
+): string[] {
   if (seeded) return [`Orders: ${seeded.length} loaded from --seed`];
+  if (synthesized)
+    return ['Orders: none (a new stage is empty: npm run admin -- orders import FILE --local)'];
   if (stack.ordersLoaded === 0)
     return ['Orders: the orders table already existed; its contents were kept'];
   return [`Demo orders:`, ...DEMO_ORDERS.map((order) => `  ${orderToJson(order)}`)];
@@ -244,6 +284,11 @@ function ordinal(n: number): string {
   const tens = n % 100;
   const suffix = tens >= 11 && tens <= 13 ? 'th' : ({ 1: 'st', 2: 'nd', 3: 'rd' }[n % 10] ?? 'th');
   return `${n}${suffix}`;
+}
+
+/** The ban a stage's functions apply, as its template sets their environment. */
+function banOfTemplate(stack: SynthesizedStack): LimiterSettings {
+  return limiterSettingsFromEnv(stack.template.functions.cancelOrder.environment);
 }
 
 /** Ends when the process that started this one is gone (its parent changes). */
@@ -289,14 +334,28 @@ async function main(argv: string[]): Promise<void> {
     process.on(signal, () => void shutdown(signal));
   watchParent(() => void shutdown('the process that started npm start has ended'));
 
+  let synthesized: SynthesizedStack | undefined;
   try {
-    stack = await startLocalStack({
-      dynamodbEndpoint: options.dynamodbEndpoint,
-      tablePrefix: options.tablePrefix,
-      seedOrders: options.seedOrders,
-      keys: options.keys,
-      stateFile: localStateFile(),
-    });
+    if (options.stage) {
+      synthesized = await startSynthesizedStack({
+        stage: options.stage,
+        ...(options.dynamodbEndpoint ? { dynamodbEndpoint: options.dynamodbEndpoint } : {}),
+        tablePrefix: options.tablePrefix,
+        ...(options.seedOrders ? { seedOrders: options.seedOrders } : {}),
+        ...(options.keys ? { keys: options.keys } : {}),
+        stateFile: localStateFile(),
+        progress: (line) => console.log(line),
+      });
+      stack = synthesized;
+    } else {
+      stack = await startLocalStack({
+        dynamodbEndpoint: options.dynamodbEndpoint,
+        tablePrefix: options.tablePrefix,
+        seedOrders: options.seedOrders,
+        keys: options.keys,
+        stateFile: localStateFile(),
+      });
+    }
   } catch (error) {
     server.close();
     throw new UsageError(
@@ -305,8 +364,9 @@ async function main(argv: string[]): Promise<void> {
         : ((error as Error).message.split('\n')[0] ?? 'DynamoDB Local did not start'),
     );
   }
-  const dynamoDbPid = stack.dynamoDbPid;
-  void stack.dynamoDbExited.then((how) => {
+  const started = stack;
+  const dynamoDbPid = started.dynamoDbPid;
+  void started.dynamoDbExited.then((how) => {
     if (stopping) return;
     void shutdown(
       'DynamoDB Local ended',
@@ -317,41 +377,55 @@ async function main(argv: string[]): Promise<void> {
 
   const log = (line: string): void => console.log(line);
   const pool = new ContainerPool({
-    env: { ...functionEnvironment(stack), ...options.banEnv },
+    env: synthesized ? {} : { ...functionEnvironment(started), ...options.banEnv },
     maxContainers: options.maxContainers,
+    ...(synthesized ? { runtimes: templateRuntimes(synthesized.template, started.endpoint) } : {}),
     log,
   });
   running.pool = pool;
   await pool.prewarm();
   const apiUrl = `http://127.0.0.1:${port}/${API_STAGE}`;
-  running.gateway = createGateway({
-    invoker: pool,
-    authorizerTtlSeconds: options.authorizerTtlSeconds,
-    log,
-  });
+  const gatewayOptions = synthesized
+    ? templateGatewayOptions(synthesized.template)
+    : { authorizerTtlSeconds: options.authorizerTtlSeconds };
+  running.gateway = createGateway({ invoker: pool, ...gatewayOptions, log });
+  const ban = synthesized ? banOfTemplate(synthesized) : options.ban;
   await writeLocalState({
     apiUrl,
-    endpoint: stack.endpoint,
+    endpoint: started.endpoint,
     region: LOCAL_REGION,
-    tables: stack.tables,
+    tables: started.tables,
     pid: process.pid,
-    dynamoDbPid: stack.dynamoDbPid,
-    ban: {
-      afterRefusals: options.ban.maxRefusalsPerMinute,
-      seconds: options.ban.banMs / 1000,
-    },
+    dynamoDbPid: started.dynamoDbPid,
+    ban: { afterRefusals: ban.maxRefusalsPerMinute, seconds: ban.banMs / 1000 },
+    ...(options.stage ? { stage: options.stage } : {}),
   });
 
   const lines = [
-    `DynamoDB: ${stack.endpoint}${options.dynamodbEndpoint ? '' : ' (DynamoDB Local, in memory)'}`,
-    `Tables: ${Object.values(stack.tables).join(', ')}`,
-    ...describeOrders(stack, options.seedOrders),
-    `API keys${stack.keys === DEMO_KEYS ? ' (demo keys, local only)' : ''}:`,
-    ...describeKeys(stack.keys),
-    `Authorizer cache TTL: ${options.authorizerTtlSeconds} s`,
-    `Ban: at the ${ordinal(options.ban.maxRefusalsPerMinute + 1)} early refusal in a minute window, for ${options.ban.banMs / 1000} s`,
+    ...(synthesized
+      ? [
+          `Stage ${options.stage} as synthesized (${synthesized.assemblyDir}): its tables as the template makes them, its functions' bundles with the template's settings`,
+        ]
+      : []),
+    `DynamoDB: ${started.endpoint}${options.dynamodbEndpoint ? '' : ' (DynamoDB Local, in memory)'}`,
+    `Tables: ${Object.values(started.tables).join(', ')}`,
+    ...describeOrders(started, options.seedOrders, synthesized !== undefined),
+    ...(started.keys.length > 0
+      ? [
+          `API keys${started.keys === DEMO_KEYS ? ' (demo keys, local only)' : ''}:`,
+          ...describeKeys(started.keys),
+        ]
+      : [`API keys: none yet (npm run admin -- keys create --plan pro --local)`]),
+    `Authorizer cache TTL: ${gatewayOptions.authorizerTtlSeconds} s`,
+    `Ban: at the ${ordinal(ban.maxRefusalsPerMinute + 1)} early refusal in a minute window, for ${ban.banMs / 1000} s`,
+    ...(synthesized
+      ? Object.entries(synthesized.template.apiStages).map(
+          ([name, s]) =>
+            `Stage throttle ${name}: ${s.throttle ? `${s.throttle.rateLimit}/s, burst ${s.throttle.burstLimit}` : 'none'}`,
+        )
+      : []),
     `Functions: up to ${options.maxContainers} containers each (worker threads), one invocation at a time per container`,
-    stack.keys === DEMO_KEYS
+    started.keys === DEMO_KEYS
       ? `Try: curl -H "Authorization: Bearer ${DEMO_KEYS[0]?.key}" ${apiUrl}/store/orders`
       : `Try: curl -H "Authorization: Bearer <your key>" ${apiUrl}/store/orders`,
     // v2 beside v1: the filtered, paged list (and the same cancel).

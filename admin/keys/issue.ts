@@ -13,7 +13,7 @@ import {
   rotateKey,
 } from '../../lib/keys/lifecycle.ts';
 import { defineCommand } from '../command.ts';
-import { print, type Io } from '../common.ts';
+import { print, UsageError, type Io } from '../common.ts';
 import { confirmChange } from '../confirm.ts';
 import {
   describeKey,
@@ -47,9 +47,13 @@ that cannot cancel.`,
       ...PERMISSION_FLAGS,
       label: valueFlag('TEXT', 'a note for people (who holds the key), shown by list'),
       json: switchFlag('print {"keyId", "key", "plan", "limits", "permissions", "label"} instead'),
+      quiet: switchFlag(
+        'print the key alone, for a script: KEY=$(npm run -s admin -- keys create … --quiet)',
+      ),
     },
   },
   async ({ values }, io) => {
+    if (values.json && values.quiet) throw new UsageError('--json and --quiet go one at a time');
     const choice = planChoice(values);
     const permissions = permissionChoice(values, ALL_PERMISSIONS);
     const label = parseLabel(values.label);
@@ -73,6 +77,10 @@ that cannot cancel.`,
             label,
           }),
         );
+        return;
+      }
+      if (values.quiet) {
+        print(io.stdout, key);
         return;
       }
       print(io.stdout, `Created key ${describeKey(record)} on ${target.description}.`);
