@@ -60,6 +60,16 @@ const subscription = v.union(
   (issue) => `takes e-mail addresses and https:// URLs, got ${shown(issue.input)}`,
 );
 
+/** A JSON list given as text (`-c`), or the text itself when it is not one (then refused). */
+function jsonList(text: string): unknown[] {
+  try {
+    const value = JSON.parse(text) as unknown;
+    return Array.isArray(value) ? value : [text];
+  } catch {
+    return [text];
+  }
+}
+
 /** JSON text (`-c`) read as the value it holds; any other value (cdk.json) as it is. */
 const fromJsonText = (example: string) =>
   v.rawTransform<unknown, unknown>(({ dataset, addIssue, NEVER }) => {
@@ -115,7 +125,7 @@ export const STAGE_SETTINGS = {
       wholeNumber(0, 1e5),
     ),
   ),
-  // A list (cdk.json) or one comma-separated text (`-c`).
+  // A list (cdk.json, or JSON text with `-c`) or one comma-separated text (`-c`).
   alarmSubscriptions: v.pipe(
     v.unknown(),
     v.transform((raw) =>
@@ -124,7 +134,9 @@ export const STAGE_SETTINGS = {
         : Array.isArray(raw)
           ? (raw as unknown[])
           : typeof raw === 'string'
-            ? raw.split(',')
+            ? raw.trimStart().startsWith('[')
+              ? jsonList(raw)
+              : raw.split(',')
             : [raw],
     ),
     v.array(subscription),

@@ -81,6 +81,10 @@ const FLAGS = {
     'NAME',
     `run the stage ${STAGES.join(' or ')} as cdk synth makes it from cdk.json: its tables empty (or --seed, --keys), its functions' bundles and settings`,
   ),
+  assembly: valueFlag(
+    'DIR',
+    'with --stage: a cloud assembly already synthesized (cdk synth -o DIR) instead of synthesizing',
+  ),
   help: switchFlag('show this help'),
 };
 
@@ -96,8 +100,9 @@ interface StartOptions {
   seedOrders?: Order[];
   keys?: KeyEntry[];
   dynamodbEndpoint?: string;
-  /** The stage to run as synthesized (--stage). */
+  /** The stage to run as synthesized (--stage), from this cloud assembly if given (--assembly). */
   stage?: StageName;
+  assembly?: string;
   tablePrefix: string;
   authorizerTtlSeconds: number;
   maxContainers: number;
@@ -206,9 +211,13 @@ async function parseOptions(argv: string[]): Promise<StartOptions | 'help'> {
       );
     }
   }
+  if (values.assembly !== undefined && stage === undefined) {
+    throw new UsageError('--assembly goes with --stage: the stage to run from it');
+  }
   const options: StartOptions = {
     port: integerOption(values.port, 'port', 0, 65535, 3000),
     ...(stage ? { stage } : {}),
+    ...(values.assembly !== undefined ? { assembly: values.assembly } : {}),
     tablePrefix:
       values['table-prefix'] ?? (stage ? synthesizedTablePrefix(stage) : DEFAULT_TABLE_PREFIX),
     authorizerTtlSeconds: integerOption(values['authorizer-ttl'], 'authorizer-ttl', 0, 3600, 60),
@@ -339,6 +348,7 @@ async function main(argv: string[]): Promise<void> {
     if (options.stage) {
       synthesized = await startSynthesizedStack({
         stage: options.stage,
+        ...(options.assembly ? { assemblyDir: options.assembly } : {}),
         ...(options.dynamodbEndpoint ? { dynamodbEndpoint: options.dynamodbEndpoint } : {}),
         tablePrefix: options.tablePrefix,
         ...(options.seedOrders ? { seedOrders: options.seedOrders } : {}),

@@ -22,6 +22,15 @@ export interface SynthOptions {
   readonly signal?: AbortSignal;
 }
 
+/**
+ * Marks a cloud assembly's bundles as what they are: CommonJS files named index.js, which Lambda
+ * loads from a directory of their own; under this project (`"type": "module"`) Node would take
+ * them for ES modules.
+ */
+export async function markCommonJs(assemblyDir: string): Promise<void> {
+  await writeFile(join(assemblyDir, 'package.json'), '{ "type": "commonjs" }\n');
+}
+
 /** Synthesizes every stage into `outDir`; rejects with the CLI's last lines when it fails. */
 export async function synthesize(options: SynthOptions): Promise<string> {
   await mkdir(options.outDir, { recursive: true });
@@ -50,8 +59,6 @@ export async function synthesize(options: SynthOptions): Promise<string> {
     const tail = output.trim().split('\n').slice(-5).join('\n');
     throw new Error(`cdk synth failed (exit ${code}):\n${tail}`);
   }
-  // The bundles are CommonJS files named index.js, as Lambda loads them from a directory of their
-  // own; under this project (`"type": "module"`) Node would take them for ES modules.
-  await writeFile(join(options.outDir, 'package.json'), '{ "type": "commonjs" }\n');
+  await markCommonJs(options.outDir);
   return options.outDir;
 }

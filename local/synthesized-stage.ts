@@ -43,7 +43,7 @@ import {
   templateTableNames,
   type TemplateStage,
 } from './stage-template.ts';
-import { synthesize } from './synth.ts';
+import { markCommonJs, synthesize } from './synth.ts';
 
 /** Where `npm start -- --stage` synthesizes (beside the local state file; not checked in). */
 export const LOCAL_ASSEMBLY_DIR = join(PROJECT_ROOT, '.local', 'cdk.out');
@@ -76,7 +76,9 @@ export async function startSynthesizedStack(
   options: SynthesizedStackOptions,
 ): Promise<SynthesizedStack> {
   let assemblyDir = options.assemblyDir;
-  if (!assemblyDir) {
+  if (assemblyDir) {
+    await markCommonJs(assemblyDir);
+  } else {
     options.progress?.(`Synthesizing the stages (cdk synth, cdk.json's settings)…`);
     assemblyDir = await synthesize({ outDir: LOCAL_ASSEMBLY_DIR });
   }

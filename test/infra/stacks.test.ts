@@ -733,10 +733,24 @@ describe('pages that reach a person (<stage>:alarmSubscriptions)', () => {
     expect(resources(production.api, 'AWS::SNS::Subscription')).toEqual([]);
   });
 
-  it.each(['http://example.com/hook', 'not an address', 'a@b'])('refuses %j', (value) => {
-    expect(() =>
-      stageConfig('staging', (k) => (k === 'staging:alarmSubscriptions' ? value : undefined), {}),
-    ).toThrow(/staging:alarmSubscriptions takes e-mail addresses and https:\/\/ URLs/);
+  it.each(['http://example.com/hook', 'not an address', 'a@b', '["a@b"]', '[not json'])(
+    'refuses %j',
+    (value) => {
+      expect(() =>
+        stageConfig('staging', (k) => (k === 'staging:alarmSubscriptions' ? value : undefined), {}),
+      ).toThrow(/staging:alarmSubscriptions takes e-mail addresses and https:\/\/ URLs/);
+    },
+  );
+
+  it('takes a list as JSON text on a command line (-c), as cdk.json gives it', () => {
+    const value = '["oncall@example.com", "https://events.example.com/alarms"]';
+    expect(
+      stageConfig('staging', (k) => (k === 'staging:alarmSubscriptions' ? value : undefined), {})
+        .alarmSubscriptions,
+    ).toEqual([
+      { protocol: 'email', endpoint: 'oncall@example.com' },
+      { protocol: 'https', endpoint: 'https://events.example.com/alarms' },
+    ]);
   });
 });
 

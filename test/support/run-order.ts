@@ -29,6 +29,7 @@ import { LONG_FILES } from './long-files.ts';
 export const HEAVY_FILES: readonly string[] = [
   'test/e2e/local-lifecycle.test.ts', // 72–117 s
   'test/e2e/local-cli.test.ts', // 51–90 s
+  'test/e2e/first-deploy.test.ts', // 34 s, most of it cdk synth's CPU
   'test/e2e/conditional-list.test.ts', // 41–62 s
   'test/integration/rate-limiter.test.ts', // 39–75 s
   'test/client/consumer.test.ts', // 30–49 s
