@@ -66,7 +66,11 @@ export class CostApi {
    * Starts the proxy in front of `dynamodbEndpoint` and the local API on the tables of `prefix`
    * (which must exist, with their orders and keys).
    */
-  static async start(dynamodbEndpoint: string, prefix: string): Promise<CostApi> {
+  static async start(
+    dynamodbEndpoint: string,
+    prefix: string,
+    stage?: CostServerSettings['stage'],
+  ): Promise<CostApi> {
     const proxy = await startCapacityProxy(dynamodbEndpoint, [...FUNCTION_NAMES, 'other']);
     const settings: CostServerSettings = {
       prefix,
@@ -76,6 +80,7 @@ export class CostApi {
       authorizerTtlSeconds: 3600,
       // As production runs them (infra/config.ts).
       logLevel: 'INFO',
+      ...(stage ? { stage } : {}),
     };
     const server = spawn(process.execPath, [join(PROJECT_ROOT, 'bench', 'cost-server.ts')], {
       env: { ...process.env, BENCH_COST_SERVER: JSON.stringify(settings) },

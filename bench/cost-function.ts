@@ -6,8 +6,12 @@
  * is put down to the function that made it. What the function writes to stdout and stderr gets
  * its name as a tag, and each invocation a mark before and after it, with how long the handler
  * ran (as Lambda bills it: from the call until its promise settles): bench/function-output.ts.
- * The handler is the real one.
+ * The handler is the real one: the function's source module, or, for a stage as synthesized
+ * (`npm run bench:cost -- --stage NAME`), its bundle (BENCH_COST_BUNDLE), required as Lambda
+ * loads it, its SDK pointed at the lane through AWS_ENDPOINT_URL_DYNAMODB as on AWS it sets no
+ * endpoint.
  */
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { workerData } from 'node:worker_threads';
@@ -22,11 +26,16 @@ const endpoint = (JSON.parse(process.env.BENCH_COST_ENDPOINTS ?? '{}') as Record
   name
 ];
 if (!endpoint) throw new Error(`bench/cost-function.ts: no endpoint for ${name}`);
-process.env.DYNAMODB_ENDPOINT = endpoint;
+const bundle = process.env.BENCH_COST_BUNDLE;
+if (bundle) process.env.AWS_ENDPOINT_URL_DYNAMODB = endpoint;
+else process.env.DYNAMODB_ENDPOINT = endpoint;
 
-const real = (await import(
-  pathToFileURL(join(PROJECT_ROOT, 'functions', FUNCTIONS[name].entry)).href
-)) as { handler: ((...args: unknown[]) => Promise<unknown>) & { [STREAMING]?: string } };
+type Handler = ((...args: unknown[]) => Promise<unknown>) & { [STREAMING]?: string };
+const real = (
+  bundle
+    ? createRequire(bundle)(bundle)
+    : await import(pathToFileURL(join(PROJECT_ROOT, 'functions', FUNCTIONS[name].entry)).href)
+) as { handler: Handler };
 
 // Every write of the function (its log lines, its metrics) carries its name.
 const original = {

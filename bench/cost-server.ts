@@ -8,13 +8,22 @@
  * each request's access log line (the stack's format, which API Gateway would write to
  * CloudWatch Logs).
  *
- * Settings: BENCH_COST_SERVER, a JSON `{ prefix, endpoints, authorizerTtlSeconds, logLevel }`.
+ * With `stage`, the stage as synthesized (local/stage-template.ts): each function's bundle with
+ * its template's environment, memory and timeout, the template's routes and gateway responses
+ * (its authorizer cache TTL aside: the benchmark keeps a key's policy cached for the whole run).
+ *
+ * Settings: BENCH_COST_SERVER, a JSON `{ prefix, endpoints, authorizerTtlSeconds, logLevel,
+ * stage? }`.
  */
 import { join } from 'node:path';
+import type { StageName } from '../lib/deployment.ts';
+import { LOCAL_REGION } from '../lib/dynamodb/client.ts';
 import { FUNCTION_NAMES } from '../lib/functions.ts';
-import { ContainerPool } from '../local/container-pool.ts';
+import { ContainerPool, type FunctionRuntime } from '../local/container-pool.ts';
 import { createGateway, createGatewayServer } from '../local/gateway.ts';
 import { functionEnvironment, localTableNames, PROJECT_ROOT } from '../local/local-stack.ts';
+import { readTemplateStage } from '../local/stage-template.ts';
+import { templateGatewayOptions, templateRuntimes } from '../local/synthesized-stage.ts';
 
 export interface CostServerSettings {
   readonly prefix: string;
@@ -22,6 +31,8 @@ export interface CostServerSettings {
   readonly endpoints: Readonly<Record<string, string>>;
   readonly authorizerTtlSeconds: number;
   readonly logLevel: string;
+  /** A stage as synthesized, from this cloud assembly. */
+  readonly stage?: { readonly name: StageName; readonly assemblyDir: string };
 }
 
 const settings = JSON.parse(process.env.BENCH_COST_SERVER ?? 'null') as CostServerSettings | null;
@@ -31,23 +42,54 @@ if (!settings || !process.send) {
 const send = (message: unknown): void => void process.send!(message);
 
 const entry = join(PROJECT_ROOT, 'bench', 'cost-function.ts');
+const benchEnv = {
+  METRICS_DISABLED: 'false',
+  BENCH_COST_ENDPOINTS: JSON.stringify(settings.endpoints),
+};
+const template = settings.stage
+  ? readTemplateStage(settings.stage.assemblyDir, settings.stage.name, {
+      tablePrefix: settings.prefix,
+      region: LOCAL_REGION,
+    })
+  : undefined;
+// A stage as synthesized: each function's bundle, loaded by the measuring wrapper, with the
+// template's settings (its LOG_LEVEL, production's INFO, among them).
+const runtimes = template
+  ? Object.fromEntries(
+      Object.entries(templateRuntimes(template, settings.endpoints.other!)).map(
+        ([name, runtime]): [string, FunctionRuntime] => [
+          name,
+          {
+            ...runtime,
+            entry,
+            format: 'module',
+            handlerName: 'handler',
+            env: { ...runtime.env, ...benchEnv, BENCH_COST_BUNDLE: runtime.entry },
+          },
+        ],
+      ),
+    )
+  : undefined;
 const pool = new ContainerPool({
-  env: {
-    ...functionEnvironment({
-      endpoint: settings.endpoints.other!,
-      tables: localTableNames(settings.prefix),
-    }),
-    LOG_LEVEL: settings.logLevel,
-    METRICS_DISABLED: 'false',
-    BENCH_COST_ENDPOINTS: JSON.stringify(settings.endpoints),
-  },
+  env: template
+    ? {}
+    : {
+        ...functionEnvironment({
+          endpoint: settings.endpoints.other!,
+          tables: localTableNames(settings.prefix),
+        }),
+        LOG_LEVEL: settings.logLevel,
+        ...benchEnv,
+      },
   // One request at a time: one container a function, the same warm one for every request.
   maxContainers: 1,
   entries: Object.fromEntries(FUNCTION_NAMES.map((name) => [name, entry])),
+  ...(runtimes ? { runtimes } : {}),
 });
 await pool.prewarm();
 const gateway = createGateway({
   invoker: pool,
+  ...(template ? templateGatewayOptions(template) : {}),
   authorizerTtlSeconds: settings.authorizerTtlSeconds,
   log: (line) => {
     // The access log line of a request (JSON); the emulator's own notes are not API Gateway's.

@@ -1,6 +1,9 @@
 /**
- * `npm run bench:cost [-- --orders N] [--samples R] [--dynamodb-endpoint URL] [--write | --check]`:
- * what each kind of request costs, measured from the outside of the functions. Loads N orders
+ * `npm run bench:cost [-- --orders N] [--samples R] [--dynamodb-endpoint URL] [--stage NAME
+ * [--assembly DIR]] [--write | --check]`: what each kind of request costs, measured from the
+ * outside of the functions. With `--stage`, on the stage as `cdk synth` makes it from cdk.json
+ * (local/synthesized-stage.ts): its tables as its template defines them, its functions' bundles
+ * with the template's settings — what a deploy creates; without, as `npm start` runs the code. Loads N orders
  * (default 20,000: bench:list-v2's generator, with 10% pending) and the keys it needs as
  * `npm start` seeds them, runs the real functions in containers behind the API Gateway emulation
  * with DynamoDB behind a proxy that asks for the consumed capacity of every call
@@ -22,7 +25,8 @@
  * nothing); `--check` compares the calls and units of every kind whose cost does not follow the
  * store's size with the record, and fails when they differ.
  */
-import { readFile, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { switchFlag, valueFlag } from '../lib/config/flags.ts';
@@ -34,6 +38,11 @@ import { PAGE_SIZE_DEFAULT } from '../lib/orders/list-query.ts';
 import type { Order } from '../lib/orders/order.ts';
 import { INDEX_SETTLE_MS } from '../lib/orders/page-tag.ts';
 import { localTableNames, PROJECT_ROOT, startLocalStack } from '../local/local-stack.ts';
+import { readTemplateStage, templateTableNames } from '../local/stage-template.ts';
+import { startSynthesizedStack } from '../local/synthesized-stage.ts';
+import { synthesize } from '../local/synth.ts';
+import { isStageName, STAGES } from '../lib/deployment.ts';
+import { LOCAL_REGION } from '../lib/dynamodb/client.ts';
 import { benchFlags, countFlag, countOf } from './command-line.ts';
 import { CostApi, type BenchRequest, type Measured } from './cost-api.ts';
 import {
@@ -147,6 +156,8 @@ async function main(): Promise<void> {
       orders: countFlag('orders to load', DEFAULT_ORDERS),
       samples: countFlag('samples of each kind, after one to warm up', DEFAULT_SAMPLES),
       'dynamodb-endpoint': valueFlag('URL', 'use a running DynamoDB instead of starting one'),
+      stage: valueFlag('NAME', `measure the stage (${STAGES.join(' or ')}) as cdk synth makes it`),
+      assembly: valueFlag('DIR', 'with --stage: a cloud assembly already synthesized'),
       write: switchFlag(
         `record the run (bench/cost-record.json) and its table in docs/architecture.md`,
       ),
@@ -176,9 +187,28 @@ async function main(): Promise<void> {
     ...newKeys.map((fresh) => ({ key: fresh, plan: 'enterprise' as const, limits: UNLIMITED })),
   ];
 
+  const stageName = values.stage;
+  if (stageName !== undefined && !isStageName(stageName)) {
+    console.error(`error: --stage must be ${STAGES.join(' or ')} (npm run ${SCRIPT} -- --help)`);
+    process.exit(2);
+  }
+  const stage = stageName
+    ? {
+        name: stageName,
+        assemblyDir:
+          values.assembly ??
+          (await synthesize({ outDir: await mkdtemp(join(tmpdir(), 'bench-cost-synth-')) })),
+      }
+    : undefined;
   const dynamo = await benchDynamoDb(values['dynamodb-endpoint']);
   const prefix = `bench-cost-${Date.now().toString(36)}`;
-  const tables = localTableNames(prefix);
+  const template = stage
+    ? readTemplateStage(stage.assemblyDir, stage.name, {
+        tablePrefix: prefix,
+        region: LOCAL_REGION,
+      })
+    : undefined;
+  const tables = template ? templateTableNames(prefix, template.tables) : localTableNames(prefix);
   const tableIds = new Map(
     (Object.keys(tables) as TableName[]).map((name) => [tables[name], TABLES[name].id]),
   );
@@ -187,15 +217,24 @@ async function main(): Promise<void> {
   const problems: string[] = [];
   try {
     const loading = performance.now();
-    const stack = await startLocalStack({
-      dynamodbEndpoint: dynamo.endpoint,
-      tablePrefix: prefix,
-      seedOrders: store.orders,
-      keys,
-    });
+    const stack = stage
+      ? await startSynthesizedStack({
+          stage: stage.name,
+          assemblyDir: stage.assemblyDir,
+          dynamodbEndpoint: dynamo.endpoint,
+          tablePrefix: prefix,
+          seedOrders: store.orders,
+          keys,
+        })
+      : await startLocalStack({
+          dynamodbEndpoint: dynamo.endpoint,
+          tablePrefix: prefix,
+          seedOrders: store.orders,
+          keys,
+        });
     await stack.stop();
     console.error(
-      `loaded ${count} orders and ${keys.length} keys as npm start seeds them in ${((performance.now() - loading) / 1000).toFixed(1)} s`,
+      `loaded ${count} orders and ${keys.length} keys as npm start seeds them in ${((performance.now() - loading) / 1000).toFixed(1)} s${stage ? ` (the ${stage.name} stage as synthesized: ${stage.assemblyDir})` : ''}`,
     );
     // A write of many orders (the seed's) has every order of an index page read again by key for
     // the settle time; the store "changing every second" below is one of cancels, one at a time.
@@ -203,7 +242,7 @@ async function main(): Promise<void> {
       `waiting ${INDEX_SETTLE_MS / 1000 + 1} s for the seed to settle (INDEX_SETTLE_MS)`,
     );
     await sleep(INDEX_SETTLE_MS + 1_000);
-    api = await CostApi.start(dynamo.endpoint, prefix);
+    api = await CostApi.start(dynamo.endpoint, prefix, stage);
     const measured = await measureKinds(api, store, { key, limitedKey, newKeys }, samples);
     problems.push(...api.problems);
     if (api.untaggedBytes > 0) {
