@@ -57,6 +57,8 @@ export interface ContainerPoolOptions {
   readonly entries?: Partial<Record<FunctionName, string>>;
   /** Functions run otherwise than from their source (a stage as synthesized). */
   readonly runtimes?: Partial<Record<FunctionName, FunctionRuntime>>;
+  /** The functions it runs (all by default; a release that had fewer runs only its own). */
+  readonly functions?: readonly FunctionName[];
   /**
    * Bytes of a streamed body in flight between a container and its client (default 1 MiB): with
    * the gateway's own buffer (a quarter of it), what a slow client can make the server hold.
@@ -400,7 +402,7 @@ export class ContainerPool implements Invoker {
 
   constructor(options: ContainerPoolOptions) {
     this.pools = new Map(
-      (Object.keys(FUNCTIONS) as FunctionName[]).map((name) => [
+      (options.functions ?? (Object.keys(FUNCTIONS) as FunctionName[])).map((name) => [
         name,
         new FunctionPool(name, options.runtimes?.[name] ?? sourceRuntime(name, options), options),
       ]),

@@ -15,7 +15,7 @@
  * synthesized"); an intrinsic or a resource shape this reader does not know fails the start with
  * its name, rather than running something other than the template.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type {
   AttributeDefinition,
@@ -55,8 +55,9 @@ export interface TemplateTable {
 /** A function as the template deploys it. */
 export interface TemplateFunction {
   readonly logicalId: string;
-  /** The bundle Lambda loads (the asset's file), and the export it calls. */
+  /** The bundle Lambda loads (the asset's file: index.js, CommonJS, or index.mjs), and the export it calls. */
   readonly bundle: string;
+  readonly format: 'module' | 'commonjs';
   readonly handler: string;
   readonly runtime: string;
   readonly memoryMb: number;
@@ -89,7 +90,8 @@ export interface TemplateGatewayResponse {
 export interface TemplateStage {
   readonly stage: StageName;
   readonly tables: Readonly<Record<TableName, TemplateTable>>;
-  readonly functions: Readonly<Record<FunctionName, TemplateFunction>>;
+  /** The functions the template has (release 1.0.0's had no listOrderPages). */
+  readonly functions: Readonly<Partial<Record<FunctionName, TemplateFunction>>>;
   readonly apiStages: Readonly<Partial<Record<ApiStage, TemplateApiStage>>>;
   readonly authorizer: {
     readonly function: FunctionName;
@@ -225,7 +227,15 @@ const httpMethods = new Set<HttpMethod>(['GET', 'DELETE']);
 export function readTemplateStage(
   assemblyDir: string,
   stage: StageName,
-  options: { readonly tablePrefix: string; readonly region: string },
+  options: {
+    readonly tablePrefix: string;
+    readonly region: string;
+    /**
+     * Each function's bundle, when not the assembly's own (an assembly synthesized without
+     * bundling, for its template only, beside one that bundled the same code).
+     */
+    readonly bundles?: Readonly<Partial<Record<FunctionName, string>>>;
+  },
 ): TemplateStage {
   const assembly = new CloudAssembly(assemblyDir);
   const nested = assembly.nestedAssemblies.find((a) => a.displayName === stageId(stage));
@@ -305,7 +315,8 @@ export function readTemplateStage(
     if (output.Export) exports[output.Export.Name] = resolve(output.Value, dataResolution, key);
   }
 
-  // The functions of the API (the deploy hooks are CodeDeploy's: not run locally).
+  // The functions of the API (the deploy hooks are CodeDeploy's: not run locally), and what an
+  // integration invokes: a function's `live` alias, or (release 1.0.0) the function itself.
   const functionIds: Partial<Record<FunctionName, string>> = {};
   const aliasOf: Record<string, FunctionName> = {};
   const apiRefs: Record<string, string> = {};
@@ -327,6 +338,10 @@ export function readTemplateStage(
     aliasOf[logicalId] = name;
     apiRefs[logicalId] = `${apiArns[target]}:${String(resource.Properties?.Name)}`;
   }
+  for (const name of FUNCTION_NAMES) {
+    const id = functionIds[name];
+    if (id) aliasOf[id] = name;
+  }
   const parameters: Record<string, string> = {};
   for (const [id, parameter] of Object.entries(api.template.Parameters ?? {})) {
     if (typeof parameter.Default === 'string') parameters[id] = parameter.Default;
@@ -339,17 +354,25 @@ export function readTemplateStage(
   const apiResolution: Resolution = { ...base, conditions };
 
   const assets = assetPaths(stageAssembly.artifacts, stageAssembly.directory);
-  const functions = {} as Record<FunctionName, TemplateFunction>;
+  const functions: Partial<Record<FunctionName, TemplateFunction>> = {};
   for (const name of FUNCTION_NAMES) {
     const logicalId = functionIds[name];
-    if (!logicalId) throw new TemplateError(`${names.api} has no function ${name}`);
+    if (!logicalId) continue;
     const p = api.template.Resources[logicalId]!.Properties ?? {};
-    const s3Key = (p.Code as { S3Key?: Json }).S3Key;
-    const key = typeof s3Key === 'string' ? s3Key : '';
-    const directory = assets[key.replace(/\.zip$/, '')];
-    if (!directory) throw new TemplateError(`${logicalId}: no asset ${key} in the assembly`);
     const handler = String(p.Handler);
     const [file, exported] = handler.split('.');
+    let bundle = options.bundles?.[name];
+    if (!bundle) {
+      const s3Key = (p.Code as { S3Key?: Json }).S3Key;
+      const key = typeof s3Key === 'string' ? s3Key : '';
+      const directory = assets[key.replace(/\.zip$/, '')];
+      if (!directory) throw new TemplateError(`${logicalId}: no asset ${key} in the assembly`);
+      bundle = [`${file}.js`, `${file}.mjs`]
+        .map((f) => join(directory, f))
+        .find((path) => existsSync(path));
+      if (!bundle)
+        throw new TemplateError(`${logicalId}: no ${file}.js or ${file}.mjs in ${directory}`);
+    }
     const environment: Record<string, string> = {};
     const variables = (p.Environment as { Variables?: Record<string, Json> } | undefined)
       ?.Variables;
@@ -358,7 +381,8 @@ export function readTemplateStage(
     }
     functions[name] = {
       logicalId,
-      bundle: join(directory, `${file}.js`),
+      bundle,
+      format: bundle.endsWith('.mjs') ? 'module' : 'commonjs',
       handler: exported ?? 'handler',
       runtime: String(p.Runtime),
       memoryMb: Number(p.MemorySize ?? 128),
@@ -413,6 +437,16 @@ function assetPaths(
   return paths;
 }
 
+/** The alias or function an integration's URI invokes (its ARN between `/functions/` and `/`). */
+function invoked(
+  uri: string,
+  invocable: Readonly<Record<string, FunctionName>>,
+  r: Resolution,
+): string | undefined {
+  const arn = /\/functions\/(.+?)\/(?:invocations|response-streaming-invocations)$/.exec(uri)?.[1];
+  return Object.keys(invocable).find((id) => r.refs[id] === arn || r.arns[id] === arn);
+}
+
 /** Each API stage's routes, throttle and access log format. */
 function readApiStages(
   template: Template,
@@ -452,7 +486,7 @@ function readApiStages(
         /\$\{stageVariables\.(\w+)\}/g,
         (_, name: string) => variables[name] ?? '',
       );
-      const alias = Object.keys(aliasOf).find((id) => uri.includes(`/functions/${r.refs[id]}/`));
+      const alias = invoked(uri, aliasOf, r);
       if (!alias)
         throw new TemplateError(`${methodId}: its integration names no function (${uri})`);
       const resourceId = (m.ResourceId as { Ref?: string }).Ref ?? '';
@@ -498,7 +532,7 @@ function readAuthorizer(
   const p = resource.Properties ?? {};
   if (p.Type !== 'TOKEN') throw new TemplateError(`${id}: a ${String(p.Type)} authorizer`);
   const uri = resolve(p.AuthorizerUri, r, id);
-  const alias = Object.keys(aliasOf).find((a) => uri.includes(`/functions/${r.refs[a]}/`));
+  const alias = invoked(uri, aliasOf, r);
   if (!alias) throw new TemplateError(`${id}: its URI names no function (${uri})`);
   const expression = p.IdentityValidationExpression;
   return {

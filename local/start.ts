@@ -297,7 +297,7 @@ function ordinal(n: number): string {
 
 /** The ban a stage's functions apply, as its template sets their environment. */
 function banOfTemplate(stack: SynthesizedStack): LimiterSettings {
-  return limiterSettingsFromEnv(stack.template.functions.cancelOrder.environment);
+  return limiterSettingsFromEnv(stack.template.functions.cancelOrder?.environment ?? {});
 }
 
 /** Ends when the process that started this one is gone (its parent changes). */

@@ -7,7 +7,7 @@
  */
 import { spawn } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { delimiter, dirname, join } from 'node:path';
 import { PROJECT_ROOT } from './local-stack.ts';
 
 const CDK_CLI = join(PROJECT_ROOT, 'node_modules', 'aws-cdk', 'bin', 'cdk');
@@ -38,12 +38,23 @@ export async function synthesize(options: SynthOptions): Promise<string> {
     '-c',
     `${key}=${typeof value === 'string' ? value : JSON.stringify(value)}`,
   ]);
+  // A region that is no AWS region (DynamoDB Local's `local`) means none: the stages are
+  // synthesized environment-agnostic unless their settings name one.
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    PATH: `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ''}`,
+    CDK_DISABLE_CLI_TELEMETRY: 'true',
+  };
+  for (const name of ['AWS_REGION', 'AWS_DEFAULT_REGION', 'CDK_DEFAULT_REGION']) {
+    if (env[name] !== undefined && !/^[a-z]{2}(-[a-z]+)+-\d$/.test(env[name])) delete env[name];
+  }
   const child = spawn(
     process.execPath,
     [CDK_CLI, 'synth', '--no-notices', '-q', '-o', options.outDir, ...context],
     {
       cwd: options.projectDir ?? PROJECT_ROOT,
-      env: { ...process.env, CDK_DISABLE_CLI_TELEMETRY: 'true' },
+      // The app (`node infra/app.ts`) under this Node, as `npm run` would put it first on PATH.
+      env,
       stdio: ['ignore', 'pipe', 'pipe'],
       ...(options.signal ? { signal: options.signal } : {}),
     },

@@ -75,6 +75,8 @@ export interface SynthesizedStack extends LocalStack {
 export async function startSynthesizedStack(
   options: SynthesizedStackOptions,
 ): Promise<SynthesizedStack> {
+  const missing = (stage: TemplateStage) =>
+    FUNCTION_NAMES.filter((name) => stage.functions[name] === undefined);
   let assemblyDir = options.assemblyDir;
   if (assemblyDir) {
     await markCommonJs(assemblyDir);
@@ -87,6 +89,9 @@ export async function startSynthesizedStack(
     tablePrefix: prefix,
     region: LOCAL_REGION,
   });
+  if (missing(template).length > 0) {
+    throw new TemplateError(`the stage has no function ${missing(template).join(', ')}`);
+  }
   const dynamo = options.dynamodbEndpoint
     ? {
         endpoint: options.dynamodbEndpoint,
@@ -200,13 +205,14 @@ export async function createTemplateTables(
 export function templateRuntimes(
   stage: TemplateStage,
   endpoint: string,
-): Record<FunctionName, FunctionRuntime> {
-  const runtimes = {} as Record<FunctionName, FunctionRuntime>;
+): Partial<Record<FunctionName, FunctionRuntime>> {
+  const runtimes: Partial<Record<FunctionName, FunctionRuntime>> = {};
   for (const name of FUNCTION_NAMES) {
     const fn = stage.functions[name];
+    if (!fn) continue;
     runtimes[name] = {
       entry: fn.bundle,
-      format: 'commonjs',
+      format: fn.format,
       handlerName: fn.handler,
       memoryMb: fn.memoryMb,
       env: { ...fn.environment, ...lambdaEnvironment(endpoint) },
@@ -262,9 +268,11 @@ export function templateGatewayOptions(
     if (apiStage.throttle) throttles[name] = apiStage.throttle;
     if (apiStage.accessLogFormat) accessLogFormats[name] = apiStage.accessLogFormat;
   }
-  const timeouts = Object.fromEntries(
-    FUNCTION_NAMES.map((name) => [name, stage.functions[name].timeoutSeconds]),
-  ) as Record<FunctionName, number>;
+  const timeouts: Partial<Record<FunctionName, number>> = {};
+  for (const name of FUNCTION_NAMES) {
+    const fn = stage.functions[name];
+    if (fn) timeouts[name] = fn.timeoutSeconds;
+  }
   return {
     stages,
     throttles,

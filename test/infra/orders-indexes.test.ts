@@ -27,7 +27,7 @@ import {
   type OrderIndexName,
 } from '../../lib/dynamodb/tables.ts';
 import { PROJECT_ROOT } from '../../local/local-stack.ts';
-import { docSection, shellBlocks, standInAws } from '../support/runbook.ts';
+import { shellBlocks, standInAws, upgradeSteps } from '../support/runbook.ts';
 
 type Resource = { Type: string; Properties: Record<string, unknown> } & Record<string, unknown>;
 type Index = {
@@ -89,18 +89,13 @@ function templateIndex(name: OrderIndexName): Index {
 
 /** The how-to's table of steps: each row's settings (— is a setting not given). */
 function runbookSteps(): Step[] {
-  const section = docSection('upgrade-from-1.0.0.md', '## The deploys, one at a time');
-  const rows = section
-    .split('\n')
-    .filter((line) => /^\| \d+ /.test(line))
-    .map((line) => line.split('|').map((cell) => cell.trim().replace(/^`|`$/g, '')));
-  expect(rows.map((cells) => Number(cells[1]))).toEqual(rows.map((_, i) => i + 1));
-  const value = (cell: string) => (cell === '—' ? undefined : (JSON.parse(cell) as unknown));
-  return rows.map((cells) => ({
-    ordersIndexes: value(cells[2]!),
-    listVersionItems: value(cells[3]!),
-    ordersAwaitReindex: value(cells[4]!),
-  }));
+  const steps = upgradeSteps();
+  expect(steps.map((s) => s.step)).toEqual(steps.map((_, i) => i + 1));
+  const key = (name: string) => name.slice('production:'.length);
+  return steps.map(
+    ({ settings }) =>
+      Object.fromEntries(Object.entries(settings).map(([k, v]) => [key(k), v])) as Step,
+  );
 }
 
 /** What release 1.0.0's code does with the list's version: it marks and reads none. */

@@ -27,6 +27,7 @@ import { LONG_FILES } from './long-files.ts';
  * without a local API, and the consumer's (tsc, mostly).
  */
 export const HEAVY_FILES: readonly string[] = [
+  'test/e2e/upgrade-from-1.0.0.test.ts', // 90 s, a third of it two cdk synths' CPU
   'test/e2e/local-lifecycle.test.ts', // 72–117 s
   'test/e2e/local-cli.test.ts', // 51–90 s
   'test/e2e/first-deploy.test.ts', // 34 s, most of it cdk synth's CPU

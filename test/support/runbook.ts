@@ -46,6 +46,34 @@ export function docSection(file: string, heading: string): string {
   return end < 0 ? rest : rest.slice(0, end);
 }
 
+/** A step of docs/upgrade-from-1.0.0.md: its settings as `production:<key>` (absent: not given). */
+export interface UpgradeStep {
+  readonly step: number;
+  readonly settings: Readonly<Record<string, unknown>>;
+}
+
+/** The upgrade how-to's table of deploys, each row's settings (— is a setting not given). */
+export function upgradeSteps(): UpgradeStep[] {
+  const section = docSection('upgrade-from-1.0.0.md', '## The deploys, one at a time');
+  const rows = section
+    .split('\n')
+    .filter((line) => /^\| \d+ /.test(line))
+    .map((line) => line.split('|').map((cell) => cell.trim().replace(/^`|`$/g, '')));
+  const value = (cell: string) => (cell === '—' ? undefined : (JSON.parse(cell) as unknown));
+  return rows.map((cells) => {
+    const settings: Record<string, unknown> = {};
+    const given = {
+      ordersIndexes: value(cells[2]!),
+      listVersionItems: value(cells[3]!),
+      ordersAwaitReindex: value(cells[4]!),
+    };
+    for (const [key, v] of Object.entries(given)) {
+      if (v !== undefined) settings[`production:${key}`] = v;
+    }
+    return { step: Number(cells[1]), settings };
+  });
+}
+
 /**
  * The shell blocks of a document under a heading (up to the next heading of any level), a list
  * item's (indented three spaces) as well as the section's own.
