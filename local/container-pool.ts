@@ -46,6 +46,11 @@ export interface FunctionRuntime {
   readonly env: Readonly<Record<string, string>>;
   /** Its containers at most (its reserved concurrency), below the pool's `maxContainers`. */
   readonly maxContainers?: number;
+  /**
+   * Whether `env` is its whole environment, as Lambda gives a function only its configuration's
+   * (a stage as synthesized); else it runs on this process's environment, `env` over it.
+   */
+  readonly ownEnvironment?: boolean;
 }
 
 export interface ContainerPoolOptions {
@@ -116,7 +121,7 @@ class Container {
     };
     this.worker = new Worker(CONTAINER_SCRIPT, {
       workerData: data,
-      env: { ...process.env, ...env, ...runtime.env },
+      env: runtime.ownEnvironment ? { ...runtime.env } : { ...process.env, ...env, ...runtime.env },
       // A Lambda function's memory setting bounds what it may hold.
       resourceLimits: { maxOldGenerationSizeMb: runtime.memoryMb },
       name: this.label,
@@ -372,6 +377,11 @@ class FunctionPool {
     next.start(free);
   }
 
+  /** Whether an invocation is running or waiting for a container. */
+  get inFlight(): boolean {
+    return this.queue.length > 0 || this.containers.some((c) => c.alive && c.busy);
+  }
+
   /** What its ready containers hold together. */
   async memory(): Promise<number> {
     const ready = this.containers.filter((c) => c.alive && c.started);
@@ -434,5 +444,17 @@ export class ContainerPool implements Invoker {
 
   async close(): Promise<void> {
     await Promise.all([...this.pools.values()].map((pool) => pool.close()));
+  }
+
+  /**
+   * Closes once no invocation is in flight (at most `timeoutMs`): a version taken out of service
+   * finishes what it was serving, as Lambda lets an old version's invocations end.
+   */
+  async drain(timeoutMs = 30_000): Promise<void> {
+    const until = Date.now() + timeoutMs;
+    while ([...this.pools.values()].some((pool) => pool.inFlight) && Date.now() < until) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    await this.close();
   }
 }

@@ -216,6 +216,7 @@ export function templateRuntimes(
       handlerName: fn.handler,
       memoryMb: fn.memoryMb,
       env: { ...fn.environment, ...lambdaEnvironment(endpoint) },
+      ownEnvironment: true,
       ...(fn.reservedConcurrency === undefined ? {} : { maxContainers: fn.reservedConcurrency }),
     };
   }

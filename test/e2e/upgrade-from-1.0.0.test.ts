@@ -26,6 +26,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOperatorClient } from '../../lib/dynamodb/client.ts';
+import { startDynamoDbLocal, type DynamoDbLocal } from '../../local/dynamodb-local.ts';
 import { ORDER_INDEX_NAMES } from '../../lib/dynamodb/tables.ts';
 import type { FunctionName } from '../../lib/functions.ts';
 import { orderToJson, type Order } from '../../lib/orders/order.ts';
@@ -41,7 +42,7 @@ import {
 import { synthesize } from '../../local/synth.ts';
 import { upgradeSteps } from '../support/runbook.ts';
 import { seededRandom } from '../support/seeded-random.ts';
-import { dynamodbEndpoint, uniquePrefix } from '../support/tables.ts';
+import { uniquePrefix } from '../support/tables.ts';
 import {
   extractRelease,
   ordersIn,
@@ -93,7 +94,11 @@ function releaseOrders(): Order[] {
 describe('the upgrade from release 1.0.0, every step of its how-to, under traffic', () => {
   const work = mkdtempSync(join(tmpdir(), 'upgrade-'));
   const prefix = uniquePrefix('upgrade');
-  const client = createOperatorClient({ endpoint: dynamodbEndpoint() });
+  // A DynamoDB Local of its own: the index builds (UpdateTable until ACTIVE) compete with no
+  // other file's tables.
+  let dynamo: DynamoDbLocal;
+  let client: ReturnType<typeof createOperatorClient>;
+  const dynamodbEndpoint = () => dynamo.endpoint;
   const invoker = new SwitchingInvoker(SEED);
   const orders = releaseOrders();
   const steps = upgradeSteps();
@@ -119,7 +124,7 @@ describe('the upgrade from release 1.0.0, every step of its how-to, under traffi
         ]),
       ),
       functions,
-      maxContainers: 2,
+      maxContainers: 1,
     });
   const useGateway = (stage: TemplateStage) => {
     gateway = createGateway({ invoker, ...templateGatewayOptions(stage) });
@@ -136,6 +141,8 @@ describe('the upgrade from release 1.0.0, every step of its how-to, under traffi
 
   beforeAll(async () => {
     console.log(`upgrade rehearsal: seed ${SEED} (UPGRADE_SEED=${SEED} repeats its choices)`);
+    dynamo = await startDynamoDbLocal({ quickStart: true });
+    client = createOperatorClient({ endpoint: dynamo.endpoint });
     releaseDir = extractRelease();
     const releaseAssembly = await synthesizeRelease(releaseDir, join(work, 'release.out'));
     release = readTemplateStage(releaseAssembly, 'production', {
@@ -198,7 +205,8 @@ describe('the upgrade from release 1.0.0, every step of its how-to, under traffi
   afterAll(async () => {
     server?.close();
     await invoker.close();
-    client.destroy();
+    client?.destroy();
+    await dynamo?.stop();
     rmSync(work, { recursive: true, force: true });
     if (releaseDir) rmSync(releaseDir, { recursive: true, force: true });
   });
@@ -238,14 +246,32 @@ describe('the upgrade from release 1.0.0, every step of its how-to, under traffi
       options: { method?: string; ifNoneMatch?: string; filter?: string } = {},
     ): Promise<Sent> => {
       const sent = performance.now();
-      const response = await fetch(`${base}${path}`, {
-        method: options.method ?? 'GET',
-        headers: {
-          Authorization: `Bearer ${key}`,
-          ...(options.ifNoneMatch ? { 'If-None-Match': options.ifNoneMatch } : {}),
-        },
-      });
-      const body = await response.text();
+      let response: Response;
+      let body: string;
+      try {
+        response = await fetch(`${base}${path}`, {
+          method: options.method ?? 'GET',
+          headers: {
+            Authorization: `Bearer ${key}`,
+            ...(options.ifNoneMatch ? { 'If-None-Match': options.ifNoneMatch } : {}),
+          },
+          signal: AbortSignal.timeout(30_000),
+        });
+        body = await response.text();
+      } catch (error) {
+        // No answer at all (status 0): a failure as much as a 5xx.
+        const record: Sent = {
+          step,
+          kind,
+          path,
+          status: 0,
+          sent,
+          answered: performance.now(),
+          body: String(error),
+        };
+        records.push(record);
+        return record;
+      }
       const record: Sent = {
         step,
         kind,
@@ -364,75 +390,82 @@ describe('the upgrade from release 1.0.0, every step of its how-to, under traffi
     };
     const settle = () => pause(SETTLE_MS, stop.signal);
 
-    await settle();
-    // Step 1: this code's functions, readers first (the stack orders them), each served by both
-    // codes for a moment; then the API, v2 with it; then the reindex.
-    step = 'step 1';
-    const first = poolOf(stages[0]!, ALL);
-    await first.prewarm();
-    invoker.deploy('1', first);
-    await shift(['listOrders', 'authorizer'], '1.0.0', '1', 0.5, OVERLAP_MS);
-    invoker.route('listOrderPages', { '1': 1 });
-    await shift(['cancelOrder'], '1.0.0', '1', 0.5, OVERLAP_MS);
-    useGateway(stages[0]!);
-    v2 = true;
-    await settle();
-    await invoker.retire('1.0.0');
-    step = 'reindex';
-    const reindexed = await cli(PROJECT_ROOT, [
-      'orders',
-      'reindex',
-      '--endpoint',
-      dynamodbEndpoint(),
-      '--region',
-      'local',
-      '--table-orders',
-      `${prefix}-${release.tables.orders.logicalId}`,
-      '--yes',
-    ]);
-    expect(reindexed).toMatch(/the indexes are marked ready/);
-    await settle();
-
-    // Steps 2 to 7: an index added as CloudFormation adds it (until ACTIVE), then a canary.
-    const table = `${prefix}-${release.tables.orders.logicalId}`;
-    for (let i = 1; i < stages.length; i++) {
-      step = `step ${i + 1}`;
-      const had = new Set(
-        stages[i - 1]!.tables.orders.globalSecondaryIndexes.map((x) => x.IndexName),
-      );
-      const added = stages[i]!.tables.orders.globalSecondaryIndexes.filter(
-        (index) => !had.has(index.IndexName),
-      );
-      for (const index of added) {
-        const from = performance.now();
-        await client.send(
-          new UpdateTableCommand({
-            TableName: table,
-            AttributeDefinitions: [...stages[i]!.tables.orders.attributeDefinitions],
-            GlobalSecondaryIndexUpdates: [{ Create: index }],
-          }),
-        );
-        for (let status = ''; status !== 'ACTIVE'; await pause(100, stop.signal)) {
-          const { Table } = await client.send(new DescribeTableCommand({ TableName: table }));
-          status =
-            Table?.GlobalSecondaryIndexes?.find((x) => x.IndexName === index.IndexName)
-              ?.IndexStatus ?? '';
-        }
-        creating.push({ from, to: performance.now() });
-      }
-      const pool = poolOf(stages[i]!, ALL);
-      await pool.prewarm();
-      invoker.deploy(String(i + 1), pool);
-      await shift(ALL, String(i), String(i + 1), 0.1, CANARY_MS);
-      for (const index of added) readyAt.set(index.IndexName!, performance.now());
-      useGateway(stages[i]!);
-      await settle();
-      await invoker.retire(String(i));
+    try {
+      await upgrade();
+    } finally {
+      stop.abort();
+      await Promise.all(clients);
     }
-    step = 'after';
-    await settle();
-    stop.abort();
-    await Promise.all(clients);
+
+    async function upgrade(): Promise<void> {
+      await settle();
+      // Step 1: this code's functions, readers first (the stack orders them), each served by both
+      // codes for a moment; then the API, v2 with it; then the reindex.
+      step = 'step 1';
+      const first = poolOf(stages[0]!, ALL);
+      await first.prewarm();
+      invoker.deploy('1', first);
+      await shift(['listOrders', 'authorizer'], '1.0.0', '1', 0.5, OVERLAP_MS);
+      invoker.route('listOrderPages', { '1': 1 });
+      await shift(['cancelOrder'], '1.0.0', '1', 0.5, OVERLAP_MS);
+      useGateway(stages[0]!);
+      v2 = true;
+      await settle();
+      await invoker.retire('1.0.0');
+      step = 'reindex';
+      const reindexed = await cli(PROJECT_ROOT, [
+        'orders',
+        'reindex',
+        '--endpoint',
+        dynamodbEndpoint(),
+        '--region',
+        'local',
+        '--table-orders',
+        `${prefix}-${release.tables.orders.logicalId}`,
+        '--yes',
+      ]);
+      expect(reindexed).toMatch(/the indexes are marked ready/);
+      await settle();
+
+      // Steps 2 to 7: an index added as CloudFormation adds it (until ACTIVE), then a canary.
+      const table = `${prefix}-${release.tables.orders.logicalId}`;
+      for (let i = 1; i < stages.length; i++) {
+        step = `step ${i + 1}`;
+        const had = new Set(
+          stages[i - 1]!.tables.orders.globalSecondaryIndexes.map((x) => x.IndexName),
+        );
+        const added = stages[i]!.tables.orders.globalSecondaryIndexes.filter(
+          (index) => !had.has(index.IndexName),
+        );
+        for (const index of added) {
+          const from = performance.now();
+          await client.send(
+            new UpdateTableCommand({
+              TableName: table,
+              AttributeDefinitions: [...stages[i]!.tables.orders.attributeDefinitions],
+              GlobalSecondaryIndexUpdates: [{ Create: index }],
+            }),
+          );
+          for (let status = ''; status !== 'ACTIVE'; await pause(100, stop.signal)) {
+            const { Table } = await client.send(new DescribeTableCommand({ TableName: table }));
+            status =
+              Table?.GlobalSecondaryIndexes?.find((x) => x.IndexName === index.IndexName)
+                ?.IndexStatus ?? '';
+          }
+          creating.push({ from, to: performance.now() });
+        }
+        const pool = poolOf(stages[i]!, ALL);
+        await pool.prewarm();
+        invoker.deploy(String(i + 1), pool);
+        await shift(ALL, String(i), String(i + 1), 0.1, CANARY_MS);
+        for (const index of added) readyAt.set(index.IndexName!, performance.now());
+        useGateway(stages[i]!);
+        await settle();
+        await invoker.retire(String(i));
+      }
+      step = 'after';
+      await settle();
+    }
 
     // ── The verdicts ───────────────────────────────────────────────────────────────────────
     const cancelledBefore = (id: bigint, at: number) =>
@@ -501,7 +534,7 @@ describe('the upgrade from release 1.0.0, every step of its how-to, under traffi
       r.kind === 'cancel' &&
       creating.some((window) => r.sent < window.to && r.answered > window.from);
     const server5xx = records.filter(
-      (r) => r.status >= 500 && !documented503(r) && !localBackfill(r),
+      (r) => (r.status >= 500 || r.status === 0) && !documented503(r) && !localBackfill(r),
     );
 
     // The figures of each step.

@@ -109,10 +109,11 @@ export class SwitchingInvoker implements Invoker {
     this.pools.set(label, pool);
   }
 
+  /** Takes a version out of service once what it serves has ended. */
   async retire(label: string): Promise<void> {
     const pool = this.pools.get(label);
     this.pools.delete(label);
-    await pool?.close();
+    await pool?.drain();
   }
 
   route(fn: FunctionName, weights: Weights): void {
