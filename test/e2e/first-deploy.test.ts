@@ -28,7 +28,7 @@ import { stageConfig } from '../../infra/config.ts';
 import { STACK_OUTPUTS, stackNames, stageId, type StageName } from '../../lib/deployment.ts';
 import { orderToJson, type Order } from '../../lib/orders/order.ts';
 import { PROJECT_ROOT, type LocalState } from '../../local/local-stack.ts';
-import { synthesize } from '../../local/synth.ts';
+import { sharedAssembly, synthesizeTemplates } from '../support/assembly.ts';
 import { docSection } from '../support/runbook.ts';
 import { startLocalApi, type LocalApi } from '../support/local-api.ts';
 import { dynamodbEndpoint, uniquePrefix } from '../support/tables.ts';
@@ -159,9 +159,10 @@ describe('a first deploy of each stage, as docs/first-stage.md says', () => {
     );
     const realNpm = spawnSync('bash', ['-c', 'command -v npm'], { encoding: 'utf8' }).stdout.trim();
     standIns(bin, realNpm);
-    // One synth with the how-to's settings, as the how-to's `npm run synth` makes it (from the
-    // repository itself: the bundler wants the functions under the project it synthesizes).
-    const assembly = await synthesize({ outDir: join(work, 'cdk.out'), context: settings });
+    // The stages as the checked-in settings synthesize them (the run's one synth, bundled): the
+    // how-to's settings add an account, a region, the logging role and alarm subscriptions, none
+    // of which changes what runs (the first test synthesizes the app with them).
+    const assembly = await sharedAssembly();
     for (const stage of ['staging', 'production'] as const) {
       apis[stage] = await startLocalApi({
         args: ['--stage', stage, '--assembly', assembly],
@@ -199,8 +200,10 @@ describe('a first deploy of each stage, as docs/first-stage.md says', () => {
           AWS_ACCESS_KEY_ID: 'local',
           AWS_SECRET_ACCESS_KEY: 'local',
           AWS_ENDPOINT_URL_DYNAMODB: dynamodbEndpoint(),
-          // What a stage's smoke run needs of the environment: nothing else.
+          // What a stage's smoke run needs of the environment: nothing else. A shell level, so that
+          // bash, its stdin a socket, does not take itself for an ssh session's and read bashrc.
           LANG: 'C.UTF-8',
+          SHLVL: '1',
         },
       },
     );
@@ -219,10 +222,11 @@ describe('a first deploy of each stage, as docs/first-stage.md says', () => {
   const FILTERS =
     /^ok {3}v2: 200 a page of (status=pending|a ship-date range|status=pending with a ship-date range|petId=\d+|petId=\d+ with a ship-date range), every order matching$/;
 
-  it("documents settings the stages take, the custom domain's too", () => {
+  it("documents settings the stages take, cdk-nag's checks and the custom domain's too", async () => {
     for (const stage of ['staging', 'production'] as const) {
       expect(() => stageConfig(stage, (key) => settings[key], {})).not.toThrow();
     }
+    await synthesizeTemplates([{ kind: 'app', settings, outDir: join(work, 'with-settings.out') }]);
     const domain = jsonBlocks('## 8. A custom domain (optional)')[0]!.context;
     const both = { ...settings, ...domain };
     expect(stageConfig('production', (key) => both[key], {}).customDomain).toBeDefined();

@@ -11,11 +11,9 @@
  *   that wrong 304s, missed or repeated orders and 5xx can be counted.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { App } from 'aws-cdk-lib';
-import { buildApp } from '../../infra/app.ts';
 import type { FunctionName } from '../../lib/functions.ts';
 import { LOCAL_REGION } from '../../lib/dynamodb/client.ts';
 import type { ContainerPool } from '../../local/container-pool.ts';
@@ -23,6 +21,7 @@ import type { Invocation, InvokeOptions, Invoker } from '../../local/invoker.ts'
 import { PROJECT_ROOT } from '../../local/local-stack.ts';
 import { readTemplateStage, type TemplateStage } from '../../local/stage-template.ts';
 import { synthesize } from '../../local/synth.ts';
+import { synthesizeTemplates } from './assembly.ts';
 import { seededRandom } from './seeded-random.ts';
 
 /** Release 1.0.0: CHANGELOG.md's one release. */
@@ -53,37 +52,25 @@ export async function synthesizeRelease(releaseDir: string, outDir: string): Pro
   return synthesize({ outDir, projectDir: releaseDir });
 }
 
-/** cdk.json's context (the feature flags) with these stage settings over it. */
-function contextWith(settings: Readonly<Record<string, unknown>>): Record<string, unknown> {
-  const { context } = JSON.parse(readFileSync(join(PROJECT_ROOT, 'cdk.json'), 'utf8')) as {
-    context: Record<string, unknown>;
-  };
-  const given = Object.fromEntries(Object.entries(settings).filter(([, v]) => v !== undefined));
-  return { ...context, ...given };
-}
-
 /**
- * This code's production stage with these settings (`production:<key>` values), synthesized
- * in-process without bundling, read with the bundles of a full synth of the same code.
+ * This code's production stage at each of these settings (`production:<key>` values), its
+ * templates synthesized without bundling, read with the bundles of a full synth of the same code.
  */
-export function stepStage(
-  settings: Readonly<Record<string, unknown>>,
+export async function stepStages(
+  steps: readonly Readonly<Record<string, unknown>>[],
   outDir: string,
   bundles: Readonly<Partial<Record<FunctionName, string>>>,
   tablePrefix: string,
-): TemplateStage {
-  const app = new App({
-    outdir: outDir,
-    // As the CDK CLI runs an app: each resource's construct path in its metadata.
-    context: {
-      ...contextWith(settings),
-      'aws:cdk:bundling-stacks': [],
-      'aws:cdk:enable-path-metadata': true,
-    },
-  });
-  buildApp(app);
-  app.synth();
-  return readTemplateStage(outDir, 'production', { tablePrefix, region: LOCAL_REGION, bundles });
+): Promise<TemplateStage[]> {
+  const requests = steps.map((settings, i) => ({
+    kind: 'production' as const,
+    settings,
+    outDir: join(outDir, `step-${i + 1}`),
+  }));
+  await synthesizeTemplates(requests);
+  return requests.map((r) =>
+    readTemplateStage(r.outDir, 'production', { tablePrefix, region: LOCAL_REGION, bundles }),
+  );
 }
 
 /** Which version serves a function's invocations: labels with weights (summing to 1). */
