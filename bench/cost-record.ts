@@ -18,6 +18,7 @@ import {
 /** The kinds of request, in the order issue 41 lists them: the record's rows. */
 export const KINDS = [
   'v1-304',
+  'v2-304-all',
   'v2-304',
   'v2-304-changing',
   'v2-pending',
@@ -254,7 +255,21 @@ interface Goal {
 /** Issue 41, point 2: what each kind may cost at most, measured at 20,000 orders. */
 export const GOALS: readonly Goal[] = [
   { text: 'a v1 conditional hit (304): ≤ 5 units', kinds: ['v1-304'], most: 5, measure: 'units' },
-  { text: 'a v2 conditional hit (304): ≤ 5 units', kinds: ['v2-304'], most: 5, measure: 'units' },
+  {
+    text: 'a v2 conditional hit by version (304), a page of the table: ≤ 5 units',
+    kinds: ['v2-304-all'],
+    most: 5,
+    measure: 'units',
+  },
+  {
+    // Issue 49: a page of an index is tagged by its content, so that no 304 outlives an index's
+    // lag; its 304 reads the page again, and costs what the page does (issue 41's 5 units were a
+    // tag by version's, which a lagging index made wrong).
+    text: 'a v2 conditional hit by content (304), a page of 50 from an index: its page’s, ≤ 15 units',
+    kinds: ['v2-304', 'v2-304-changing'],
+    most: 15,
+    measure: 'units',
+  },
   {
     text: 'a v2 page of 50 from an index, the store unchanged for the settle time: ≤ 15 units',
     kinds: ['v2-pending', 'v2-month', 'v2-pet'],

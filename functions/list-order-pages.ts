@@ -7,12 +7,13 @@
  * Decided, then done (./shared/http-function.ts), top to bottom: `read` parses the query and
  * plans its pages, without I/O (a malformed query is refused 400, an index not deployed 503 with
  * Retry-After, both once the request is counted, having read nothing); `check` reads the list's
- * version, whose page tag (lib/orders/page-tag.ts) answers a conditional request 304 without
- * reading an order (within the key's free allowance, off the plan's quota) while the store is
- * settled; `act` reads the page (lib/dynamodb/order-pages.ts), with what the version says of the
- * index, and answers it: tagged by version when the store is settled, else by its content, whose
- * 304 is answered once the page is read (the same page as the client's: nothing sent again). An
- * index still being built is answered 503 once the page's reads find it.
+ * version, whose tag answers a conditional request for a page of the table 304 without reading an
+ * order (within the key's free allowance, off the plan's quota); `act` reads the page
+ * (lib/dynamodb/order-pages.ts), with what the version says of the index, and answers it: a page
+ * of the table tagged by version, a page of an index by its content (lib/orders/page-tag.ts),
+ * whose 304 is answered once the page is read (free within the allowance, as a version's: the
+ * same page as the client's, nothing sent again). An index still being built is answered 503 once
+ * the page's reads find it.
  */
 import { parseIfNoneMatch } from '../lib/api/etag.ts';
 import { JSON_CONTENT_TYPE, type HttpResponse } from '../lib/api/responses.ts';
@@ -83,11 +84,15 @@ export function createListOrderPagesHandler(deps: ListOrderPagesDependencies) {
     };
   };
 
-  /** The version, and the page's 304 when its tag by version still matches (a settled store). */
+  /**
+   * The version, and the page's 304 when its tag by version still matches (a page of the table);
+   * a page of an index is tagged by its content, which only reading it decides.
+   */
   const check = versionCheck<AskedPage>(
     (options) => deps.orders().readListVersion(options),
-    ({ query: { filter, start, pageSize }, plan }, version, { now }) =>
-      pageEntityTag({ version, filter, ...(start ? { start } : {}), pageSize, plan, now }),
+    ({ query: { filter, start, pageSize }, plan }, version) =>
+      pageEntityTag({ version, filter, ...(start ? { start } : {}), pageSize, plan }),
+    { byContent: ({ plan }) => !plan.consistent },
   );
 
   const act = async (
@@ -110,8 +115,8 @@ export function createListOrderPagesHandler(deps: ListOrderPagesDependencies) {
     const next = nextPageToken
       ? `<${path}?${new URLSearchParams(nextPageParameters(parameters, nextPageToken)).toString()}>; rel="next"`
       : undefined;
-    // Tagged by version when the store is settled; else by content. Either answers 304 now that
-    // the page is read: the client holds this very page.
+    // A page of the table is tagged by version, one of an index by its content. Either answers
+    // 304 now that the page is read: the client holds this very page.
     const contentTag = pageContentTag(body);
     const validated = validate(condition, versionTag ?? contentTag, {}, [contentTag]);
     if ('notModified' in validated) return validated.notModified;

@@ -53,7 +53,7 @@ export function createListOrdersHandler(deps: ListOrdersDependencies) {
   const check = versionCheck<ListRequest>(
     (options) => deps.orders().readListVersion(options),
     (_, version) => version.tag,
-    VARIES,
+    { headers: VARIES },
   );
 
   const act = async (

@@ -15,8 +15,10 @@
  *
  * A list's request may be conditional (`conditionalHttpFunction`): it is first admitted by the
  * key's free allowance and its check (the list's version) decides: a 304 is answered free; a
- * change is answered in full, counted like any other request. Without the allowance (used up,
- * or none) it is counted first, then checked.
+ * change is answered in full, counted like any other request. Where the version cannot decide (a
+ * v2 page read from an index, tagged by its content) the page read within the allowance is the
+ * check: a 304 is answered free, a change counted once read (a refused one is not sent). Without
+ * the allowance (used up, or none) it is counted first, then checked.
  *
  * So a refused request (429) costs the store nothing but the limiter's own write: no order read,
  * no list version read, no version mark. Every answer to the identified caller carries the
@@ -81,8 +83,15 @@ export type Validators = Readonly<Record<string, string>>;
 export type Validated<Answer, Found extends object = object> =
   { readonly notModified: Answer } | Checked<Found>;
 
-/** What a check hands the full answer: the validators, and what else it found. */
-export type Checked<Found extends object = object> = { readonly validators: Validators } & Found;
+/**
+ * What a check hands the full answer: the validators, and what else it found. `byContent`: the
+ * check cannot tell whether the answer changed; the full answer, read, tells (its 304 is then the
+ * full answer's: a v2 page read from an index).
+ */
+export type Checked<Found extends object = object> = {
+  readonly validators: Validators;
+  readonly byContent?: boolean;
+} & Found;
 
 /** A list's operation: its requests may be conditional (If-None-Match). */
 export interface ConditionalOperation<
@@ -184,13 +193,21 @@ export function conditionalHttpFunction<
     return operation.act(input, checked, request);
   };
 
-  /** Admitted free: a 304 is the free answer; a change is answered in full, counted. */
+  /**
+   * Admitted free: a 304 is the free answer; a change is answered in full, counted. An answer
+   * decided by its content is read within the allowance: its 304 free, a change counted.
+   */
   const answerFree = async (input: Input, free: Admission, request: HttpRequest) => {
     const checked = await answeredWith(free.headers, () => {
       free.admit();
       return operation.check(input, request);
     });
     if ('notModified' in checked) return withHeaders(checked.notModified, free.headers);
+    if (checked.byContent) {
+      const answer = await answeredWith(free.headers, () => operation.act(input, checked, request));
+      if (answer.statusCode === 304) return withHeaders(answer, free.headers);
+      return counted(deps, request, () => Promise.resolve(answer));
+    }
     return counted(deps, request, () => operation.act(input, checked, request));
   };
 

@@ -46,7 +46,9 @@ export interface ConditionalRequest {
  * The validators of an answer whose weak tag is `opaque` (none: the answer has no tag now), with
  * `headers` beside them, or its 304 when the request's condition still matches it — or one of
  * `alsoCurrent`, other tags that stand for the same answer now (a v2 page's content tag beside
- * its version tag).
+ * its version tag). An answer without a tag is never a 304, not even to `If-None-Match: *`: a 304
+ * carries the ETag its 200 would (RFC 9110 §15.4.5), and the answer is then given in full (or,
+ * for an answer tagged by its content, once it is read: its own 304, with its tag).
  */
 export function validate(
   condition: IfNoneMatch,
@@ -61,10 +63,7 @@ export function validate(
     ...headers,
   };
   const current = [...(tag ? [tag] : []), ...alsoCurrent.map((o) => ({ weak: true, opaque: o }))];
-  const matched =
-    current.length === 0
-      ? notModified(condition, undefined)
-      : current.some((t) => notModified(condition, t));
+  const matched = current.some((t) => notModified(condition, t));
   if (!matched) return { validators };
   logger.info('List not modified', { etag: validators.ETag });
   metrics.addMetric(METRIC_NAMES.listNotModified, MetricUnit.Count, 1);
@@ -85,12 +84,18 @@ export interface VersionSeen {
 export function versionCheck<Request extends ConditionalRequest>(
   readVersion: (options: CallOptions) => Promise<ListVersion>,
   tagOf: (request: Request, version: ListVersion, http: HttpRequest) => string | undefined,
-  headers: Readonly<Record<string, string>> = {},
+  options: {
+    readonly headers?: Readonly<Record<string, string>>;
+    /** Whether the answer is tagged by its content: the check cannot decide (Checked.byContent). */
+    readonly byContent?: (request: Request) => boolean;
+  } = {},
 ): (request: Request, http: HttpRequest) => Promise<Validated<HttpResponse, VersionSeen>> {
   return async (request, http) => {
     const version = await readVersion({ signal: http.signal });
     const versionTag = tagOf(request, version, http);
-    const validated = validate(request.condition, versionTag, headers);
-    return 'notModified' in validated ? validated : { ...validated, version, versionTag };
+    const validated = validate(request.condition, versionTag, options.headers ?? {});
+    if ('notModified' in validated) return validated;
+    const byContent = options.byContent?.(request) ?? false;
+    return { ...validated, version, versionTag, ...(byContent ? { byContent } : {}) };
   };
 }

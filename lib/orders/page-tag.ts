@@ -1,39 +1,46 @@
 /**
- * The entity tags of one page of the v2 list.
+ * The entity tags of one page of the v2 list, and the one bound the page reader assumes of an
+ * index (INDEX_SETTLE_MS).
  *
- * **By version** (`pageEntityTag`): a hash of the list's version (the version items of
- * lib/dynamodb/list-version.ts, read strongly consistent before the page, as v1's list does), the
- * filters, the page's start and its size. Same version, same request: the same page. So a
- * conditional request needs only the version read: If-None-Match with the current tag is
- * answered 304 without reading an order. What makes that true, and when it is not:
- * - A page read strongly consistent (the table) after the version read shows every write the
- *   version covers: the same guarantee as v1's list (docs/architecture.md, "The list's version").
- * - A page read from an index may not: index reads are eventually consistent, so a write that
- *   the version already covers can be missing from the index for a moment. Such a page is tagged
- *   by version only when the store is settled: no write in flight, and the version's last change
- *   older than INDEX_SETTLE_MS (`isSettled`). **Assumed: an index reflects a write within
- *   INDEX_SETTLE_MS of its acknowledgement.** AWS documents no bound: its knowledge center says
- *   writes "propagate to a GSI within 1 second" and that a longer lag can happen ("If you wait
- *   several seconds and the GSI still doesn't show your updates…", re:Post,
- *   dynamodb-missing-table-items-gsi); 10 s is ten times that. The version's change time is
- *   written by the release of each write (its clock: Lambda's, NTP-synchronized) and compared
- *   with this reader's clock; a version whose change time is unknown (a nonce item with no `c`)
- *   is not settled.
+ * **By version** (`pageEntityTag`), a page read from the table: a hash of the list's version (the
+ * version items of lib/dynamodb/list-version.ts, read strongly consistent before the page, as
+ * v1's list does), the filters, the page's start and its size. Same version, same request: the
+ * same page, because the page is read strongly consistent after the version: the guarantee of
+ * v1's list (docs/architecture.md, "The list's version"). A conditional request needs only the
+ * version read: If-None-Match with the current tag is answered 304 without reading an order.
  *
- * **By content** (`pageContentTag`): a hash of the page's body, for a page read from an index
- * while the store is not settled. Its 304 needs the page read again (the body is what it
- * compares), and is never wrong: it is answered only when the page now is the page the client
- * has.
+ * **By content** (`pageContentTag`), a page read from an index: a hash of the page's body. An
+ * index is eventually consistent, and AWS documents no bound on how far it may trail its table
+ * (the developer guide: "within a fraction of a second, under normal conditions"; "in some
+ * unlikely failure scenarios, longer propagation delays might occur"). Were such a page tagged by
+ * version, a page read while the index lagged would keep its 304s after the index caught up, for
+ * as long as nothing else was written: the same tag for two bodies. So its 304 reads the page
+ * again (the same reads as a 200) and is answered only when the page now is the page the client
+ * holds: never wrong, whatever the lag.
+ *
+ * What a page shows while an index lags is the page reader's business: it reads again by key the
+ * orders written less than INDEX_SETTLE_MS ago (the version's notes), so a page is exact as long
+ * as an index reflects a write within INDEX_SETTLE_MS; past it, a page can show an order as it
+ * was before a write or miss it (docs/architecture.md, "Exactness"), never with a tag that
+ * outlives the lag.
  */
 import { createHash } from 'node:crypto';
 import { canonicalFilterV1, type OrderFilter, type PagePosition } from './order-filter.ts';
 import type { PagePlan } from './order-pages.ts';
 import type { ListVersion } from './order-store.ts';
 
-/** How long after the list's last change an index-served page may be tagged (see above). */
+/**
+ * How long after its acknowledgement a write is assumed to be in every index: the orders written
+ * more recently are read again by key by every page that lists them (see above). Ten times the
+ * second AWS's knowledge center gives ("within 1 second"); no bound is documented.
+ */
 export const INDEX_SETTLE_MS = 10_000;
 
-/** Whether the store is settled at `now`: no write in flight, the last change known and old. */
+/**
+ * Whether the store is settled at `now`: no write in flight, the last change known and older
+ * than INDEX_SETTLE_MS (then a page reads again by key, eventually consistent, only what an index
+ * may hold as it no longer is: lib/dynamodb/page-check.ts).
+ */
 export function isSettled(version: ListVersion, now: number): boolean {
   const changed = version.lastChangeAt;
   return version.tag !== undefined && changed !== undefined && now - changed >= INDEX_SETTLE_MS;
@@ -54,8 +61,6 @@ export interface PageTagInput {
   /** The page size served. */
   readonly pageSize: number;
   readonly plan: Pick<PagePlan, 'consistent'>;
-  /** Now, as the reader's clock reads it (ms since the epoch). */
-  readonly now: number;
 }
 
 /** What changes every content tag at once (a tag of another page's body is never this one's). */
@@ -73,14 +78,13 @@ export function pageContentTag(body: string): string {
 }
 
 /**
- * The page's opaque tag (22 base64url characters: every one an etagc; the caller sends it weak,
- * `W/"…"`), or undefined when the page cannot have one now: a write is in flight, or the page is
- * read from an index and the list changed less than INDEX_SETTLE_MS ago (or when, is unknown).
+ * The page's opaque tag by version (22 base64url characters: every one an etagc; the caller sends
+ * it weak, `W/"…"`), or undefined when the page has none: it is read from an index (its tag is
+ * its content's), or a write is in flight.
  */
 export function pageEntityTag(input: PageTagInput): string | undefined {
   const { version } = input;
-  if (version.tag === undefined) return undefined;
-  if (!input.plan.consistent && !isSettled(version, input.now)) return undefined;
+  if (version.tag === undefined || !input.plan.consistent) return undefined;
   const start = input.start
     ? `${input.start.instant === undefined ? '' : `${input.start.instant}:`}${input.start.id}`
     : '-';

@@ -1,12 +1,18 @@
 /**
- * The entity tag of a v2 page (lib/orders/page-tag.ts) and the list version's change time it
- * relies on (lib/dynamodb/list-version.ts listVersionOf): one tag per version and request; none
- * for a page read from an index until the list's last change has settled.
+ * The entity tag of a v2 page (lib/orders/page-tag.ts) and the list version's change time
+ * (lib/dynamodb/list-version.ts listVersionOf): one tag by version per version and request for a
+ * page of the table; none by version for a page of an index, whose tag is its content's, whatever
+ * the time since the last change.
  */
 import { describe, expect, it } from 'vitest';
 import { NumberValue } from '@aws-sdk/lib-dynamodb';
 import { listVersionOf } from '../../lib/dynamodb/list-version-item.ts';
-import { INDEX_SETTLE_MS, pageEntityTag, type PageTagInput } from '../../lib/orders/page-tag.ts';
+import {
+  INDEX_SETTLE_MS,
+  pageContentTag,
+  pageEntityTag,
+  type PageTagInput,
+} from '../../lib/orders/page-tag.ts';
 
 const NOW = 1_800_000_000_000;
 const none = new Set<string>();
@@ -14,8 +20,7 @@ const base: PageTagInput = {
   version: { tag: 'v1', lastChangeAt: NOW - INDEX_SETTLE_MS, recentWrites: none },
   filter: { statuses: ['pending'] },
   pageSize: 50,
-  plan: { consistent: false },
-  now: NOW,
+  plan: { consistent: true },
 };
 
 describe('the tag of a page', () => {
@@ -62,20 +67,23 @@ describe('the tag of a page', () => {
     ).toBeUndefined();
   });
 
-  it('of a page read from an index waits until the last change is INDEX_SETTLE_MS old, or known', () => {
-    const changedAt = (ms: number | undefined) => ({
-      ...base,
-      version:
-        ms === undefined
-          ? { tag: 'v1', recentWrites: 'all' as const }
-          : { tag: 'v1', lastChangeAt: ms, recentWrites: none },
-    });
-    expect(pageEntityTag(changedAt(NOW - INDEX_SETTLE_MS + 1))).toBeUndefined();
-    expect(pageEntityTag(changedAt(NOW - INDEX_SETTLE_MS))).toBeDefined();
-    expect(pageEntityTag(changedAt(undefined))).toBeUndefined();
-    // A page read strongly consistent (the table) needs no settling.
-    expect(pageEntityTag({ ...changedAt(NOW), plan: { consistent: true } })).toBeDefined();
-    expect(pageEntityTag({ ...changedAt(undefined), plan: { consistent: true } })).toBeDefined();
+  it('of a page read from an index is never by version: its content is its tag, however settled the store', () => {
+    const index = { ...base, plan: { consistent: false } };
+    expect(pageEntityTag(index)).toBeUndefined();
+    expect(
+      pageEntityTag({ ...index, version: { tag: 'v1', lastChangeAt: 0, recentWrites: none } }),
+    ).toBeUndefined();
+    // A page read strongly consistent (the table) is tagged by version, settled or not.
+    expect(
+      pageEntityTag({ ...base, version: { tag: 'v1', lastChangeAt: NOW, recentWrites: none } }),
+    ).toBeDefined();
+    expect(pageEntityTag({ ...base, version: { tag: 'v1', recentWrites: 'all' } })).toBeDefined();
+  });
+
+  it('by content: the same body, the same tag; another body, another', () => {
+    expect(pageContentTag('{"orders":[]}')).toBe(pageContentTag('{"orders":[]}'));
+    expect(pageContentTag('{"orders":[]}')).not.toBe(pageContentTag('{"orders":[{"id":1}]}'));
+    expect(pageContentTag('{"orders":[]}')).toMatch(/^[A-Za-z0-9_-]{22}$/);
   });
 });
 
