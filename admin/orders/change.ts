@@ -3,6 +3,7 @@
  * holds other than by import — an order's status, the list's version, the orders' index
  * attributes.
  */
+import { DynamoDbListVersion } from '../../lib/dynamodb/list-version.ts';
 import { reindexOrders } from '../../lib/dynamodb/reindex.ts';
 import { shipOrder } from '../../lib/orders/operations.ts';
 import { print } from '../common.ts';
@@ -10,7 +11,7 @@ import { defineCommand } from '../command.ts';
 import { confirmChange } from '../confirm.ts';
 import { progressLine } from '../progress.ts';
 import { withTable } from '../target.ts';
-import { orderIdArgument, withOrderStore } from './shared.ts';
+import { operatorListVersion, orderIdArgument, withOrderStore } from './shared.ts';
 
 export const ship = defineCommand(
   {
@@ -71,7 +72,9 @@ an order not shipped) onto each order that lacks them or holds stale ones: the o
 record and the ship date it was derived from, so a cancel, ship or import racing it never leaves
 a stale key (the order as it then is is written anew). Then it writes the marker that lets the
 indexes ordersByStatus, ordersByDate, ordersByPetDate and ordersUnshippedByDate serve on a stage
-that waits for it (ordersAwaitReindex). It changes no order's fields.
+that waits for it (ordersAwaitReindex). It changes no order's fields; each page of the scan marks
+the list's version as a write of many orders does (its ETags change, and v2's pages read the
+orders again by key for a while after it).
 
 Run it after the deploy that brings the code writing the attributes has finished (no older
 version of a function still running): docs/upgrade-from-1.0.0.md. Running it again writes
@@ -90,6 +93,7 @@ nothing but the marker.`,
       const line = progressLine(io.stderr);
       const started = performance.now();
       const result = await reindexOrders(client, table, {
+        version: new DynamoDbListVersion(client, table, operatorListVersion()),
         onProgress: ({ scanned, updated }) =>
           line.update(`${scanned} items read, ${updated} orders written`),
       }).finally(() => line.clear());

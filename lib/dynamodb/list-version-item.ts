@@ -163,14 +163,17 @@ export interface ReleaseNotes {
  * The notes of a release at `now` that changed the list, from what its mark saw of the item
  * (`marked`): its own (`r_<id>` for one order, else `o`), and the stale ones to remove. Writes
  * released at once may each add a note past the cap: the cap bounds the item's size, give or take
- * what a moment's concurrent writes add.
+ * what a moment's concurrent writes add. A writer whose clock may be `skewMs` off (either way)
+ * stamps its note that far ahead and drops only the notes older than INDEX_SETTLE_MS by the
+ * earliest its clock may be: neither its own note nor another's is taken for older than it is.
  */
 export function notesOf(
   marked: Item | undefined,
   orderId: bigint | undefined,
   now: number,
+  skewMs = 0,
 ): ReleaseNotes {
-  const since = now - INDEX_SETTLE_MS;
+  const since = now - skewMs - INDEX_SETTLE_MS;
   const drop: string[] = [];
   let fresh = 0;
   for (const [name, value] of Object.entries(marked ?? {})) {
@@ -181,5 +184,5 @@ export function notesOf(
   }
   const own = orderId === undefined ? undefined : `${RECENT_PREFIX}${orderId}`;
   const note = own !== undefined && fresh < RECENT_WRITES_CAP ? own : OVERFLOW;
-  return { note, at: now, drop: drop.filter((name) => name !== note) };
+  return { note, at: now + skewMs, drop: drop.filter((name) => name !== note) };
 }

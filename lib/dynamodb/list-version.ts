@@ -61,6 +61,14 @@ export const FUNCTION_WRITE_LEASE_MS = TIME_BUDGETS.requestMs + TIME_BUDGETS.lat
 export interface DynamoDbListVersionOptions {
   /** How long after its mark a write is assumed to have landed, if ever (FUNCTION_WRITE_LEASE_MS). */
   readonly leaseMs?: number;
+  /**
+   * How far this writer's clock may be from AWS's, either way (0 for the functions, whose clock
+   * Lambda keeps; the operator's CLI: SigV4's tolerance). Readers compare its change times (`c`,
+   * the notes) with their own clock: it stamps them that far ahead, and drops another writer's
+   * notes only once they are old by the earliest its clock may be (notesOf), so that no change is
+   * taken for older than it is, and no order for settled in the indexes too soon.
+   */
+  readonly clockSkewMs?: number;
   /** The items written and read (the stage's setting); DEFAULT_LIST_VERSION_ITEMS by default. */
   readonly items?: ListVersionItems;
   readonly now?: () => number;
@@ -83,6 +91,7 @@ export class DynamoDbListVersion {
   private readonly client: DynamoDBDocumentClient;
   private readonly tableName: string;
   private readonly leaseMs: number;
+  private readonly clockSkewMs: number;
   private readonly items: ListVersionItems;
   private readonly now: () => number;
   private readonly onReleaseFailure: (error: unknown) => void;
@@ -96,6 +105,7 @@ export class DynamoDbListVersion {
     this.client = client;
     this.tableName = tableName;
     this.leaseMs = options.leaseMs ?? FUNCTION_WRITE_LEASE_MS;
+    this.clockSkewMs = options.clockSkewMs ?? 0;
     this.items = options.items ?? DEFAULT_LIST_VERSION_ITEMS;
     this.now = options.now ?? Date.now;
     this.onReleaseFailure = options.onReleaseFailure ?? (() => undefined);
@@ -157,7 +167,7 @@ export class DynamoDbListVersion {
       this.release(
         key,
         entry,
-        changedList ? notesOf(marked, options.orderId, this.now()) : undefined,
+        changedList ? notesOf(marked, options.orderId, this.now(), this.clockSkewMs) : undefined,
         options.signal,
       );
     let result: T;
@@ -218,11 +228,16 @@ export class DynamoDbListVersion {
           key,
           'SET #n = :n, #c = :c',
           { '#n': NONCE, '#c': CHANGED_AT },
-          { ':n': nonce(), ':c': this.now() },
+          { ':n': nonce(), ':c': this.changeTime() },
           signal,
         ),
       ),
     );
+  }
+
+  /** The time a change is stamped with: this writer's clock, ahead by how far it may be off. */
+  private changeTime(): number {
+    return this.now() + this.clockSkewMs;
   }
 
   /** One UpdateItem of a version item; what the item holds after it. */

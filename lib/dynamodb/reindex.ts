@@ -14,14 +14,18 @@
  * older code writes orders: run it after the deploy that brings this code has finished
  * (docs/upgrade-from-1.0.0.md).
  *
- * It writes no order field and no list version mark (the attributes are in no list's JSON).
- * Idempotent: a second run finds nothing to write.
+ * It writes no order field, but what the indexes hold changes (an order enters, leaves or moves in
+ * them): each page of the scan is one write of many orders of the list's version (`version`, the
+ * operator's), as an import's batch is, so that the list's version changes like any write's and
+ * the pages of the orders it wrote read them again by key for the settle time after it
+ * (lib/orders/page-tag.ts). Idempotent: a second run finds nothing to write.
  */
 import { ScanCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { numberText } from './attributes.ts';
 import { isConditionFailure, send } from './errors.ts';
 import { markIndexesReady } from './index-readiness.ts';
+import type { DynamoDbListVersion } from './list-version.ts';
 import { derivedIndexAttributes } from './order-index-keys.ts';
 import { hasCancelTrail, isOrderItem } from './order-item.ts';
 import { CANCEL_TRAIL_ATTRIBUTES, ORDER_INDEX_ATTRIBUTES } from './tables.ts';
@@ -64,6 +68,8 @@ export interface ReindexResult extends ReindexProgress {
 }
 
 export interface ReindexOptions {
+  /** The list's version its writes mark (none: they mark nothing, as a test may want). */
+  readonly version?: Pick<DynamoDbListVersion, 'around'>;
   readonly onProgress?: (progress: ReindexProgress) => void;
   /** Called before each write (tests race it). */
   readonly beforeWrite?: (id: bigint) => Promise<void>;
@@ -165,8 +171,17 @@ export async function reindexOrders(
       // The list's version items and the readiness marker are in partitions below 0.
       const orderItems = items.filter((item) => isOrderItem(item));
       orders += orderItems.length;
-      for (let i = 0; i < orderItems.length && !failure; i += WRITES_IN_FLIGHT) {
-        await Promise.all(orderItems.slice(i, i + WRITES_IN_FLIGHT).map(reindex));
+      const writePage = async (): Promise<number> => {
+        const before = updated;
+        for (let i = 0; i < orderItems.length && !failure; i += WRITES_IN_FLIGHT) {
+          await Promise.all(orderItems.slice(i, i + WRITES_IN_FLIGHT).map(reindex));
+        }
+        return updated - before;
+      };
+      if (options.version && orderItems.length > 0) {
+        await options.version.around(writePage, (written) => written > 0);
+      } else {
+        await writePage();
       }
       progress();
       startKey = page.LastEvaluatedKey;

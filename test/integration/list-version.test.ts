@@ -145,6 +145,32 @@ describe('the notes of recent writes', () => {
     expect(Object.keys(item).filter((name) => /^(r_|o$)/.test(name))).toEqual(['r_2']);
   });
 
+  it("of a writer whose clock may be off (the operator's CLI) are stamped that far ahead, and drop no note another's clock still holds", async () => {
+    const skew = 5 * 60_000;
+    const own = version({ write: 1, read: 1 });
+    // A function's note, then 20 s later a write by a CLI whose clock is 30 s ahead.
+    await write(own, 1n);
+    clock += 20_000;
+    const operator = new DynamoDbListVersion(t.client, t.tables.orders, {
+      now: () => clock + 30_000,
+      clockSkewMs: skew,
+      items: { write: 1, read: 1 },
+    });
+    await write(operator, 2n);
+    // The CLI's clock says the function's note is 50 s old, but it may be 5 minutes ahead: kept.
+    const item = (await storedItems()).get(0)!;
+    expect(
+      Object.keys(item)
+        .filter((name) => /^(r_|o$)/.test(name))
+        .sort(),
+    ).toEqual(['r_1', 'r_2']);
+    // Its own note is read as recent for INDEX_SETTLE_MS past its clock and the skew.
+    clock += 30_000 + skew + INDEX_SETTLE_MS - 1;
+    expect((await own.read()).recentWrites).toEqual(new Set(['2']));
+    clock += 1;
+    expect((await own.read()).recentWrites).toEqual(new Set());
+  });
+
   it(`stop at ${RECENT_WRITES_CAP} an item: the next write notes \`o\`, and the item stays under 1 KB`, async () => {
     const v = version({ write: 1, read: 1 });
     for (let i = 0; i < RECENT_WRITES_CAP; i++) await write(v, 9223372036854775807n - BigInt(i));
