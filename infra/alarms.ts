@@ -34,7 +34,13 @@ import { FUNCTIONS, type FunctionName } from '../lib/functions.ts';
 import { METRIC_NAMES, stageMetricsNamespace } from '../lib/metrics.ts';
 import type { ServiceFunction } from './constructs/service-function.ts';
 import { FUNCTION_LOG_FIELDS } from './log-queries.ts';
-import { tableOperationsSum, type Monitoring } from './monitoring.ts';
+import {
+  batchWriteThrottles,
+  indexWriteThrottles,
+  tableOperationsSum,
+  type Monitoring,
+} from './monitoring.ts';
+import { INDEX_SETTLE_MS } from '../lib/orders/page-tag.ts';
 
 /** Every alarm evaluates one period of this length, but the deployment alarms (below). */
 export const ALARM_PERIOD = Duration.minutes(5);
@@ -156,6 +162,23 @@ export function addAlarms(monitoring: Monitoring, topic: ITopic): Alarm[] {
       look: 'the AWS Health Dashboard (DynamoDB in this region), the ServiceUnavailable metric.',
     });
   }
+
+  // Each index of the orders table: a write it cannot take is throttled on the table.
+  for (const index of config.ordersIndexes) {
+    alarm(`OrdersIndex${pascal(index)}WriteThrottles`, {
+      metric: indexWriteThrottles(monitoring.orders, index, { period }),
+      threshold: alarms.indexWriteThrottles,
+      means: `DynamoDB throttled writes of the orders table because its index ${index} could not take them (a hot index partition, or a burst of writes): cancels and ships are answered 503 once their retries run out, imports and reindexes slow down, and ${index} may trail the table. v2's pages from ${index} read the orders written in the last ${INDEX_SETTLE_MS / 1000} s again by key; an index that trails by more can show an order as it was before a write, or miss one, until it catches up (docs/architecture.md, "Exactness"). No 304 confirms such a page once the index has caught up.`,
+      look: `the index's write throttles on the dashboard ("Orders indexes: write throttles") and the table's consumed writes; an orders import or reindex running (their own pace: --help); a pet or status with far more orders than the others.`,
+    });
+  }
+  alarm('OrdersTableBatchWriteThrottles', {
+    metric: batchWriteThrottles(monitoring.orders, { period }),
+    threshold: alarms.batchWriteThrottles,
+    means:
+      "DynamoDB throttled the operator's bulk writes of the orders table (orders import's BatchWriteItem): the CLI retries what was not written and slows; an index that cannot keep up throttles them too (the index alarms say which).",
+    look: 'the operator running the import (its progress line); the index write throttles on the dashboard; imports of many orders of one pet (one index partition).',
+  });
 
   const listTimeoutMs = FUNCTIONS.listOrders.timeoutSeconds * 1000;
   alarm('ListOrdersNearTimeout', {

@@ -71,6 +71,10 @@ export interface StageConfig {
     readonly tableThrottledRequests: number;
     /** DynamoDB system errors (HTTP 500 from DynamoDB) per table. */
     readonly tableSystemErrors: number;
+    /** Writes of the orders table throttled by one of its indexes. */
+    readonly indexWriteThrottles: number;
+    /** The operator's BatchWriteItem requests of the orders table throttled. */
+    readonly batchWriteThrottles: number;
     /** The longest listOrders run, as a fraction of its timeout. */
     readonly listDurationOfTimeout: number;
     /** Rate-limiter store failures. */
@@ -197,6 +201,8 @@ const DEFAULTS: Record<StageName, Defaults> = {
       throttles: 10,
       tableThrottledRequests: 20,
       tableSystemErrors: 10,
+      indexWriteThrottles: 20,
+      batchWriteThrottles: 50,
       listDurationOfTimeout: 0.8,
       limiterStoreFailures: 10,
       internalErrors: 1,
@@ -233,6 +239,8 @@ const DEFAULTS: Record<StageName, Defaults> = {
       throttles: 1,
       tableThrottledRequests: 5,
       tableSystemErrors: 5,
+      indexWriteThrottles: 5,
+      batchWriteThrottles: 20,
       listDurationOfTimeout: 0.8,
       limiterStoreFailures: 1,
       internalErrors: 1,

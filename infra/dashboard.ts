@@ -22,7 +22,12 @@ import type { FunctionName } from '../lib/functions.ts';
 import { METRIC_NAMES } from '../lib/metrics.ts';
 import { ContributorInsightsWidget } from './constructs/contributor-insights.ts';
 import type { ServiceFunction } from './constructs/service-function.ts';
-import { tableOperationsSum, type Monitoring } from './monitoring.ts';
+import {
+  batchWriteThrottles,
+  indexWriteThrottles,
+  tableOperationsSum,
+  type Monitoring,
+} from './monitoring.ts';
 
 /** The stage's dashboard, a child of its monitoring, showing the alarms given. */
 export function addDashboard(monitoring: Monitoring, alarms: Alarm[]): Dashboard {
@@ -152,6 +157,16 @@ export function addDashboard(monitoring: Monitoring, alarms: Alarm[]): Dashboard
     ]),
   );
 
+  const indexThrottles = graph(
+    "Orders indexes: write throttles (and the CLI's throttled imports)",
+    [
+      ...config.ordersIndexes.map((index) =>
+        indexWriteThrottles(monitoring.orders, index, { period: minute, label: index }),
+      ),
+      batchWriteThrottles(monitoring.orders, { period: minute, label: 'BatchWriteItem (CLI)' }),
+    ],
+  );
+
   const rows: IWidget[][] = [
     [
       new TextWidget({
@@ -168,6 +183,7 @@ export function addDashboard(monitoring: Monitoring, alarms: Alarm[]): Dashboard
     [durations, concurrency],
     [functionFailures, capacity],
     [dynamoDbCalls, tableErrors],
+    [indexThrottles],
     [
       new ContributorInsightsWidget({
         title: 'API keys refused with 429 (top 10 key ids)',

@@ -78,6 +78,52 @@ export function tableOperationsSum(
   });
 }
 
+/**
+ * The writes of the orders table an index of it throttled (AWS/DynamoDB WriteThrottleEvents and
+ * WriteKeyRangeThroughputThrottleEvents with the index's GlobalSecondaryIndexName): DynamoDB
+ * throttles a table's write when one of its indexes cannot take it.
+ */
+export function indexWriteThrottles(
+  orders: WatchedTable,
+  index: string,
+  options: { period: Duration; label?: string },
+): IMetric {
+  const metric = (metricName: string) =>
+    orders.table.metric(metricName, {
+      dimensionsMap: { TableName: orders.table.tableName, GlobalSecondaryIndexName: index },
+      statistic: 'Sum',
+      period: options.period,
+    });
+  const id = index.toLowerCase();
+  return new MathExpression({
+    expression: `${id}_events + ${id}_key_range`,
+    usingMetrics: {
+      [`${id}_events`]: metric('WriteThrottleEvents'),
+      [`${id}_key_range`]: metric('WriteKeyRangeThroughputThrottleEvents'),
+    },
+    period: options.period,
+    ...(options.label ? { label: options.label } : {}),
+  });
+}
+
+/**
+ * The operator's bulk writes of the orders table DynamoDB throttled (ThrottledRequests of
+ * BatchWriteItem: `orders import`, the seed), which no function makes: CloudWatch's view of the
+ * CLI, as far as it has one (the CLI retries unprocessed items; the items it retried are not
+ * counted here).
+ */
+export function batchWriteThrottles(
+  orders: WatchedTable,
+  options: { period: Duration; label?: string },
+): IMetric {
+  return orders.table.metric('ThrottledRequests', {
+    dimensionsMap: { TableName: orders.table.tableName, Operation: 'BatchWriteItem' },
+    statistic: 'Sum',
+    period: options.period,
+    ...(options.label ? { label: options.label } : {}),
+  });
+}
+
 export class Monitoring extends Construct {
   readonly props: MonitoringProps;
   readonly tables: readonly WatchedTable[];
@@ -99,6 +145,13 @@ export class Monitoring extends Construct {
       keys: [RATE_LIMIT_REFUSAL_LOG.keyIdPath],
       filters: [{ field: '$.message', in: [RATE_LIMIT_REFUSAL_LOG.message] }],
     });
+  }
+
+  /** The orders table, as the functions use it. */
+  get orders(): WatchedTable {
+    const orders = this.tables.find((table) => table.name === 'orders');
+    if (!orders) throw new Error('no function uses the orders table');
+    return orders;
   }
 
   /** One of the service's own metrics. */

@@ -63,6 +63,13 @@ function expectedThresholds(c: StageConfig): Record<string, number> {
     ApiKeysTableSystemErrors: a.tableSystemErrors,
     RateLimitsTableThrottledRequests: a.tableThrottledRequests,
     RateLimitsTableSystemErrors: a.tableSystemErrors,
+    ...Object.fromEntries(
+      c.ordersIndexes.map((index) => [
+        `OrdersIndex${index[0]!.toUpperCase()}${index.slice(1)}WriteThrottles`,
+        a.indexWriteThrottles,
+      ]),
+    ),
+    OrdersTableBatchWriteThrottles: a.batchWriteThrottles,
     ListOrdersNearTimeout: FUNCTIONS.listOrders.timeoutSeconds * 1000 * a.listDurationOfTimeout,
     RateLimiterStoreFailures: a.limiterStoreFailures,
     InternalErrors: a.internalErrors,
@@ -231,6 +238,37 @@ describe.each(STAGE_NAMES)('alarms (%s)', (stage) => {
         operations: ops,
       });
     }
+  });
+
+  it("watch each index's write throttles (both kinds) and the CLI's throttled BatchWriteItems of the orders table", () => {
+    const { ordersIndexes } = config(stage);
+    expect(ordersIndexes).toHaveLength(5);
+    for (const index of ordersIndexes) {
+      const alarm = alarms[`OrdersIndex${index[0]!.toUpperCase()}${index.slice(1)}WriteThrottles`]!;
+      const metrics = alarm.Metrics as {
+        Expression?: string;
+        MetricStat?: {
+          Metric: { MetricName: string; Dimensions: { Name: string; Value: unknown }[] };
+        };
+      }[];
+      const stats = metrics.filter((m) => m.MetricStat).map((m) => m.MetricStat!.Metric);
+      expect(stats.map((m) => m.MetricName).sort()).toEqual([
+        'WriteKeyRangeThroughputThrottleEvents',
+        'WriteThrottleEvents',
+      ]);
+      for (const m of stats) {
+        expect(m.Dimensions.find((d) => d.Name === 'GlobalSecondaryIndexName')?.Value).toBe(index);
+        expect(JSON.stringify(m.Dimensions.find((d) => d.Name === 'TableName')?.Value)).toMatch(
+          /Orders/,
+        );
+      }
+      expect(String(alarm.AlarmDescription)).toContain(index);
+      expect(String(alarm.AlarmDescription)).toMatch(/304/);
+    }
+    expect(alarms.OrdersTableBatchWriteThrottles).toMatchObject({
+      MetricName: 'ThrottledRequests',
+      Dimensions: expect.arrayContaining([{ Name: 'Operation', Value: 'BatchWriteItem' }]),
+    });
   });
 
   it('watch the API 5XX rate and p99 latency of the stage API', () => {
