@@ -25,10 +25,15 @@ export interface RunResult {
 
 const START = join(PROJECT_ROOT, 'local', 'start.ts');
 
-function spawnStart(args: readonly string[], stateFile: string, logLevel = 'ERROR'): ChildProcess {
+function spawnStart(
+  args: readonly string[],
+  stateFile: string,
+  logLevel = 'ERROR',
+  env: Readonly<Record<string, string>> = {},
+): ChildProcess {
   return spawn(process.execPath, [START, ...args], {
     cwd: PROJECT_ROOT,
-    env: { ...process.env, STORE_ORDERS_LOCAL_STATE: stateFile, LOG_LEVEL: logLevel },
+    env: { ...process.env, ...env, STORE_ORDERS_LOCAL_STATE: stateFile, LOG_LEVEL: logLevel },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
 }
@@ -72,13 +77,19 @@ export async function startLocalApi(
     tablePrefix?: string;
     /** The functions' LOG_LEVEL (default ERROR: quiet). */
     logLevel?: string;
+    /** The DynamoDB it uses (default: the test run's; a proxy in front of it, say). */
+    dynamodbEndpoint?: string;
+    /** Environment of its process beside the test's (an operator's clock, say). */
+    env?: Readonly<Record<string, string>>;
   } = {},
 ): Promise<LocalApi> {
   const tablePrefix = options.tablePrefix ?? uniquePrefix('e2e');
   const stateFile = tempStateFile();
   const args = ['--port', '0', '--table-prefix', tablePrefix, ...(options.args ?? [])];
-  if (!options.ownDynamoDb) args.push('--dynamodb-endpoint', dynamodbEndpoint());
-  const child = spawnStart(args, stateFile, options.logLevel);
+  if (!options.ownDynamoDb) {
+    args.push('--dynamodb-endpoint', options.dynamodbEndpoint ?? dynamodbEndpoint());
+  }
+  const child = spawnStart(args, stateFile, options.logLevel, options.env);
   let out = '';
   child.stdout?.on('data', (chunk: Buffer) => (out += chunk.toString()));
   child.stderr?.on('data', (chunk: Buffer) => (out += chunk.toString()));

@@ -4,7 +4,10 @@
  * vitest of its own, beside the checks and a vitest that runs every other project
  * (test/run-all.ts); a plain `vitest run` starts them first.
  */
-export const LONG_FILES: readonly string[] = ['test/e2e/polite-clients.test.ts'];
+export const LONG_FILES: readonly string[] = [
+  'test/e2e/polite-clients.test.ts', // 100–160 s
+  'test/e2e/lagging-index.test.ts', // 150 s: lags of 0, 5, 15 and 60 s, waited out
+];
 
 /** The project that holds LONG_FILES. */
 export const LONG_PROJECT = 'long';
