@@ -25,8 +25,12 @@ import { Logger } from '../../functions/shared/logger.ts';
 import { accessLogTemplate, renderAccessLog } from '../../lib/api/access-log.ts';
 import { ERROR_ANSWER_LOG } from '../../lib/api/errors.ts';
 import { settingsFromEnv } from '../../functions/deploy-hooks/settings.ts';
+import { WATCH_RESERVE_MS } from '../../functions/deploy-hooks/hooks.ts';
+import { DEPLOY_CHECK_LEADING_KEYS } from '../../infra/deploy-hooks.ts';
+import { DEPLOY_CHECK_PARTITIONS, DEPLOY_CHECK_SHARD } from '../../lib/dynamodb/tables.ts';
 import {
   deploymentApplicationName,
+  DO_NOT_SHIP_ALIAS,
   EXECUTION_LOG_SOURCES,
   executionLogGroupName,
   HOOK_ENV,
@@ -562,13 +566,16 @@ describe.each(STAGES)('safe deployments (%s)', (stage) => {
     expect(pre).toMatchObject({ Handler: 'index.preTraffic', Runtime: 'nodejs24.x' });
     expect(post).toMatchObject({
       Handler: 'index.postTraffic',
-      // The bake and the pruning in one invocation.
-      Timeout: config.deployment.bakeMinutes * 60 + 120,
+      // The watch (the bake, and longer while the figures to pass the version are not in) and
+      // the pruning in one invocation: Lambda's longest.
+      Timeout: 900,
     });
+    expect(config.deployment.bakeMinutes * 60 * 1000 + WATCH_RESERVE_MS).toBeLessThan(900_000);
     const env = (post.Environment as { Variables: Record<string, unknown> }).Variables;
     expect((pre.Environment as { Variables: unknown }).Variables).toEqual(env);
     expect(env).toMatchObject({
       [HOOK_ENV.bakeSeconds]: String(config.deployment.bakeMinutes * 60),
+      [HOOK_ENV.watchProbe]: String(stage === 'staging'),
       [HOOK_ENV.versionsKept]: String(config.deployment.versionsKept),
       [HOOK_ENV.ignoreAlarms]: 'false',
       [HOOK_ENV.metricsNamespace]: `StoreOrders/${stage}`,
@@ -612,6 +619,7 @@ describe.each(STAGES)('safe deployments (%s)', (stage) => {
         ]),
       ),
       bakeSeconds: config.deployment.bakeMinutes * 60,
+      watchProbe: config.deployment.watchProbe,
       versionsKept: config.deployment.versionsKept,
       ignoreAlarms: config.deployment.ignoreAlarms,
       ordersTable: expect.stringMatching(/^imported-.*Orders/),
@@ -690,6 +698,61 @@ describe.each(STAGES)('safe deployments (%s)', (stage) => {
         ]),
       );
     }
+  });
+
+  it("let the hooks write the orders table only in the deploy check's partitions, read the do-not-ship mark but not write it, and read this stack's own record and the alarms they watch", () => {
+    const roleId = idOf(stage, hooks.role);
+    const statements = resources(api, 'AWS::IAM::Policy')
+      .filter(([, p]) => JSON.stringify(p.Properties.Roles) === JSON.stringify([ref(roleId)]))
+      .flatMap(
+        ([, p]) =>
+          (p.Properties.PolicyDocument as { Statement: Record<string, unknown>[] }).Statement,
+      );
+    // No managed policy beside it (an inline policy too large would overflow into one).
+    expect(resources(api, 'AWS::IAM::ManagedPolicy')).toEqual([]);
+    const on = (action: string) => statements.filter((st) => [st.Action].flat().includes(action));
+    const orderWrites = statements.filter(
+      (st) =>
+        [st.Action].flat().some((a) => String(a).startsWith('dynamodb:')) &&
+        JSON.stringify(st.Resource).includes('Orders'),
+    );
+    expect(orderWrites).toHaveLength(1);
+    expect(orderWrites[0]).toMatchObject({
+      Action: ['dynamodb:BatchWriteItem', 'dynamodb:UpdateItem'],
+      Condition: {
+        'ForAllValues:StringEquals': { 'dynamodb:LeadingKeys': [...DEPLOY_CHECK_LEADING_KEYS] },
+      },
+    });
+    // The deploy check's order and its version items (lib/dynamodb/tables.ts), nothing else.
+    expect(DEPLOY_CHECK_LEADING_KEYS).toEqual([
+      String(DEPLOY_CHECK_SHARD),
+      String(DEPLOY_CHECK_PARTITIONS.versionKey(0).shard),
+    ]);
+    expect(JSON.stringify(on('lambda:GetAlias'))).toContain(`:${DO_NOT_SHIP_ALIAS}`);
+    expect(on('lambda:GetAlias')).toHaveLength(1);
+    for (const write of ['lambda:UpdateAlias', 'lambda:CreateAlias', 'lambda:DeleteAlias']) {
+      expect(JSON.stringify(on(write))).not.toContain(DO_NOT_SHIP_ALIAS);
+    }
+    expect(on('cloudformation:ListStackResources')).toEqual([
+      expect.objectContaining({
+        Action: ['cloudformation:DescribeStacks', 'cloudformation:ListStackResources'],
+        Resource: { Ref: 'AWS::StackId' },
+      }),
+    ]);
+    // GetMetricData takes no resource and no condition: with X-Ray's writes (tracing) and the
+    // scaling's registration, the only grants on every resource.
+    const everywhere = statements.filter((st) => st.Resource === '*');
+    expect(everywhere.flatMap((st) => [st.Action].flat()).sort()).toEqual(
+      [
+        'cloudwatch:GetMetricData',
+        'xray:PutTelemetryRecords',
+        'xray:PutTraceSegments',
+        ...(Object.values(config.concurrency.provisioned).some((n) => n > 0)
+          ? ['application-autoscaling:RegisterScalableTarget']
+          : []),
+      ].sort(),
+    );
+    expect(JSON.stringify(on('cloudwatch:DescribeAlarms'))).not.toContain('"*"');
   });
 
   it('output the CodeDeploy application that docs/deploy.md watches', () => {
