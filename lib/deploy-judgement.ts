@@ -207,36 +207,27 @@ export interface SharedMinute {
 }
 
 /**
- * The old version's 503 rate over the minutes the new version served: in the minutes both
- * served (a canary), the old version's own rate in them; in the minutes only the new one served
- * (after the last shift), the old version's rate before the deployment (`before`); weighted by
- * the new version's requests in each. So a DynamoDB incident during a canary raises the rate the
- * new version is judged at as much as it raises its 503s, and one after the last shift — with
- * no old version beside the new one to see it — does not.
+ * The old version's 503 rate over the minutes the new version served, each minute weighted by
+ * the new version's requests in it: in a minute both served (a canary), the old version's own
+ * rate in that minute; in a minute only the new one served (after the last shift), the old
+ * version's rate before the deployment (`before`). So a DynamoDB incident during a canary raises
+ * the rate the new version is judged at as much as it raises its 503s, minute by minute; one
+ * after the last shift, with no old version beside the new one to see it, does not.
  */
 export function sameMinutesRate(
   minutes: readonly SharedMinute[],
   before: { readonly requests: number; readonly unavailable: number },
 ): number {
-  let sharedNew = 0;
-  let aloneNew = 0;
-  let oldRequests = 0;
-  let oldUnavailable = 0;
+  const beforeRate = before.requests > 0 ? before.unavailable / before.requests : 0;
+  let requests = 0;
+  let expected = 0;
   for (const minute of minutes) {
     if (minute.newRequests <= 0) continue;
-    if (minute.oldRequests > 0) {
-      sharedNew += minute.newRequests;
-      oldRequests += minute.oldRequests;
-      oldUnavailable += minute.oldUnavailable;
-    } else {
-      aloneNew += minute.newRequests;
-    }
+    const rate = minute.oldRequests > 0 ? minute.oldUnavailable / minute.oldRequests : beforeRate;
+    requests += minute.newRequests;
+    expected += minute.newRequests * rate;
   }
-  const total = sharedNew + aloneNew;
-  if (total === 0) return baselineRate(before.unavailable, before.requests);
-  const shared = oldRequests > 0 ? oldUnavailable / oldRequests : 0;
-  const alone = before.requests > 0 ? before.unavailable / before.requests : 0;
-  return (sharedNew * shared + aloneNew * alone) / total;
+  return requests > 0 ? expected / requests : baselineRate(before.unavailable, before.requests);
 }
 
 /** What the watch knows of the new version's own invocations (functions/deploy-hooks/judge.ts). */

@@ -95,6 +95,8 @@ export const VERDICT_RESERVE_MS = 15_000;
  */
 export const WATCH_RESERVE_MS = 120_000;
 
+const MINUTE = 60_000;
+
 export function createDeployHooks(deps: DeployHookDependencies) {
   let read: HookSettings | undefined;
   /** The settings, read once, at the first hook that needs them (a failed read is tried again). */
@@ -251,7 +253,7 @@ export function createDeployHooks(deps: DeployHookDependencies) {
                 },
               }),
               seconds: current.bakeSeconds,
-              settledAt: shiftedAt + FUNCTIONS[group].timeoutSeconds * 1000 + METRICS_DELAY_MS,
+              settledAt: settledAt(group, shiftedAt),
               deadline,
               ignoreAlarms: current.ignoreAlarms,
               now,
@@ -343,6 +345,18 @@ export function createDeployHooks(deps: DeployHookDependencies) {
       if (failed.length > 0) throw new Error(`not published: ${failed.join(', ')}`);
     },
   };
+}
+
+/**
+ * When the figures of the new version's first invocations after the last shift are in: Lambda
+ * sends a minute's metrics once the minute is over, stamped at each invocation's start, so an
+ * invocation's are in once it has ended (up to the function's timeout) and its minute is over,
+ * and METRICS_DELAY_MS later: the first whole minute after the shift, or its longest invocation.
+ */
+export function settledAt(group: FunctionName, shiftedAt: number): number {
+  const firstWholeMinuteEnd = Math.ceil(shiftedAt / MINUTE) * MINUTE + MINUTE;
+  const longestEnd = shiftedAt + FUNCTIONS[group].timeoutSeconds * 1000;
+  return Math.max(firstWholeMinuteEnd, Math.ceil(longestEnd / MINUTE) * MINUTE) + METRICS_DELAY_MS;
 }
 
 /**

@@ -56,6 +56,7 @@ import { hookHandlers, postTraffic, preTraffic } from '../../functions/deploy-ho
 import { ALARM_POLL_MS } from '../../functions/deploy-hooks/bake.ts';
 import {
   createDeployHooks,
+  settledAt,
   VERDICT_RESERVE_MS,
   WATCH_RESERVE_MS,
 } from '../../functions/deploy-hooks/hooks.ts';
@@ -83,7 +84,7 @@ import {
   ORDER_INDEX_NAMES,
 } from '../../lib/dynamodb/tables.ts';
 import { DO_NOT_SHIP_ALIAS, HOOK_ENV, ROLLBACK_ALIAS } from '../../lib/deployment.ts';
-import { DEPLOY_HOOKS, FUNCTION_NAMES, FUNCTIONS, type FunctionName } from '../../lib/functions.ts';
+import { DEPLOY_HOOKS, FUNCTION_NAMES, type FunctionName } from '../../lib/functions.ts';
 import type { Order } from '../../lib/orders/order.ts';
 import { createContext, invokeBuffered } from '../../local/lambda-runtime.ts';
 import { scanAll } from '../admin/support.ts';
@@ -850,8 +851,11 @@ describe('the post-traffic hook', () => {
     });
   /** A minute's traffic of a healthy deployment after the last shift: every invocation the new version's. */
   const HEALTHY = { newrequests: 100, liverequests: 100, oldrequests: 2_000 };
-  /** cancelOrder's first invocations after the shift are in CloudWatch this long after it. */
-  const SETTLE_MS = FUNCTIONS.cancelOrder.timeoutSeconds * 1000 + METRICS_DELAY_MS;
+  /**
+   * cancelOrder's first invocations after a shift on the minute are in CloudWatch this long
+   * after it: its first whole minute, and CloudWatch's delay.
+   */
+  const SETTLE_MS = settledAt('cancelOrder', 1_800_000_000_000) - 1_800_000_000_000;
 
   beforeEach(() => {
     lambda.on(UpdateAliasCommand).resolves({});
@@ -880,9 +884,9 @@ describe('the post-traffic hook', () => {
     );
     expect(scaling()).toEqual([[`function:${fnName('cancelOrder')}:live`, false]]);
     // The bake's reads at its start and every ALARM_POLL_MS to its end (60 s: 0, 20, 40, 60),
-    // then one when cancelOrder's first invocations after the shift have reported (70 s).
-    expect(SETTLE_MS).toBe(70_000);
-    const reads = (settings().bakeSeconds * 1000) / ALARM_POLL_MS + 2;
+    // then on until the first whole minute after the shift is in CloudWatch (80, 100, 120 s).
+    expect(SETTLE_MS).toBe(60_000 + METRICS_DELAY_MS);
+    const reads = SETTLE_MS / ALARM_POLL_MS + 1;
     expect(cloudWatch.commandCalls(DescribeAlarmsCommand)).toHaveLength(reads);
     expect(cloudWatch.commandCalls(GetMetricDataCommand)).toHaveLength(reads);
     expect(lines.find((l) => l.message === 'Watch passed')).toMatchObject({
@@ -1090,9 +1094,7 @@ describe('the post-traffic hook', () => {
     // Each probe stops at its first call, a 500: 2 failures of 2 at the first reads.
     expect(invocations).toHaveLength(2);
     const failed = lines.find((l) => String(l.message).startsWith('The new version failed'));
-    expect(failed?.alarms).toEqual([
-      expect.stringMatching(/^2 failures in 2 requests/),
-    ]);
+    expect(failed?.alarms).toEqual([expect.stringMatching(/^2 failures in 2 requests/)]);
   });
 
   it('fails the deployment (a rollback) at the first read that finds a deployment alarm in ALARM after the last shift, and deletes nothing', async () => {
@@ -1119,7 +1121,7 @@ describe('the post-traffic hook', () => {
     );
     // Each read of the watch found the alarm, and said so; the watch ran to its end (the bake,
     // then cancelOrder's first figures after the shift).
-    const reads = (settings().bakeSeconds * 1000) / ALARM_POLL_MS + 2;
+    const reads = SETTLE_MS / ALARM_POLL_MS + 1;
     expect(cloudWatch.commandCalls(DescribeAlarmsCommand)).toHaveLength(reads);
     const ignored = lines.filter(
       (l) => l.message === 'Alarm in ALARM ignored (deployIgnoringAlarms)',
