@@ -71,7 +71,8 @@ function answerTo(target: string, url: string | undefined): unknown {
     const status = PROBE_ANSWERS[probeCalls++ % PROBE_ANSWERS.length];
     return { statusCode: status, body: status === 404 ? '{"code":"ORDER_NOT_FOUND"}' : '' };
   }
-  // DynamoDB's writes of the deploy check's order, the verdict, the scaling: nothing to say.
+  // DynamoDB's writes of the deploy check's order, the verdict, the scaling, the do-not-ship
+  // mark (an alias with no version: none): nothing to say.
   return {};
 }
 
@@ -140,6 +141,7 @@ const env = {
   LOG_LEVEL: 'ERROR',
   [HOOK_ENV.targets]: JSON.stringify(targets),
   [HOOK_ENV.bakeSeconds]: '60',
+  [HOOK_ENV.watchProbe]: 'false',
   [HOOK_ENV.versionsKept]: '3',
   [HOOK_ENV.ignoreAlarms]: 'false',
   [HOOK_ENV.ordersTable]: 'bench-orders',

@@ -12,6 +12,7 @@
  * first hook, inside its verdict path (a throw here would give CodeDeploy no verdict).
  */
 import { ApplicationAutoScalingClient } from '@aws-sdk/client-application-auto-scaling';
+import { CloudFormationClient } from '@aws-sdk/client-cloudformation';
 import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
 import { CodeDeployClient } from '@aws-sdk/client-codedeploy';
 import { LambdaClient } from '@aws-sdk/client-lambda';
@@ -53,6 +54,7 @@ export const { preTraffic, postTraffic } = hookHandlers(
       lambda: new LambdaClient({}),
       autoScaling: new ApplicationAutoScalingClient({}),
       cloudWatch: new CloudWatchClient({}),
+      cloudFormation: new CloudFormationClient({}),
       dynamodb: createDocumentClient(connectionFromEnv()),
       settings: () => settingsFromEnv(),
     })),

@@ -14,7 +14,7 @@ import {
   type IMetric,
 } from 'aws-cdk-lib/aws-cloudwatch';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
-import { FilterPattern, MetricFilter } from 'aws-cdk-lib/aws-logs';
+import { FilterPattern, MetricFilter, type IFilterPattern } from 'aws-cdk-lib/aws-logs';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import { LIVE_ALIAS } from '../lib/deployment.ts';
 import {
@@ -223,10 +223,20 @@ export const DEPLOYMENT_ALARM_PERIOD = Duration.minutes(1);
 /**
  * The lines of a 500 answer to a caller (every error answer logs its `status`,
  * functions/shared/http-errors.ts; the deploy check's lines say `deploy_check`): a 503 is not
- * one, it says DynamoDB was slow.
+ * one, it is judged apart (UNAVAILABLE_ANSWER_PATTERN).
  */
 export const INTERNAL_ERROR_ANSWER_PATTERN = FilterPattern.all(
   FilterPattern.numberValue('$.status', '=', 500),
+  FilterPattern.notExists('$.deploy_check'),
+);
+
+/**
+ * The lines of a 503 answer to a caller: a DynamoDB call that failed transiently or ran out of
+ * its budget. A new version's share of them is judged against the old version's in the same
+ * minutes (lib/deploy-judgement.ts).
+ */
+export const UNAVAILABLE_ANSWER_PATTERN = FilterPattern.all(
+  FilterPattern.numberValue('$.status', '=', 503),
   FilterPattern.notExists('$.deploy_check'),
 );
 
@@ -260,71 +270,144 @@ function judged(spec: JudgedMetric): Metric {
  */
 function failureFilters(monitoring: Monitoring, name: FunctionName, fn: ServiceFunction): void {
   const namespace = stageMetricsNamespace(monitoring.props.config.stage);
-  const [metricName, filterPattern] =
+  const counted: [string, IFilterPattern][] =
     name === 'authorizer'
-      ? [METRIC_NAMES.keyCheckTransientFailures, KEY_CHECK_TRANSIENT_PATTERN]
-      : [METRIC_NAMES.internalErrorAnswers, INTERNAL_ERROR_ANSWER_PATTERN];
-  const filter = (id: string, dimensions: Record<string, string>) =>
-    new MetricFilter(monitoring, `${pascal(name)}${id}`, {
-      logGroup: fn.logs,
-      filterPattern,
-      metricNamespace: namespace,
-      metricName,
-      metricValue: '1',
-      unit: Unit.COUNT,
-      dimensions,
+      ? [[METRIC_NAMES.keyCheckTransientFailures, KEY_CHECK_TRANSIENT_PATTERN]]
+      : [
+          [METRIC_NAMES.internalErrorAnswers, INTERNAL_ERROR_ANSWER_PATTERN],
+          [METRIC_NAMES.unavailableAnswers, UNAVAILABLE_ANSWER_PATTERN],
+        ];
+  for (const [metricName, filterPattern] of counted) {
+    const filter = (id: string, dimensions: Record<string, string>) =>
+      new MetricFilter(monitoring, `${pascal(name)}${id}`, {
+        logGroup: fn.logs,
+        filterPattern,
+        metricNamespace: namespace,
+        metricName,
+        metricValue: '1',
+        unit: Unit.COUNT,
+        dimensions,
+      });
+    filter(metricName, { ...VERSION_FILTER_DIMENSIONS });
+    filter(`${metricName}AllVersions`, { FunctionName: VERSION_FILTER_DIMENSIONS.FunctionName });
+  }
+}
+
+/**
+ * The metrics of one alarm under ids of their own, each metric once (the authorizer's transient
+ * failures are both taken from its failures and judged as its 503s: one id for both).
+ */
+class AlarmMetrics {
+  private readonly ids = new Map<string, string>();
+  readonly usingMetrics: Record<string, IMetric> = {};
+
+  /** The id of a metric, registering it under `id` the first time. */
+  id(id: string, spec: JudgedMetric): string {
+    const key = JSON.stringify(spec);
+    const known = this.ids.get(key);
+    if (known !== undefined) return known;
+    this.ids.set(key, id);
+    this.usingMetrics[id] = judged(spec);
+    return id;
+  }
+
+  /** An expression over some of the registered ids. */
+  expression(text: string, ids: readonly string[]): MathExpression {
+    return new MathExpression({
+      expression: text,
+      usingMetrics: Object.fromEntries(ids.map((id) => [id, this.usingMetrics[id]!])),
+      period: DEPLOYMENT_ALARM_PERIOD,
     });
-  filter(metricName, { ...VERSION_FILTER_DIMENSIONS });
-  filter(`${metricName}AllVersions`, { FunctionName: VERSION_FILTER_DIMENSIONS.FunctionName });
+  }
 }
 
 /** The sum of failure metrics as an expression: `FILL(a, 0) + FILL(b, 0) - FILL(c, 0)`. */
 function failureSum(
+  metrics: AlarmMetrics,
   prefix: 'new' | 'all',
   failures: JudgedMetrics['failures'],
-): { expression: string; usingMetrics: Record<string, IMetric> } {
-  const ids = failures.map((_, i) => `${prefix}Failure${i}`);
-  return {
-    expression: failures
+): MathExpression {
+  const ids = failures.map(({ metric }, i) => metrics.id(`${prefix}Failure${i}`, metric));
+  return metrics.expression(
+    failures
       .map(
         ({ sign }, i) =>
           `${i === 0 ? (sign < 0 ? '-' : '') : sign < 0 ? ' - ' : ' + '}FILL(${ids[i]}, 0)`,
       )
       .join(''),
-    usingMetrics: Object.fromEntries(
-      failures.map(({ metric }, i): [string, IMetric] => [ids[i]!, judged(metric)]),
-    ),
-  };
+    ids,
+  );
 }
 
 /**
- * The alarms' failure score of a new version in a minute (lib/deploy-judgement.ts, errorScore):
- * its failures k in its n requests, against the old version's rate over the same minute — all
+ * The alarms' score (lib/deploy-judgement.ts, errorScore) of a new version's k bad answers in
+ * its n requests in a minute, against the old version's rate over the same minute — all
  * versions' figures less the new one's — or FLOOR_RATE, whichever is higher.
  */
-function failureScore(newer: JudgedMetrics, all: JudgedMetrics, label: string): MathExpression {
+function minuteScore(
+  prefix: 'failure' | 'unavailable',
+  k: IMetric,
+  kAll: IMetric,
+  counts: { readonly n: IMetric; readonly nAll: IMetric },
+): MathExpression {
   const period = DEPLOYMENT_ALARM_PERIOD;
+  // Ids are the alarm's, one namespace for all its expressions: each score's own are prefixed.
+  const id = (name: string) => `${prefix}${name}`;
   const expression = (text: string, usingMetrics: Record<string, IMetric>) =>
-    new MathExpression({ expression: text, usingMetrics, period });
-  const k = failureSum('new', newer.failures);
-  const kAll = failureSum('all', all.failures);
-  const metrics = {
-    k: expression(k.expression, k.usingMetrics),
-    kAll: expression(kAll.expression, kAll.usingMetrics),
-    n: expression('FILL(newRequests, 0)', { newRequests: judged(newer.requests) }),
-    nAll: expression('FILL(allRequests, 0)', { allRequests: judged(all.requests) }),
-  };
-  const oldRate = expression('IF(nAll - n > 0, (kAll - k) / (nAll - n), 0)', metrics);
+    new MathExpression({
+      expression: text.replace(/\b(k|kAll|oldRate|rate|share)\b/g, (name) => id(name)),
+      usingMetrics: Object.fromEntries(
+        Object.entries(usingMetrics).map(([name, metric]) => [
+          ['n', 'nAll'].includes(name) ? name : id(name),
+          metric,
+        ]),
+      ),
+      period,
+    });
+  const { n, nAll } = counts;
+  const oldRate = expression('IF(nAll - n > 0, (kAll - k) / (nAll - n), 0)', { k, kAll, n, nAll });
   const rate = expression(`IF(oldRate > ${FLOOR_RATE}, oldRate, ${FLOOR_RATE})`, { oldRate });
-  const share = expression('IF(n > 0, IF(k > n, 1, k / n), 0)', { k: metrics.k, n: metrics.n });
+  const share = expression('IF(n > 0, IF(k > n, 1, k / n), 0)', { k, n });
   // Judged only beside another version (the old one's requests in the same minute): after the
-  // last shift, and outside a deploy, there is nothing to compare with, and the alarm says nothing.
-  return new MathExpression({
-    expression:
-      `IF(k >= ${MIN_FAILURES} AND nAll - n > 0 AND share > rate, n * (share * LOG(share / rate)` +
+  // last shift, and outside a deploy, there is nothing to compare with, and the score is 0.
+  return expression(
+    `IF(k >= ${MIN_FAILURES} AND nAll - n > 0 AND share > rate, n * (share * LOG(share / rate)` +
       ' + IF(share < 1, (1 - share) * LOG((1 - share) / (1 - rate)), 0)), 0)',
-    usingMetrics: { k: metrics.k, n: metrics.n, nAll: metrics.nAll, share, rate },
-    period,
+    { k, n, nAll, share, rate },
+  );
+}
+
+/**
+ * The failure alarm's score of a new version in a minute: the higher of its failures' score
+ * (500 answers and failed invocations) and its 503s' score, each against the old version's own
+ * rate in the same minute — a DynamoDB incident both versions see raises both.
+ */
+function failureScore(newer: JudgedMetrics, all: JudgedMetrics, label: string): MathExpression {
+  const metrics = new AlarmMetrics();
+  const single = (id: string, spec: JudgedMetric) => {
+    const known = metrics.id(id, spec);
+    return metrics.expression(`FILL(${known}, 0)`, [known]);
+  };
+  const counts = {
+    n: single('newRequests', newer.requests),
+    nAll: single('allRequests', all.requests),
+  };
+  const failures = minuteScore(
+    'failure',
+    failureSum(metrics, 'new', newer.failures),
+    failureSum(metrics, 'all', all.failures),
+    counts,
+  );
+  const unavailable = minuteScore(
+    'unavailable',
+    single('newUnavailable', newer.unavailable),
+    single('allUnavailable', all.unavailable),
+    counts,
+  );
+  return new MathExpression({
+    expression: 'IF(failureScore > unavailableScore, failureScore, unavailableScore)',
+    usingMetrics: { failureScore: failures, unavailableScore: unavailable },
+    period: DEPLOYMENT_ALARM_PERIOD,
     label,
   });
 }
@@ -374,14 +457,14 @@ export function addDeploymentAlarms(
     const all = judgedMetrics(name, fn.functionName, namespace);
     const failures =
       name === 'authorizer'
-        ? "failed invocations, less its key store's transient failures"
-        : '500 answers and failed invocations, not 503s';
+        ? "failed invocations, less its key store's transient failures; and those transient failures"
+        : '500 answers and failed invocations; and its 503s';
     const latency = LATENCY_METRIC[name] === 'firstByte' ? 'time to first byte' : 'duration';
     byFunction[name] = [
       stageAlarm(monitoring, topic, `${id}NewVersionFailures`, {
         metric: failureScore(newer, all, `${name} new version: failure score`),
         threshold: ERROR_SCORE_THRESHOLD,
-        means: `The version of ${name} a deploy moves live to failed more than the version beside it in a minute (${failures}): ${MIN_FAILURES} or more, with a chance under ${SIGNIFICANCE} at the other's rate (at least ${FLOOR_RATE}). ${rollsBack}`,
+        means: `The version of ${name} a deploy moves live to failed more than the version beside it in a minute (${failures}, each against the other's own): ${MIN_FAILURES} or more, with a chance under ${SIGNIFICANCE} at the other's rate (at least ${FLOOR_RATE}). ${rollsBack}`,
         look: `aws deploy list-deployments for the ${name} group, then the ${name} log group (level ERROR) for that version (function_version).`,
       }),
       stageAlarm(monitoring, topic, `${id}NewVersionLatency`, {

@@ -130,6 +130,11 @@ export interface StageConfig {
     readonly trafficShift: TrafficShift;
     /** How long the post-traffic hook watches the new version after the last shift. */
     readonly bakeMinutes: number;
+    /**
+     * Whether that watch probes the new version at each of its reads (the pre-traffic probe
+     * again): invocations of its own where callers are too few to judge it by.
+     */
+    readonly watchProbe: boolean;
     /** Versions of each function kept for a rollback: the newest N (and any an alias uses). */
     readonly versionsKept: number;
     /**
@@ -213,6 +218,8 @@ const DEFAULTS: Record<StageName, Defaults> = {
     deployment: {
       trafficShift: 'ALL_AT_ONCE',
       bakeMinutes: 2,
+      // Staging often has no callers: its watch makes figures of the new version's own.
+      watchProbe: true,
       versionsKept: 3,
       ignoreAlarms: false,
     },
@@ -252,6 +259,7 @@ const DEFAULTS: Record<StageName, Defaults> = {
     deployment: {
       trafficShift: 'CANARY_10PERCENT_5MINUTES',
       bakeMinutes: 10,
+      watchProbe: false,
       versionsKept: 5,
       ignoreAlarms: false,
     },
@@ -309,6 +317,7 @@ export function stageConfig(
     deployment: {
       ...defaults.deployment,
       bakeMinutes: given.deploymentBakeMinutes ?? defaults.deployment.bakeMinutes,
+      watchProbe: given.deploymentWatchProbe ?? defaults.deployment.watchProbe,
       versionsKept: given.versionsKept ?? defaults.deployment.versionsKept,
       ignoreAlarms: given.deployIgnoringAlarms ?? defaults.deployment.ignoreAlarms,
     },

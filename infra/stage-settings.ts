@@ -142,6 +142,9 @@ export const STAGE_SETTINGS = {
     v.array(subscription),
   ),
   deploymentBakeMinutes: wholeNumber(0, MAX_BAKE_MINUTES),
+  // The watch after the last shift probes the new version at each read: figures of its own
+  // where callers are too few (docs/deploy.md, "What each kind of broken version meets").
+  deploymentWatchProbe: flag,
   // The version in service and the one before it, at least: what a rollback points back at.
   versionsKept: wholeNumber(2, 100),
   deployIgnoringAlarms: flag,

@@ -153,6 +153,8 @@ export const HOOK_ENV = {
   /** JSON: each function's name, deployment alarms, and whether it is provisioned. */
   targets: 'DEPLOY_TARGETS',
   bakeSeconds: 'BAKE_SECONDS',
+  /** Whether the watch after the last shift probes the new version at each of its reads. */
+  watchProbe: 'WATCH_PROBE',
   versionsKept: 'VERSIONS_KEPT',
   ignoreAlarms: 'IGNORE_ALARMS',
   /** The orders table (the deploy check's order), the keys table (its probe key): the functions' variables. */
@@ -173,6 +175,16 @@ export const LIVE_ALIAS = 'live';
  * `live` served before the last deployment that passed, set by the post-traffic hook.
  */
 export const ROLLBACK_ALIAS = 'rollback';
+
+/**
+ * The alias an operator puts on a version found wrong after its deploy passed (docs/deploy.md,
+ * "Roll back at once"): the pre-traffic hook refuses every deployment to it, so that a later
+ * deploy of unchanged code cannot move `live` back to it. Deleted by hand once a fix is live.
+ */
+export const DO_NOT_SHIP_ALIAS = 'do-not-ship';
+
+/** CloudFormation's status of a stack whose update rolled back (the republish waits for it). */
+export const ROLLED_BACK_STATUS = 'UPDATE_ROLLBACK_COMPLETE';
 
 /**
  * Where the deploy commands (docs/deploy.md, "4. Deploy") write a stage's outputs (`--outputs-file`): one file per

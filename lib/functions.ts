@@ -60,8 +60,9 @@ export interface HookDefinition extends FunctionDefinition {
 /**
  * CodeDeploy's lifecycle hooks of the functions' deployments (infra/deploy-hooks.ts), one file
  * with two handlers: before any traffic moves (a call of the new version), and after the last
- * shift (the watch, then the pruning of old versions). The post-traffic hook's timeout is its
- * stage's watch plus this one.
+ * shift (the watch, then the pruning of old versions). The post-traffic hook has Lambda's
+ * longest timeout: its watch lasts the stage's bake, and longer while the figures to pass the new
+ * version are not in (functions/deploy-hooks/bake.ts).
  */
 export const DEPLOY_HOOKS: Readonly<Record<'preTraffic' | 'postTraffic', HookDefinition>> = {
   preTraffic: {
@@ -76,6 +77,6 @@ export const DEPLOY_HOOKS: Readonly<Record<'preTraffic' | 'postTraffic', HookDef
     handler: 'postTraffic',
     description: 'CodeDeploy AfterAllowTraffic: watches the new version, then prunes old versions',
     memoryMb: 256,
-    timeoutSeconds: 120,
+    timeoutSeconds: 900,
   },
 };

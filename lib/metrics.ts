@@ -53,6 +53,13 @@ export const METRIC_NAMES = {
    */
   internalErrorAnswers: 'InternalErrorAnswers',
   /**
+   * 503 answers to callers (not the deploy check's): a DynamoDB call that failed transiently or
+   * ran out of its budget. Counted by metric filters on the HTTP functions' error-answer lines, by
+   * the same dimensions as InternalErrorAnswers: the deploy judges compare a new version's share
+   * of them with the old version's over the same minutes (lib/deploy-judgement.ts).
+   */
+  unavailableAnswers: 'UnavailableAnswers',
+  /**
    * The authorizer's transient failures (its key store was slow: API Gateway answered 503), by
    * the same metric filters on its log lines: what its failed invocations less these are bugs.
    */

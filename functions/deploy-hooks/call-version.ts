@@ -4,7 +4,8 @@
  * answer (the lists stream) — its prelude, decoded by hand (Lambda's HTTP integration stream is
  * the prelude's JSON, 8 NUL bytes, then the body), and its body read to the end without keeping
  * it: its size, its first and last bytes, whether it ended or failed. A failed invocation is a
- * failure, with its reason; so is no answer within the budget.
+ * failure, with its reason; so is no answer within the budget, and a body that stalls (no byte
+ * for `idleMs`) or that the budget cuts: each with what it had sent.
  */
 import {
   InvokeCommand,
@@ -29,6 +30,8 @@ export interface VersionCall {
    * a body still flowing then is kept as cut, not as failed (a list longer than a check can read).
    */
   readonly bodyBudgetMs?: number;
+  /** For a streamed answer, the longest wait for its next byte once the prelude is in: a stall. */
+  readonly idleMs?: number;
 }
 
 /** What a streamed body was, read to its end (or its budget's), without keeping it. */
@@ -39,7 +42,10 @@ export interface StreamedBody {
   readonly tail: string;
   /** Whether it ended as Lambda ends a complete response. */
   readonly complete: boolean;
-  /** Why it did not: the invocation's error, or the budget's end (`cut`). */
+  /**
+   * Why it did not: the invocation's error, a stall, the call's budget's end; or `cut` alone: its
+   * body's budget ended while it was still flowing (its last byte within `idleMs`).
+   */
   readonly error?: string;
   readonly cut?: boolean;
 }
@@ -92,6 +98,9 @@ class BodyReader {
 /** The budget's end, as a rejection (also for a client that does not honour abortSignal). */
 export class OutOfBudget extends Error {}
 
+/** No byte of a streamed body for the call's idle bound. */
+class Stalled extends Error {}
+
 /** `work`, or OutOfBudget once `signal` aborts, whichever comes first. */
 export function within<T>(signal: AbortSignal, work: Promise<T>): Promise<T> {
   return byDeadline(work, signal, () => new OutOfBudget());
@@ -137,8 +146,28 @@ export async function callVersion(lambda: LambdaClient, call: VersionCall): Prom
       async *[Symbol.asyncIterator]() {},
     };
     const parts = stream[Symbol.asyncIterator]();
+    const release = () => void parts.return?.().catch(() => undefined);
     for (;;) {
-      const next = await within(budget, parts.next());
+      const part$ = parts.next();
+      // Once the prelude is in, each next byte within the idle bound: a body that stalls fails.
+      const idle =
+        prelude && call.idleMs !== undefined
+          ? byDeadline(part$, AbortSignal.timeout(call.idleMs), () => new Stalled())
+          : part$;
+      let next;
+      try {
+        next = await within(budget, idle);
+      } catch (error) {
+        if (!(error instanceof Stalled)) throw error;
+        release();
+        return {
+          answer: prelude!,
+          body: body.read({
+            complete: false,
+            error: `stalled: no byte for ${call.idleMs} ms after ${body.bytes} bytes`,
+          }),
+        };
+      }
       if (next.done) break;
       const part = next.value;
       const chunk = part.PayloadChunk?.Payload;
@@ -155,8 +184,8 @@ export async function callVersion(lambda: LambdaClient, call: VersionCall): Prom
           }
         }
         if (prelude && Date.now() >= bodyDeadline) {
-          // Read as far as the budget allows: the rest of the stream is let go.
-          void parts.return?.().catch(() => undefined);
+          // Read as far as the budget allows, still flowing: the rest of the stream is let go.
+          release();
           return { answer: prelude, body: body.read({ complete: false, cut: true }) };
         }
       }
@@ -176,9 +205,16 @@ export async function callVersion(lambda: LambdaClient, call: VersionCall): Prom
     }
   } catch (error) {
     if (!(error instanceof OutOfBudget) && !budget.aborted) throw error;
-    // The budget ended: with the prelude in, a body still flowing (cut); else no answer.
+    // The call's budget ended: with the prelude in, a body cut where it was; else no answer.
     return prelude
-      ? { answer: prelude, body: body.read({ complete: false, cut: true }) }
+      ? {
+          answer: prelude,
+          body: body.read({
+            complete: false,
+            cut: true,
+            error: `cut: the call's budget of ${call.budgetMs} ms ended after ${body.bytes} bytes`,
+          }),
+        }
       : noAnswer;
   }
   return prelude

@@ -9,13 +9,15 @@
  *   is read or changed, and no list shows it. What is judged is the function's HTTP answers, not
  *   how a cancel is stored.
  * - listOrders: the whole list, read to its end (200, a JSON array; a list longer than the
- *   probe's budget passes if it was still flowing without error), then asked again with its ETag
- *   (304, or 200 if the list changed meanwhile).
+ *   probe's budget passes if it was still flowing without error), then asked again with its ETag:
+ *   304 with that ETag, or 200 with another one (the list changed meanwhile) and the whole list.
+ *   A body that stalls (no byte for BODY_IDLE_MS) or that the call's budget cuts fails.
  * - listOrderPages: a first page of 100 (200, `{"orders": [...]}`), then `If-None-Match: *`
- *   (304, or 200 while a write's lease runs).
+ *   (304, or 200 and a page while a write's lease runs).
  * - authorizer: a well-formed key no one holds (a Deny), then a key of the deploy check's own,
  *   stored for the probe, expiring in minutes and revoked after it (an Allow naming its key id):
- *   an authorizer that denies every key fails. Its plaintext lives in the hook's memory only.
+ *   an authorizer that denies every key fails. Its plaintext lives in the hook's memory only. A
+ *   repeated probe (the watch's, ./bake.ts) asks only the Deny: no key stored at every read.
  *
  * The HTTP probes are proxy events as API Gateway sends them, from the deploy check's caller
  * (whose RateLimits counter the rate limiter writes). Every call has its time budget (at most
@@ -25,6 +27,7 @@
 import type { LambdaClient } from '@aws-sdk/client-lambda';
 import { randomBytes } from 'node:crypto';
 import { API_STAGE, API_STAGES, STAGE_ROUTES, type OperationId } from '../../lib/api/routes.ts';
+import { TIME_BUDGETS } from '../../lib/config/budgets.ts';
 import {
   DEPLOY_CHECK_API_ID,
   DEPLOY_CHECK_CALLER,
@@ -43,12 +46,21 @@ import { callVersion, OutOfBudget, within, type StreamedBody } from './call-vers
 export interface ProbeAnswer {
   readonly ok: boolean;
   readonly got: string;
+  /** The calls of the version it made. */
+  readonly calls: number;
+  /** Whether the answer it did not expect was a 503 (a DynamoDB call of the version's failed). */
+  readonly unavailable: boolean;
 }
 
 /** The longest a probe's call may take (a cold start and the function's own 10 s timeout). */
 export const CALL_BUDGET_MS = 30_000;
 /** How long the list's body is read after its first byte, at most. */
 export const LIST_BODY_BUDGET_MS = 45_000;
+/**
+ * The longest wait for a streamed body's next byte: a list page's own budget (it ends a stream
+ * that stalls longer, lib/config/budgets.ts) and 2 s for the page to reach the probe.
+ */
+export const BODY_IDLE_MS = TIME_BUDGETS.listPageMs + 2_000;
 /** How long the authorizer's probe key works, at the longest (it is revoked after the probe). */
 export const PROBE_KEY_LIFETIME_MS = 10 * 60_000;
 
@@ -74,8 +86,15 @@ export interface ProbeTarget {
   readonly deadline: number;
 }
 
-/** A call's answer that its probe did not expect: the probe stops there. */
-class Unexpected extends Error {}
+/** A call's answer that its probe did not expect (its status, if it had one): the probe stops there. */
+class Unexpected extends Error {
+  readonly status: number | undefined;
+
+  constructor(message: string, status?: number) {
+    super(message);
+    this.status = status;
+  }
+}
 
 /** One probe's run: its calls, one after another, each judged; what each got, in words. */
 class ProbeRun {
@@ -83,10 +102,13 @@ class ProbeRun {
   private calls = 0;
   readonly deps: ProbeDependencies;
   readonly target: ProbeTarget;
+  /** A probe repeated while the new version is watched (./bake.ts), not its first. */
+  readonly repeat: boolean;
 
-  constructor(deps: ProbeDependencies, target: ProbeTarget) {
+  constructor(deps: ProbeDependencies, target: ProbeTarget, repeat: boolean) {
     this.deps = deps;
     this.target = target;
+    this.repeat = repeat;
   }
 
   /** A call of the deploy check's stores, done before the deadline, or Unexpected. */
@@ -99,6 +121,11 @@ class ProbeRun {
       if (error instanceof OutOfBudget) throw new Unexpected(`${what}: no answer in time`);
       throw error;
     }
+  }
+
+  /** The calls of the version made so far. */
+  get made(): number {
+    return this.calls;
   }
 
   /** Calls the version, and judges its answer: a word for the line, or Unexpected. */
@@ -115,6 +142,7 @@ class ProbeRun {
       streaming: options.streaming,
       budgetMs: Math.min(CALL_BUDGET_MS + (options.bodyBudgetMs ?? 0), left),
       ...(options.bodyBudgetMs !== undefined ? { bodyBudgetMs: options.bodyBudgetMs } : {}),
+      ...(options.streaming ? { idleMs: BODY_IDLE_MS } : {}),
     });
     this.calls++;
     if ('failed' in answered) throw new Unexpected(answered.failed);
@@ -171,7 +199,7 @@ const statusIs =
   (...expected: number[]) =>
   (answer: Record<string, unknown>): string => {
     const { status, word } = statusOf(answer);
-    if (!expected.includes(status)) throw new Unexpected(word);
+    if (!expected.includes(status)) throw new Unexpected(word, status);
     return word;
   };
 
@@ -198,6 +226,21 @@ function tokenEvent(key: string) {
   };
 }
 
+/** A list's body as a probe reads it: a JSON array, whole, or still flowing at its budget's end. */
+function wholeList(word: string, body: StreamedBody | undefined): string {
+  if (!body || body.error) throw new Unexpected(`${word}, body failed: ${body?.error}`);
+  if (!body.head.trimStart().startsWith('[')) {
+    throw new Unexpected(`${word}, not a JSON array: ${body.head.slice(0, 40)}`);
+  }
+  if (body.cut) {
+    return `${word} (${body.bytes} bytes read in ${LIST_BODY_BUDGET_MS} ms, still flowing)`;
+  }
+  if (!body.tail.trimEnd().endsWith(']')) {
+    throw new Unexpected(`${word}, an unfinished array: …${body.tail}`);
+  }
+  return `${word} (${body.bytes} bytes, whole)`;
+}
+
 /** The probe of each function: its calls, in order. */
 const PROBES: Readonly<Record<FunctionName, (run: ProbeRun) => Promise<void>>> = {
   cancelOrder: async (run) => {
@@ -215,26 +258,38 @@ const PROBES: Readonly<Record<FunctionName, (run: ProbeRun) => Promise<void>>> =
 
   listOrders: async (run) => {
     const list = run.httpEvent('listOrders', { headers: { 'Accept-Encoding': 'identity' } });
-    const first = await run.call({ ...list, bodyBudgetMs: LIST_BODY_BUDGET_MS }, (answer, body) => {
-      const word = statusIs(200)(answer);
-      if (!body || body.error) throw new Unexpected(`${word}, body failed: ${body?.error}`);
-      if (!body.head.trimStart().startsWith('[')) {
-        throw new Unexpected(`${word}, not a JSON array: ${body.head.slice(0, 40)}`);
-      }
-      if (body.cut)
-        return `${word} (${body.bytes} bytes read in ${LIST_BODY_BUDGET_MS} ms, still flowing)`;
-      if (!body.tail.trimEnd().endsWith(']')) {
-        throw new Unexpected(`${word}, an unfinished array: …${body.tail}`);
-      }
-      return `${word} (${body.bytes} bytes, whole)`;
-    });
+    const first = await run.call({ ...list, bodyBudgetMs: LIST_BODY_BUDGET_MS }, (answer, body) =>
+      wholeList(statusIs(200)(answer), body),
+    );
     const tag = header(first, 'etag');
     if (tag === undefined) throw new Unexpected('200 without an ETag');
+    // The answer it asked for: a 304 of that tag, or the list changed: another tag, the whole list.
     await run.call(
-      run.httpEvent('listOrders', {
-        headers: { 'Accept-Encoding': 'identity', 'If-None-Match': tag },
-      }),
-      statusIs(304, 200),
+      {
+        ...run.httpEvent('listOrders', {
+          headers: { 'Accept-Encoding': 'identity', 'If-None-Match': tag },
+        }),
+        bodyBudgetMs: LIST_BODY_BUDGET_MS,
+      },
+      (answer, body) => {
+        const word = statusIs(304, 200)(answer);
+        const answered = header(answer, 'etag');
+        if (word === '304') {
+          if (answered !== tag) {
+            throw new Unexpected(`304 with ETag ${answered ?? 'none'}, not the ${tag} asked about`);
+          }
+          if (body?.error || (body?.bytes ?? 0) > 0) {
+            throw new Unexpected(`304 with a body: ${body?.error ?? `${body?.bytes} bytes`}`);
+          }
+          return word;
+        }
+        if (answered === tag) {
+          throw new Unexpected(
+            `200 with the ETag ${tag} it was asked about: If-None-Match ignored`,
+          );
+        }
+        return wholeList(word, body);
+      },
     );
   },
 
@@ -257,7 +312,19 @@ const PROBES: Readonly<Record<FunctionName, (run: ProbeRun) => Promise<void>>> =
         headers: { 'Accept-Encoding': 'identity', 'If-None-Match': '*' },
         query: { pageSize: '1' },
       }),
-      statusIs(304, 200),
+      (answer, body) => {
+        const word = statusIs(304, 200)(answer);
+        if (word === '304') {
+          if (body?.error || (body?.bytes ?? 0) > 0) {
+            throw new Unexpected(`304 with a body: ${body?.error ?? `${body?.bytes} bytes`}`);
+          }
+          return word;
+        }
+        if (!body?.complete || !body.head.includes('"orders":[')) {
+          throw new Unexpected(`${word}, not a page: ${body?.error ?? body?.head.slice(0, 40)}`);
+        }
+        return `${word} (a page of ${body.bytes} bytes)`;
+      },
     );
   },
 
@@ -268,6 +335,8 @@ const PROBES: Readonly<Record<FunctionName, (run: ProbeRun) => Promise<void>>> =
       return 'Deny for a key no one holds';
     };
     await run.call({ event: tokenEvent(generateApiKey()), streaming: false }, deny);
+    // A repeated probe (the watch's): no key stored each time.
+    if (run.repeat) return;
     // A key of the deploy check's own, for this probe only.
     const now = new Date(run.deps.now());
     const key = generateApiKey();
@@ -301,18 +370,27 @@ const PROBES: Readonly<Record<FunctionName, (run: ProbeRun) => Promise<void>>> =
   },
 };
 
-/** Calls the new version of a group's function with its probe, and judges the answers. */
+/**
+ * Calls the new version of a group's function with its probe, and judges the answers.
+ * `repeat`: a probe of the watch after the shift (./bake.ts), not the first.
+ */
 export async function probe(
   deps: ProbeDependencies,
   group: FunctionName,
   target: ProbeTarget,
+  options: { readonly repeat?: boolean } = {},
 ): Promise<ProbeAnswer> {
-  const run = new ProbeRun(deps, target);
+  const run = new ProbeRun(deps, target, options.repeat ?? false);
   try {
     await PROBES[group](run);
-    return { ok: true, got: run.got.join('; ') };
+    return { ok: true, got: run.got.join('; '), calls: run.made, unavailable: false };
   } catch (error) {
     if (!(error instanceof Unexpected)) throw error;
-    return { ok: false, got: [...run.got, error.message].join('; ') };
+    return {
+      ok: false,
+      got: [...run.got, error.message].join('; '),
+      calls: run.made,
+      unavailable: error.status === 503,
+    };
   }
 }

@@ -44,6 +44,10 @@ const HOOK_SETTINGS = {
     ),
   ),
   bakeSeconds: v.pipe(v.string(), v.regex(/^\d+$/, mustBe('a whole number')), v.transform(Number)),
+  watchProbe: v.pipe(
+    v.picklist(['true', 'false'], mustBe('true or false')),
+    v.transform((flag) => flag === 'true'),
+  ),
   versionsKept: v.pipe(v.string(), v.regex(/^\d+$/, mustBe('a whole number')), v.transform(Number)),
   ignoreAlarms: v.pipe(
     v.picklist(['true', 'false'], mustBe('true or false')),
@@ -86,6 +90,7 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): HookSetti
     ignoreAlarms: read('ignoreAlarms'),
     targets: read('targets'),
     bakeSeconds: read('bakeSeconds'),
+    watchProbe: read('watchProbe'),
     versionsKept: read('versionsKept'),
     ordersTable: read('ordersTable'),
     apiKeysTable: read('apiKeysTable'),

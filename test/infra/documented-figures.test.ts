@@ -13,13 +13,16 @@ import { STAGE_SETTING_KEYS } from '../../infra/stage-settings.ts';
 import { API_STAGES } from '../../lib/api/routes.ts';
 import { TABLES, type TableName } from '../../lib/dynamodb/tables.ts';
 import { ALARM_POLL_MS } from '../../functions/deploy-hooks/bake.ts';
-import { VERDICT_RESERVE_MS } from '../../functions/deploy-hooks/hooks.ts';
+import { VERDICT_RESERVE_MS, WATCH_RESERVE_MS } from '../../functions/deploy-hooks/hooks.ts';
 import { BASELINE_MS } from '../../functions/deploy-hooks/judge.ts';
 import {
+  BODY_IDLE_MS,
   CALL_BUDGET_MS,
   LIST_BODY_BUDGET_MS,
   PROBE_KEY_LIFETIME_MS,
 } from '../../functions/deploy-hooks/probes.ts';
+import { TIME_BUDGETS } from '../../lib/config/budgets.ts';
+import { METRICS_DELAY_MS, MIN_LIVE_SHARE, MIN_OWN_REQUESTS } from '../../lib/deploy-judgement.ts';
 import { VERDICT_ATTEMPTS } from '../../functions/deploy-hooks/verdict.ts';
 import { DEPLOY_HOOKS, FUNCTION_NAMES, FUNCTIONS, type FunctionName } from '../../lib/functions.ts';
 import { docs, markdownTableIn } from '../support/runbook.ts';
@@ -205,6 +208,28 @@ describe("docs/deploy.md's figures of the deploy hooks", () => {
     expect(text).toContain(`expiring ${PROBE_KEY_LIFETIME_MS / 60_000} minutes later`);
     expect(BASELINE_MS).toBe(60 * 60_000);
     expect(text).toContain('the same minutes and the hour before the deployment');
+    expect(text).toContain(
+      `one whose body stalls (no byte for ${seconds(BODY_IDLE_MS)}: a list page's own ${seconds(TIME_BUDGETS.listPageMs)} budget and 2 s)`,
+    );
+  });
+
+  it('gives what the watch asks before it passes a version, and how long it waits for it, as the hooks have them', () => {
+    expect(text).toContain(
+      `its figures hold at least ${MIN_OWN_REQUESTS} invocations of its own (callers' through \`live\`, and the watch's probes' calls), and, in the whole minutes since the last shift, at least ${MIN_LIVE_SHARE * 100}% of \`live\`'s invocations are the new version's`,
+    );
+    expect(text).toContain(`the watch counts on ${seconds(METRICS_DELAY_MS)})`);
+    expect(text).toContain(
+      `the first whole minute after the last shift is over, and ${seconds(METRICS_DELAY_MS)} more`,
+    );
+    const watchMinutes =
+      (DEPLOY_HOOKS.postTraffic.timeoutSeconds * 1000 - WATCH_RESERVE_MS) / 60_000;
+    expect(text).toContain(
+      `up to ${watchMinutes} minutes after the shift (its ${DEPLOY_HOOKS.postTraffic.timeoutSeconds / 60} less ${WATCH_RESERVE_MS / 60_000} for what follows)`,
+    );
+    expect(text).toContain(
+      `within its ${DEPLOY_HOOKS.postTraffic.timeoutSeconds / 60} minutes (Lambda's longest timeout, less ${WATCH_RESERVE_MS / 60_000} minutes for what follows)`,
+    );
+    expect(text).toContain(`${MIN_OWN_REQUESTS} needed`);
   });
 });
 

@@ -1,7 +1,11 @@
 /** What an operator gets per stage: alarms with their thresholds and actions, a dashboard, Contributor Insights. */
 import { Match, type Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
-import { INTERNAL_ERROR_ANSWER_PATTERN, KEY_CHECK_TRANSIENT_PATTERN } from '../../infra/alarms.ts';
+import {
+  INTERNAL_ERROR_ANSWER_PATTERN,
+  KEY_CHECK_TRANSIENT_PATTERN,
+  UNAVAILABLE_ANSWER_PATTERN,
+} from '../../infra/alarms.ts';
 import { stageConfig, type StageConfig } from '../../infra/config.ts';
 import { RATE_LIMIT_REFUSAL_LOG } from '../../infra/monitoring.ts';
 import { API_STAGES, STAGE_ROUTES } from '../../lib/api/routes.ts';
@@ -315,56 +319,85 @@ describe.each(STAGE_NAMES)('what a deploy is judged by (%s)', (stage) => {
     return value !== undefined && value >= (alarms[name]!.Threshold as number);
   };
 
-  it("counts each 500 answer to a caller of an HTTP function, and the authorizer's transient failures, by function (and version): not 503s, not the deploy check's", () => {
+  it("counts each 500 answer and each 503 answer to a caller of an HTTP function apart, and the authorizer's transient failures, by function (and version): not the deploy check's", () => {
     const filters = resources(api[stage], 'AWS::Logs::MetricFilter').map(([, f]) => f.Properties);
-    // Two per function: by version, and all versions.
-    expect(filters).toHaveLength(2 * FUNCTION_NAMES.length);
+    // Two per metric (by version, and all versions): the HTTP functions' 500s and 503s, the
+    // authorizer's transient failures.
+    expect(filters).toHaveLength(2 * (2 * 3 + 1));
     const byGroup = (fn: string) =>
       filters.filter((f) => JSON.stringify(f.LogGroupName).includes(`${fn}Logs`));
+    const transformations = (name: string) => [
+      [
+        {
+          MetricNamespace: `StoreOrders/${stage}`,
+          MetricName: name,
+          MetricValue: '1',
+          Unit: 'Count',
+          Dimensions: [
+            { Key: 'FunctionName', Value: '$.function_name' },
+            { Key: 'FunctionVersion', Value: '$.function_version' },
+          ],
+        },
+      ],
+      [
+        {
+          MetricNamespace: `StoreOrders/${stage}`,
+          MetricName: name,
+          MetricValue: '1',
+          Unit: 'Count',
+          Dimensions: [{ Key: 'FunctionName', Value: '$.function_name' }],
+        },
+      ],
+    ];
     for (const fn of ['ListOrders', 'ListOrderPages', 'CancelOrder', 'Authorizer']) {
-      const pattern =
-        fn === 'Authorizer' ? KEY_CHECK_TRANSIENT_PATTERN : INTERNAL_ERROR_ANSWER_PATTERN;
-      const name =
+      const counted: [string, { logPatternString: string }][] =
         fn === 'Authorizer'
-          ? METRIC_NAMES.keyCheckTransientFailures
-          : METRIC_NAMES.internalErrorAnswers;
-      expect(byGroup(fn).map((f) => f.MetricTransformations)).toEqual([
-        [
-          {
-            MetricNamespace: `StoreOrders/${stage}`,
-            MetricName: name,
-            MetricValue: '1',
-            Unit: 'Count',
-            Dimensions: [
-              { Key: 'FunctionName', Value: '$.function_name' },
-              { Key: 'FunctionVersion', Value: '$.function_version' },
-            ],
-          },
-        ],
-        [
-          {
-            MetricNamespace: `StoreOrders/${stage}`,
-            MetricName: name,
-            MetricValue: '1',
-            Unit: 'Count',
-            Dimensions: [{ Key: 'FunctionName', Value: '$.function_name' }],
-          },
-        ],
-      ]);
-      for (const filter of byGroup(fn)) {
-        expect(filter.FilterPattern).toBe(pattern.logPatternString);
-      }
+          ? [[METRIC_NAMES.keyCheckTransientFailures, KEY_CHECK_TRANSIENT_PATTERN]]
+          : [
+              [METRIC_NAMES.internalErrorAnswers, INTERNAL_ERROR_ANSWER_PATTERN],
+              [METRIC_NAMES.unavailableAnswers, UNAVAILABLE_ANSWER_PATTERN],
+            ];
+      expect(byGroup(fn).map((f) => f.MetricTransformations)).toEqual(
+        counted.flatMap(([name]) => transformations(name)),
+      );
+      expect(byGroup(fn).map((f) => f.FilterPattern)).toEqual(
+        counted.flatMap(([, pattern]) => [pattern.logPatternString, pattern.logPatternString]),
+      );
     }
     expect(INTERNAL_ERROR_ANSWER_PATTERN.logPatternString).toBe(
       '{ ($.status = 500) && ($.deploy_check NOT EXISTS) }',
     );
-    // A 503 (DynamoDB slow) is not a failure of the version; a 500 is; the deploy check's never.
-    const counts = (line: Record<string, unknown>) =>
-      matchesFilter(INTERNAL_ERROR_ANSWER_PATTERN.logPatternString, line);
-    expect(counts({ status: 500 })).toBe(true);
-    expect(counts({ status: 503 })).toBe(false);
-    expect(counts({ status: 500, deploy_check: true })).toBe(false);
+    expect(UNAVAILABLE_ANSWER_PATTERN.logPatternString).toBe(
+      '{ ($.status = 503) && ($.deploy_check NOT EXISTS) }',
+    );
+    // A 503 is not a 500, and the other way round; the deploy check's are neither.
+    const counts = (pattern: { logPatternString: string }, line: Record<string, unknown>) =>
+      matchesFilter(pattern.logPatternString, line);
+    expect(counts(INTERNAL_ERROR_ANSWER_PATTERN, { status: 500 })).toBe(true);
+    expect(counts(INTERNAL_ERROR_ANSWER_PATTERN, { status: 503 })).toBe(false);
+    expect(counts(INTERNAL_ERROR_ANSWER_PATTERN, { status: 500, deploy_check: true })).toBe(false);
+    expect(counts(UNAVAILABLE_ANSWER_PATTERN, { status: 503 })).toBe(true);
+    expect(counts(UNAVAILABLE_ANSWER_PATTERN, { status: 500 })).toBe(false);
+    expect(counts(UNAVAILABLE_ANSWER_PATTERN, { status: 503, deploy_check: true })).toBe(false);
   });
+
+  it.each(FUNCTION_NAMES.filter((fn) => fn !== 'authorizer'))(
+    'rolls %s back when its new version answers 503 where the version beside it did not in the same minute, and not for a DynamoDB incident both meet',
+    (fn: FunctionName) => {
+      const name = `${pascal(fn)}NewVersionFailures`;
+      const unavailable = `${METRIC_NAMES.unavailableAnswers} Sum`;
+      const minute = (new503: number, old503: number): Figures => ({
+        [`new ${unavailable}`]: new503,
+        [`all ${unavailable}`]: new503 + old503,
+        'new Invocations Sum': 20,
+        'all Invocations Sum': 200,
+      });
+      expect(fires(name, minute(4, 0))).toBe(true);
+      // DynamoDB slow for both: a fifth of each version's requests.
+      expect(fires(name, minute(4, 36))).toBe(false);
+      expect(fires(name, minute(1, 0))).toBe(false);
+    },
+  );
 
   it.each(FUNCTION_NAMES)(
     "rolls %s back when its new version fails both of 2 requests in a minute, and not on 1, nor on the old version's own share of failures",
@@ -395,18 +428,19 @@ describe.each(STAGE_NAMES)('what a deploy is judged by (%s)', (stage) => {
     },
   );
 
-  it("does not roll the authorizer back for its key store's transient failures (503s), only for the rest of its failed invocations", () => {
+  it("does not roll the authorizer back for its key store's transient failures (503s) that the version beside it met as much in the same minute; only for the rest of its failed invocations, or transient failures the other did not meet", () => {
     const transient = `${METRIC_NAMES.keyCheckTransientFailures} Sum`;
-    const minute = (errors: number, transients: number): Figures => ({
+    const minute = (errors: number, transients: number, oldTransients: number): Figures => ({
       'new Errors Sum': errors,
       [`new ${transient}`]: transients,
-      'all Errors Sum': errors,
-      [`all ${transient}`]: transients,
+      'all Errors Sum': errors + oldTransients,
+      [`all ${transient}`]: transients + oldTransients,
       'new Invocations Sum': 10,
       'all Invocations Sum': 100,
     });
-    expect(fires('AuthorizerNewVersionFailures', minute(5, 5))).toBe(false);
-    expect(fires('AuthorizerNewVersionFailures', minute(5, 0))).toBe(true);
+    expect(fires('AuthorizerNewVersionFailures', minute(5, 5, 45))).toBe(false);
+    expect(fires('AuthorizerNewVersionFailures', minute(5, 0, 0))).toBe(true);
+    expect(fires('AuthorizerNewVersionFailures', minute(5, 5, 0))).toBe(true);
   });
 
   it.each(FUNCTION_NAMES)(

@@ -25,8 +25,12 @@ import { Logger } from '../../functions/shared/logger.ts';
 import { accessLogTemplate, renderAccessLog } from '../../lib/api/access-log.ts';
 import { ERROR_ANSWER_LOG } from '../../lib/api/errors.ts';
 import { settingsFromEnv } from '../../functions/deploy-hooks/settings.ts';
+import { WATCH_RESERVE_MS } from '../../functions/deploy-hooks/hooks.ts';
+import { DEPLOY_CHECK_LEADING_KEYS } from '../../infra/deploy-hooks.ts';
+import { DEPLOY_CHECK_PARTITIONS, DEPLOY_CHECK_SHARD } from '../../lib/dynamodb/tables.ts';
 import {
   deploymentApplicationName,
+  DO_NOT_SHIP_ALIAS,
   EXECUTION_LOG_SOURCES,
   executionLogGroupName,
   HOOK_ENV,
@@ -562,13 +566,16 @@ describe.each(STAGES)('safe deployments (%s)', (stage) => {
     expect(pre).toMatchObject({ Handler: 'index.preTraffic', Runtime: 'nodejs24.x' });
     expect(post).toMatchObject({
       Handler: 'index.postTraffic',
-      // The bake and the pruning in one invocation.
-      Timeout: config.deployment.bakeMinutes * 60 + 120,
+      // The watch (the bake, and longer while the figures to pass the version are not in) and
+      // the pruning in one invocation: Lambda's longest.
+      Timeout: 900,
     });
+    expect(config.deployment.bakeMinutes * 60 * 1000 + WATCH_RESERVE_MS).toBeLessThan(900_000);
     const env = (post.Environment as { Variables: Record<string, unknown> }).Variables;
     expect((pre.Environment as { Variables: unknown }).Variables).toEqual(env);
     expect(env).toMatchObject({
       [HOOK_ENV.bakeSeconds]: String(config.deployment.bakeMinutes * 60),
+      [HOOK_ENV.watchProbe]: String(stage === 'staging'),
       [HOOK_ENV.versionsKept]: String(config.deployment.versionsKept),
       [HOOK_ENV.ignoreAlarms]: 'false',
       [HOOK_ENV.metricsNamespace]: `StoreOrders/${stage}`,
@@ -612,6 +619,7 @@ describe.each(STAGES)('safe deployments (%s)', (stage) => {
         ]),
       ),
       bakeSeconds: config.deployment.bakeMinutes * 60,
+      watchProbe: config.deployment.watchProbe,
       versionsKept: config.deployment.versionsKept,
       ignoreAlarms: config.deployment.ignoreAlarms,
       ordersTable: expect.stringMatching(/^imported-.*Orders/),
@@ -690,6 +698,61 @@ describe.each(STAGES)('safe deployments (%s)', (stage) => {
         ]),
       );
     }
+  });
+
+  it("let the hooks write the orders table only in the deploy check's partitions, read the do-not-ship mark but not write it, and read this stack's own record and the alarms they watch", () => {
+    const roleId = idOf(stage, hooks.role);
+    const statements = resources(api, 'AWS::IAM::Policy')
+      .filter(([, p]) => JSON.stringify(p.Properties.Roles) === JSON.stringify([ref(roleId)]))
+      .flatMap(
+        ([, p]) =>
+          (p.Properties.PolicyDocument as { Statement: Record<string, unknown>[] }).Statement,
+      );
+    // No managed policy beside it (an inline policy too large would overflow into one).
+    expect(resources(api, 'AWS::IAM::ManagedPolicy')).toEqual([]);
+    const on = (action: string) => statements.filter((st) => [st.Action].flat().includes(action));
+    const orderWrites = statements.filter(
+      (st) =>
+        [st.Action].flat().some((a) => String(a).startsWith('dynamodb:')) &&
+        JSON.stringify(st.Resource).includes('Orders'),
+    );
+    expect(orderWrites).toHaveLength(1);
+    expect(orderWrites[0]).toMatchObject({
+      Action: ['dynamodb:BatchWriteItem', 'dynamodb:UpdateItem'],
+      Condition: {
+        'ForAllValues:StringEquals': { 'dynamodb:LeadingKeys': [...DEPLOY_CHECK_LEADING_KEYS] },
+      },
+    });
+    // The deploy check's order and its version items (lib/dynamodb/tables.ts), nothing else.
+    expect(DEPLOY_CHECK_LEADING_KEYS).toEqual([
+      String(DEPLOY_CHECK_SHARD),
+      String(DEPLOY_CHECK_PARTITIONS.versionKey(0).shard),
+    ]);
+    expect(JSON.stringify(on('lambda:GetAlias'))).toContain(`:${DO_NOT_SHIP_ALIAS}`);
+    expect(on('lambda:GetAlias')).toHaveLength(1);
+    for (const write of ['lambda:UpdateAlias', 'lambda:CreateAlias', 'lambda:DeleteAlias']) {
+      expect(JSON.stringify(on(write))).not.toContain(DO_NOT_SHIP_ALIAS);
+    }
+    expect(on('cloudformation:ListStackResources')).toEqual([
+      expect.objectContaining({
+        Action: ['cloudformation:DescribeStacks', 'cloudformation:ListStackResources'],
+        Resource: { Ref: 'AWS::StackId' },
+      }),
+    ]);
+    // GetMetricData takes no resource and no condition: with X-Ray's writes (tracing) and the
+    // scaling's registration, the only grants on every resource.
+    const everywhere = statements.filter((st) => st.Resource === '*');
+    expect(everywhere.flatMap((st) => [st.Action].flat()).sort()).toEqual(
+      [
+        'cloudwatch:GetMetricData',
+        'xray:PutTelemetryRecords',
+        'xray:PutTraceSegments',
+        ...(Object.values(config.concurrency.provisioned).some((n) => n > 0)
+          ? ['application-autoscaling:RegisterScalableTarget']
+          : []),
+      ].sort(),
+    );
+    expect(JSON.stringify(on('cloudwatch:DescribeAlarms'))).not.toContain('"*"');
   });
 
   it('output the CodeDeploy application that docs/deploy.md watches', () => {
@@ -775,7 +838,7 @@ const call = service + ' ' + command;
 const stateFile = process.env.AWS_STAND_IN_FIXTURE + '.state';
 const state = () => fs.existsSync(stateFile) ? JSON.parse(fs.readFileSync(stateFile, 'utf8')) : { ...fixture.initialState };
 const save = (s) => fs.writeFileSync(stateFile, JSON.stringify(s));
-const fn = () => { if (option('--function-name') !== fixture.functionName) fail('no function ' + option('--function-name')); };
+const fn = () => { if (![fixture.functionName, ...fixture.otherFunctionNames].includes(option('--function-name'))) fail('no function ' + option('--function-name')); };
 if (call === 'logs describe-query-definitions') {
   const query = fixture.queries.find((q) => q.name === option('--query-definition-name-prefix'));
   if (!query) fail('no query definition ' + option('--query-definition-name-prefix'));
@@ -799,20 +862,48 @@ if (call === 'logs describe-query-definitions') {
 } else if (call === 'deploy get-deployment' || call === 'deploy stop-deployment') {
   if (!/^d-[A-Z0-9]+$/.test(option('--deployment-id'))) fail('bad deployment id');
   console.log('{}');
+} else if (call === 'cloudformation describe-stacks' && option('--query') === 'Stacks[0].StackStatus') {
+  if (option('--stack-name') !== fixture.apiStack) fail('Stack with id ' + option('--stack-name') + ' does not exist');
+  console.log(state().stackStatus ?? 'UPDATE_COMPLETE');
 } else if (call === 'cloudformation describe-stacks') {
   const outputs = fixture.outputs[option('--stack-name')];
   if (!outputs) fail('Stack with id ' + option('--stack-name') + ' does not exist');
   const key = /OutputKey=='(\\w+)'/.exec(option('--query') ?? '')?.[1];
   if (!(key in outputs)) fail('stand-in: no output ' + key);
   console.log(outputs[key]);
+} else if (call === 'lambda get-alias' && option('--name') === fixture.doNotShipAlias) {
+  fn();
+  const mark = state().mark;
+  if (mark === undefined) fail('ResourceNotFoundException: Alias not found');
+  if (option('--query') !== '[FunctionVersion,Description]') fail('stand-in: unknown --query ' + option('--query'));
+  console.log(mark.version + '\t' + mark.description);
 } else if (call === 'lambda get-alias') {
   fn();
   const name = option('--name');
   if (name !== fixture.alias && name !== fixture.rollbackAlias) fail('ResourceNotFoundException: no alias ' + name);
   const version = name === fixture.alias ? state().alias : fixture.rollbackVersion;
   console.log(option('--query') === 'FunctionVersion' ? version : '{}');
+} else if ((call === 'lambda create-alias' || call === 'lambda update-alias' || call === 'lambda delete-alias') && option('--name') === fixture.doNotShipAlias) {
+  // The do-not-ship mark: an alias of the function's (the pre-traffic hook refuses its version).
+  fn();
+  const s = state();
+  if (call === 'lambda create-alias' && s.mark) fail('ResourceConflictException: Alias already exists');
+  if (call !== 'lambda create-alias' && !s.mark) fail('ResourceNotFoundException: Alias not found');
+  if (call === 'lambda delete-alias') delete s.mark;
+  else {
+    if (!fixture.versions.includes(option('--function-version'))) fail('no version ' + option('--function-version'));
+    s.mark = { version: option('--function-version'), description: option('--description') ?? '' };
+  }
+  save(s);
+  if (call !== 'lambda delete-alias') console.log('{}');
+} else if (call === 'lambda get-function-configuration') {
+  fn();
+  if (option('--query') !== 'CodeSha256') fail('stand-in: unknown --query ' + option('--query'));
+  console.log(fixture.codeSha256);
 } else if (call === 'lambda publish-version') {
   fn();
+  const sha = option('--code-sha256');
+  if (sha !== undefined && sha !== fixture.codeSha256) fail('InvalidParameterValueException: CodeSHA256 (' + sha + ') is different from current CodeSHA256 in $LATEST');
   console.log('{"Version":"11"}');
 } else if (call === 'cloudformation update-stack') {
   // CloudFormation moving live through CodeDeploy: the deployment's AppSpec names the version
@@ -832,9 +923,13 @@ if (call === 'logs describe-query-definitions') {
   const s = state();
   const pin = params[fixture.pinParameter];
   const pinned = pin.previous ? s.pin : pin.value;
-  const target = pinned !== '' ? pinned : s.templateVersion;
+  // A new template names the version of its code (template-<version>.json here).
+  const templateVersion = /template-(\\d+)\\.json$/.exec(option('--template-body') ?? '')?.[1] ?? s.templateVersion;
+  const target = pinned !== '' ? pinned : templateVersion;
   if (target !== s.record) {
     if (s.alias !== s.record) fail("UPDATE_ROLLBACK_COMPLETE: the deployment failed: alias live is on version " + s.alias + ", the AppSpec's CurrentVersion is " + s.record);
+    // The pre-traffic hook refuses a version marked do-not-ship (functions/deploy-hooks/do-not-ship.ts).
+    if (s.mark && s.mark.version === target) fail('UPDATE_ROLLBACK_COMPLETE: Pre-traffic check failed: the new version is marked do-not-ship (version ' + target + ')');
     s.alias = target;
     s.record = target;
   }
@@ -928,6 +1023,11 @@ describe('the runbooks, run with a stand-in AWS CLI against the synthesized prod
     initialState: { record: '7', alias: '7', pin: '', templateVersion: '10' },
     rollbackAlias: ROLLBACK_ALIAS,
     rollbackVersion: '5',
+    doNotShipAlias: DO_NOT_SHIP_ALIAS,
+    otherFunctionNames: FUNCTION_NAMES.filter((name) => name !== 'cancelOrder').map(
+      (name) => `${FUNCTION_OUTPUTS[name]}-value`,
+    ),
+    codeSha256: 'sha-of-the-rolled-back-code',
     apiStack: stages.production.api.stackName,
     parameters: Object.keys((api.toJSON() as { Parameters: object }).Parameters),
     pinParameter: 'CancelOrderLiveVersion',
@@ -1017,11 +1117,16 @@ describe('the runbooks, run with a stand-in AWS CLI against the synthesized prod
     expect(calls.map((c) => `${c[0]} ${c[1]}`)).toEqual([
       'cloudformation describe-stacks',
       'lambda get-alias',
+      'lambda get-alias',
+      'lambda create-alias',
       'cloudformation update-stack',
       'cloudformation wait',
     ]);
     expect(after(calls[1]!, '--name')).toBe(ROLLBACK_ALIAS);
-    const update = calls[2]!;
+    // The version found wrong, the one live served, is marked do-not-ship.
+    expect(after(calls[3]!, '--name')).toBe(DO_NOT_SHIP_ALIAS);
+    expect(after(calls[3]!, '--function-version')).toBe('7');
+    const update = calls[4]!;
     expect(update).toContain('--use-previous-template');
     const parameters = update.slice(update.indexOf('--parameters') + 1);
     expect(parameters).toContain('ParameterKey=CancelOrderLiveVersion,ParameterValue=5');
@@ -1040,6 +1145,38 @@ describe('the runbooks, run with a stand-in AWS CLI against the synthesized prod
     await expect(standIn.run(nextDeploy)).rejects.toThrow(/AppSpec's CurrentVersion is 7/);
   });
 
+  it('keeps a rollback rolled back: the next deploy of unchanged code does not move live back to the version found wrong, the fix does move it on, and the mark is cleared by its runbook', async () => {
+    await fromFreshState(shellBlocks('deploy.md', '### Roll back at once'));
+    expect(await aliasNow()).toBe('5');
+    // A routine deploy of something else: the template still names version 7, the one found wrong.
+    await expect(
+      standIn.run(nextDeploy.replace('template.json', 'template-7.json')),
+    ).rejects.toThrow(/marked do-not-ship \(version 7\)/);
+    expect(await aliasNow()).toBe('5');
+    // The runbook run again, live on the good version: it stops, and marks nothing (not that one).
+    await expect(standIn.run(shellBlocks('deploy.md', '### Roll back at once'))).rejects.toThrow(
+      /live already serves version 5: nothing to roll back/,
+    );
+    // The fix: a new version.
+    await standIn.run(nextDeploy.replace('template.json', 'template-10.json'));
+    expect(await aliasNow()).toBe('10');
+    const { calls, stdout } = await standIn.run(
+      shellBlocks('deploy.md', '### Clear a do-not-ship mark'),
+    );
+    expect(stdout).toContain('7\trolled back from: do not serve again');
+    expect(calls.map((c) => `${c[0]} ${c[1]}`)).toEqual([
+      'cloudformation describe-stacks',
+      'lambda get-alias',
+      'lambda delete-alias',
+    ]);
+    expect(after(calls[2]!, '--name')).toBe(DO_NOT_SHIP_ALIAS);
+    await expect(
+      standIn.run(
+        `aws lambda get-alias --function-name ${FUNCTION_NAME} --name ${DO_NOT_SHIP_ALIAS} --query '[FunctionVersion,Description]'`,
+      ),
+    ).rejects.toThrow(/Alias not found/);
+  });
+
   it('deploys with every stack parameter back to its default (a rollback pin does not outlive the next deploy)', () => {
     const deploys = docs('deploy.md')
       .split('\n')
@@ -1048,15 +1185,24 @@ describe('the runbooks, run with a stand-in AWS CLI against the synthesized prod
     for (const line of deploys) expect(line).toContain('--no-previous-parameters');
   });
 
-  it("publishes a function's code by hand after a rolled-back deploy, if the post-traffic function has not", async () => {
-    const { calls } = await standIn.run(
-      shellBlocks('deploy.md', '### Deploy the same code again after a rollback'),
-    );
-    expect(calls.map((c) => `${c[0]} ${c[1]}`)).toEqual([
-      'cloudformation describe-stacks',
-      'lambda publish-version',
+  it("publishes each function's rolled-back code by hand, with its CodeSha256, before a retry right after a rollback; and nothing while the stack is not rolled back", async () => {
+    const withStatus = (status: string) =>
+      standIn.run(
+        `echo '${JSON.stringify({ record: '7', alias: '7', pin: '', templateVersion: '10', stackStatus: status })}' > "$AWS_STAND_IN_FIXTURE.state"\n${shellBlocks('deploy.md', '### Deploy the same code again after a rollback')}`,
+      );
+    const { calls } = await withStatus('UPDATE_ROLLBACK_COMPLETE');
+    expect(calls[0]).toEqual(expect.arrayContaining(['describe-stacks', 'Stacks[0].StackStatus']));
+    const published = calls.filter((c) => c[1] === 'publish-version');
+    expect(published.map((c) => after(c, '--function-name'))).toEqual([
+      ...FUNCTION_NAMES.map((name) =>
+        name === 'cancelOrder' ? FUNCTION_NAME : `${FUNCTION_OUTPUTS[name]}-value`,
+      ),
     ]);
-    expect(after(calls[1]!, '--function-name')).toBe(FUNCTION_NAME);
+    for (const call of published) {
+      expect(after(call, '--code-sha256')).toBe('sha-of-the-rolled-back-code');
+    }
+    // A retry already under way: the runbook stops before publishing anything.
+    await expect(withStatus('UPDATE_IN_PROGRESS')).rejects.toThrow();
   });
 
   it('restores the orders: the live table from the stack, a restore waited for however long it takes, the copy deleted', async () => {

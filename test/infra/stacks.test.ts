@@ -795,9 +795,18 @@ describe('configuration', () => {
       /=10 leaves fewer than the 100 unreserved executions .* set it to none/,
     ],
     [{ 'staging:deploymentBakeMinutes': '13' }, /from 0 to 12, got "13"/],
+    [{ 'staging:deploymentWatchProbe': 'yes' }, /deploymentWatchProbe must be true or false/],
     [{ 'staging:versionsKept': '1' }, /versionsKept must be an integer from 2 to 100, got "1"/],
   ])('refuses %j with a clear message', (values, message) => {
     expect(() => stageConfig('staging', context(values), {})).toThrow(message);
+  });
+
+  it('probes the new version during the watch in staging (often without callers), not in production, unless a stage says otherwise', () => {
+    const watchProbe = (stage: 'staging' | 'production', values: Record<string, unknown> = {}) =>
+      stageConfig(stage, context(values), {}).deployment.watchProbe;
+    expect([watchProbe('staging'), watchProbe('production')]).toEqual([true, false]);
+    expect(watchProbe('production', { 'production:deploymentWatchProbe': 'true' })).toBe(true);
+    expect(watchProbe('staging', { 'staging:deploymentWatchProbe': false })).toBe(false);
   });
 
   it('gives each stage its ban threshold and length from context, and the functions get them', () => {

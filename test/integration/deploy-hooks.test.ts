@@ -6,10 +6,17 @@
  * check's data and change nothing a client sees; a broken version (its table missing, a crash, a
  * hang) gets no traffic; every hook gives one verdict on every path and does nothing the second
  * time; the post-traffic hook judges the new version, records the version to roll back to and
- * prunes; a rolled-back stack update publishes each function again. The lines a broken version
- * writes are the ones the deploy alarms' metric filters count.
+ * prunes, and fails closed (no pass without the new version's own figures); a version marked
+ * do-not-ship gets no traffic; a rolled-back stack update publishes each function's rolled-back
+ * code again, and nothing else. The lines a broken version writes are the ones the deploy
+ * alarms' metric filters count.
  */
 import { RegisterScalableTargetCommand } from '@aws-sdk/client-application-auto-scaling';
+import {
+  DescribeStacksCommand,
+  ListStackResourcesCommand,
+  type StackStatus,
+} from '@aws-sdk/client-cloudformation';
 import {
   DescribeAlarmsCommand,
   GetMetricDataCommand,
@@ -23,6 +30,9 @@ import {
 import {
   CreateAliasCommand,
   DeleteFunctionCommand,
+  GetAliasCommand,
+  GetFunctionConfigurationCommand,
+  InvalidParameterValueException,
   InvokeCommand,
   InvokeWithResponseStreamCommand,
   ListAliasesCommand,
@@ -30,8 +40,9 @@ import {
   PublishVersionCommand,
   ResourceNotFoundException,
   UpdateAliasCommand,
+  type FunctionConfiguration,
 } from '@aws-sdk/client-lambda';
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchWriteCommand, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 
 // The functions' logger reads its level at load (the test setup silences it): the metric filter
@@ -43,7 +54,13 @@ import { createAuthorizerHandler } from '../../functions/authorizer.ts';
 import { createCancelOrderHandler } from '../../functions/cancel-order.ts';
 import { hookHandlers, postTraffic, preTraffic } from '../../functions/deploy-hooks.ts';
 import { ALARM_POLL_MS } from '../../functions/deploy-hooks/bake.ts';
-import { createDeployHooks, VERDICT_RESERVE_MS } from '../../functions/deploy-hooks/hooks.ts';
+import {
+  createDeployHooks,
+  settledAt,
+  VERDICT_RESERVE_MS,
+  WATCH_RESERVE_MS,
+} from '../../functions/deploy-hooks/hooks.ts';
+import { BODY_IDLE_MS } from '../../functions/deploy-hooks/probes.ts';
 import { settingsFromEnv, type HookSettings } from '../../functions/deploy-hooks/settings.ts';
 import { VERDICT_ATTEMPTS } from '../../functions/deploy-hooks/verdict.ts';
 import { createListOrderPagesHandler } from '../../functions/list-order-pages.ts';
@@ -51,9 +68,12 @@ import { createListOrdersHandler } from '../../functions/list-orders.ts';
 import {
   INTERNAL_ERROR_ANSWER_PATTERN,
   KEY_CHECK_TRANSIENT_PATTERN,
+  UNAVAILABLE_ANSWER_PATTERN,
   VERSION_FILTER_DIMENSIONS,
 } from '../../infra/alarms.ts';
+import { DEPLOY_CHECK_LEADING_KEYS } from '../../infra/deploy-hooks.ts';
 import { DEPLOY_CHECK_ORDER_ID, DEPLOY_CHECK_KEY_ID } from '../../lib/deploy-check.ts';
+import { METRICS_DELAY_MS, MIN_OWN_REQUESTS } from '../../lib/deploy-judgement.ts';
 import { DynamoDbKeyStore } from '../../lib/dynamodb/keys-table.ts';
 import { DynamoDbOrderPages } from '../../lib/dynamodb/order-pages.ts';
 import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
@@ -63,8 +83,8 @@ import {
   DEPLOY_CHECK_SHARD,
   ORDER_INDEX_NAMES,
 } from '../../lib/dynamodb/tables.ts';
-import { HOOK_ENV, ROLLBACK_ALIAS } from '../../lib/deployment.ts';
-import { FUNCTION_NAMES, type FunctionName } from '../../lib/functions.ts';
+import { DO_NOT_SHIP_ALIAS, HOOK_ENV, ROLLBACK_ALIAS } from '../../lib/deployment.ts';
+import { DEPLOY_HOOKS, FUNCTION_NAMES, type FunctionName } from '../../lib/functions.ts';
 import type { Order } from '../../lib/orders/order.ts';
 import { createContext, invokeBuffered } from '../../local/lambda-runtime.ts';
 import { scanAll } from '../admin/support.ts';
@@ -82,7 +102,7 @@ import {
 import { createTestTables, type TestTables } from '../support/tables.ts';
 
 const stubs = stubHookClients();
-const { lambda, codeDeploy, autoScaling, cloudWatch } = stubs;
+const { lambda, codeDeploy, autoScaling, cloudWatch, cloudFormation } = stubs;
 
 let t: TestTables;
 /** The handler behind each function name the stubbed Lambda is asked for (every version). */
@@ -112,6 +132,7 @@ function settings(overrides: Partial<HookSettings> = {}): HookSettings {
       ]),
     ) as unknown as HookSettings['targets'],
     bakeSeconds: 60,
+    watchProbe: false,
     versionsKept: 3,
     ignoreAlarms: false,
     // (The tables of the file, once they exist: the cases of `it.each` are read before.)
@@ -258,6 +279,7 @@ afterEach(() => {
   codeDeploy.reset();
   autoScaling.reset();
   cloudWatch.reset();
+  cloudFormation.reset();
   deployments.clear();
 });
 
@@ -312,6 +334,154 @@ describe('the pre-traffic hook, against the local stack', () => {
     expect(invocations.map((call) => call.status)).toEqual([200, 304]);
     const passed = lines.find((l) => l.message === 'Pre-traffic check passed');
     expect(passed?.answer).toMatch(/^200 \(\d+ bytes, whole\); 304$/);
+  });
+
+  /** A handler that streams as Lambda's runtime marks one (awslambda.streamifyResponse). */
+  type Streaming = (
+    event: unknown,
+    stream: NodeJS.WritableStream,
+    context: unknown,
+  ) => Promise<unknown>;
+  const runtime = (
+    globalThis as unknown as {
+      awslambda: {
+        streamifyResponse: (handler: Streaming) => unknown;
+        HttpResponseStream: {
+          from: (stream: NodeJS.WritableStream, prelude: unknown) => NodeJS.WritableStream;
+        };
+      };
+    }
+  ).awslambda;
+  /** The healthy list, with what a conditional request of it does replaced by `conditional`. */
+  const listAnswering = (conditional: Streaming) =>
+    runtime.streamifyResponse((event, stream, context) =>
+      JSON.stringify((event as { headers?: object }).headers ?? {}).includes('If-None-Match')
+        ? conditional(event, stream, context)
+        : (healthy().listOrders as Streaming)(event, stream, context),
+    );
+
+  it('fails a list that sends its status line and `[` and then stalls: a body idle for its bound is a failure, with its reason', async () => {
+    deploy({
+      ...healthy(),
+      listOrders: runtime.streamifyResponse(async (_event, stream) => {
+        const body = runtime.HttpResponseStream.from(stream, {
+          statusCode: 200,
+          headers: { 'Content-Type': 'application/json', ETag: 'W/"v1"' },
+        });
+        body.write('[');
+        await new Promise(() => undefined);
+      }),
+    });
+    const started = Date.now();
+    const lines = await capturedLines(() => hooks().preTraffic(deployment('listOrders')));
+    expect(verdicts()).toEqual(['Failed']);
+    expect(lines.find((l) => l.level === 'ERROR')?.answer).toBe(
+      `200, body failed: stalled: no byte for ${BODY_IDLE_MS} ms after 1 bytes`,
+    );
+    // At the stall, not at the end of the call's budget (30 s and the body's 45 s).
+    expect(Date.now() - started).toBeLessThan(BODY_IDLE_MS + 15_000);
+  });
+
+  it('checks the answer to the ETag it asked about: a 200 with that same ETag (If-None-Match ignored) fails, as does a 304 of another tag', async () => {
+    // The healthy list, deaf to If-None-Match: the list unchanged, a 200 with the same tag.
+    deploy({
+      ...healthy(),
+      listOrders: listAnswering((event, stream, context) => {
+        const { headers, multiValueHeaders, ...rest } = event as Record<string, unknown>;
+        const deaf = (h: object | undefined) =>
+          h && Object.fromEntries(Object.entries(h).filter(([name]) => name !== 'If-None-Match'));
+        return (healthy().listOrders as Streaming)(
+          {
+            ...rest,
+            headers: deaf(headers as object | undefined),
+            multiValueHeaders: deaf(multiValueHeaders as object | undefined),
+          },
+          stream,
+          context,
+        );
+      }),
+    });
+    let lines = await capturedLines(() => hooks().preTraffic(deployment('listOrders')));
+    expect(verdicts()).toEqual(['Failed']);
+    expect(lines.find((l) => l.level === 'ERROR')?.answer).toMatch(
+      /; 200 with the ETag W\/"[^"]+" it was asked about: If-None-Match ignored$/,
+    );
+    codeDeploy.resetHistory();
+    deploy({
+      ...healthy(),
+      listOrders: listAnswering(async (_event, stream) => {
+        runtime.HttpResponseStream.from(stream, {
+          statusCode: 304,
+          headers: { ETag: 'W/"another"' },
+        }).end();
+        return Promise.resolve();
+      }),
+    });
+    lines = await capturedLines(() => hooks().preTraffic(deployment('listOrders')));
+    expect(verdicts()).toEqual(['Failed']);
+    expect(lines.find((l) => l.level === 'ERROR')?.answer).toMatch(
+      /; 304 with ETag W\/"another", not the W\/"[^"]+" asked about$/,
+    );
+  });
+
+  it('refuses a version marked do-not-ship before anything else (no probe, no scaling), and lets any other version be probed', async () => {
+    deploy(healthy());
+    lambda.on(GetAliasCommand, { Name: DO_NOT_SHIP_ALIAS }).resolves({
+      Name: DO_NOT_SHIP_ALIAS,
+      FunctionVersion: VERSION,
+      Description: 'rolled back: cancels lost their trail',
+    });
+    const lines = await capturedLines(() => hooks().preTraffic(deployment('cancelOrder')));
+    expect(verdicts()).toEqual(['Failed']);
+    expect(invocations).toEqual([]);
+    expect(scaling()).toEqual([]);
+    expect(lines.find((l) => l.level === 'ERROR')).toMatchObject({
+      message: 'Pre-traffic check failed: the new version is marked do-not-ship',
+      version: VERSION,
+      mark: 'rolled back: cancels lost their trail',
+    });
+    expect(lambda.commandCalls(GetAliasCommand)[0]!.args[0].input).toEqual({
+      FunctionName: fnName('cancelOrder'),
+      Name: DO_NOT_SHIP_ALIAS,
+    });
+    // A mark on another version (the one rolled back from; the fix is a new one) is in no one's way.
+    lambda.on(GetAliasCommand, { Name: DO_NOT_SHIP_ALIAS }).resolves({
+      FunctionVersion: OLD_VERSION,
+    });
+    expect(await hooks().preTraffic(deployment('cancelOrder'))).toBe('Succeeded');
+  });
+
+  it("writes the orders table only in the deploy check's partitions: the ones its role's dynamodb:LeadingKeys allow", async () => {
+    deploy(healthy());
+    const written: unknown[] = [];
+    const send = t.client.send.bind(t.client);
+    // The hooks' own client, recording the partition of each write to the orders table.
+    const recording = {
+      send: (command: { input: Record<string, unknown> }) => {
+        if (command instanceof BatchWriteCommand) {
+          const requests = command.input.RequestItems?.[t.tables.orders] ?? [];
+          for (const r of requests)
+            written.push((r.PutRequest?.Item ?? r.DeleteRequest?.Key)?.shard);
+        } else if (
+          command instanceof UpdateCommand &&
+          command.input.TableName === t.tables.orders
+        ) {
+          written.push(command.input.Key?.shard);
+        } else if (command.input.TableName === t.tables.orders) {
+          throw new Error(`a write the role does not allow: ${command.constructor.name}`);
+        }
+        return send(command as never);
+      },
+    } as unknown as typeof t.client;
+    const withRecording = createDeployHooks({
+      ...hookClients(),
+      dynamodb: recording,
+      settings: settings(),
+      ...fakeClock(),
+    });
+    expect(await withRecording.preTraffic(deployment('cancelOrder'))).toBe('Succeeded');
+    expect(written.length).toBeGreaterThan(0);
+    for (const shard of written) expect(DEPLOY_CHECK_LEADING_KEYS).toContain(String(shard));
   });
 
   it("denies a key no one holds and allows a key of the deploy check's own, revoked after the probe", async () => {
@@ -455,6 +625,7 @@ describe('a hook whose environment is missing or malformed', () => {
     const {
       targets,
       bakeSeconds,
+      watchProbe,
       versionsKept,
       ignoreAlarms,
       ordersTable,
@@ -464,6 +635,7 @@ describe('a hook whose environment is missing or malformed', () => {
     return {
       [HOOK_ENV.targets]: JSON.stringify(targets),
       [HOOK_ENV.bakeSeconds]: String(bakeSeconds),
+      [HOOK_ENV.watchProbe]: String(watchProbe),
       [HOOK_ENV.versionsKept]: String(versionsKept),
       [HOOK_ENV.ignoreAlarms]: String(ignoreAlarms),
       [HOOK_ENV.ordersTable]: ordersTable,
@@ -493,6 +665,7 @@ describe('a hook whose environment is missing or malformed', () => {
     ['not a number', HOOK_ENV.bakeSeconds, 'ten', /BAKE_SECONDS must be a whole number/],
     ['empty', HOOK_ENV.versionsKept, '', /VERSIONS_KEPT is not set/],
     ['not a flag', HOOK_ENV.ignoreAlarms, 'yes', /IGNORE_ALARMS must be true or false/],
+    ['not a flag', HOOK_ENV.watchProbe, '1', /WATCH_PROBE must be true or false/],
     ['unset', HOOK_ENV.ordersTable, undefined, /ORDERS_TABLE is not set/],
   ])('refuses %s (%s), naming the variable', (_, name, value, message) => {
     const env = { ...goodEnv(), [name]: value };
@@ -583,7 +756,7 @@ describe('the metric filters of the deploy judges, on what versions write', () =
     expect(lines.filter((l) => l.deploy_check === true && l.status === 500)).toHaveLength(1);
   });
 
-  it('does not count a 503 (DynamoDB slow): only the 500s say the code is wrong', async () => {
+  it('counts a 503 (a DynamoDB call that failed or ran out of time) apart from the 500s, once, and not as one', async () => {
     const throttled = createCancelOrderHandler({
       orders: () =>
         ({
@@ -601,6 +774,11 @@ describe('the metric filters of the deploy judges, on what versions write', () =
     expect(
       lines.filter((l) => matchesFilter(INTERNAL_ERROR_ANSWER_PATTERN.logPatternString, l)),
     ).toEqual([]);
+    const unavailable = lines.filter((l) =>
+      matchesFilter(UNAVAILABLE_ANSWER_PATTERN.logPatternString, l),
+    );
+    expect(unavailable).toHaveLength(1);
+    expect(unavailable[0]).toMatchObject({ function_version: VERSION });
   });
 
   it("counts the authorizer's transient failures (what its failed invocations less these are bugs)", async () => {
@@ -647,14 +825,46 @@ describe('the post-traffic hook', () => {
       hooks: { BeforeAllowTraffic: 'Succeeded', AfterAllowTraffic: 'InProgress' },
       ...changes,
     });
+  const MINUTE = 60_000;
+  type Query = { Id: string };
+  type Read = { MetricDataQueries: Query[]; StartTime: Date; EndTime: Date };
+  /**
+   * CloudWatch answering the judgement's queries with one datapoint each, by query id (lower
+   * case; none for the rest), stamped in a minute `at(read)` gives (default: the minute before
+   * the read's end).
+   */
+  const answerFigures = (
+    values: (read: Read) => Record<string, number>,
+    at: (read: Read) => number = (read) =>
+      Math.floor((read.EndTime.getTime() - 1) / MINUTE) * MINUTE,
+  ) =>
+    cloudWatch.on(GetMetricDataCommand).callsFake((input: Read) => {
+      const figures = values(input);
+      return {
+        MetricDataResults: input.MetricDataQueries.map((q) => {
+          const value = figures[q.Id.toLowerCase()];
+          return value === undefined
+            ? { Id: q.Id, Timestamps: [], Values: [] }
+            : { Id: q.Id, Timestamps: [new Date(at(input))], Values: [value] };
+        }),
+      };
+    });
+  /** A minute's traffic of a healthy deployment after the last shift: every invocation the new version's. */
+  const HEALTHY = { newrequests: 100, liverequests: 100, oldrequests: 2_000 };
+  /**
+   * cancelOrder's first invocations after a shift on the minute are in CloudWatch this long
+   * after it: its first whole minute, and CloudWatch's delay.
+   */
+  const SETTLE_MS = settledAt('cancelOrder', 1_800_000_000_000) - 1_800_000_000_000;
 
   beforeEach(() => {
     lambda.on(UpdateAliasCommand).resolves({});
     lambda.on(CreateAliasCommand).resolves({});
   });
 
-  it('resumes the scaling, watches and judges for the bake, records the version to roll back to, then deletes the versions beyond the newest 3 that no alias uses', async () => {
+  it('resumes the scaling, watches and judges for the bake and until the first figures after the shift are in, records the version to roll back to, then deletes the versions beyond the newest 3 that no alias uses', async () => {
     alarmState('OK');
+    answerFigures(() => HEALTHY);
     versions('1', '2', '3', '4', '5', '6', '7');
     // `live` points at 7; `rollback` at 6; an old alias still routes to 2.
     lambda.on(ListAliasesCommand).resolves({
@@ -669,12 +879,19 @@ describe('the post-traffic hook', () => {
       ],
     });
     lambda.on(DeleteFunctionCommand).resolves({});
-    expect(await hooks().postTraffic(afterShift('cancelOrder'))).toBe('Succeeded');
+    const lines = await capturedLines(async () =>
+      expect(await hooks().postTraffic(afterShift('cancelOrder'))).toBe('Succeeded'),
+    );
     expect(scaling()).toEqual([[`function:${fnName('cancelOrder')}:live`, false]]);
-    // The bake's reads at its start and every ALARM_POLL_MS to its end (60 s: 0, 20, 40, 60).
-    const reads = (settings().bakeSeconds * 1000) / ALARM_POLL_MS + 1;
+    // The bake's reads at its start and every ALARM_POLL_MS to its end (60 s: 0, 20, 40, 60),
+    // then on until the first whole minute after the shift is in CloudWatch (80, 100, 120 s).
+    expect(SETTLE_MS).toBe(60_000 + METRICS_DELAY_MS);
+    const reads = SETTLE_MS / ALARM_POLL_MS + 1;
     expect(cloudWatch.commandCalls(DescribeAlarmsCommand)).toHaveLength(reads);
     expect(cloudWatch.commandCalls(GetMetricDataCommand)).toHaveLength(reads);
+    expect(lines.find((l) => l.message === 'Watch passed')).toMatchObject({
+      notSeen: `CloudWatch's figures of its last ${METRICS_DELAY_MS / 1000} s`,
+    });
     expect(lambda.commandCalls(UpdateAliasCommand).map((c) => c.args[0].input)).toEqual([
       expect.objectContaining({
         FunctionName: fnName('cancelOrder'),
@@ -692,8 +909,9 @@ describe('the post-traffic hook', () => {
     expect(verdicts()).toEqual(['Succeeded']);
   });
 
-  it('creates the rollback alias the first time, and leaves it where it was after a deployment that moved live back (a rollback through CloudFormation)', async () => {
+  it('creates the rollback alias the first time, and leaves it where it was after a deployment that moved live back (a rollback through CloudFormation), which it passes without figures of its own: that version served before', async () => {
     alarmState('OK');
+    answerFigures(() => HEALTHY);
     versions('6', '7');
     lambda.on(ListAliasesCommand).resolves({ Aliases: [{ Name: 'live', FunctionVersion: '7' }] });
     lambda
@@ -704,6 +922,7 @@ describe('the post-traffic hook', () => {
       expect.objectContaining({ Name: ROLLBACK_ALIAS, FunctionVersion: OLD_VERSION }),
     ]);
     lambda.resetHistory();
+    answerFigures(() => ({}));
     expect(
       await hooks().postTraffic(
         afterShift('cancelOrder', { currentVersion: '9', targetVersion: '5' }),
@@ -713,25 +932,17 @@ describe('the post-traffic hook', () => {
     expect(lambda.commandCalls(CreateAliasCommand)).toEqual([]);
   });
 
-  it("judges the new version against the old one over the deployment: reads both versions' figures from an hour before it started to now", async () => {
+  it("judges the new version against the old one over the deployment: reads both versions' figures from an hour before it started to now, minute by minute", async () => {
     alarmState('OK');
     versions('6', '7');
     lambda.on(ListAliasesCommand).resolves({ Aliases: [] });
     // The new version failed 4 of its 40 requests; the old one 0 of 2,000.
-    cloudWatch
-      .on(GetMetricDataCommand)
-      .callsFake(
-        (input: {
-          MetricDataQueries: { Id: string; MetricStat: { Metric: { MetricName: string } } }[];
-        }) => ({
-          MetricDataResults: input.MetricDataQueries.map((q) => ({
-            Id: q.Id,
-            Values: [
-              { newrequests: 40, oldrequests: 2000, newfailures1: 4 }[q.Id.toLowerCase()] ?? 0,
-            ],
-          })),
-        }),
-      );
+    answerFigures(() => ({
+      newrequests: 40,
+      liverequests: 40,
+      oldrequests: 2000,
+      newfailures1: 4,
+    }));
     const event = afterShift('cancelOrder');
     const lines = await capturedLines(() => hooks().postTraffic(event));
     expect(verdicts()).toEqual(['Failed']);
@@ -743,20 +954,152 @@ describe('the post-traffic hook', () => {
     const { createdAt } = deployments.get(event.DeploymentId)!;
     expect(createdAt - StartTime!.getTime()).toBeGreaterThanOrEqual(60 * 60_000);
     expect(EndTime!.getTime()).toBe(1_800_000_000_000);
-    const dimensions = (id: string) =>
-      MetricDataQueries!.find((q) => q.Id === id)!.MetricStat!.Metric!.Dimensions;
-    expect(dimensions('newrequests')).toContainEqual({ Name: 'ExecutedVersion', Value: VERSION });
-    expect(dimensions('oldrequests')).toContainEqual({
+    const query = (id: string) => MetricDataQueries!.find((q) => q.Id === id)!.MetricStat!;
+    expect(query('newrequests').Metric!.Dimensions).toContainEqual({
+      Name: 'ExecutedVersion',
+      Value: VERSION,
+    });
+    expect(query('oldrequests').Metric!.Dimensions).toContainEqual({
       Name: 'ExecutedVersion',
       Value: OLD_VERSION,
     });
+    // live's: through the alias, every version.
+    expect(query('liverequests').Metric!.Dimensions!.map((d) => d.Name)).toEqual([
+      'FunctionName',
+      'Resource',
+    ]);
+    // Counts minute by minute; the medians over the whole window.
+    expect(query('newrequests').Period).toBe(60);
+    expect(query('newlatency').Period! % 60).toBe(0);
+    expect(query('newlatency').Period!).toBeGreaterThan(60 * 60);
     // Nothing pruned, no rollback version recorded: the deploy rolls back.
     expect(lambda.commandCalls(DeleteFunctionCommand)).toHaveLength(0);
     expect(lambda.commandCalls(UpdateAliasCommand)).toHaveLength(0);
   });
 
+  it("fails closed: without invocations of the new version in its figures it watches on past the bake, up to the hook's own time less what it needs after, then fails saying which figures it lacked", async () => {
+    alarmState('OK');
+    answerFigures(() => ({ ...HEALTHY, newrequests: MIN_OWN_REQUESTS - 1, liverequests: 19 }));
+    const clock = fakeClock();
+    const started = clock.now();
+    const lines = await capturedLines(() =>
+      createDeployHooks({
+        ...hookClients(),
+        dynamodb: t.client,
+        settings: settings(),
+        ...clock,
+      }).postTraffic(afterShift('cancelOrder')),
+    );
+    expect(verdicts()).toEqual(['Failed']);
+    // Lambda's 15 minutes (the hook's timeout), less the 2 it keeps to record, prune and report.
+    expect(clock.now() - started).toBe(
+      DEPLOY_HOOKS.postTraffic.timeoutSeconds * 1000 - WATCH_RESERVE_MS,
+    );
+    const missing = `${MIN_OWN_REQUESTS - 1} invocations of the new version in its figures, ${MIN_OWN_REQUESTS} needed`;
+    expect(lines.find((l) => String(l.message).startsWith('Watch extended'))).toMatchObject({
+      missing,
+    });
+    expect(lines.find((l) => l.level === 'ERROR')?.alarms).toEqual([
+      `no verdict without the new version's figures: ${missing}`,
+    ]);
+    expect(lambda.commandCalls(DeleteFunctionCommand)).toHaveLength(0);
+  });
+
+  it('passes once the figures come in during the extension (CloudWatch late by minutes)', async () => {
+    alarmState('OK');
+    versions('7');
+    lambda.on(ListAliasesCommand).resolves({ Aliases: [] });
+    const clock = fakeClock();
+    const shift = clock.now();
+    // Nothing of the new version until 3 minutes after the shift.
+    answerFigures((read) =>
+      read.EndTime.getTime() < shift + 3 * MINUTE ? { oldrequests: 2000 } : HEALTHY,
+    );
+    expect(
+      await createDeployHooks({
+        ...hookClients(),
+        dynamodb: t.client,
+        settings: settings(),
+        ...clock,
+      }).postTraffic(afterShift('cancelOrder')),
+    ).toBe('Succeeded');
+    expect(clock.now() - shift).toBe(3 * MINUTE);
+  });
+
+  it("fails closed on figures that are not what live serves: the new version with 10% of live's invocations since the last shift", async () => {
+    alarmState('OK');
+    answerFigures(() => ({ newrequests: 100, liverequests: 1000, oldrequests: 2000 }));
+    const lines = await capturedLines(() => hooks().postTraffic(afterShift('cancelOrder')));
+    expect(verdicts()).toEqual(['Failed']);
+    expect(lines.find((l) => l.level === 'ERROR')?.alarms).toEqual([
+      expect.stringMatching(
+        /the new version has 100 of the 1000 invocations through live since the last shift/,
+      ),
+    ]);
+  });
+
+  it("judges its 503s against the old version's in the same minutes: a version answering 503 where the old one did not fails; a DynamoDB incident both see does not", async () => {
+    alarmState('OK');
+    versions('7');
+    lambda.on(ListAliasesCommand).resolves({ Aliases: [] });
+    // A minute of production's canary (after the deployment started): both versions served.
+    const canaryMinute = 1_800_000_000_000 - 3 * MINUTE;
+    const during = (values: Record<string, number>) =>
+      answerFigures(
+        () => ({ ...values, liverequests: 0 }),
+        () => canaryMinute,
+      );
+    during({ newrequests: 100, newunavailable: 20, oldrequests: 900, oldunavailable: 0 });
+    let lines = await capturedLines(() => hooks().postTraffic(afterShift('cancelOrder')));
+    expect(verdicts()).toEqual(['Failed']);
+    expect(lines.find((l) => l.level === 'ERROR')?.alarms).toEqual([
+      expect.stringMatching(
+        /^20 answers 503 in 100 requests, a chance of .* at the old version's rate of 0.001 over the same minutes$/,
+      ),
+    ]);
+    codeDeploy.resetHistory();
+    // The same minute, DynamoDB slow for both: the old version answered 20% 503s too.
+    during({ newrequests: 100, newunavailable: 20, oldrequests: 900, oldunavailable: 180 });
+    lines = await capturedLines(() => hooks().postTraffic(afterShift('cancelOrder')));
+    expect(verdicts()).toEqual(['Succeeded']);
+    expect(lines.find((l) => l.message === 'Judgement of the new version')).toMatchObject({
+      unavailableChance: expect.any(Number),
+    });
+  });
+
+  it("probes the new version at each read where the stage says so (watchProbe): a stage without callers passes on the probes' calls, a broken version fails on them", async () => {
+    alarmState('OK');
+    versions('7');
+    lambda.on(ListAliasesCommand).resolves({ Aliases: [] });
+    answerFigures(() => ({}));
+    deploy(healthy());
+    let lines = await capturedLines(async () =>
+      expect(await hooks({ watchProbe: true }).postTraffic(afterShift('cancelOrder'))).toBe(
+        'Succeeded',
+      ),
+    );
+    // 3 calls a read (cancel, cancel again, an unknown id): 7 reads to 20 of its own.
+    const passed = lines.find((l) => l.message === 'Watch passed');
+    expect(passed?.probes).toEqual({ requests: 21, failures: 0, unavailable: 0 });
+    expect(invocations.map((call) => call.status)).toEqual(
+      Array.from({ length: 7 }, () => [204, 204, 404]).flat(),
+    );
+    codeDeploy.resetHistory();
+    invocations.length = 0;
+    deploy(broken());
+    lines = await capturedLines(() =>
+      hooks({ watchProbe: true }).postTraffic(afterShift('cancelOrder')),
+    );
+    expect(verdicts()).toEqual(['Failed']);
+    // Each probe stops at its first call, a 500: 2 failures of 2 at the first reads.
+    expect(invocations).toHaveLength(2);
+    const failed = lines.find((l) => String(l.message).startsWith('The new version failed'));
+    expect(failed?.alarms).toEqual([expect.stringMatching(/^2 failures in 2 requests/)]);
+  });
+
   it('fails the deployment (a rollback) at the first read that finds a deployment alarm in ALARM after the last shift, and deletes nothing', async () => {
     alarmState('ALARM');
+    answerFigures(() => HEALTHY);
     expect(await hooks().postTraffic(afterShift('cancelOrder'))).toBe('Failed');
     // The watch stops at once: no waiting out the rest of the bake.
     expect(cloudWatch.commandCalls(DescribeAlarmsCommand)).toHaveLength(1);
@@ -765,8 +1108,9 @@ describe('the post-traffic hook', () => {
     expect(verdicts()).toEqual(['Failed']);
   });
 
-  it('lets a hotfix through (deployIgnoringAlarms): the alarm in ALARM is logged, not obeyed, and the old versions are pruned', async () => {
+  it('lets a hotfix through (deployIgnoringAlarms): the alarm in ALARM and the missing figures are logged, not obeyed, and the old versions are pruned', async () => {
     alarmState('ALARM');
+    answerFigures(() => ({}));
     versions('4', '5', '6', '7');
     lambda.on(ListAliasesCommand).resolves({ Aliases: [{ Name: 'live', FunctionVersion: '7' }] });
     lambda.on(DeleteFunctionCommand).resolves({});
@@ -775,8 +1119,9 @@ describe('the post-traffic hook', () => {
         'Succeeded',
       ),
     );
-    // Each read of the bake found the alarm, and said so; the watch ran to its end.
-    const reads = (settings().bakeSeconds * 1000) / ALARM_POLL_MS + 1;
+    // Each read of the watch found the alarm, and said so; the watch ran to its end (the bake,
+    // then cancelOrder's first figures after the shift).
+    const reads = SETTLE_MS / ALARM_POLL_MS + 1;
     expect(cloudWatch.commandCalls(DescribeAlarmsCommand)).toHaveLength(reads);
     const ignored = lines.filter(
       (l) => l.message === 'Alarm in ALARM ignored (deployIgnoringAlarms)',
@@ -786,6 +1131,9 @@ describe('the post-traffic hook', () => {
       level: 'WARN',
       alarms: ['store-orders-test-cancelOrderNewVersionFailures'],
     });
+    expect(lines.find((l) => l.message === 'Judgement of the new version')?.missing).toMatch(
+      /invocations of the new version/,
+    );
     // Then the pruning: the versions beyond the newest 3.
     expect(
       lambda.commandCalls(DeleteFunctionCommand).map((call) => call.args[0].input.Qualifier),
@@ -807,31 +1155,225 @@ describe('the post-traffic hook', () => {
     expect(verdicts()).toEqual([]);
   });
 
-  it("publishes each function's code again after the stack's update rolled back (EventBridge, to the post-traffic function), so that the same deploy can be tried again", async () => {
-    lambda.on(PublishVersionCommand).resolves({ Version: '8' });
-    const deployed = hooks();
-    await hookHandlers(() => deployed).postTraffic(
-      {
-        'detail-type': 'CloudFormation Stack Status Change',
-        detail: {
-          'stack-id': 'arn:aws:cloudformation:local:000000000000:stack/Staging-Api/1',
-          'status-details': { status: 'UPDATE_ROLLBACK_COMPLETE' },
-        },
-      },
-      {},
-    );
-    expect(
-      lambda.commandCalls(PublishVersionCommand).map((c) => c.args[0].input.FunctionName),
-    ).toEqual(FUNCTION_NAMES.map(fnName));
-    expect(verdicts()).toEqual([]);
-    expect(scaling()).toEqual([]);
-  });
-
   it('streams nothing through the stubs it does not use (no Lambda invocation after the shift)', async () => {
     alarmState('OK');
+    answerFigures(() => HEALTHY);
     versions('7');
     lambda.on(ListAliasesCommand).resolves({ Aliases: [] });
     await hooks().postTraffic(afterShift('listOrders'));
     expect(lambda.commandCalls(InvokeWithResponseStreamCommand)).toHaveLength(0);
+  });
+});
+
+describe('after a rolled-back stack update (EventBridge, to the post-traffic function)', () => {
+  const STACK = 'arn:aws:cloudformation:local:000000000000:stack/Staging-Api/1';
+  /** A function's code and configuration as Lambda keeps them ($LATEST, or a version). */
+  interface Content {
+    readonly code: string;
+    readonly table: string;
+  }
+  /**
+   * A stand-in of Lambda's versions with PublishVersion's documented rules: a version of
+   * `$LATEST` as it is; the last version again when nothing changed since it; nothing when
+   * CodeSha256 or RevisionId is not `$LATEST`'s. `retryAt`: a deploy that changes `$LATEST`
+   * just as the hook publishes (a retry started before its event landed).
+   */
+  class Functions {
+    readonly latest = new Map<string, Content & { revision: number }>();
+    readonly versions = new Map<string, Content[]>();
+    retryAt: ((name: string) => void) | undefined;
+
+    constructor(old: Content) {
+      for (const name of FUNCTION_NAMES.map(fnName)) {
+        this.versions.set(
+          name,
+          Array.from({ length: 7 }, () => old),
+        );
+        this.latest.set(name, { ...old, revision: 1 });
+      }
+    }
+
+    update(name: string, content: Content): void {
+      this.latest.set(name, { ...content, revision: this.latest.get(name)!.revision + 1 });
+    }
+
+    /** A publication, as PublishVersion answers it: the version, and whether it is a new one. */
+    publish(name: string, input: { CodeSha256?: string; RevisionId?: string } = {}) {
+      const latest = this.latest.get(name)!;
+      if (input.CodeSha256 !== undefined && input.CodeSha256 !== latest.code) {
+        throw new InvalidParameterValueException({
+          message: `CodeSHA256 (${input.CodeSha256}) is different from current CodeSHA256 in $LATEST (${latest.code}). Please try again with the CodeSHA256 in $LATEST.`,
+          $metadata: {},
+        });
+      }
+      if (input.RevisionId !== undefined && input.RevisionId !== String(latest.revision)) {
+        throw Object.assign(
+          new Error('The Revision Id provided does not match the latest Revision Id'),
+          {
+            name: 'PreconditionFailedException',
+          },
+        );
+      }
+      const versions = this.versions.get(name)!;
+      const last = versions.at(-1)!;
+      if (last.code === latest.code && last.table === latest.table) {
+        return { version: String(versions.length), created: false };
+      }
+      versions.push({ code: latest.code, table: latest.table });
+      return { version: String(versions.length), created: true };
+    }
+
+    /** A deploy's publication through CloudFormation: a version that exists fails it. */
+    deploy(content: Content): boolean {
+      return FUNCTION_NAMES.map(fnName).every((name) => {
+        this.update(name, content);
+        return this.publish(name).created;
+      });
+    }
+
+    configuration(name: string, qualifier: string | undefined): FunctionConfiguration {
+      const content =
+        qualifier === undefined
+          ? this.latest.get(name)!
+          : this.versions.get(name)![Number(qualifier) - 1]!;
+      return {
+        FunctionName: name,
+        CodeSha256: content.code,
+        Environment: { Variables: { ORDERS_TABLE: content.table } },
+        ...('revision' in content ? { RevisionId: String(content.revision) } : {}),
+      };
+    }
+
+    answer(): void {
+      lambda
+        .on(GetFunctionConfigurationCommand)
+        .callsFake((input: { FunctionName: string; Qualifier?: string }) =>
+          this.configuration(input.FunctionName, input.Qualifier),
+        );
+      lambda
+        .on(PublishVersionCommand)
+        .callsFake((input: { FunctionName: string; CodeSha256?: string; RevisionId?: string }) => {
+          this.retryAt?.(input.FunctionName);
+          return { Version: this.publish(input.FunctionName, input).version };
+        });
+    }
+  }
+
+  const A = { code: 'sha-A', table: 'orders' };
+  const B = { code: 'sha-B', table: 'orders' };
+  /** The stack, its status, and the version of each function its template names. */
+  const stack = (status: StackStatus, version = '7') => {
+    cloudFormation.on(DescribeStacksCommand).resolves({
+      Stacks: [{ StackName: 'Staging-Api', StackStatus: status, CreationTime: new Date() }],
+    });
+    cloudFormation.on(ListStackResourcesCommand).resolves({
+      StackResourceSummaries: FUNCTION_NAMES.map((name) => ({
+        LogicalResourceId: `${name}CurrentVersion`,
+        PhysicalResourceId: `arn:aws:lambda:local:000000000000:function:${fnName(name)}:${version}`,
+        ResourceType: 'AWS::Lambda::Version',
+        ResourceStatus: 'UPDATE_COMPLETE',
+        LastUpdatedTimestamp: new Date(),
+      })),
+    });
+  };
+  const rolledBack = (deployed = hooks()) =>
+    hookHandlers(() => deployed).postTraffic(
+      {
+        'detail-type': 'CloudFormation Stack Status Change',
+        detail: { 'stack-id': STACK, 'status-details': { status: 'UPDATE_ROLLBACK_COMPLETE' } },
+      },
+      {},
+    );
+  /** A deploy of B over A that one function's failure rolled back: each function published B (8), then got A back. */
+  const failedDeploy = () => {
+    const functions = new Functions(A);
+    functions.answer();
+    expect(functions.deploy(B)).toBe(true);
+    for (const name of FUNCTION_NAMES.map(fnName)) functions.update(name, A);
+    return functions;
+  };
+
+  it("publishes each function's rolled-back code (the version the stack names), so that a retry of the same deploy publishes its own: once, however often the notice comes", async () => {
+    const functions = failedDeploy();
+    stack('UPDATE_ROLLBACK_COMPLETE');
+    // Without it, the retry's publication of B finds B the last version: CloudFormation fails.
+    const withoutRepublish = new Functions(A);
+    withoutRepublish.deploy(B);
+    for (const name of FUNCTION_NAMES.map(fnName)) withoutRepublish.update(name, A);
+    expect(withoutRepublish.deploy(B)).toBe(false);
+
+    await rolledBack();
+    for (const name of FUNCTION_NAMES.map(fnName)) {
+      expect(functions.versions.get(name)!.map((v) => v.code)).toEqual([
+        ...Array(7).fill('sha-A'),
+        'sha-B',
+        'sha-A',
+      ]);
+    }
+    expect(
+      lambda
+        .commandCalls(PublishVersionCommand)
+        .map(({ args: [{ input }] }) => [input.FunctionName, input.CodeSha256, input.RevisionId]),
+    ).toEqual(FUNCTION_NAMES.map((name) => [fnName(name), 'sha-A', '3']));
+    // The notice again (EventBridge delivers at least once): nothing more.
+    await rolledBack();
+    expect(functions.versions.get(fnName('cancelOrder'))).toHaveLength(9);
+    // The retry, right after: every function publishes B as a new version.
+    expect(functions.deploy(B)).toBe(true);
+    expect(verdicts()).toEqual([]);
+    expect(scaling()).toEqual([]);
+  });
+
+  it('publishes nothing but the rolled-back code: not once the stack updates again, not when a retry changes the function as it publishes', async () => {
+    let functions = failedDeploy();
+    // A retry already under way: the stack is no longer rolled back.
+    stack('UPDATE_IN_PROGRESS');
+    functions.update(fnName('cancelOrder'), B);
+    await rolledBack();
+    expect(lambda.commandCalls(PublishVersionCommand)).toEqual([]);
+    expect(lambda.commandCalls(ListStackResourcesCommand)).toEqual([]);
+
+    // The retry's code lands between the hook's read and its publication: Lambda refuses.
+    lambda.reset();
+    functions = failedDeploy();
+    stack('UPDATE_ROLLBACK_COMPLETE');
+    functions.retryAt = (name) => functions.update(name, B);
+    const lines = await capturedLines(() => rolledBack());
+    for (const name of FUNCTION_NAMES.map(fnName)) {
+      // No version of B published by the hook (8 is the failed deploy's).
+      expect(
+        functions.versions
+          .get(name)!
+          .map((v) => v.code)
+          .slice(8),
+      ).toEqual([]);
+    }
+    expect(
+      lines.filter((l) => l.message === 'Nothing published after the rolled-back stack update'),
+    ).toHaveLength(4);
+    expect(lines.filter((l) => l.level === 'ERROR')).toEqual([]);
+
+    // A retry that changed only the configuration ($LATEST is not the version the stack names).
+    lambda.reset();
+    functions = failedDeploy();
+    stack('UPDATE_ROLLBACK_COMPLETE');
+    functions.update(fnName('authorizer'), { ...A, table: 'orders-2' });
+    await rolledBack();
+    expect(
+      lambda.commandCalls(PublishVersionCommand).map((c) => c.args[0].input.FunctionName),
+    ).toEqual(FUNCTION_NAMES.filter((n) => n !== 'authorizer').map(fnName));
+  });
+
+  it('publishes each function on its own: one that cannot be read keeps none of the others from it, and the notice is tried again (it throws, naming it)', async () => {
+    const functions = failedDeploy();
+    stack('UPDATE_ROLLBACK_COMPLETE');
+    lambda
+      .on(GetFunctionConfigurationCommand, { FunctionName: fnName('listOrders') })
+      .rejects(new Error('TooManyRequestsException'));
+    await expect(rolledBack()).rejects.toThrow('not published: listOrders');
+    for (const name of FUNCTION_NAMES.filter((n) => n !== 'listOrders').map(fnName)) {
+      expect(functions.versions.get(name)).toHaveLength(9);
+    }
+    expect(functions.versions.get(fnName('listOrders'))).toHaveLength(8);
   });
 });

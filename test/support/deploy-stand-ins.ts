@@ -8,6 +8,7 @@ import {
   ApplicationAutoScalingClient,
   RegisterScalableTargetCommand,
 } from '@aws-sdk/client-application-auto-scaling';
+import { CloudFormationClient } from '@aws-sdk/client-cloudformation';
 import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
 import {
   CodeDeployClient,
@@ -20,9 +21,11 @@ import {
   type ServiceOutputTypes as CodeDeployOutput,
 } from '@aws-sdk/client-codedeploy';
 import {
+  GetAliasCommand,
   InvokeCommand,
   InvokeWithResponseStreamCommand,
   LambdaClient,
+  ResourceNotFoundException,
   type InvokeWithResponseStreamResponseEvent,
   type LambdaClientResolvedConfig,
   type ServiceInputTypes as LambdaInput,
@@ -74,7 +77,8 @@ export interface Invocation {
 /**
  * The stand-in Lambda: `handlerOf` names the handler deployed under a function name and version
  * (undefined: the function or version does not exist, as Lambda's ResourceNotFound). A handler
- * that throws fails the invocation (FunctionError), as a crash at init does on Lambda.
+ * that throws fails the invocation (FunctionError), as a crash at init does on Lambda. No
+ * function has a do-not-ship mark (its alias is not found) unless a test gives one.
  */
 export function standInLambda(
   lambda: AwsStub<LambdaInput, LambdaOutput, LambdaClientResolvedConfig>,
@@ -97,6 +101,9 @@ export function standInLambda(
     }
     return handler;
   };
+  lambda
+    .on(GetAliasCommand)
+    .rejects(new ResourceNotFoundException({ message: 'Alias not found', $metadata: {} }));
   lambda
     .on(InvokeCommand)
     .callsFake(
@@ -318,7 +325,7 @@ export function matchesFilter(pattern: string, line: Record<string, unknown>): b
 }
 
 /**
- * Stubs of the four clients the hooks call, one a client class: a test file makes them once
+ * Stubs of the five clients the hooks call, one a client class: a test file makes them once
  * (aws-sdk-client-mock stubs the class, so every client of it the hooks make is answered).
  */
 export function stubHookClients() {
@@ -327,16 +334,18 @@ export function stubHookClients() {
     codeDeploy: mockClient(CodeDeployClient),
     autoScaling: mockClient(ApplicationAutoScalingClient),
     cloudWatch: mockClient(CloudWatchClient),
+    cloudFormation: mockClient(CloudFormationClient),
   };
 }
 
-/** The four clients the hooks are given (answered by the stubs above). */
+/** The five clients the hooks are given (answered by the stubs above). */
 export function hookClients() {
   return {
     codeDeploy: new CodeDeployClient({}),
     lambda: new LambdaClient({}),
     autoScaling: new ApplicationAutoScalingClient({}),
     cloudWatch: new CloudWatchClient({}),
+    cloudFormation: new CloudFormationClient({}),
   };
 }
 

@@ -25,14 +25,21 @@ export interface AlarmQuery {
   };
 }
 
-function tokenize(text: string): string[] {
+/** Each expression's tokens, read once (a simulation evaluates the same few expressions often). */
+const TOKENS = new Map<string, readonly string[]>();
+
+function tokenize(text: string): readonly string[] {
+  const known = TOKENS.get(text);
+  if (known) return known;
   const tokens = text.match(
     /\s*(>=|<=|==|!=|[-+*/(),<>]|[A-Za-z_][A-Za-z0-9_]*|\d+(?:\.\d+)?(?:e-?\d+)?)/g,
   );
   if (!tokens || tokens.join('').replace(/\s/g, '') !== text.replace(/\s/g, '')) {
     throw new Error(`metric math: cannot read ${text}`);
   }
-  return tokens.map((t) => t.trim());
+  const read = tokens.map((t) => t.trim());
+  TOKENS.set(text, read);
+  return read;
 }
 
 /** Evaluates one expression, its ids given by `lookup`. */
@@ -153,10 +160,17 @@ export function alarmValue(
   valueOf: (stat: NonNullable<AlarmQuery['MetricStat']>) => Value,
 ): Value {
   const byId = new Map(queries.map((q) => [q.Id, q]));
+  // Each query once: an expression that several others use is not evaluated again.
+  const known = new Map<string, Value>();
   const lookup = (id: string): Value => {
+    if (known.has(id)) return known.get(id);
     const query = byId.get(id);
     if (!query) throw new Error(`metric math: no query ${id}`);
-    return query.MetricStat ? valueOf(query.MetricStat) : evaluate(query.Expression!, lookup);
+    const value = query.MetricStat
+      ? valueOf(query.MetricStat)
+      : evaluate(query.Expression!, lookup);
+    known.set(id, value);
+    return value;
   };
   const watched = queries.filter((q) => q.ReturnData !== false);
   if (watched.length !== 1) throw new Error('metric math: an alarm returns exactly one query');

@@ -2,7 +2,8 @@
  * The deploy's judgement of a new version (lib/deploy-judgement.ts): the binomial tail against a
  * direct sum, Chernoff's bound (the alarms' score) never firing where the exact chance would
  * not, and the cases the issue names — 2 cancels of 2 failing, a 3% failure rate, a 5× slower
- * version — against a healthy version's luck.
+ * version, one answering 503 where the old one did not — against a healthy version's luck; and
+ * when the figures are not enough to pass a version at all.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -14,6 +15,10 @@ import {
   judge,
   LATENCY_RATIO,
   MIN_LATENCY_SAMPLES,
+  MIN_LIVE_SHARE,
+  MIN_OWN_REQUESTS,
+  missingFigures,
+  sameMinutesRate,
   SIGNIFICANCE,
 } from '../../lib/deploy-judgement.ts';
 
@@ -28,9 +33,10 @@ function directTail(k: number, n: number, p: number): number {
   return sum;
 }
 
-const healthy = (requests: number, failures = 0) => ({
+const healthy = (requests: number, failures = 0, unavailable = 0) => ({
   requests,
   failures,
+  unavailable,
   latencyMs: 20,
   latencySamples: requests,
 });
@@ -109,5 +115,62 @@ describe('a new version judged against the old one', () => {
     expect(judge({ ...healthy(200), latencyMs: 20 * LATENCY_RATIO * 0.9 }, healthy(200)).slow).toBe(
       false,
     );
+  });
+});
+
+describe("a new version's 503s, against the old version's over the same minutes", () => {
+  it('fails a version that answers 503 where the old one did not (its DynamoDB calls time out)', () => {
+    const verdict = judge(
+      healthy(200, 0, 12),
+      healthy(2000),
+      sameMinutesRate([], { requests: 2000, unavailable: 0 }),
+    );
+    expect(verdict.unavailable).toBe(true);
+    expect(verdict.failing).toBe(false);
+    expect(verdict.reasons).toEqual([expect.stringMatching(/^12 answers 503 in 200 requests/)]);
+  });
+
+  it('does not fail it for a DynamoDB incident both versions saw in the same minutes (a canary), though the old one saw none before', () => {
+    // Minute 1 quiet; minute 2, DynamoDB slow: a fifth of each version's requests answered 503.
+    const minutes = [
+      { newRequests: 10, oldRequests: 90, oldUnavailable: 0 },
+      { newRequests: 10, oldRequests: 90, oldUnavailable: 18 },
+    ];
+    const rate = sameMinutesRate(minutes, { requests: 6000, unavailable: 0 });
+    expect(rate).toBeCloseTo(0.1, 12);
+    expect(judge(healthy(20, 0, 4), healthy(6180, 0, 18), rate).unavailable).toBe(false);
+    // Pooled with the hour before, the same incident would have rolled it back.
+    expect(judge(healthy(20, 0, 4), healthy(6180, 0, 18)).unavailable).toBe(true);
+  });
+
+  it("takes the minutes only the new version served (after the last shift) at the old version's rate before the deployment", () => {
+    const minutes = [
+      { newRequests: 10, oldRequests: 90, oldUnavailable: 9 },
+      { newRequests: 30, oldRequests: 0, oldUnavailable: 0 },
+    ];
+    // 10 requests at the canary's 10%, 30 at the hour before's 1%.
+    expect(sameMinutesRate(minutes, { requests: 1000, unavailable: 10 })).toBeCloseTo(
+      (10 * 0.1 + 30 * 0.01) / 40,
+      12,
+    );
+    // No minute of the new version: the old version's rate before.
+    expect(sameMinutesRate([], { requests: 1000, unavailable: 10 })).toBe(0.01);
+  });
+});
+
+describe('no figures, no pass', () => {
+  it(`asks for ${MIN_OWN_REQUESTS} invocations of the new version's own`, () => {
+    const own = { newSinceShift: 0, liveSinceShift: 0 };
+    expect(missingFigures({ ...own, ownRequests: MIN_OWN_REQUESTS - 1 })).toBe(
+      `${MIN_OWN_REQUESTS - 1} invocations of the new version in its figures, ${MIN_OWN_REQUESTS} needed`,
+    );
+    expect(missingFigures({ ...own, ownRequests: MIN_OWN_REQUESTS })).toBeUndefined();
+  });
+
+  it(`asks for ${MIN_LIVE_SHARE * 100}% of live's invocations since the last shift to be the new version's`, () => {
+    const share = (newSinceShift: number) =>
+      missingFigures({ ownRequests: 1000, newSinceShift, liveSinceShift: 1000 });
+    expect(share(899)).toMatch(/899 of the 1000 invocations through live since the last shift/);
+    expect(share(900)).toBeUndefined();
   });
 });
