@@ -16,7 +16,7 @@
  * its name, rather than running something other than the template.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve as resolvePath } from 'node:path';
 import type {
   AttributeDefinition,
   GlobalSecondaryIndex,
@@ -237,7 +237,8 @@ export function readTemplateStage(
     readonly bundles?: Readonly<Partial<Record<FunctionName, string>>>;
   },
 ): TemplateStage {
-  const assembly = new CloudAssembly(assemblyDir);
+  // Absolute, so that each bundle's path is one whatever directory loads it.
+  const assembly = new CloudAssembly(resolvePath(assemblyDir));
   const nested = assembly.nestedAssemblies.find((a) => a.displayName === stageId(stage));
   if (!nested) throw new TemplateError(`${assemblyDir} holds no stage ${stageId(stage)}`);
   const stageAssembly = nested.nestedAssembly;

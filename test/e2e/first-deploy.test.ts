@@ -21,7 +21,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { delimiter, join } from 'node:path';
+import { delimiter, join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stageConfig } from '../../infra/config.ts';
@@ -165,7 +165,13 @@ describe('a first deploy of each stage, as docs/first-stage.md says', () => {
     const assembly = await sharedAssembly();
     for (const stage of ['staging', 'production'] as const) {
       apis[stage] = await startLocalApi({
-        args: ['--stage', stage, '--assembly', assembly],
+        // Staging's named as CI names its cdk.out: relative to the working directory.
+        args: [
+          '--stage',
+          stage,
+          '--assembly',
+          stage === 'staging' ? relative(PROJECT_ROOT, assembly) : assembly,
+        ],
         tablePrefix: uniquePrefix(`first-${stage}`),
       });
     }
