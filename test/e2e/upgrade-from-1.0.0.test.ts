@@ -237,6 +237,8 @@ describe('the upgrade from release 1.0.0, every step of its how-to, under traffi
     const walks: Walk[] = [];
     const random = seededRandom(SEED);
     let step = 'release';
+    /** The functions each step published a new version of. */
+    const newVersions = new Map<string, readonly FunctionName[]>();
     let v2 = false;
     /** When each index was served by every function (deployed, ACTIVE, the canary over). */
     const readyAt = new Map<string, number>();
@@ -403,6 +405,9 @@ describe('the upgrade from release 1.0.0, every step of its how-to, under traffi
       for (const fn of fns) invoker.route(fn, { [to]: 1 });
     };
     const settle = () => pause(SETTLE_MS, stop.signal);
+    /** Which version serves each function, and the versions still serving one. */
+    const serving = new Map<FunctionName, string>();
+    const deployed = new Set<string>();
 
     try {
       await upgrade();
@@ -426,6 +431,8 @@ describe('the upgrade from release 1.0.0, every step of its how-to, under traffi
       v2 = true;
       await settle();
       await invoker.retire('1.0.0');
+      for (const fn of ALL) serving.set(fn, '1');
+      deployed.add('1');
       step = 'reindex';
       const reindexed = await cli(PROJECT_ROOT, [
         'orders',
@@ -468,14 +475,43 @@ describe('the upgrade from release 1.0.0, every step of its how-to, under traffi
           }
           creating.push({ from, to: performance.now() });
         }
-        const pool = poolOf(stages[i]!, ALL);
-        await pool.prewarm();
-        invoker.deploy(String(i + 1), pool);
-        await shift(ALL, String(i), String(i + 1), 0.1, CANARY_MS);
+        // A new version only of the functions whose template changed (code or configuration):
+        // Lambda publishes no other, and CodeDeploy shifts only those.
+        const label = String(i + 1);
+        const before = templateRuntimes(stages[i - 1]!, dynamodbEndpoint());
+        const after = templateRuntimes(stages[i]!, dynamodbEndpoint());
+        const changed = ALL.filter(
+          (fn) => JSON.stringify(before[fn]) !== JSON.stringify(after[fn]),
+        );
+        newVersions.set(step, changed);
+        if (changed.length > 0) {
+          const pool = poolOf(stages[i]!, changed);
+          await pool.prewarm();
+          invoker.deploy(label, pool);
+          const from = [...new Set(changed.map((fn) => serving.get(fn)!))];
+          await Promise.all(
+            from.map((old) =>
+              shift(
+                changed.filter((fn) => serving.get(fn) === old),
+                old,
+                label,
+                0.1,
+                CANARY_MS,
+              ),
+            ),
+          );
+          for (const fn of changed) serving.set(fn, label);
+        }
         for (const index of added) readyAt.set(index.IndexName!, performance.now());
         useGateway(stages[i]!);
         await settle();
-        await invoker.retire(String(i));
+        // A version no function is served by any more is drained.
+        for (const old of deployed) {
+          if ([...serving.values()].includes(old)) continue;
+          deployed.delete(old);
+          await invoker.retire(old);
+        }
+        if (changed.length > 0) deployed.add(label);
       }
       step = 'after';
       await settle();
@@ -567,13 +603,23 @@ describe('the upgrade from release 1.0.0, every step of its how-to, under traffi
     const lines = [...byStep].map(([name, rs]) => {
       const n = (f: (r: Sent) => boolean) => rs.filter(f).length;
       const stepWalks = walks.filter((w) => w.step === name);
-      return `${name.padEnd(8)} requests ${String(rs.length).padStart(4)}, 304s ${String(n((r) => r.status === 304)).padStart(3)} (wrong ${n((r) => wrong304.includes(r))}), walks ${stepWalks.filter((w) => !w.refused).length} whole + ${stepWalks.filter((w) => w.refused).length} refused, cancels ${n((r) => r.kind === 'cancel' && r.status === 204)}, 503 documented ${n(documented503)}, 503 of DynamoDB Local's index creation ${n(localBackfill)}, transient 503 ${n(transient503)}, other 5xx ${n((r) => server5xx.includes(r))}`;
+      const published = newVersions.has(name)
+        ? ` [new versions: ${newVersions.get(name)!.join(', ') || 'none'}]`
+        : '';
+      return `${name.padEnd(8)}${published} requests ${String(rs.length).padStart(4)}, 304s ${String(n((r) => r.status === 304)).padStart(3)} (wrong ${n((r) => wrong304.includes(r))}), walks ${stepWalks.filter((w) => !w.refused).length} whole + ${stepWalks.filter((w) => w.refused).length} refused, cancels ${n((r) => r.kind === 'cancel' && r.status === 204)}, 503 documented ${n(documented503)}, 503 of DynamoDB Local's index creation ${n(localBackfill)}, transient 503 ${n(transient503)}, other 5xx ${n((r) => server5xx.includes(r))}`;
     });
     console.log(
       `upgrade rehearsal (seed ${SEED}):\n${lines.join('\n')}\nserved: ${JSON.stringify(invoker.served)}`,
     );
 
     expect(wrong304.map((r) => `${r.step} ${r.kind}`)).toEqual([]);
+    // Step 2 reads the list's version again (listVersionItems "4/0" → 4): every function that
+    // keeps it changes; otherwise an index added, or the reindex wait removed, changes only the
+    // function that reads the indexes.
+    expect(Object.fromEntries(newVersions)).toEqual({
+      'step 2': ['listOrders', 'listOrderPages', 'cancelOrder'],
+      ...Object.fromEntries([3, 4, 5, 6, 7].map((n) => [`step ${n}`, ['listOrderPages']])),
+    });
     expect(
       walkFaults.map(
         (f) =>
