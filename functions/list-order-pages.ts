@@ -4,7 +4,7 @@
  * (lib/orders/list-query.ts). The body is `{"orders": [...], "nextPageToken": "…", "pageSize": N}`,
  * with `Link: <…>; rel="next"` beside the token; the last page has neither.
  *
- * Decided, then done (./shared/http-function.ts), top to bottom: `read` parses the query and
+ * Decided, then done (./shared/http-function.ts), top to bottom: `parse` parses the query and
  * plans its pages, without I/O (a malformed query is refused 400, an index not deployed 503 with
  * Retry-After, both once the request is counted, having read nothing); `check` reads the list's
  * version, whose tag answers a conditional request for a page of the table 304 without reading an
@@ -69,7 +69,7 @@ function pageBody(orders: readonly string[], nextPageToken: string | undefined, 
 }
 
 export function createListOrderPagesHandler(deps: ListOrderPagesDependencies) {
-  const read = ({ event }: HttpRequest): AskedPage => {
+  const parse = ({ event }: HttpRequest): AskedPage => {
     const parameters = fromMultiValue(event.multiValueQueryStringParameters);
     const parsed = parseListQuery(parameters);
     if ('error' in parsed) {
@@ -134,7 +134,7 @@ export function createListOrderPagesHandler(deps: ListOrderPagesDependencies) {
   return streamed(
     conditionalHttpFunction<AskedPage, string, VersionSeen>(deps, {
       permission: 'read',
-      read,
+      parse,
       check,
       act,
     }),

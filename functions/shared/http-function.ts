@@ -5,7 +5,7 @@
  *   1. the request (`HttpRequest`): the event, the caller the authorizer identified, the time it
  *      is served (`now`, read once) and the deadline of its DynamoDB work (`signal`), shared by
  *      every step below;
- *   2. read: whether the caller's key may do what the operation does (its `permission`), then
+ *   2. parse: whether the caller's key may do what the operation does (its `permission`), then
  *      what the request asks, without any I/O. A request that cannot be served as asked (403 for
  *      a key without the permission, 400, 406, 503 for an index not deployed) is refused only
  *      after step 3: it counts like any other request, its answer carries the headers, and it
@@ -65,10 +65,10 @@ interface Permitted {
   readonly permission: Permission;
 }
 
-/** An HTTP function: what it reads from a request, and what it does once admitted. */
+/** An HTTP function: what it parses from a request, and what it does once admitted. */
 export interface HttpOperation<Input, Answer> extends Permitted {
-  /** What the request asks, without I/O; throws the refusal of a request that cannot be served. */
-  readonly read: (request: HttpRequest) => Input;
+  /** What the request asks, parsed without I/O; throws the refusal of one that cannot be served. */
+  readonly parse: (request: HttpRequest) => Input;
   /** The work, once the request is admitted, and its answer. */
   readonly act: (input: Input, request: HttpRequest) => Promise<Answer>;
 }
@@ -99,8 +99,8 @@ export interface ConditionalOperation<
   Answer,
   Found extends object = object,
 > extends Permitted {
-  /** What the request asks, without I/O; throws the refusal of a request that cannot be served. */
-  readonly read: (request: HttpRequest) => Input;
+  /** What the request asks, parsed without I/O; throws the refusal of one that cannot be served. */
+  readonly parse: (request: HttpRequest) => Input;
   /** Once admitted: the answer's validators as the list stands now, or its 304. */
   readonly check: (input: Input, request: HttpRequest) => Promise<Validated<Answer, Found>>;
   /** The full answer, with what the check found. */
@@ -112,13 +112,13 @@ type Asked<Input> =
 
 /** What the request asks of an operation its key may use; else the refusal (403 first). */
 function ask<Input>(
-  operation: Permitted & { readonly read: (request: HttpRequest) => Input },
+  operation: Permitted & { readonly parse: (request: HttpRequest) => Input },
   request: HttpRequest,
 ): Asked<Input> {
   const denied = refusalOf(request.caller, operation.permission);
   if (denied) return { ok: false, refusal: denied };
   try {
-    return { ok: true, input: operation.read(request) };
+    return { ok: true, input: operation.parse(request) };
   } catch (refusal) {
     return { ok: false, refusal };
   }
@@ -170,7 +170,7 @@ function served<Body>(
   return perInvocation(chain, (event) => event.requestContext?.requestId);
 }
 
-/** Read, count, act. */
+/** Parse, count, act. */
 export function httpFunction<Input, Body>(
   deps: RateLimitDependencies,
   operation: HttpOperation<Input, HttpResponse<Body>>,
@@ -181,7 +181,7 @@ export function httpFunction<Input, Body>(
   });
 }
 
-/** Read; a conditional request first within the key's free allowance; else count, check, act. */
+/** Parse; a conditional request first within the key's free allowance; else count, check, act. */
 export function conditionalHttpFunction<
   Input extends { readonly condition: IfNoneMatch },
   Body,
