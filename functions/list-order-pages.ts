@@ -24,7 +24,7 @@ import {
   type ListQuery,
 } from '../lib/orders/list-query.ts';
 import { orderToJsonV2 } from '../lib/orders/order.ts';
-import type { OrderPageReader, PagePlan } from '../lib/orders/order-pages.ts';
+import type { OrderPageReader, PagePlan } from '../lib/orders/order-page-reader.ts';
 import type { OrderStore } from '../lib/orders/order-store.ts';
 import { pageContentTag, pageEntityTag } from '../lib/orders/page-tag.ts';
 import { encodePageToken } from '../lib/orders/page-token.ts';

@@ -1,6 +1,6 @@
 /**
- * The v2 list's pages on DynamoDB (the port: lib/orders/order-pages.ts): a page assembled from
- * the rooms beside this file, top to bottom —
+ * The v2 list's pages on DynamoDB (the port: lib/orders/order-page-reader.ts): a page assembled
+ * from the rooms beside this file, top to bottom —
  *
  *   1. the plan (./page-plan.ts): which source and partitions serve the filter, each Query's key
  *      condition and Limits, the page's read budget; made without I/O, by `plan`;
@@ -23,7 +23,7 @@
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { OrderFilter, PagePosition } from '../orders/order-filter.ts';
-import type { OrderPage, OrderPageReader, PageRequest } from '../orders/order-pages.ts';
+import type { OrderPage, OrderPageReader, PageRequest } from '../orders/order-page-reader.ts';
 import type { OrderStreamOptions } from '../orders/order-store.ts';
 import type { Order } from '../orders/order.ts';
 import { isSettled } from '../orders/page-tag.ts';

@@ -6,7 +6,7 @@
  * from the request and what the page has read: where a page ends depends on the store and the
  * request only. Why these and not tuned ones: bench/README.md (How a page's Limits are chosen).
  */
-import type { PagePlan } from '../orders/order-pages.ts';
+import type { PagePlan } from '../orders/order-page-reader.ts';
 
 /** What one page may read before it is served short (PAGE_READ_BUDGET). */
 export interface PageReadBudget {

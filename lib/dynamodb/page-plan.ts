@@ -30,7 +30,7 @@ import {
   type OrderSortOrder,
   type PagePosition,
 } from '../orders/order-filter.ts';
-import type { PagePlan } from '../orders/order-pages.ts';
+import type { PagePlan } from '../orders/order-page-reader.ts';
 import { ORDER_STATUSES, type OrderStatus } from '../orders/order.ts';
 import { numberText } from './attributes.ts';
 import { indexNeedsReadiness } from './index-readiness.ts';

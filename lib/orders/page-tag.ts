@@ -26,7 +26,7 @@
  */
 import { createHash } from 'node:crypto';
 import { canonicalFilterV1, type OrderFilter, type PagePosition } from './order-filter.ts';
-import type { PagePlan } from './order-pages.ts';
+import type { PagePlan } from './order-page-reader.ts';
 import type { ListVersion } from './order-store.ts';
 
 /**
