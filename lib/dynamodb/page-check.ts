@@ -45,13 +45,14 @@ export interface CheckCost {
 
 export const NOTHING_CHECKED: CheckCost = { fetched: 0, batchGets: 0 };
 
-export interface Checked {
+/** What a check found of some candidates: which are listed, as what, and what it cost. */
+export interface CheckedCandidates {
   /** Each candidate's order when it is listed, else undefined: one per candidate, in order. */
   readonly orders: readonly (Order | undefined)[];
   readonly cost: CheckCost;
 }
 
-export type CandidateCheck = (candidates: readonly Candidate[]) => Promise<Checked>;
+export type CandidateCheck = (candidates: readonly Candidate[]) => Promise<CheckedCandidates>;
 
 /** Attempts of the page's BatchGetItem while keys come back unprocessed, and the waits between. */
 const BATCH_GET_ATTEMPTS = 6;
