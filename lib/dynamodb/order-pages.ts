@@ -42,17 +42,9 @@ import { PAGE_READ_BUDGET, recheckCount, type PageReadBudget } from './page-limi
 import { planPages, type DynamoDbPagePlan } from './page-plan.ts';
 import type { OrderIndexName } from './tables.ts';
 
-/** A page as this reader reports it: also where the page's last candidate stood. */
-export interface DynamoDbOrderPage extends OrderPage {
-  readonly plan: DynamoDbPagePlan;
-  /** The position of the page's last candidate (what the page covers ends there); absent when it had none. */
-  readonly end?: PagePosition;
-}
-
-/** Where a page ends: `end`, what it covers; `next`, where the next page starts after. */
+/** Where a page ends: `next`, where the next page starts after; absent at the end of the filter. */
 export interface PageEnd {
   readonly next?: PagePosition;
-  readonly end?: PagePosition;
 }
 
 /** What a page knows once it has checked a take's candidates, to decide whether it ends. */
@@ -69,16 +61,17 @@ export interface PageSoFar {
 }
 
 /**
- * Where a page ends, or undefined while it reads on: full (a next page when anything may follow
- * its last candidate); at the end of the filter; cut by the budget of rounds or evaluated keys
- * (ending where every partition had read to) or of orders read by key (after its last candidate).
+ * Where a page ends, or undefined while it reads on: full (a next page after its last candidate
+ * when anything may follow it); at the end of the filter (none); cut by the budget of rounds or
+ * evaluated keys (the next page after where every partition had read to) or of orders read by
+ * key (after its last candidate).
  */
 export function pageEnd(page: PageSoFar): PageEnd | undefined {
   const { last, taken } = page;
-  if (page.full) return { end: last!, ...(page.leftOver || taken.more ? { next: last! } : {}) };
-  if (!taken.more) return last ? { end: last } : {};
-  if (taken.cutAt) return { next: taken.cutAt, end: taken.cutAt };
-  if (page.fetchSpent && last) return { next: last, end: last };
+  if (page.full) return page.leftOver || taken.more ? { next: last! } : {};
+  if (!taken.more) return {};
+  if (taken.cutAt) return { next: taken.cutAt };
+  if (page.fetchSpent && last) return { next: last };
   return undefined;
 }
 
@@ -148,7 +141,7 @@ export class DynamoDbOrderPages implements OrderPageReader<DynamoDbPagePlan> {
   async readPage(
     { plan, start, pageSize, seen }: PageRequest<DynamoDbPagePlan>,
     options: OrderStreamOptions = {},
-  ): Promise<DynamoDbOrderPage> {
+  ): Promise<OrderPage<DynamoDbPagePlan>> {
     const { budget } = this;
     const query = queryPartitions(this.client, this.tableName, plan, start, options.signal);
     const candidates = new CandidateStream({ plan, pageSize, budget, query });

@@ -146,36 +146,22 @@ type Range =
 
 /**
  * The key condition (and its values) of one partition's range: after `start` (exclusive), in the
- * filter's date range, up to `end` (inclusive) when given; 'empty' when no key can be in it. In
- * ship-date order the sort key is (t, id), whose conditions compare `t` alone: `start` is where
- * the Query begins (its ExclusiveStartKey, which DynamoDB takes within the key condition), and
- * `end`'s instant is the upper bound (the orders after `end` at that instant are read too).
+ * filter's date range; 'empty' when no key can be in it. In ship-date order the sort key is
+ * (t, id), whose conditions compare `t` alone: `start` is where the Query begins (its
+ * ExclusiveStartKey, which DynamoDB takes within the key condition).
  */
 function sortKeyRange(
   plan: DynamoDbPagePlan,
   partition: PartitionValue,
   start: PagePosition | undefined,
-  end: PagePosition | undefined,
 ): Range {
   if (plan.order === 'id') {
-    if (start && end) {
-      if (start.id >= end.id) return 'empty';
-      return {
-        condition: ' AND #sk BETWEEN :lo AND :hi',
-        values: { ':lo': start.id + 1n, ':hi': end.id },
-      };
-    }
     if (start) return { condition: ' AND #sk > :lo', values: { ':lo': start.id } };
-    if (end) return { condition: ' AND #sk <= :hi', values: { ':hi': end.id } };
     return { condition: '', values: {} };
   }
   const { from, to } = plan.filter.shipDate ?? {};
   // Instants are whole nanoseconds: before `to` is at most `to` − 1.
-  const highs = [
-    ...(to !== undefined ? [to - 1n] : []),
-    ...(end?.instant !== undefined ? [end.instant] : []),
-  ];
-  const high = highs.length > 0 ? highs.reduce((a, b) => (a < b ? a : b)) : undefined;
+  const high = to !== undefined ? to - 1n : undefined;
   if (from !== undefined && high !== undefined && from > high) return 'empty';
   if (start && high !== undefined && start.instant! > high) return 'empty';
   const startKey =
@@ -199,18 +185,17 @@ function sortKeyRange(
 }
 
 /**
- * The Query of one partition of a plan, over its range after `start` (and up to `end`, for a
- * benchmark's floor), without its Limit; with the ExclusiveStartKey of `start` where the range
- * begins there (ship-date order); undefined when the range is empty.
+ * The Query of one partition of a plan, over its range after `start`, without its Limit; with the
+ * ExclusiveStartKey of `start` where the range begins there (ship-date order); undefined when the
+ * range is empty.
  */
 export function partitionQuery(
   tableName: string,
   plan: DynamoDbPagePlan,
   partition: PartitionValue,
   start: PagePosition | undefined,
-  end?: PagePosition,
 ): QueryCommandInput | undefined {
-  const range = sortKeyRange(plan, partition, start, end);
+  const range = sortKeyRange(plan, partition, start);
   if (range === 'empty') return undefined;
   const table = plan.source === 'table';
   const { complete } = plan.filter;
