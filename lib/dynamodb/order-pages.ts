@@ -1,17 +1,23 @@
 /**
- * The v2 list's pages on DynamoDB (the port: lib/orders/order-page-reader.ts): a page assembled
- * from the rooms beside this file, top to bottom —
+ * The v2 list's pages on DynamoDB (the port: lib/orders/order-page-reader.ts). A filter's plan is
+ * made once, without I/O (`plan`: ./page-plan.ts, which source and partitions serve the filter);
+ * a page of it is read in one direction, from the rooms beside this file, each handed what it
+ * needs:
  *
- *   1. the plan (./page-plan.ts): which source and partitions serve the filter, each Query's key
- *      condition and Limits, the page's read budget; made without I/O, by `plan`;
- *   2. readiness, on a stage that waits for `orders reindex` (a table of release 1.0.0): an index
+ *   1. the Queries (./page-plan.ts pageQueries): each partition's key condition from the page's
+ *      start, with its first round's Limit (./page-limits.ts firstLimit), and how their keys read
+ *      as positions;
+ *   2. candidates (./candidate-stream.ts): those Queries sent and merged in sort order, read on
+ *      round by round within the page's budget (./page-limits.ts: PAGE_READ_BUDGET, readOnLimit,
+ *      roundLimits);
+ *   3. readiness, on a stage that waits for `orders reindex` (a table of release 1.0.0): an index
  *      keyed by derived attributes serves once its marker is there (./index-readiness.ts), read
- *      beside the first round; a table created with its indexes is ready as created;
- *   3. candidates (./candidate-stream.ts): the partitions' Queries merged in sort order;
- *   4. the check (./page-check.ts): each candidate listed as the index holds it, but for those it
- *      may hold as they no longer are, read by key and re-checked (from the table, checked as
- *      read); a candidate that is not listed makes the
- *      page read on, by the share that was listed so far (page-plan.ts recheckCount);
+ *      beside the first take; a table created with its indexes is ready as created;
+ *   4. the check (./page-check.ts), handed what the list's version lets the index be trusted
+ *      for: each candidate listed as the index holds it, but for those it may hold as they no
+ *      longer are, read by key and re-checked (from the table, checked as read); a candidate that
+ *      is not listed makes the page read on, by the share that was listed so far
+ *      (./page-limits.ts recheckCount);
  *   5. where the page ends (pageEnd): full, at the end of the filter, or at its budget, served
  *      short; the next page starts after the last candidate checked, or, cut by the budget,
  *      where every partition had read to.
@@ -27,19 +33,12 @@ import type { OrderPage, OrderPageReader, PageRequest } from '../orders/order-pa
 import type { OrderStreamOptions } from '../orders/order-store.ts';
 import type { Order } from '../orders/order.ts';
 import { isSettled } from '../orders/page-tag.ts';
-import { CandidateStream, queryPartitions, type Taken } from './candidate-stream.ts';
+import { CandidateStream, sendQueries, type Taken } from './candidate-stream.ts';
 import { IndexReadiness } from './index-readiness.ts';
-import {
-  checkAsRead,
-  checkIndexItems,
-  NOTHING_CHECKED,
-  type CandidateCheck,
-  type CheckCost,
-  type IndexTrust,
-} from './page-check.ts';
+import { candidateCheck, NOTHING_CHECKED, type CheckCost, type IndexTrust } from './page-check.ts';
 import { indexNotDeployed, ordersNotIndexed } from './page-failures.ts';
 import { PAGE_READ_BUDGET, recheckCount, type PageReadBudget } from './page-limits.ts';
-import { planPages, type DynamoDbPagePlan } from './page-plan.ts';
+import { pageQueries, planPages, type DynamoDbPagePlan } from './page-plan.ts';
 import type { OrderIndexName } from './tables.ts';
 
 /** Where a page ends: `next`, where the next page starts after; absent at the end of the filter. */
@@ -143,9 +142,13 @@ export class DynamoDbOrderPages implements OrderPageReader<DynamoDbPagePlan> {
     options: OrderStreamOptions = {},
   ): Promise<OrderPage<DynamoDbPagePlan>> {
     const { budget } = this;
-    const query = queryPartitions(this.client, this.tableName, plan, start, options.signal);
-    const candidates = new CandidateStream({ plan, pageSize, budget, query });
-    const check = this.check(plan, trustOf(seen), options);
+    const send = sendQueries(this.client, plan.source, options.signal);
+    const candidates = new CandidateStream({
+      queries: pageQueries(this.tableName, plan, start, pageSize),
+      budget,
+      send,
+    });
+    const check = candidateCheck(this.client, this.tableName, plan, trustOf(seen), options);
     const orders: Order[] = [];
     let checkCost = NOTHING_CHECKED;
     let checked = 0;
@@ -171,16 +174,6 @@ export class DynamoDbOrderPages implements OrderPageReader<DynamoDbPagePlan> {
     }
   }
 
-  /** How the plan's candidates become orders (./page-check.ts). */
-  private check(
-    plan: DynamoDbPagePlan,
-    trust: IndexTrust,
-    options: OrderStreamOptions,
-  ): CandidateCheck {
-    if (plan.items === 'table') return checkAsRead(plan, options);
-    return checkIndexItems(this.client, this.tableName, plan, trust, options);
-  }
-
   /**
    * The page's first take, and, for an index keyed by derived attributes on a stage that waits
    * for the reindex, its readiness marker read beside it (from memory once the container has seen
@@ -192,15 +185,13 @@ export class DynamoDbOrderPages implements OrderPageReader<DynamoDbPagePlan> {
     pageSize: number,
     signal: AbortSignal | undefined,
   ): Promise<Taken> {
-    const readiness = this.readiness;
-    if (!readiness || !plan.needsReadiness) return candidates.take(pageSize);
-    const known = readiness.known();
-    if (known === false) throw ordersNotIndexed(plan.source);
-    const [ready, first] = await Promise.all([
-      known ?? readiness.isReady(signal),
-      candidates.take(pageSize),
-    ]);
+    const readiness = plan.needsReadiness ? this.readiness : undefined;
+    const known = readiness ? readiness.known() : true;
+    const [ready, first] =
+      known === false
+        ? [false]
+        : await Promise.all([known ?? readiness!.isReady(signal), candidates.take(pageSize)]);
     if (!ready) throw ordersNotIndexed(plan.source);
-    return first;
+    return first!;
   }
 }

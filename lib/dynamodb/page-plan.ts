@@ -1,7 +1,8 @@
 /**
  * The plan of a filter's pages, without I/O: which source serves the filter and which partitions
- * a page reads, the key condition of each partition's Query, and how much a page may ask for
- * (each round's Limits, the page's read budget). The page reader (./order-pages.ts) follows it.
+ * a page reads, the key condition of each partition's Query, and, for one page, those Queries
+ * with their first round's Limits (pageQueries), handed to the page reader (./order-pages.ts)
+ * once, before it reads.
  *
  * Sources (./tables.ts has the indexes; each holds the orders' fields beside its keys):
  * - petId (+ a date range): ordersByPet (ordersByPetDate), one partition;
@@ -21,7 +22,7 @@
  * (./orders-table.ts), so an order an index holds as pending may have been cancelled since and
  * is read again by key (./page-check.ts); one it holds as shipped or cancelled is what it says.
  *
- * How much a page reads, round by round: ./page-limits.ts.
+ * How much a page reads, round by round, and its read budget: ./page-limits.ts.
  */
 import type { QueryCommandInput } from '@aws-sdk/lib-dynamodb';
 import {
@@ -37,6 +38,7 @@ import { indexNeedsReadiness } from './index-readiness.ts';
 import { statusShard } from './order-index-keys.ts';
 import { LISTED_ATTRIBUTES } from './order-item.ts';
 import { malformedKey } from './page-failures.ts';
+import { firstLimit } from './page-limits.ts';
 import {
   ORDER_INDEX_ATTRIBUTES,
   ORDER_INDEX_NAMES,
@@ -250,4 +252,35 @@ export function keyPosition(plan: DynamoDbPagePlan, key: Record<string, unknown>
     return { instant: BigInt(instant), id: BigInt(id) };
   }
   return { id: BigInt(id) };
+}
+
+/** One partition's Query of a page, and the Limit of its first round. */
+export interface LimitedQuery {
+  /** The Query over the partition's range after the page's start, without its Limit. */
+  readonly input: QueryCommandInput;
+  /** Its first round's Limit (./page-limits.ts firstLimit). */
+  readonly limit: number;
+}
+
+/** What a page's candidates are read by, made once from its plan, without I/O. */
+export interface PageQueries {
+  /** Each partition's Query with its first Limit; none when no key can be in the page's range. */
+  readonly partitions: readonly LimitedQuery[];
+  /** A key those Queries give (an item or a LastEvaluatedKey) as a position in the plan's order. */
+  readonly positionOf: (key: Record<string, unknown>) => PagePosition;
+}
+
+/** The Queries of one page of a plan, from `start` (the first page when absent), of `pageSize`. */
+export function pageQueries(
+  tableName: string,
+  plan: DynamoDbPagePlan,
+  start: PagePosition | undefined,
+  pageSize: number,
+): PageQueries {
+  const inputs = plan.partitionValues.flatMap(
+    (partition) => partitionQuery(tableName, plan, partition, start) ?? [],
+  );
+  const positionOf = (key: Record<string, unknown>) => keyPosition(plan, key);
+  const limit = firstLimit(plan.partitions, pageSize);
+  return { partitions: inputs.map((input) => ({ input, limit })), positionOf };
 }

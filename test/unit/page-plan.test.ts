@@ -25,6 +25,7 @@ import {
 } from '../../lib/dynamodb/page-limits.ts';
 import {
   keyPosition,
+  pageQueries,
   partitionQuery,
   planPages,
   storedStatusesOf,
@@ -245,6 +246,29 @@ describe("a partition's Query", () => {
   });
 });
 
+describe("a page's Queries, made once from its plan", () => {
+  it("are every partition's Query from the page's start, each with its first round's Limit", () => {
+    const plan = planPages({ statuses: ['pending', 'cancelled'] });
+    const { partitions } = pageQueries('orders', plan, { id: 41n }, 50);
+    expect(partitions.map(({ input }) => input)).toEqual(
+      plan.partitionValues.map((value) => partitionQuery('orders', plan, value, { id: 41n })),
+    );
+    expect(partitions.map(({ limit }) => limit)).toEqual(Array(16).fill(firstLimit(16, 50)));
+  });
+
+  it('are none when no key can be in the range', () => {
+    const plan = planPages({ shipDate: { from: MARCH, to: APRIL } });
+    expect(pageQueries('orders', plan, { instant: APRIL, id: 0n }, 50).partitions).toEqual([]);
+  });
+
+  it("read a key as a position in the plan's order", () => {
+    const dated = planPages({ shipDate: { from: MARCH } });
+    const { positionOf } = pageQueries('orders', dated, undefined, 50);
+    const key = { shard: 5, t: new NumberValue(String(MARCH)), id: -3n };
+    expect(positionOf(key)).toEqual({ instant: MARCH, id: -3n });
+  });
+});
+
 describe('a key as a position', () => {
   it('is the id in id order, the instant and the id in ship-date order', () => {
     expect(keyPosition(planPages({}), { shard: 1, id: 17n })).toEqual({ id: 17n });
@@ -275,17 +299,17 @@ describe('a key as a position', () => {
 
 describe('how much a page asks for', () => {
   it('first: N + 1 from one partition, 2N/k + 1 from each of k, 2 at least', () => {
-    expect(firstLimit({ partitions: 1 }, 50)).toBe(51);
-    expect(firstLimit({ partitions: 8 }, 50)).toBe(13);
-    expect(firstLimit({ partitions: 24 }, 50)).toBe(5);
-    expect(firstLimit({ partitions: 24 }, 1)).toBe(2);
+    expect(firstLimit(1, 50)).toBe(51);
+    expect(firstLimit(8, 50)).toBe(13);
+    expect(firstLimit(24, 50)).toBe(5);
+    expect(firstLimit(24, 1)).toBe(2);
   });
 
   it('first: at most 2N + k keys in all, wherever 2N is at least k', () => {
     fc.assert(
       fc.property(fc.integer({ min: 1, max: 100 }), fc.integer({ min: 2, max: 48 }), (n, k) => {
         fc.pre(2 * n >= k);
-        expect(k * firstLimit({ partitions: k }, n)).toBeLessThanOrEqual(2 * n + k);
+        expect(k * firstLimit(k, n)).toBeLessThanOrEqual(2 * n + k);
       }),
     );
   });
@@ -318,13 +342,13 @@ describe('how much a page asks for', () => {
   });
 
   it('a budget that cannot read every partition once is refused before any Query', () => {
-    const query = () => Promise.reject(new Error('no Query may be sent'));
+    const send = () => Promise.reject(new Error('no Query may be sent'));
+    const plan = planPages({ statuses: ['pending', 'shipped', 'cancelled'] });
     const stream = (evaluated: number) =>
       new CandidateStream({
-        plan: planPages({ statuses: ['pending', 'shipped', 'cancelled'] }),
-        pageSize: 5,
+        queries: pageQueries('orders', plan, undefined, 5),
         budget: { rounds: 10, evaluated, fetched: 100 },
-        query,
+        send,
       });
     expect(() => stream(23)).toThrow(RangeError);
     expect(() => stream(24)).not.toThrow();
