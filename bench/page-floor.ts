@@ -61,9 +61,10 @@ export function floorQuery(
   const high = hi !== undefined && hi < endKey ? hi : endKey;
   if (low !== undefined && low > high) return undefined;
   if (start?.instant !== undefined && start.instant > high) return undefined;
+  const range = low === undefined ? '<= :hi' : 'BETWEEN :lo AND :hi';
   return {
     ...query,
-    KeyConditionExpression: `#pk = :pk AND #sk ${low === undefined ? '<= :hi' : 'BETWEEN :lo AND :hi'}`,
+    KeyConditionExpression: `#pk = :pk AND #sk ${range}`,
     ExpressionAttributeNames: {
       ...query.ExpressionAttributeNames,
       '#sk': plan.order === 'id' ? 'id' : ORDER_INDEX_ATTRIBUTES.instant,

@@ -56,7 +56,10 @@ export interface Taken {
   readonly spent: QueryCost;
 }
 
-/** One partition's Query sent: at most `limit` keys from `startKey` (its last answer's LastEvaluatedKey). */
+/**
+ * One partition's Query sent: at most `limit` keys from `startKey` (its last answer's
+ * LastEvaluatedKey).
+ */
 export type SendQuery = (
   query: QueryCommandInput,
   limit: number,
