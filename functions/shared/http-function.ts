@@ -170,7 +170,34 @@ function served<Body>(
   return perInvocation(chain, (event) => event.requestContext?.requestId);
 }
 
-/** Parse, count, act. */
+/**
+ * The Lambda handler of an operation: its request parsed (the caller's permission, then what it
+ * asks, without I/O), counted by the rate limiter, and, once admitted, the operation's work. Every
+ * answer carries the limiter's rate-limit headers; every error is answered by the one HTTP error
+ * mapping (./http-errors.ts), a refusal of the parse only once the request is counted.
+ *
+ * @example
+ * ```typescript
+ * // functions/cancel-order.ts, in short: DELETE /store/orders/{orderId}
+ * import { noContent } from '../lib/api/responses.ts';
+ * import { cancelOrder, parseOrderId } from '../lib/orders/operations.ts';
+ * import { httpFunction } from './shared/http-function.ts';
+ * import { httpStoresFromEnv } from './shared/stores.ts';
+ *
+ * const stores = httpStoresFromEnv();
+ * export const handler = httpFunction(stores, {
+ *   permission: 'cancel',
+ *   // A malformed id is answered 400 INVALID_ORDER_ID, once the request is counted.
+ *   parse: ({ event }) => parseOrderId(event.pathParameters?.orderId),
+ *   act: async (id, { event, caller, now, signal }) => {
+ *     const { requestId } = event.requestContext;
+ *     const cancellation = { at: now, keyId: caller.keyId, requestId };
+ *     await cancelOrder(stores.orders(), id, cancellation, { signal });
+ *     return noContent();
+ *   },
+ * });
+ * ```
+ */
 export function httpFunction<Input, Body>(
   deps: RateLimitDependencies,
   operation: HttpOperation<Input, HttpResponse<Body>>,
@@ -181,7 +208,38 @@ export function httpFunction<Input, Body>(
   });
 }
 
-/** Parse; a conditional request first within the key's free allowance; else count, check, act. */
+/**
+ * The Lambda handler of a list's operation, whose requests may be conditional (If-None-Match):
+ * parsed as `httpFunction`'s; a conditional request first within the key's free allowance, its
+ * check deciding (a 304 is answered free, a change in full and counted); any other counted,
+ * then checked, then answered.
+ *
+ * @example
+ * ```typescript
+ * // A list tagged by the list's version, as functions/list-orders.ts, in short.
+ * import { parseIfNoneMatch } from '../lib/api/etag.ts';
+ * import { conditionalHttpFunction } from './shared/http-function.ts';
+ * import { httpStoresFromEnv } from './shared/stores.ts';
+ * import { requestHeader, versionCheck, type ConditionalRequest } from './shared/validators.ts';
+ *
+ * const stores = httpStoresFromEnv();
+ * export const handler = conditionalHttpFunction(
+ *   { ...stores, freeAllowance: stores.limiter },
+ *   {
+ *     permission: 'read',
+ *     parse: ({ event }) => ({
+ *       condition: parseIfNoneMatch(requestHeader(event, 'if-none-match')),
+ *     }),
+ *     // Once admitted: the version read, and the 304 when If-None-Match has its tag.
+ *     check: versionCheck<ConditionalRequest>(
+ *       (options) => stores.orders().readListVersion(options),
+ *       (_, version) => version.tag,
+ *     ),
+ *     act: async (_, { validators }) => ({ statusCode: 200, headers: validators, body: '[]' }),
+ *   },
+ * );
+ * ```
+ */
 export function conditionalHttpFunction<
   Input extends { readonly condition: IfNoneMatch },
   Body,

@@ -110,6 +110,25 @@ export interface DynamoDbOrderPagesOptions {
   readonly budget?: PageReadBudget;
 }
 
+/**
+ * The v2 list's page reader on the orders table and its indexes (see above): a filter planned
+ * once, without I/O, then its pages read one after another, each starting after the last one's
+ * `next`.
+ *
+ * @example
+ * ```typescript
+ * import { createDocumentClient } from './client.ts';
+ * import { DynamoDbOrderPages } from './order-pages.ts';
+ * import { ORDER_INDEX_NAMES } from './tables.ts';
+ *
+ * const pages = new DynamoDbOrderPages(createDocumentClient(), 'store-orders-dev-orders', {
+ *   indexes: new Set(ORDER_INDEX_NAMES),
+ * });
+ * const plan = pages.plan({ statuses: ['pending'] }); // ordersByStatus, 8 partitions
+ * let page = await pages.readPage({ plan, pageSize: 50 });
+ * while (page.next) page = await pages.readPage({ plan, start: page.next, pageSize: 50 });
+ * ```
+ */
 export class DynamoDbOrderPages implements OrderPageReader<DynamoDbPagePlan> {
   private readonly client: DynamoDBDocumentClient;
   private readonly tableName: string;
@@ -129,6 +148,11 @@ export class DynamoDbOrderPages implements OrderPageReader<DynamoDbPagePlan> {
     this.budget = options.budget ?? PAGE_READ_BUDGET;
   }
 
+  /**
+   * The plan of a filter's pages, without I/O (./page-plan.ts): the index or table that serves
+   * it and the partitions a page reads. Throws a transient failure (`index-not-ready`) when the
+   * index it needs is not deployed on this stage.
+   */
   plan(filter: OrderFilter): DynamoDbPagePlan {
     const plan = planPages(filter, this.indexes);
     if (plan.source !== 'table' && !this.indexes.has(plan.source)) {
@@ -137,6 +161,24 @@ export class DynamoDbOrderPages implements OrderPageReader<DynamoDbPagePlan> {
     return plan;
   }
 
+  /**
+   * One page of a plan, after `start`, by `signal`'s deadline: at most `pageSize` orders, short
+   * only at the end of the filter or of its budget; `next` says where the next page starts.
+   * `seen`, the list's version read before the page, says what an index may be trusted for
+   * (without it, every order the index may hold stale is read again by key).
+   *
+   * @example
+   * ```typescript
+   * import { DynamoDbListVersion } from './list-version.ts';
+   *
+   * const version = await new DynamoDbListVersion(client, tableName).read();
+   * const page = await pages.readPage(
+   *   { plan: pages.plan({ petId: 7n }), pageSize: 50, seen: { version, at: Date.now() } },
+   *   { signal: AbortSignal.timeout(5_000) },
+   * );
+   * console.log(page.orders.length, page.cost.evaluated, page.next);
+   * ```
+   */
   async readPage(
     { plan, start, pageSize, seen }: PageRequest<DynamoDbPagePlan>,
     options: OrderStreamOptions = {},
