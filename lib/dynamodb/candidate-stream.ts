@@ -143,17 +143,18 @@ export class CandidateStream {
   private spent: QueryCost = { queries: 0, rounds: 0, evaluated: 0 };
   private started = false;
 
-  constructor({ queries: { partitions, positionOf }, budget, send }: CandidateStreamOptions) {
+  constructor({ queries, budget, send }: CandidateStreamOptions) {
+    const count = queries.partitions.length;
     // The merge knows nothing of a partition it has not read: the first round reads them all.
-    if (budget.evaluated < partitions.length) {
+    if (budget.evaluated < count) {
       throw new RangeError(
-        `a page's budget of ${budget.evaluated} evaluated items cannot read its ${partitions.length} partitions`,
+        `a page's budget of ${budget.evaluated} evaluated items cannot read its ${count} partitions`,
       );
     }
-    this.positionOf = positionOf;
+    this.positionOf = queries.positionOf;
     this.budget = budget;
     this.send = send;
-    this.partitions = partitions.map(({ input, limit }) => ({
+    this.partitions = queries.partitions.map(({ input, limit }) => ({
       query: input,
       exhausted: false,
       buffered: [],
