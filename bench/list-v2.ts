@@ -27,8 +27,8 @@ import { GET_BATCH, getInBatches } from '../lib/dynamodb/batch-write.ts';
 import { benchDynamoDb } from './dynamodb.ts';
 import { ensureTables } from '../lib/dynamodb/create-table.ts';
 import { DynamoDbListVersion } from '../lib/dynamodb/list-version.ts';
-import { DynamoDbOrderPages, type DynamoDbOrderPage } from '../lib/dynamodb/order-pages.ts';
-import { partitionQuery } from '../lib/dynamodb/page-plan.ts';
+import { DynamoDbOrderPages } from '../lib/dynamodb/order-pages.ts';
+import type { DynamoDbPagePlan } from '../lib/dynamodb/page-plan.ts';
 import { readOrderItem } from '../lib/dynamodb/order-item.ts';
 import { DynamoDbOrderStore } from '../lib/dynamodb/orders-table.ts';
 import { ORDER_INDEX_NAMES } from '../lib/dynamodb/tables.ts';
@@ -42,9 +42,11 @@ import {
 } from '../lib/orders/order-filter.ts';
 import { PAGE_SIZE_DEFAULT } from '../lib/orders/list-query.ts';
 import { INDEX_SETTLE_MS, isSettled } from '../lib/orders/page-tag.ts';
+import type { OrderPage } from '../lib/orders/order-page-reader.ts';
 import type { Order } from '../lib/orders/order.ts';
 import { localTableNames } from '../local/local-stack.ts';
 import { benchFlags, countFlag, countOf } from './command-line.ts';
+import { floorQuery, pageReadTo } from './page-floor.ts';
 import { loadOrders } from './raw-orders.ts';
 import { percentile, seeded } from './statistics.ts';
 
@@ -109,6 +111,9 @@ export function v2BenchOrders(
   });
 }
 
+/** A page as the reader reads it, with its plan. */
+type Page = OrderPage<DynamoDbPagePlan>;
+
 interface Measured {
   readonly ms: number;
   readonly evaluated: number;
@@ -119,16 +124,15 @@ async function floorPage(
   client: DynamoDBDocumentClient,
   table: string,
   filter: OrderFilter,
-  page: DynamoDbOrderPage,
+  page: Page,
   start: PagePosition | undefined,
 ): Promise<Measured & { orders: Order[] }> {
   const started = performance.now();
   let evaluated = 0;
   const { plan } = page;
-  const inputs = page.end
-    ? plan.partitionValues.flatMap(
-        (value) => partitionQuery(table, plan, value, start, page.end) ?? [],
-      )
+  const end = pageReadTo(page);
+  const inputs = end
+    ? plan.partitionValues.flatMap((value) => floorQuery(table, plan, value, start, end) ?? [])
     : [];
   const found = (
     await Promise.all(
@@ -159,7 +163,7 @@ async function floorPage(
         );
   // Read again by key: what no reader can take from the index as it stands (an index whose
   // `status` is not in its key: the orders it holds as pending, which a cancel may have
-  // cancelled since; ./page-check.ts).
+  // cancelled since; lib/dynamodb/page-check.ts).
   const unsure = (item: Record<string, unknown>) =>
     plan.items === 'fields' &&
     !plan.statusInKey &&
@@ -282,7 +286,7 @@ async function main(): Promise<void> {
       // A first page: the reader and the floor in turns, after one of each to warm up.
       const readerTimes: number[] = [];
       const floorTimes: number[] = [];
-      let first: DynamoDbOrderPage | undefined;
+      let first: Page | undefined;
       let firstFloor: Measured | undefined;
       for (let run = 0; run <= runs; run++) {
         const versionStarted = performance.now();
@@ -305,7 +309,7 @@ async function main(): Promise<void> {
       // The walk: each page, then its floor, in turns (so that a change in the machine's load
       // weighs on both alike). A short walk is repeated up to `runs` times: the median counts.
       const walks: { reader: number; floor: number }[] = [];
-      let walked: DynamoDbOrderPage[] = [];
+      let walked: Page[] = [];
       let floorEvaluated = 0;
       let readerOrders: Order[] = [];
       let floorOrders: Order[] = [];
@@ -348,8 +352,7 @@ async function main(): Promise<void> {
       if (readerOrders.length !== expected) {
         problems.push(`${name}: the walk gave ${readerOrders.length} orders, not ${expected}`);
       }
-      const sum = (f: (page: DynamoDbOrderPage) => number) =>
-        walked.reduce((total, page) => total + f(page), 0);
+      const sum = (f: (page: Page) => number) => walked.reduce((total, page) => total + f(page), 0);
       rows.push({
         name,
         source: first!.plan.source,

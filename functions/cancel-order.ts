@@ -33,7 +33,7 @@ export function createCancelOrderHandler(deps: CancelOrderDependencies) {
   return httpFunction(deps, {
     permission: 'cancel',
     // A malformed id is answered 400 INVALID_ORDER_ID once the request is counted.
-    read: ({ event }) => parseOrderId(event.pathParameters?.orderId),
+    parse: ({ event }) => parseOrderId(event.pathParameters?.orderId),
     act: async (id, { event, signal, caller, now }) => {
       const requestId = event.requestContext?.requestId;
       // API Gateway gives every request one: without it, the cancel could not be traced.

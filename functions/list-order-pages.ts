@@ -4,7 +4,7 @@
  * (lib/orders/list-query.ts). The body is `{"orders": [...], "nextPageToken": "…", "pageSize": N}`,
  * with `Link: <…>; rel="next"` beside the token; the last page has neither.
  *
- * Decided, then done (./shared/http-function.ts), top to bottom: `read` parses the query and
+ * Decided, then done (./shared/http-function.ts), top to bottom: `parse` parses the query and
  * plans its pages, without I/O (a malformed query is refused 400, an index not deployed 503 with
  * Retry-After, both once the request is counted, having read nothing); `check` reads the list's
  * version, whose tag answers a conditional request for a page of the table 304 without reading an
@@ -24,7 +24,7 @@ import {
   type ListQuery,
 } from '../lib/orders/list-query.ts';
 import { orderToJsonV2 } from '../lib/orders/order.ts';
-import type { OrderPageReader, PagePlan } from '../lib/orders/order-pages.ts';
+import type { OrderPageReader, PagePlan } from '../lib/orders/order-page-reader.ts';
 import type { OrderStore } from '../lib/orders/order-store.ts';
 import { pageContentTag, pageEntityTag } from '../lib/orders/page-tag.ts';
 import { encodePageToken } from '../lib/orders/page-token.ts';
@@ -69,7 +69,7 @@ function pageBody(orders: readonly string[], nextPageToken: string | undefined, 
 }
 
 export function createListOrderPagesHandler(deps: ListOrderPagesDependencies) {
-  const read = ({ event }: HttpRequest): AskedPage => {
+  const parse = ({ event }: HttpRequest): AskedPage => {
     const parameters = fromMultiValue(event.multiValueQueryStringParameters);
     const parsed = parseListQuery(parameters);
     if ('error' in parsed) {
@@ -134,7 +134,7 @@ export function createListOrderPagesHandler(deps: ListOrderPagesDependencies) {
   return streamed(
     conditionalHttpFunction<AskedPage, string, VersionSeen>(deps, {
       permission: 'read',
-      read,
+      parse,
       check,
       act,
     }),

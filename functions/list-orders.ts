@@ -42,7 +42,7 @@ interface ListRequest extends ConditionalRequest {
 type ListAnswer = HttpResponse<Readable | string>;
 
 /** The request's preconditions: 406 when no coding is acceptable, before any (RFC 9110 §13.2.1). */
-function readListRequest({ event }: HttpRequest): ListRequest {
+function parseListRequest({ event }: HttpRequest): ListRequest {
   const coding = negotiateCoding(requestHeader(event, 'accept-encoding'));
   if (coding === undefined) throw new ApiError('NOT_ACCEPTABLE', { headers: VARIES });
   return { condition: parseIfNoneMatch(requestHeader(event, 'if-none-match')), coding };
@@ -75,7 +75,7 @@ export function createListOrdersHandler(deps: ListOrdersDependencies) {
   return streamed(
     conditionalHttpFunction<ListRequest, Readable | string>(deps, {
       permission: 'read',
-      read: readListRequest,
+      parse: parseListRequest,
       check,
       act,
     }),

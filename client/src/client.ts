@@ -144,6 +144,24 @@ function invalidId(shown: string): never {
   });
 }
 
+/**
+ * A client of the Store Orders API, for one API key: its calls are paced by the rate-limit
+ * headers the API sends, retried where a retry is safe (429 RATE_LIMITED, 503, a network failure)
+ * within each call's attempts and time budget, and every failure is an `ApiError` typed by the
+ * API's codes. It keeps the last list and the pages it got, with their ETags, for conditional
+ * requests.
+ *
+ * @example
+ * ```typescript
+ * import { StoreOrdersClient } from '@store-orders/client';
+ *
+ * const client = new StoreOrdersClient({
+ *   baseUrl: 'http://127.0.0.1:3000/v1', // or https://…execute-api….amazonaws.com/v1
+ *   apiKey: process.env.STORE_ORDERS_KEY!,
+ * });
+ * for await (const order of client.orders({ status: 'pending' })) console.log(order.id);
+ * ```
+ */
 export class StoreOrdersClient {
   readonly #base: string;
   readonly #v2Base: string | undefined;
@@ -197,7 +215,10 @@ export class StoreOrdersClient {
    * iteration with an OrderListParseError (orders before the fault were complete and valid).
    * Breaking out of the loop cancels the download.
    *
-   *     for await (const order of client.listOrders()) console.log(order.id);
+   * @example
+   * ```typescript
+   * for await (const order of client.listOrders()) console.log(order.id, order.status);
+   * ```
    */
   async *listOrders(options: CallOptions = {}): AsyncGenerator<Order, void, undefined> {
     const answer = await this.#call('GET', '/store/orders', options);
@@ -277,7 +298,11 @@ export class StoreOrdersClient {
    * 304 Not Modified returns that list (`notModified: true`) — same data, no body downloaded,
    * and within the key's free allowance nothing taken from its plan. One client keeps one list.
    *
-   *     const { orders, notModified } = await client.getOrders();
+   * @example
+   * ```typescript
+   * const { orders, notModified } = await client.getOrders();
+   * if (!notModified) console.log(`${orders.length} orders, changed since the last call`);
+   * ```
    */
   async getOrders(options: ListCallOptions = {}): Promise<OrderList> {
     const conditional = options.conditional ?? this.#options.conditional ?? true;
@@ -307,6 +332,12 @@ export class StoreOrdersClient {
   /**
    * Every order, in one array (memory grows with the list: prefer `listOrders` for big lists).
    * Conditional like `getOrders`: an unchanged list is the kept one (a copy of the array).
+   *
+   * @example
+   * ```typescript
+   * const orders = await client.listAllOrders();
+   * const pending = orders.filter((order) => order.status === 'pending');
+   * ```
    */
   async listAllOrders(options: ListCallOptions = {}): Promise<Order[]> {
     return [...(await this.getOrders(options)).orders];
@@ -317,13 +348,28 @@ export class StoreOrdersClient {
    * every call: a page is one request. Each page is conditional (the client keeps its ETag):
    * walking an unchanged filter again costs 304s. Breaking out of the loop sends nothing more.
    *
-   *     for await (const order of client.orders({ status: 'pending' })) console.log(order.id);
+   * @example
+   * ```typescript
+   * const march = { shipDateFrom: '2026-03-01T00:00:00Z', shipDateTo: '2026-04-01T00:00:00Z' };
+   * for await (const order of client.orders({ status: 'pending', ...march })) {
+   *   console.log(order.id, order.shipDate);
+   * }
+   * ```
    */
   async *orders(filter: OrderFilter = {}, options: PageCallOptions = {}): AsyncGenerator<Order> {
     for await (const page of this.orderPages(filter, options)) yield* page.orders;
   }
 
-  /** The pages of a filter, first to last (see `orders`). */
+  /**
+   * The pages of a filter, first to last (see `orders`).
+   *
+   * @example
+   * ```typescript
+   * for await (const page of client.orderPages({ petId: 7n }, { pageSize: 100 })) {
+   *   console.log(page.orders.length, page.notModified ? '(unchanged)' : '');
+   * }
+   * ```
+   */
   async *orderPages(
     filter: OrderFilter = {},
     options: PageCallOptions = {},
@@ -340,6 +386,19 @@ export class StoreOrdersClient {
    * One page of a filter: the first, or the one `pageToken` names. With `conditional` (the
    * default) it sends `If-None-Match` with the ETag of the same page got before, and on 304
    * returns that page (`notModified: true`).
+   *
+   * @example
+   * ```typescript
+   * import type { OrderFilter } from '@store-orders/client';
+   *
+   * const unshipped: OrderFilter = { status: ['pending', 'cancelled'] };
+   * const first = await client.getOrderPage(unshipped, { pageSize: 20 });
+   * const pageToken = first.nextPageToken;
+   * if (pageToken !== undefined) {
+   *   const second = await client.getOrderPage(unshipped, { pageSize: 20, pageToken });
+   *   console.log(second.orders.map((order) => order.id));
+   * }
+   * ```
    */
   async getOrderPage(
     filter: OrderFilter = {},
@@ -409,6 +468,18 @@ export class StoreOrdersClient {
    * Cancels a pending order. Resolves when the order is cancelled, including when it already was
    * (the operation is idempotent). Fails with ApiError ORDER_NOT_FOUND, ORDER_ALREADY_SHIPPED or
    * INVALID_ORDER_ID (a malformed id is refused before sending, with `sent: false`).
+   *
+   * @example
+   * ```typescript
+   * import { isApiError } from '@store-orders/client';
+   *
+   * try {
+   *   await client.cancelOrder('9007199254740993'); // an int64: a bigint or its digits
+   * } catch (error) {
+   *   if (isApiError(error, 'ORDER_ALREADY_SHIPPED')) console.log('too late');
+   *   else throw error;
+   * }
+   * ```
    */
   async cancelOrder(id: bigint | string, options: CallOptions = {}): Promise<void> {
     const segment = orderIdSegment(id);

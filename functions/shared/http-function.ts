@@ -5,7 +5,7 @@
  *   1. the request (`HttpRequest`): the event, the caller the authorizer identified, the time it
  *      is served (`now`, read once) and the deadline of its DynamoDB work (`signal`), shared by
  *      every step below;
- *   2. read: whether the caller's key may do what the operation does (its `permission`), then
+ *   2. parse: whether the caller's key may do what the operation does (its `permission`), then
  *      what the request asks, without any I/O. A request that cannot be served as asked (403 for
  *      a key without the permission, 400, 406, 503 for an index not deployed) is refused only
  *      after step 3: it counts like any other request, its answer carries the headers, and it
@@ -65,10 +65,10 @@ interface Permitted {
   readonly permission: Permission;
 }
 
-/** An HTTP function: what it reads from a request, and what it does once admitted. */
+/** An HTTP function: what it parses from a request, and what it does once admitted. */
 export interface HttpOperation<Input, Answer> extends Permitted {
-  /** What the request asks, without I/O; throws the refusal of a request that cannot be served. */
-  readonly read: (request: HttpRequest) => Input;
+  /** What the request asks, parsed without I/O; throws the refusal of one that cannot be served. */
+  readonly parse: (request: HttpRequest) => Input;
   /** The work, once the request is admitted, and its answer. */
   readonly act: (input: Input, request: HttpRequest) => Promise<Answer>;
 }
@@ -99,8 +99,8 @@ export interface ConditionalOperation<
   Answer,
   Found extends object = object,
 > extends Permitted {
-  /** What the request asks, without I/O; throws the refusal of a request that cannot be served. */
-  readonly read: (request: HttpRequest) => Input;
+  /** What the request asks, parsed without I/O; throws the refusal of one that cannot be served. */
+  readonly parse: (request: HttpRequest) => Input;
   /** Once admitted: the answer's validators as the list stands now, or its 304. */
   readonly check: (input: Input, request: HttpRequest) => Promise<Validated<Answer, Found>>;
   /** The full answer, with what the check found. */
@@ -112,13 +112,13 @@ type Asked<Input> =
 
 /** What the request asks of an operation its key may use; else the refusal (403 first). */
 function ask<Input>(
-  operation: Permitted & { readonly read: (request: HttpRequest) => Input },
+  operation: Permitted & { readonly parse: (request: HttpRequest) => Input },
   request: HttpRequest,
 ): Asked<Input> {
   const denied = refusalOf(request.caller, operation.permission);
   if (denied) return { ok: false, refusal: denied };
   try {
-    return { ok: true, input: operation.read(request) };
+    return { ok: true, input: operation.parse(request) };
   } catch (refusal) {
     return { ok: false, refusal };
   }
@@ -170,7 +170,34 @@ function served<Body>(
   return perInvocation(chain, (event) => event.requestContext?.requestId);
 }
 
-/** Read, count, act. */
+/**
+ * The Lambda handler of an operation: its request parsed (the caller's permission, then what it
+ * asks, without I/O), counted by the rate limiter, and, once admitted, the operation's work. Every
+ * answer carries the limiter's rate-limit headers; every error is answered by the one HTTP error
+ * mapping (./http-errors.ts), a refusal of the parse only once the request is counted.
+ *
+ * @example
+ * ```typescript
+ * // functions/cancel-order.ts, in short: DELETE /store/orders/{orderId}
+ * import { noContent } from '../lib/api/responses.ts';
+ * import { cancelOrder, parseOrderId } from '../lib/orders/operations.ts';
+ * import { httpFunction } from './shared/http-function.ts';
+ * import { httpStoresFromEnv } from './shared/stores.ts';
+ *
+ * const stores = httpStoresFromEnv();
+ * export const handler = httpFunction(stores, {
+ *   permission: 'cancel',
+ *   // A malformed id is answered 400 INVALID_ORDER_ID, once the request is counted.
+ *   parse: ({ event }) => parseOrderId(event.pathParameters?.orderId),
+ *   act: async (id, { event, caller, now, signal }) => {
+ *     const { requestId } = event.requestContext;
+ *     const cancellation = { at: now, keyId: caller.keyId, requestId };
+ *     await cancelOrder(stores.orders(), id, cancellation, { signal });
+ *     return noContent();
+ *   },
+ * });
+ * ```
+ */
 export function httpFunction<Input, Body>(
   deps: RateLimitDependencies,
   operation: HttpOperation<Input, HttpResponse<Body>>,
@@ -181,7 +208,38 @@ export function httpFunction<Input, Body>(
   });
 }
 
-/** Read; a conditional request first within the key's free allowance; else count, check, act. */
+/**
+ * The Lambda handler of a list's operation, whose requests may be conditional (If-None-Match):
+ * parsed as `httpFunction`'s; a conditional request first within the key's free allowance, its
+ * check deciding (a 304 is answered free, a change in full and counted); any other counted,
+ * then checked, then answered.
+ *
+ * @example
+ * ```typescript
+ * // A list tagged by the list's version, as functions/list-orders.ts, in short.
+ * import { parseIfNoneMatch } from '../lib/api/etag.ts';
+ * import { conditionalHttpFunction } from './shared/http-function.ts';
+ * import { httpStoresFromEnv } from './shared/stores.ts';
+ * import { requestHeader, versionCheck, type ConditionalRequest } from './shared/validators.ts';
+ *
+ * const stores = httpStoresFromEnv();
+ * export const handler = conditionalHttpFunction(
+ *   { ...stores, freeAllowance: stores.limiter },
+ *   {
+ *     permission: 'read',
+ *     parse: ({ event }) => ({
+ *       condition: parseIfNoneMatch(requestHeader(event, 'if-none-match')),
+ *     }),
+ *     // Once admitted: the version read, and the 304 when If-None-Match has its tag.
+ *     check: versionCheck<ConditionalRequest>(
+ *       (options) => stores.orders().readListVersion(options),
+ *       (_, version) => version.tag,
+ *     ),
+ *     act: async (_, { validators }) => ({ statusCode: 200, headers: validators, body: '[]' }),
+ *   },
+ * );
+ * ```
+ */
 export function conditionalHttpFunction<
   Input extends { readonly condition: IfNoneMatch },
   Body,

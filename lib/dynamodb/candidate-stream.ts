@@ -4,24 +4,25 @@
  *
  * A candidate is taken only while no partition that may hold more has read less far than it
  * (its frontier: the last key it evaluated, compared as a position: in ship-date order the
- * instant, then the id). The first round queries every partition by the plan's first Limit;
- * while a take has fewer candidates than it asks for, the partitions behind its count-th
- * candidate known so far (every partition while fewer are known) read on, each by its share of
- * what is missing (./page-plan.ts readOnLimit), until the take is full, the partitions end, or
- * the page's budget of rounds or evaluated items is spent: then the take is cut where every
- * partition has read to. The stream keeps what its Queries cost and hands it out with each take.
+ * instant, then the id). The stream is handed each partition's Query with its first Limit and
+ * how a key reads as a position (./page-plan.ts pageQueries), made once before it reads: the
+ * first round sends every Query by its first Limit; while a take has fewer candidates than it
+ * asks for, the partitions behind its count-th candidate known so far (every partition while
+ * fewer are known) read on, each by its share of what is missing (./page-limits.ts readOnLimit),
+ * until the take is full, the partitions end, or the page's budget of rounds or evaluated items
+ * is spent: then the take is cut where every partition has read to. The stream keeps what its
+ * Queries cost and hands it out with each take.
  */
-import { QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import {
+  QueryCommand,
+  type DynamoDBDocumentClient,
+  type QueryCommandInput,
+} from '@aws-sdk/lib-dynamodb';
 import { comparePositions, type PagePosition } from '../orders/order-filter.ts';
 import { send } from './errors.ts';
 import { PAGES_DEPENDENCY, queryFailure } from './page-failures.ts';
-import { firstLimit, readOnLimit, roundLimits, type PageReadBudget } from './page-limits.ts';
-import {
-  keyPosition,
-  partitionQuery,
-  type DynamoDbPagePlan,
-  type PartitionValue,
-} from './page-plan.ts';
+import { readOnLimit, roundLimits, type PageReadBudget } from './page-limits.ts';
+import type { PageQueries } from './page-plan.ts';
 
 type Item = Record<string, unknown>;
 
@@ -55,12 +56,15 @@ export interface Taken {
   readonly spent: QueryCost;
 }
 
-/** One Query of a partition's range: at most `limit` keys from `startKey` (its last answer's LastEvaluatedKey). */
-export type QueryPartition = (
-  partition: PartitionValue,
+/**
+ * One partition's Query sent: at most `limit` keys from `startKey` (its last answer's
+ * LastEvaluatedKey).
+ */
+export type SendQuery = (
+  query: QueryCommandInput,
   limit: number,
   startKey: Item | undefined,
-) => Promise<PartitionAnswer | 'empty-range'>;
+) => Promise<PartitionAnswer>;
 
 export interface PartitionAnswer {
   readonly items: readonly Item[];
@@ -70,23 +74,19 @@ export interface PartitionAnswer {
   readonly lastKey?: Item;
 }
 
-/** The Queries of a plan's partitions on DynamoDB, after `start`, by `signal`'s deadline. */
-export function queryPartitions(
+/** The Queries of a page of `source` sent to DynamoDB, by `signal`'s deadline. */
+export function sendQueries(
   client: DynamoDBDocumentClient,
-  tableName: string,
-  plan: DynamoDbPagePlan,
-  start: PagePosition | undefined,
+  source: string,
   signal: AbortSignal | undefined,
-): QueryPartition {
-  return async (partition, limit, startKey) => {
-    const input = partitionQuery(tableName, plan, partition, start);
-    if (!input) return 'empty-range';
+): SendQuery {
+  return async (query, limit, startKey) => {
     const result = await send(
       PAGES_DEPENDENCY,
       (abortSignal) =>
         client.send(
           new QueryCommand({
-            ...input,
+            ...query,
             Limit: limit,
             ...(startKey ? { ExclusiveStartKey: startKey } : {}),
           }),
@@ -94,7 +94,7 @@ export function queryPartitions(
         ),
       signal,
     ).catch((error: unknown) => {
-      throw queryFailure(error, plan.source);
+      throw queryFailure(error, source);
     });
     return {
       items: result.Items ?? [],
@@ -105,15 +105,15 @@ export function queryPartitions(
 }
 
 export interface CandidateStreamOptions {
-  readonly plan: DynamoDbPagePlan;
-  /** The page's size: its first round's Limits. */
-  readonly pageSize: number;
+  /** The page's Queries, made from its plan (./page-plan.ts pageQueries). */
+  readonly queries: PageQueries;
   readonly budget: PageReadBudget;
-  readonly query: QueryPartition;
+  readonly send: SendQuery;
 }
 
 interface Partition {
-  readonly value: PartitionValue;
+  /** Its Query, without its Limit. */
+  readonly query: QueryCommandInput;
   /** Where its next Query continues; absent before the first. */
   startKey?: Item;
   /** The last key it evaluated; absent before its first Query. */
@@ -136,26 +136,26 @@ function earliest(positions: readonly PagePosition[]): PagePosition | undefined 
 }
 
 export class CandidateStream {
-  private readonly plan: DynamoDbPagePlan;
+  private readonly positionOf: PageQueries['positionOf'];
   private readonly budget: PageReadBudget;
-  private readonly query: QueryPartition;
+  private readonly send: SendQuery;
   private readonly partitions: Partition[];
   private spent: QueryCost = { queries: 0, rounds: 0, evaluated: 0 };
   private started = false;
 
-  constructor({ plan, pageSize, budget, query }: CandidateStreamOptions) {
+  constructor({ queries, budget, send }: CandidateStreamOptions) {
+    const count = queries.partitions.length;
     // The merge knows nothing of a partition it has not read: the first round reads them all.
-    if (budget.evaluated < plan.partitions) {
+    if (budget.evaluated < count) {
       throw new RangeError(
-        `a page's budget of ${budget.evaluated} evaluated items cannot read its ${plan.partitions} partitions`,
+        `a page's budget of ${budget.evaluated} evaluated items cannot read its ${count} partitions`,
       );
     }
-    this.plan = plan;
+    this.positionOf = queries.positionOf;
     this.budget = budget;
-    this.query = query;
-    const limit = firstLimit(plan, pageSize);
-    this.partitions = plan.partitionValues.map((value) => ({
-      value,
+    this.send = send;
+    this.partitions = queries.partitions.map(({ input, limit }) => ({
+      query: input,
       exhausted: false,
       buffered: [],
       evaluated: 0,
@@ -226,14 +226,13 @@ export class CandidateStream {
     );
     const answers = await Promise.all(
       partitions.map(async (p, i) =>
-        limits[i]! > 0 ? this.query(p.value, limits[i]!, p.startKey) : undefined,
+        limits[i]! > 0 ? this.send(p.query, limits[i]!, p.startKey) : undefined,
       ),
     );
     let { queries, evaluated } = this.spent;
     for (const [i, answer] of answers.entries()) {
       const partition = partitions[i]!;
-      if (answer === 'empty-range') partition.exhausted = true;
-      if (answer === undefined || answer === 'empty-range') continue;
+      if (answer === undefined) continue;
       queries++;
       evaluated += answer.evaluated;
       this.read(partition, answer);
@@ -246,12 +245,12 @@ export class CandidateStream {
   private read(partition: Partition, answer: PartitionAnswer): void {
     partition.evaluated += answer.evaluated;
     for (const item of answer.items) {
-      partition.buffered.push({ position: keyPosition(this.plan, item), item });
+      partition.buffered.push({ position: this.positionOf(item), item });
       partition.matched++;
     }
     if (answer.lastKey) {
       partition.startKey = answer.lastKey;
-      partition.frontier = keyPosition(this.plan, answer.lastKey);
+      partition.frontier = this.positionOf(answer.lastKey);
     } else {
       partition.exhausted = true;
     }

@@ -1,17 +1,23 @@
 /**
- * The v2 list's pages on DynamoDB (the port: lib/orders/order-pages.ts): a page assembled from
- * the rooms beside this file, top to bottom —
+ * The v2 list's pages on DynamoDB (the port: lib/orders/order-page-reader.ts). A filter's plan is
+ * made once, without I/O (`plan`: ./page-plan.ts, which source and partitions serve the filter);
+ * a page of it is read in one direction, from the rooms beside this file, each handed what it
+ * needs:
  *
- *   1. the plan (./page-plan.ts): which source and partitions serve the filter, each Query's key
- *      condition and Limits, the page's read budget; made without I/O, by `plan`;
- *   2. readiness, on a stage that waits for `orders reindex` (a table of release 1.0.0): an index
+ *   1. the Queries (./page-plan.ts pageQueries): each partition's key condition from the page's
+ *      start, with its first round's Limit (./page-limits.ts firstLimit), and how their keys read
+ *      as positions;
+ *   2. candidates (./candidate-stream.ts): those Queries sent and merged in sort order, read on
+ *      round by round within the page's budget (./page-limits.ts: PAGE_READ_BUDGET, readOnLimit,
+ *      roundLimits);
+ *   3. readiness, on a stage that waits for `orders reindex` (a table of release 1.0.0): an index
  *      keyed by derived attributes serves once its marker is there (./index-readiness.ts), read
- *      beside the first round; a table created with its indexes is ready as created;
- *   3. candidates (./candidate-stream.ts): the partitions' Queries merged in sort order;
- *   4. the check (./page-check.ts): each candidate listed as the index holds it, but for those it
- *      may hold as they no longer are, read by key and re-checked (from the table, checked as
- *      read); a candidate that is not listed makes the
- *      page read on, by the share that was listed so far (page-plan.ts recheckCount);
+ *      beside the first take; a table created with its indexes is ready as created;
+ *   4. the check (./page-check.ts), handed what the list's version lets the index be trusted
+ *      for: each candidate listed as the index holds it, but for those it may hold as they no
+ *      longer are, read by key and re-checked (from the table, checked as read); a candidate that
+ *      is not listed makes the page read on, by the share that was listed so far
+ *      (./page-limits.ts recheckCount);
  *   5. where the page ends (pageEnd): full, at the end of the filter, or at its budget, served
  *      short; the next page starts after the last candidate checked, or, cut by the budget,
  *      where every partition had read to.
@@ -23,36 +29,21 @@
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { OrderFilter, PagePosition } from '../orders/order-filter.ts';
-import type { OrderPage, OrderPageReader, PageRequest } from '../orders/order-pages.ts';
+import type { OrderPage, OrderPageReader, PageRequest } from '../orders/order-page-reader.ts';
 import type { OrderStreamOptions } from '../orders/order-store.ts';
 import type { Order } from '../orders/order.ts';
 import { isSettled } from '../orders/page-tag.ts';
-import { CandidateStream, queryPartitions, type Taken } from './candidate-stream.ts';
+import { CandidateStream, sendQueries, type Taken } from './candidate-stream.ts';
 import { IndexReadiness } from './index-readiness.ts';
-import {
-  checkAsRead,
-  checkIndexItems,
-  NOTHING_CHECKED,
-  type CandidateCheck,
-  type CheckCost,
-  type IndexTrust,
-} from './page-check.ts';
+import { candidateCheck, NOTHING_CHECKED, type CheckCost, type IndexTrust } from './page-check.ts';
 import { indexNotDeployed, ordersNotIndexed } from './page-failures.ts';
 import { PAGE_READ_BUDGET, recheckCount, type PageReadBudget } from './page-limits.ts';
-import { planPages, type DynamoDbPagePlan } from './page-plan.ts';
+import { pageQueries, planPages, type DynamoDbPagePlan } from './page-plan.ts';
 import type { OrderIndexName } from './tables.ts';
 
-/** A page as this reader reports it: also where the page's last candidate stood. */
-export interface DynamoDbOrderPage extends OrderPage {
-  readonly plan: DynamoDbPagePlan;
-  /** The position of the page's last candidate (what the page covers ends there); absent when it had none. */
-  readonly end?: PagePosition;
-}
-
-/** Where a page ends: `end`, what it covers; `next`, where the next page starts after. */
+/** Where a page ends: `next`, where the next page starts after; absent at the end of the filter. */
 export interface PageEnd {
   readonly next?: PagePosition;
-  readonly end?: PagePosition;
 }
 
 /** What a page knows once it has checked a take's candidates, to decide whether it ends. */
@@ -69,16 +60,17 @@ export interface PageSoFar {
 }
 
 /**
- * Where a page ends, or undefined while it reads on: full (a next page when anything may follow
- * its last candidate); at the end of the filter; cut by the budget of rounds or evaluated keys
- * (ending where every partition had read to) or of orders read by key (after its last candidate).
+ * Where a page ends, or undefined while it reads on: full (a next page after its last candidate
+ * when anything may follow it); at the end of the filter (none); cut by the budget of rounds or
+ * evaluated keys (the next page after where every partition had read to) or of orders read by
+ * key (after its last candidate).
  */
 export function pageEnd(page: PageSoFar): PageEnd | undefined {
   const { last, taken } = page;
-  if (page.full) return { end: last!, ...(page.leftOver || taken.more ? { next: last! } : {}) };
-  if (!taken.more) return last ? { end: last } : {};
-  if (taken.cutAt) return { next: taken.cutAt, end: taken.cutAt };
-  if (page.fetchSpent && last) return { next: last, end: last };
+  if (page.full) return page.leftOver || taken.more ? { next: last! } : {};
+  if (!taken.more) return {};
+  if (taken.cutAt) return { next: taken.cutAt };
+  if (page.fetchSpent && last) return { next: last };
   return undefined;
 }
 
@@ -118,6 +110,25 @@ export interface DynamoDbOrderPagesOptions {
   readonly budget?: PageReadBudget;
 }
 
+/**
+ * The v2 list's page reader on the orders table and its indexes (see above): a filter planned
+ * once, without I/O, then its pages read one after another, each starting after the last one's
+ * `next`.
+ *
+ * @example
+ * ```typescript
+ * import { createDocumentClient } from './client.ts';
+ * import { DynamoDbOrderPages } from './order-pages.ts';
+ * import { ORDER_INDEX_NAMES } from './tables.ts';
+ *
+ * const pages = new DynamoDbOrderPages(createDocumentClient(), 'store-orders-dev-orders', {
+ *   indexes: new Set(ORDER_INDEX_NAMES),
+ * });
+ * const plan = pages.plan({ statuses: ['pending'] }); // ordersByStatus, 8 partitions
+ * let page = await pages.readPage({ plan, pageSize: 50 });
+ * while (page.next) page = await pages.readPage({ plan, start: page.next, pageSize: 50 });
+ * ```
+ */
 export class DynamoDbOrderPages implements OrderPageReader<DynamoDbPagePlan> {
   private readonly client: DynamoDBDocumentClient;
   private readonly tableName: string;
@@ -137,6 +148,11 @@ export class DynamoDbOrderPages implements OrderPageReader<DynamoDbPagePlan> {
     this.budget = options.budget ?? PAGE_READ_BUDGET;
   }
 
+  /**
+   * The plan of a filter's pages, without I/O (./page-plan.ts): the index or table that serves
+   * it and the partitions a page reads. Throws a transient failure (`index-not-ready`) when the
+   * index it needs is not deployed on this stage.
+   */
   plan(filter: OrderFilter): DynamoDbPagePlan {
     const plan = planPages(filter, this.indexes);
     if (plan.source !== 'table' && !this.indexes.has(plan.source)) {
@@ -145,14 +161,36 @@ export class DynamoDbOrderPages implements OrderPageReader<DynamoDbPagePlan> {
     return plan;
   }
 
+  /**
+   * One page of a plan, after `start`, by `signal`'s deadline: at most `pageSize` orders, short
+   * only at the end of the filter or of its budget; `next` says where the next page starts.
+   * `seen`, the list's version read before the page, says what an index may be trusted for
+   * (without it, every order the index may hold stale is read again by key).
+   *
+   * @example
+   * ```typescript
+   * import { DynamoDbListVersion } from './list-version.ts';
+   *
+   * const version = await new DynamoDbListVersion(client, tableName).read();
+   * const page = await pages.readPage(
+   *   { plan: pages.plan({ petId: 7n }), pageSize: 50, seen: { version, at: Date.now() } },
+   *   { signal: AbortSignal.timeout(5_000) },
+   * );
+   * console.log(page.orders.length, page.cost.evaluated, page.next);
+   * ```
+   */
   async readPage(
     { plan, start, pageSize, seen }: PageRequest<DynamoDbPagePlan>,
     options: OrderStreamOptions = {},
-  ): Promise<DynamoDbOrderPage> {
+  ): Promise<OrderPage<DynamoDbPagePlan>> {
     const { budget } = this;
-    const query = queryPartitions(this.client, this.tableName, plan, start, options.signal);
-    const candidates = new CandidateStream({ plan, pageSize, budget, query });
-    const check = this.check(plan, trustOf(seen), options);
+    const send = sendQueries(this.client, plan.source, options.signal);
+    const candidates = new CandidateStream({
+      queries: pageQueries(this.tableName, plan, start, pageSize),
+      budget,
+      send,
+    });
+    const check = candidateCheck(this.client, this.tableName, plan, trustOf(seen), options);
     const orders: Order[] = [];
     let checkCost = NOTHING_CHECKED;
     let checked = 0;
@@ -178,16 +216,6 @@ export class DynamoDbOrderPages implements OrderPageReader<DynamoDbPagePlan> {
     }
   }
 
-  /** How the plan's candidates become orders (./page-check.ts). */
-  private check(
-    plan: DynamoDbPagePlan,
-    trust: IndexTrust,
-    options: OrderStreamOptions,
-  ): CandidateCheck {
-    if (plan.items === 'table') return checkAsRead(plan, options);
-    return checkIndexItems(this.client, this.tableName, plan, trust, options);
-  }
-
   /**
    * The page's first take, and, for an index keyed by derived attributes on a stage that waits
    * for the reindex, its readiness marker read beside it (from memory once the container has seen
@@ -199,15 +227,13 @@ export class DynamoDbOrderPages implements OrderPageReader<DynamoDbPagePlan> {
     pageSize: number,
     signal: AbortSignal | undefined,
   ): Promise<Taken> {
-    const readiness = this.readiness;
-    if (!readiness || !plan.needsReadiness) return candidates.take(pageSize);
-    const known = readiness.known();
-    if (known === false) throw ordersNotIndexed(plan.source);
-    const [ready, first] = await Promise.all([
-      known ?? readiness.isReady(signal),
-      candidates.take(pageSize),
-    ]);
+    const readiness = plan.needsReadiness ? this.readiness : undefined;
+    const known = readiness ? readiness.known() : true;
+    const [ready, first] =
+      known === false
+        ? [false]
+        : await Promise.all([known ?? readiness!.isReady(signal), candidates.take(pageSize)]);
     if (!ready) throw ordersNotIndexed(plan.source);
-    return first;
+    return first!;
   }
 }

@@ -98,6 +98,26 @@ export function shardPageQuery(
   };
 }
 
+/**
+ * The orders on DynamoDB (the port: lib/orders/order-store.ts): v1's whole list, streamed by id
+ * from the table's shards after the list's version is read; cancels and ships, each one
+ * conditional write between a mark and a release of the version; imports in batches. Every call
+ * ends by its `signal`'s deadline, its failures classified (./errors.ts).
+ *
+ * @example
+ * ```typescript
+ * import { createDocumentClient } from './client.ts';
+ * import { DynamoDbOrderStore } from './orders-table.ts';
+ *
+ * const orders = new DynamoDbOrderStore(createDocumentClient(), 'store-orders-dev-orders');
+ * const signal = AbortSignal.timeout(5_000);
+ * const version = await orders.readListVersion({ signal }); // its tag is the list's ETag
+ * for await (const batch of await orders.openOrderStream({ signal })) {
+ *   for (const order of batch) console.log(order.id, order.status);
+ * }
+ * console.log(version.tag);
+ * ```
+ */
 export class DynamoDbOrderStore implements OrderImportStore {
   private readonly client: DynamoDBDocumentClient;
   private readonly tableName: string;
@@ -133,6 +153,10 @@ export class DynamoDbOrderStore implements OrderImportStore {
     });
   }
 
+  /**
+   * The list's version, read strongly consistent (./list-version.ts): read before a list, its tag
+   * covers every write the list shows; none while a write is in flight.
+   */
   readListVersion(options: CallOptions = {}): Promise<ListVersion> {
     return this.version.read(options.signal);
   }
@@ -142,6 +166,21 @@ export class DynamoDbOrderStore implements OrderImportStore {
     return this.version.retag(options.signal);
   }
 
+  /**
+   * Every order, sorted by id, in batches: the shards' first pages are read before this resolves
+   * (a failure then is thrown here, before anything is sent), the rest as the batches are taken.
+   * An order that cannot be read whole is told to `onUnreadable`, and the list goes on.
+   *
+   * @example
+   * ```typescript
+   * const stream = await orders.openOrderStream({
+   *   signal: AbortSignal.timeout(5_000),
+   *   onUnreadable: (problem) => console.warn('unreadable order', problem.id, problem.fields),
+   * });
+   * let count = 0;
+   * for await (const batch of stream) count += batch.length;
+   * ```
+   */
   async openOrderStream(
     options: OrderStreamOptions = {},
   ): Promise<AsyncIterable<readonly Order[]>> {
@@ -213,6 +252,20 @@ export class DynamoDbOrderStore implements OrderImportStore {
     );
   }
 
+  /**
+   * Cancels a pending order, recording who asked, when and in which request; what it was
+   * otherwise (`already-cancelled`, `shipped`, `not-found`), read without writing.
+   *
+   * @example
+   * ```typescript
+   * const outcome = await orders.cancel(
+   *   9007199254740993n,
+   *   { at: Date.now(), keyId: 'key_3f2a', requestId: 'c6f1e0d2-0000-4000-8000-000000000000' },
+   *   { signal: AbortSignal.timeout(5_000) },
+   * );
+   * if (outcome === 'shipped') console.log('too late');
+   * ```
+   */
   async cancel(
     id: bigint,
     cancellation: Cancellation,
@@ -354,7 +407,18 @@ export class DynamoDbOrderStore implements OrderImportStore {
     return items.flatMap((item) => readOrderItem(item).order ?? []);
   }
 
-  /** Each BatchWriteItem request goes between a mark and a release of the list's version. */
+  /**
+   * Inserts or replaces orders (seeding, imports), 25 a BatchWriteItem, each request between a
+   * mark and a release of the list's version; a failure midway is OrdersPartlyWritten.
+   *
+   * @example
+   * ```typescript
+   * await orders.putOrders(
+   *   [{ id: 1n, petId: 7n, quantity: 1, shipDate: '2026-03-01T10:00:00Z', status: 'pending' }],
+   *   { onProgress: (written) => console.log(`${written} written`) },
+   * );
+   * ```
+   */
   async putOrders(
     orders: readonly Order[],
     options: PutOrdersOptions & BatchWriteOptions = {},

@@ -45,13 +45,41 @@ export interface CheckCost {
 
 export const NOTHING_CHECKED: CheckCost = { fetched: 0, batchGets: 0 };
 
-export interface Checked {
+/** What a check found of some candidates: which are listed, as what, and what it cost. */
+export interface CheckedCandidates {
   /** Each candidate's order when it is listed, else undefined: one per candidate, in order. */
   readonly orders: readonly (Order | undefined)[];
   readonly cost: CheckCost;
 }
 
-export type CandidateCheck = (candidates: readonly Candidate[]) => Promise<Checked>;
+export type CandidateCheck = (candidates: readonly Candidate[]) => Promise<CheckedCandidates>;
+
+/** What of a page's plan a check reads: the filter, its order, and what the source's items hold. */
+export type CheckPlan = Pick<DynamoDbPagePlan, 'filter' | 'order' | 'items' | 'statusInKey'>;
+
+/** What the list's version says of the index's candidates (lib/orders/page-tag.ts isSettled). */
+export interface IndexTrust {
+  /** The store's last change is older than the settle time, and no write is in flight. */
+  readonly settled: boolean;
+  /** The orders whose entries may lag (none when settled). */
+  readonly recentWrites: RecentWrites;
+}
+
+/**
+ * How a plan's candidates become a page's orders: the table's checked as read; an index's listed
+ * as it holds them, but for those it may hold as they no longer are by what the list's version
+ * lets it be trusted for (`trust`), read by key and checked on the fresh items.
+ */
+export function candidateCheck(
+  client: DynamoDBDocumentClient,
+  tableName: string,
+  plan: CheckPlan,
+  trust: IndexTrust,
+  options: OrderStreamOptions,
+): CandidateCheck {
+  if (plan.items === 'table') return checkAsRead(plan, options);
+  return checkIndexItems(client, tableName, plan, trust, options);
+}
 
 /** Attempts of the page's BatchGetItem while keys come back unprocessed, and the waits between. */
 const BATCH_GET_ATTEMPTS = 6;
@@ -59,7 +87,7 @@ const BATCH_GET_BACKOFF_MS = { base: 10, max: 500 } as const;
 
 /** The order of a candidate if its item matches every filter and stands where it was found. */
 function listed(
-  plan: DynamoDbPagePlan,
+  plan: CheckPlan,
   candidate: Candidate,
   item: Item | undefined,
   options: OrderStreamOptions,
@@ -73,7 +101,7 @@ function listed(
 }
 
 /** The table's candidates, checked as read (whole items, strongly consistent). */
-export function checkAsRead(plan: DynamoDbPagePlan, options: OrderStreamOptions): CandidateCheck {
+function checkAsRead(plan: CheckPlan, options: OrderStreamOptions): CandidateCheck {
   return (candidates) =>
     Promise.resolve({
       orders: candidates.map((c) => listed(plan, c, c.item, options)),
@@ -108,23 +136,11 @@ async function readByKey(
   return { items: new Map(items.map((item) => [numberText(item.id) ?? '', item])), batchGets };
 }
 
-/** What the list's version says of the index's candidates (./page-tag.ts settledAt). */
-export interface IndexTrust {
-  /** The store's last change is older than the settle time, and no write is in flight. */
-  readonly settled: boolean;
-  /** The orders whose entries may lag (none when settled). */
-  readonly recentWrites: RecentWrites;
-}
-
 /**
  * An index item as the order it holds: the status its key says (ordersByStatus), else the one it
  * holds (none: pending).
  */
-function indexedOrder(
-  plan: DynamoDbPagePlan,
-  item: Item,
-  options: OrderStreamOptions,
-): Order | undefined {
+function indexedOrder(plan: CheckPlan, item: Item, options: OrderStreamOptions): Order | undefined {
   const order = readForList(item, options.onUnreadable);
   if (!order || !plan.statusInKey) return order;
   const status = statusOfShard(item[ORDER_INDEX_ATTRIBUTES.status]);
@@ -135,7 +151,7 @@ function indexedOrder(
  * Whether the index may hold a candidate as it no longer is: as pending outside the status index
  * (a cancel since leaves it so), or written too recently for the index to show it.
  */
-function mayHaveChanged(plan: DynamoDbPagePlan, candidate: Candidate, trust: IndexTrust): boolean {
+function mayHaveChanged(plan: CheckPlan, candidate: Candidate, trust: IndexTrust): boolean {
   if (!plan.statusInKey) {
     const status = candidate.item.status;
     if (status === undefined || status === 'pending') return true;
@@ -149,10 +165,10 @@ function mayHaveChanged(plan: DynamoDbPagePlan, candidate: Candidate, trust: Ind
  * those it may hold as they no longer are, read by key (eventually consistent in a settled store,
  * else strongly) and checked on the fresh items.
  */
-export function checkIndexItems(
+function checkIndexItems(
   client: DynamoDBDocumentClient,
   tableName: string,
-  plan: DynamoDbPagePlan,
+  plan: CheckPlan,
   trust: IndexTrust,
   options: OrderStreamOptions,
 ): CandidateCheck {
@@ -174,7 +190,7 @@ export function checkIndexItems(
 
 /** The order of a candidate as the index holds it, if it matches every filter. */
 function listedAsHeld(
-  plan: DynamoDbPagePlan,
+  plan: CheckPlan,
   candidate: Candidate,
   options: OrderStreamOptions,
 ): Order | undefined {

@@ -6,8 +6,6 @@
  * from the request and what the page has read: where a page ends depends on the store and the
  * request only. Why these and not tuned ones: bench/README.md (How a page's Limits are chosen).
  */
-import type { PagePlan } from '../orders/order-pages.ts';
-
 /** What one page may read before it is served short (PAGE_READ_BUDGET). */
 export interface PageReadBudget {
   /** Rounds of queries, one after another. */
@@ -42,9 +40,9 @@ export const RECHECK_MARGIN = 1.25;
  * it has no more (at a Limit of 1 DynamoDB answers that it may have, and the merge would wait for
  * it); what is evaluated is what the partition holds, so the minimum costs a sparse status little.
  */
-export function firstLimit(plan: Pick<PagePlan, 'partitions'>, pageSize: number): number {
-  if (plan.partitions === 1) return pageSize + 1;
-  return Math.max(2, Math.floor((2 * pageSize) / plan.partitions) + 1);
+export function firstLimit(partitions: number, pageSize: number): number {
+  if (partitions === 1) return pageSize + 1;
+  return Math.max(2, Math.floor((2 * pageSize) / partitions) + 1);
 }
 
 /** What a partition has read so far, for the Limit of its next Query. */

@@ -1,7 +1,8 @@
 /**
  * The plan of a filter's pages, without I/O: which source serves the filter and which partitions
- * a page reads, the key condition of each partition's Query, and how much a page may ask for
- * (each round's Limits, the page's read budget). The page reader (./order-pages.ts) follows it.
+ * a page reads, the key condition of each partition's Query, and, for one page, those Queries
+ * with their first round's Limits (pageQueries), handed to the page reader (./order-pages.ts)
+ * once, before it reads.
  *
  * Sources (./tables.ts has the indexes; each holds the orders' fields beside its keys):
  * - petId (+ a date range): ordersByPet (ordersByPetDate), one partition;
@@ -21,7 +22,7 @@
  * (./orders-table.ts), so an order an index holds as pending may have been cancelled since and
  * is read again by key (./page-check.ts); one it holds as shipped or cancelled is what it says.
  *
- * How much a page reads, round by round: ./page-limits.ts.
+ * How much a page reads, round by round, and its read budget: ./page-limits.ts.
  */
 import type { QueryCommandInput } from '@aws-sdk/lib-dynamodb';
 import {
@@ -30,13 +31,14 @@ import {
   type OrderSortOrder,
   type PagePosition,
 } from '../orders/order-filter.ts';
-import type { PagePlan } from '../orders/order-pages.ts';
+import type { PagePlan } from '../orders/order-page-reader.ts';
 import { ORDER_STATUSES, type OrderStatus } from '../orders/order.ts';
 import { numberText } from './attributes.ts';
 import { indexNeedsReadiness } from './index-readiness.ts';
 import { statusShard } from './order-index-keys.ts';
 import { LISTED_ATTRIBUTES } from './order-item.ts';
 import { malformedKey } from './page-failures.ts';
+import { firstLimit } from './page-limits.ts';
 import {
   ORDER_INDEX_ATTRIBUTES,
   ORDER_INDEX_NAMES,
@@ -146,36 +148,22 @@ type Range =
 
 /**
  * The key condition (and its values) of one partition's range: after `start` (exclusive), in the
- * filter's date range, up to `end` (inclusive) when given; 'empty' when no key can be in it. In
- * ship-date order the sort key is (t, id), whose conditions compare `t` alone: `start` is where
- * the Query begins (its ExclusiveStartKey, which DynamoDB takes within the key condition), and
- * `end`'s instant is the upper bound (the orders after `end` at that instant are read too).
+ * filter's date range; 'empty' when no key can be in it. In ship-date order the sort key is
+ * (t, id), whose conditions compare `t` alone: `start` is where the Query begins (its
+ * ExclusiveStartKey, which DynamoDB takes within the key condition).
  */
 function sortKeyRange(
   plan: DynamoDbPagePlan,
   partition: PartitionValue,
   start: PagePosition | undefined,
-  end: PagePosition | undefined,
 ): Range {
   if (plan.order === 'id') {
-    if (start && end) {
-      if (start.id >= end.id) return 'empty';
-      return {
-        condition: ' AND #sk BETWEEN :lo AND :hi',
-        values: { ':lo': start.id + 1n, ':hi': end.id },
-      };
-    }
     if (start) return { condition: ' AND #sk > :lo', values: { ':lo': start.id } };
-    if (end) return { condition: ' AND #sk <= :hi', values: { ':hi': end.id } };
     return { condition: '', values: {} };
   }
   const { from, to } = plan.filter.shipDate ?? {};
   // Instants are whole nanoseconds: before `to` is at most `to` − 1.
-  const highs = [
-    ...(to !== undefined ? [to - 1n] : []),
-    ...(end?.instant !== undefined ? [end.instant] : []),
-  ];
-  const high = highs.length > 0 ? highs.reduce((a, b) => (a < b ? a : b)) : undefined;
+  const high = to !== undefined ? to - 1n : undefined;
   if (from !== undefined && high !== undefined && from > high) return 'empty';
   if (start && high !== undefined && start.instant! > high) return 'empty';
   const startKey =
@@ -199,18 +187,17 @@ function sortKeyRange(
 }
 
 /**
- * The Query of one partition of a plan, over its range after `start` (and up to `end`, for a
- * benchmark's floor), without its Limit; with the ExclusiveStartKey of `start` where the range
- * begins there (ship-date order); undefined when the range is empty.
+ * The Query of one partition of a plan, over its range after `start`, without its Limit; with the
+ * ExclusiveStartKey of `start` where the range begins there (ship-date order); undefined when the
+ * range is empty.
  */
 export function partitionQuery(
   tableName: string,
   plan: DynamoDbPagePlan,
   partition: PartitionValue,
   start: PagePosition | undefined,
-  end?: PagePosition,
 ): QueryCommandInput | undefined {
-  const range = sortKeyRange(plan, partition, start, end);
+  const range = sortKeyRange(plan, partition, start);
   if (range === 'empty') return undefined;
   const table = plan.source === 'table';
   const { complete } = plan.filter;
@@ -265,4 +252,35 @@ export function keyPosition(plan: DynamoDbPagePlan, key: Record<string, unknown>
     return { instant: BigInt(instant), id: BigInt(id) };
   }
   return { id: BigInt(id) };
+}
+
+/** One partition's Query of a page, and the Limit of its first round. */
+export interface LimitedQuery {
+  /** The Query over the partition's range after the page's start, without its Limit. */
+  readonly input: QueryCommandInput;
+  /** Its first round's Limit (./page-limits.ts firstLimit). */
+  readonly limit: number;
+}
+
+/** What a page's candidates are read by, made once from its plan, without I/O. */
+export interface PageQueries {
+  /** Each partition's Query with its first Limit; none when no key can be in the page's range. */
+  readonly partitions: readonly LimitedQuery[];
+  /** A key those Queries give (an item or a LastEvaluatedKey) as a position in the plan's order. */
+  readonly positionOf: (key: Record<string, unknown>) => PagePosition;
+}
+
+/** The Queries of one page of a plan, from `start` (the first page when absent), of `pageSize`. */
+export function pageQueries(
+  tableName: string,
+  plan: DynamoDbPagePlan,
+  start: PagePosition | undefined,
+  pageSize: number,
+): PageQueries {
+  const inputs = plan.partitionValues.flatMap(
+    (partition) => partitionQuery(tableName, plan, partition, start) ?? [],
+  );
+  const positionOf = (key: Record<string, unknown>) => keyPosition(plan, key);
+  const limit = firstLimit(plan.partitions, pageSize);
+  return { partitions: inputs.map((input) => ({ input, limit })), positionOf };
 }

@@ -34,6 +34,25 @@ import { RateLimitItems } from './rate-limit-items.ts';
  * seven; one more for margin.
  */
 const MAX_ATTEMPTS = 8;
+/**
+ * The rate limiter on DynamoDB (see above): `consume` counts a request against its key's plan;
+ * `takeFree` takes a conditional request from the key's free allowance without counting it.
+ *
+ * @example
+ * ```typescript
+ * import { createSingleAttemptClient } from './client.ts';
+ * import { DynamoDbRateLimiter } from './rate-limit-table.ts';
+ * import { PLAN_LIMITS } from '../limits/plans.ts';
+ *
+ * // One attempt a call: the SDK's retry after a timeout could count a request twice.
+ * const client = createSingleAttemptClient();
+ * const limiter = new DynamoDbRateLimiter(client, 'store-orders-dev-rate-limits');
+ * const caller = { keyId: 'key_3f2a', plan: 'free', limits: PLAN_LIMITS.free } as const;
+ * const signal = AbortSignal.timeout(2_000);
+ * const { decision } = await limiter.consume(caller, Date.now(), { signal });
+ * if (decision.outcome !== 'admitted') console.log(`refused: ${decision.outcome}`);
+ * ```
+ */
 export class DynamoDbRateLimiter implements RateLimiter, FreeAllowance {
   private readonly items: RateLimitItems;
   private readonly settings: LimiterSettings;

@@ -79,11 +79,12 @@ export function normalizedStatuses(statuses: Iterable<OrderStatus>): OrderStatus
 }
 
 /**
- * The canonical text of a filter, format 1. Page tokens of version 1 carry a fingerprint of it
- * (./page-token.ts), so it must never change: a new form is a new token version, and the old one
- * stays here for the tokens already issued.
+ * The canonical text of a v2 list's filter (format 1): equal filters, equal text. A page's
+ * entity tag by version hashes it (./page-tag.ts), and page tokens of version 1 carry a
+ * fingerprint of it (filterFingerprintV1, ./page-token.ts), so it must never change: a new form
+ * is a new token version, and this one stays for the tokens already issued.
  */
-export function canonicalFilterV1(filter: OrderFilter): string {
+export function canonicalFilterText(filter: OrderFilter): string {
   const text = (value: { toString(): string } | undefined) =>
     value === undefined ? '' : value.toString();
   return [
@@ -98,7 +99,7 @@ export function canonicalFilterV1(filter: OrderFilter): string {
 /** 8 bytes that stand for a filter (format 1): equal filters, equal bytes. */
 export function filterFingerprintV1(filter: OrderFilter): Buffer {
   return createHash('sha256')
-    .update(`orders-filter-1\n${canonicalFilterV1(filter)}`)
+    .update(`orders-filter-1\n${canonicalFilterText(filter)}`)
     .digest()
     .subarray(0, 8);
 }

@@ -25,8 +25,8 @@
  * outlives the lag.
  */
 import { createHash } from 'node:crypto';
-import { canonicalFilterV1, type OrderFilter, type PagePosition } from './order-filter.ts';
-import type { PagePlan } from './order-pages.ts';
+import { canonicalFilterText, type OrderFilter, type PagePosition } from './order-filter.ts';
+import type { PagePlan } from './order-page-reader.ts';
 import type { ListVersion } from './order-store.ts';
 
 /**
@@ -90,7 +90,7 @@ export function pageEntityTag(input: PageTagInput): string | undefined {
     : '-';
   return createHash('sha256')
     .update(
-      [REPRESENTATION, version.tag, canonicalFilterV1(input.filter), start, input.pageSize].join(
+      [REPRESENTATION, version.tag, canonicalFilterText(input.filter), start, input.pageSize].join(
         '\n',
       ),
     )

@@ -37,7 +37,7 @@ import {
   type PagePosition,
 } from '../../lib/orders/order-filter.ts';
 import { INT64_MAX, INT64_MIN, ORDER_STATUSES, type Order } from '../../lib/orders/order.ts';
-import type { PageRequest } from '../../lib/orders/order-pages.ts';
+import type { PageRequest } from '../../lib/orders/order-page-reader.ts';
 import { INDEX_SETTLE_MS, pageEntityTag } from '../../lib/orders/page-tag.ts';
 import { localTableNames } from '../../local/local-stack.ts';
 import { loadOrders } from '../../bench/raw-orders.ts';

@@ -18,7 +18,7 @@ import {
   type OrderFilter,
   type PagePosition,
 } from '../../lib/orders/order-filter.ts';
-import type { OrderPage } from '../../lib/orders/order-pages.ts';
+import type { OrderPage } from '../../lib/orders/order-page-reader.ts';
 import { ORDER_STATUSES, type Order } from '../../lib/orders/order.ts';
 import { loadOrders } from '../../bench/raw-orders.ts';
 import { seeded } from '../../bench/statistics.ts';

@@ -2,8 +2,8 @@
  * One `cdk synth` of the checked-in settings for the whole test run: the files that run a stage as
  * synthesized (the first-deploy and upgrade rehearsals) share it instead of each bundling the same
  * code again. The first file to ask synthesizes, under a lock (a directory made atomically); the
- * others wait for it. It lives in the run's temporary directory (test/run-all.ts: TMPDIR), so a
- * run never sees another's.
+ * others wait for it. It lives in the run's temporary directory (TMPDIR, which test/run-all.ts
+ * sets: test/support/run-environment.ts ownTemporaryDirectory), so a run never sees another's.
  */
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, rmSync } from 'node:fs';

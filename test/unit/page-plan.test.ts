@@ -25,6 +25,7 @@ import {
 } from '../../lib/dynamodb/page-limits.ts';
 import {
   keyPosition,
+  pageQueries,
   partitionQuery,
   planPages,
   storedStatusesOf,
@@ -192,20 +193,15 @@ describe("a partition's Query", () => {
     });
   });
 
-  it('in id order starts after the start, and ends at an end (inclusive); an empty range is no Query', () => {
+  it('in id order starts after the start', () => {
     expect(partitionQuery('orders', pending, 'p0', { id: 41n })).toMatchObject({
       KeyConditionExpression: '#pk = :pk AND #sk > :lo',
       ExpressionAttributeNames: { '#sk': 'id' },
       ExpressionAttributeValues: { ':lo': 41n },
     });
-    expect(partitionQuery('orders', table, 0, { id: 41n }, { id: 90n })).toMatchObject({
-      KeyConditionExpression: '#pk = :pk AND #sk BETWEEN :lo AND :hi',
-      ExpressionAttributeValues: { ':lo': 42n, ':hi': 90n },
-    });
-    expect(partitionQuery('orders', table, 0, undefined, { id: 90n })).toMatchObject({
-      KeyConditionExpression: '#pk = :pk AND #sk <= :hi',
-    });
-    expect(partitionQuery('orders', table, 0, { id: 90n }, { id: 90n })).toBeUndefined();
+    const first = partitionQuery('orders', table, 0, undefined)!;
+    expect(first.KeyConditionExpression).toBe('#pk = :pk');
+    expect(first.ExpressionAttributeNames).not.toHaveProperty('#sk');
   });
 
   it('in ship-date order is the date range of instants, from `from` (inclusive) to `to` (exclusive)', () => {
@@ -245,14 +241,31 @@ describe("a partition's Query", () => {
     const query = partitionQuery('orders', plan, 2, early)!;
     expect(query).toMatchObject({ ExpressionAttributeValues: { ':lo': MARCH } });
     expect(query).not.toHaveProperty('ExclusiveStartKey');
-    // A start at or past `to`, or past an end: nothing to read.
+    // A start at or past `to`: nothing to read.
     expect(partitionQuery('orders', plan, 2, { instant: APRIL, id: 0n })).toBeUndefined();
-    expect(
-      partitionQuery('orders', plan, 2, start, { instant: MARCH - 1n, id: 9n }),
-    ).toBeUndefined();
-    expect(partitionQuery('orders', plan, 2, start, { instant: MARCH, id: 9n })).toMatchObject({
-      ExpressionAttributeValues: { ':hi': MARCH },
-    });
+  });
+});
+
+describe("a page's Queries, made once from its plan", () => {
+  it("are every partition's Query from the page's start, each with its first round's Limit", () => {
+    const plan = planPages({ statuses: ['pending', 'cancelled'] });
+    const { partitions } = pageQueries('orders', plan, { id: 41n }, 50);
+    expect(partitions.map(({ input }) => input)).toEqual(
+      plan.partitionValues.map((value) => partitionQuery('orders', plan, value, { id: 41n })),
+    );
+    expect(partitions.map(({ limit }) => limit)).toEqual(Array(16).fill(firstLimit(16, 50)));
+  });
+
+  it('are none when no key can be in the range', () => {
+    const plan = planPages({ shipDate: { from: MARCH, to: APRIL } });
+    expect(pageQueries('orders', plan, { instant: APRIL, id: 0n }, 50).partitions).toEqual([]);
+  });
+
+  it("read a key as a position in the plan's order", () => {
+    const dated = planPages({ shipDate: { from: MARCH } });
+    const { positionOf } = pageQueries('orders', dated, undefined, 50);
+    const key = { shard: 5, t: new NumberValue(String(MARCH)), id: -3n };
+    expect(positionOf(key)).toEqual({ instant: MARCH, id: -3n });
   });
 });
 
@@ -286,17 +299,17 @@ describe('a key as a position', () => {
 
 describe('how much a page asks for', () => {
   it('first: N + 1 from one partition, 2N/k + 1 from each of k, 2 at least', () => {
-    expect(firstLimit({ partitions: 1 }, 50)).toBe(51);
-    expect(firstLimit({ partitions: 8 }, 50)).toBe(13);
-    expect(firstLimit({ partitions: 24 }, 50)).toBe(5);
-    expect(firstLimit({ partitions: 24 }, 1)).toBe(2);
+    expect(firstLimit(1, 50)).toBe(51);
+    expect(firstLimit(8, 50)).toBe(13);
+    expect(firstLimit(24, 50)).toBe(5);
+    expect(firstLimit(24, 1)).toBe(2);
   });
 
   it('first: at most 2N + k keys in all, wherever 2N is at least k', () => {
     fc.assert(
       fc.property(fc.integer({ min: 1, max: 100 }), fc.integer({ min: 2, max: 48 }), (n, k) => {
         fc.pre(2 * n >= k);
-        expect(k * firstLimit({ partitions: k }, n)).toBeLessThanOrEqual(2 * n + k);
+        expect(k * firstLimit(k, n)).toBeLessThanOrEqual(2 * n + k);
       }),
     );
   });
@@ -329,13 +342,13 @@ describe('how much a page asks for', () => {
   });
 
   it('a budget that cannot read every partition once is refused before any Query', () => {
-    const query = () => Promise.reject(new Error('no Query may be sent'));
+    const send = () => Promise.reject(new Error('no Query may be sent'));
+    const plan = planPages({ statuses: ['pending', 'shipped', 'cancelled'] });
     const stream = (evaluated: number) =>
       new CandidateStream({
-        plan: planPages({ statuses: ['pending', 'shipped', 'cancelled'] }),
-        pageSize: 5,
+        queries: pageQueries('orders', plan, undefined, 5),
         budget: { rounds: 10, evaluated, fetched: 100 },
-        query,
+        send,
       });
     expect(() => stream(23)).toThrow(RangeError);
     expect(() => stream(24)).not.toThrow();
@@ -373,16 +386,15 @@ describe('where a page ends', () => {
   };
 
   it('full: at its last candidate, with a next page when anything may follow it', () => {
-    expect(pageEnd({ ...base, full: true })).toEqual({ end: at(10n), next: at(10n) });
+    expect(pageEnd({ ...base, full: true })).toEqual({ next: at(10n) });
     expect(pageEnd({ ...base, full: true, leftOver: true, taken: { more: false } })).toEqual({
-      end: at(10n),
       next: at(10n),
     });
-    expect(pageEnd({ ...base, full: true, taken: { more: false } })).toEqual({ end: at(10n) });
+    expect(pageEnd({ ...base, full: true, taken: { more: false } })).toEqual({});
   });
 
   it('at the end of the filter: no next page', () => {
-    expect(pageEnd({ ...base, taken: { more: false } })).toEqual({ end: at(10n) });
+    expect(pageEnd({ ...base, taken: { more: false } })).toEqual({});
     const nothingRead: PageSoFar = {
       full: false,
       leftOver: false,
@@ -394,10 +406,9 @@ describe('where a page ends', () => {
 
   it('at its budget, served short: where the partitions had read to, or after its last candidate', () => {
     expect(pageEnd({ ...base, taken: { more: true, cutAt: at(25n) } })).toEqual({
-      end: at(25n),
       next: at(25n),
     });
-    expect(pageEnd({ ...base, fetchSpent: true })).toEqual({ end: at(10n), next: at(10n) });
+    expect(pageEnd({ ...base, fetchSpent: true })).toEqual({ next: at(10n) });
   });
 
   it('otherwise reads on', () => {

@@ -57,11 +57,11 @@ export interface PageCost {
   readonly rounds: number;
 }
 
-export interface OrderPage {
+export interface OrderPage<Plan extends PagePlan = PagePlan> {
   readonly orders: readonly Order[];
   /** Where the next page starts after; absent on the last page. */
   readonly next?: PagePosition;
-  readonly plan: PagePlan;
+  readonly plan: Plan;
   readonly cost: PageCost;
 }
 
@@ -75,5 +75,5 @@ export interface OrderPageReader<Plan extends PagePlan = PagePlan> {
    * One page of a plan, by `signal`'s deadline. Fails transient (`index-not-ready`) while the
    * index it needs is backfilling or its orders are not all indexed yet.
    */
-  readPage(request: PageRequest<Plan>, options?: OrderStreamOptions): Promise<OrderPage>;
+  readPage(request: PageRequest<Plan>, options?: OrderStreamOptions): Promise<OrderPage<Plan>>;
 }
