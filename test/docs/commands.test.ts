@@ -6,8 +6,8 @@
  * the README's "Try it" sequence answers, against `npm start`, the statuses its comments say.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { basename, join, relative } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stageConfig } from '../../infra/config.ts';
@@ -15,16 +15,12 @@ import { DEFAULT_RETRY_AFTER_SECONDS } from '../../lib/api/errors.ts';
 import { PROJECT_ROOT } from '../../local/local-stack.ts';
 import { startLocalApi, type LocalApi } from '../support/local-api.ts';
 import { sendPolitely } from '../support/polite-client.ts';
+import { markdownFiles } from '../support/markdown.ts';
 
 const run = promisify(execFile);
 
-const DOCUMENTS = [
-  'README.md',
-  'CONTRIBUTING.md',
-  'bench/README.md',
-  'client/README.md',
-  ...readdirSync(join(PROJECT_ROOT, 'docs')).map((file) => `docs/${file}`),
-].filter((file) => file.endsWith('.md'));
+/** Every Markdown file of the repository (the links test finds them). */
+const DOCUMENTS = markdownFiles();
 
 const scripts = (path: string) =>
   (JSON.parse(readFileSync(join(PROJECT_ROOT, path), 'utf8')) as { scripts: object }).scripts;
@@ -200,38 +196,7 @@ describe('the commands of the documents', () => {
     expect(config.apiGatewayAccountRole).toBe(true);
     expect(config.env).toEqual({ account: '123456789012', region: 'eu-west-1' });
   });
-
-  it('link to documents, files and headings that exist', () => {
-    for (const file of DOCUMENTS) {
-      const text = readFileSync(join(PROJECT_ROOT, file), 'utf8');
-      for (const [, target, anchor] of text.matchAll(/\]\(([^)#\s]*)(?:#([^)\s]*))?\)/g)) {
-        if (/^https?:/.test(target as string)) continue;
-        const path = join(PROJECT_ROOT, file, '..', target || basename(file));
-        expect(existsSync(path), `${file} → ${relative(PROJECT_ROOT, path)}`).toBe(true);
-        if (anchor && path.endsWith('.md')) {
-          const slugs = headings(readFileSync(path, 'utf8')).map(slug);
-          expect(slugs, `${file} → ${relative(PROJECT_ROOT, path)}#${anchor}`).toContain(anchor);
-        }
-      }
-    }
-  });
 });
-
-/** The headings of a Markdown text, outside its code blocks. */
-function headings(text: string): string[] {
-  return text
-    .replace(/^```[\s\S]*?^```/gm, '')
-    .split('\n')
-    .flatMap((line) => /^#{1,6} (.*)$/.exec(line)?.slice(1) ?? []);
-}
-
-/** The anchor GitHub gives a heading: lower case, punctuation dropped, spaces to hyphens. */
-function slug(heading: string): string {
-  return heading
-    .toLowerCase()
-    .replace(/[^\p{L}\p{N} _-]/gu, '')
-    .replace(/ /g, '-');
-}
 
 describe('the README\'s "Try it", against npm start', () => {
   let api: LocalApi;
