@@ -1254,7 +1254,7 @@ describe('the runbooks, run with a stand-in AWS CLI against the synthesized prod
 
   it("lists who the alarms page: the topic from the stack's outputs, then its subscriptions", async () => {
     const { calls, stdout } = await runbookOutput(
-      shellBlocks('operations.md', '## Alarms: what to do'),
+      shellBlocks('alarms.md', '## Who is paged'),
     );
     expect(calls.map((c) => `${c[0]} ${c[1]}`)).toEqual([
       'cloudformation describe-stacks',
@@ -1299,7 +1299,7 @@ describe('the settings the documents give, as synth reads them', () => {
     (stage) => {
       const text = docs('deploy.md');
       const section = text.slice(
-        text.indexOf('**Concurrency.**'),
+        text.indexOf('### Concurrency'),
         text.indexOf('### Provisioned concurrency'),
       );
       const context = {
@@ -1335,9 +1335,9 @@ describe('the settings the documents give, as synth reads them', () => {
     expect(stageConfig('production', () => undefined, {}).deployment.ignoreAlarms).toBe(false);
   });
 
-  it("subscribes docs/operations.md's alarm subscribers", () => {
-    const text = docs('operations.md');
-    const section = text.slice(text.indexOf('## Alarms: what to do'));
+  it("subscribes docs/alarms.md's alarm subscribers", () => {
+    const text = docs('alarms.md');
+    const section = text.slice(text.indexOf('## Who is paged'));
     const json = /```json\n([\s\S]*?)```/.exec(section)![1]!;
     const { context } = JSON.parse(json) as { context: Record<string, unknown> };
     expect(stageConfig('production', (key) => context[key], {}).alarmSubscriptions).toEqual([
