@@ -72,7 +72,7 @@ export const ERROR_GUIDE = {
   INVALID_PAGE_TOKEN: {
     when: 'The `pageToken` was altered or cut short, is of a version this API does not know, or was issued for other filters than the request has.',
     retry: 'no: the same token is refused again',
-    todo: 'Send tokens back exactly as they came, with the filters of the page that gave them; to start again from the first page, leave `pageToken` out ([v2 pages](clients.md#v2-the-orders-you-ask-for-a-page-at-a-time)). Counted against the limits.',
+    todo: 'Send tokens back exactly as they came, with the filters of the page that gave them; to start again from the first page, leave `pageToken` out ([paging through v2](paging-v2.md)). Counted against the limits.',
   },
   UNAUTHORIZED: {
     when: 'The `Authorization` header is missing, is not `Bearer <key>`, or its key is unknown, revoked or expired. API Gateway answers it, with `WWW-Authenticate: Bearer realm="store-orders"`, and may keep a key\'s refusal for the authorizer cache\'s time ([settings](settings.md)).',

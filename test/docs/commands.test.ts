@@ -15,6 +15,9 @@ import { DEFAULT_RETRY_AFTER_SECONDS } from '../../lib/api/errors.ts';
 import { PROJECT_ROOT } from '../../local/local-stack.ts';
 import { startLocalApi, type LocalApi } from '../support/local-api.ts';
 import { sendPolitely } from '../support/polite-client.ts';
+
+/** A demo key of `npm start` other than the README's (whose minute the tests above spend). */
+const DEMO_PRO_KEY = 'sok_DemoProPlanKeyForLocalUseOnly0004Hu2sv';
 import { markdownFiles } from '../support/markdown.ts';
 
 const run = promisify(execFile);
@@ -254,5 +257,47 @@ answer() { curl -sS -o /dev/null -D - "$@" | tr -d '\\r' | head -n 1; }`;
       fetch(`${api.url}/store/orders`, { headers: { Authorization: `Bearer ${key}` } }),
     );
     expect(answer.status).toBe(200);
+  });
+
+  it("walks every page of a filter as docs/paging-v2.md's loop does: each pending order once, in order", async () => {
+    const [walk] = blocks('docs/paging-v2.md').filter(
+      (b) => b.heading === 'Walk every page of a filter' && b.lang === 'sh',
+    );
+    expect(walk).toBeDefined();
+    const script = walk!.text
+      .split('\n')
+      .map((line) => (line.startsWith('V2=') ? `V2=${api.url.replace(/\/v1$/, '/v2')}` : line))
+      .join('\n')
+      // One order a page: a walk of several pages, whatever the tests above left pending.
+      .replace('pageSize=2', 'pageSize=1');
+    // The pending orders now (the test above cancelled some), ids as their digits.
+    const list = await sendPolitely(() =>
+      fetch(`${api.url}/store/orders`, {
+        headers: { Authorization: `Bearer ${DEMO_PRO_KEY}` },
+      }),
+    );
+    const pending = [
+      ...(await list.answer.text()).matchAll(/\{"id":(\d+),[^}]*"status":"pending"\}/g),
+    ].map((m) => m[1]);
+    expect(pending.length).toBeGreaterThanOrEqual(2);
+    // A 503 on a loaded machine (the shared DynamoDB Local) is asked again after its Retry-After,
+    // as the page says; any other failure ends the walk, as the loop does.
+    const retrying503 = `curl() {
+  local out attempt
+  for attempt in 1 2 3 4; do
+    if out=$(command curl "$@"); then printf '%s' "$out"; return 0; fi
+    case "$out" in *'"status":503'*) sleep ${DEFAULT_RETRY_AFTER_SECONDS} ;; *) break ;; esac
+  done
+  printf '%s' "$out"
+  return 22
+}`;
+    const { stdout } = await run('bash', ['-c', `${retrying503}\n${script}`], {
+      cwd: PROJECT_ROOT,
+    });
+    const pages = stdout.trim().split('\n');
+    expect(pages.length).toBeGreaterThanOrEqual(pending.length);
+    const walked = pages.flatMap((page) => [...page.matchAll(/"id":(\d+)/g)].map((m) => m[1]));
+    expect(walked).toEqual(pending);
+    expect(pages.at(-1)).not.toContain('nextPageToken');
   });
 });
