@@ -1,7 +1,8 @@
 /**
  * Every relative link of every Markdown file of the repository resolves: the file (or folder) it
  * names exists, and the heading its anchor names is one of that document's, as GitHub makes
- * anchors of headings. Links to other sites are not followed. The documents are the repository's
+ * anchors of headings. Links to other sites are not followed. And every page says whom it is
+ * for, in the first paragraph under its title. The documents are the repository's
  * own Markdown files, found on disk (node_modules, build output and the test runs' directories
  * left out), so a new page is checked from its first commit.
  */
@@ -38,5 +39,16 @@ describe('the links of the Markdown files', () => {
         expect(anchors(readFileSync(path, 'utf8')), shown).toContain(anchor);
       }
     }
+  });
+});
+
+describe('every Markdown file', () => {
+  it.each(DOCUMENTS)('%s: says whom it is for in its first lines ("For …")', (file) => {
+    const text = readFileSync(join(PROJECT_ROOT, file), 'utf8');
+    const firstParagraph = text
+      .split('\n')
+      .slice(1)
+      .find((line) => line.trim() !== '');
+    expect(firstParagraph, file).toMatch(/^For /);
   });
 });
