@@ -1253,9 +1253,7 @@ describe('the runbooks, run with a stand-in AWS CLI against the synthesized prod
   });
 
   it("lists who the alarms page: the topic from the stack's outputs, then its subscriptions", async () => {
-    const { calls, stdout } = await runbookOutput(
-      shellBlocks('alarms.md', '## Who is paged'),
-    );
+    const { calls, stdout } = await runbookOutput(shellBlocks('alarms.md', '## Who is paged'));
     expect(calls.map((c) => `${c[0]} ${c[1]}`)).toEqual([
       'cloudformation describe-stacks',
       'sns list-subscriptions-by-topic',
