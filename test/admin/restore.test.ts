@@ -1,5 +1,5 @@
 /**
- * The restore runbook of docs/operations.md, every step after AWS's own
+ * The restore runbook of docs/runbooks.md, every step after AWS's own
  * `restore-table-to-point-in-time`, run as an on-call engineer runs it: the restored table is a
  * second orders table on DynamoDB Local, the live one is `npm start`'s. Export from the restored
  * table, `orders import --replace` into the live one, `orders retag`: the API lists the orders
@@ -39,7 +39,7 @@ async function list(etag?: string) {
   };
 }
 
-describe('restoring the orders from a point in time (docs/operations.md)', () => {
+describe('restoring the orders from a point in time (docs/runbooks.md)', () => {
   it('copies the restored table back over the live one; old ETags get the whole list', async () => {
     const atRestorePoint = await list();
     expect(atRestorePoint.status).toBe(200);

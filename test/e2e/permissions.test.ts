@@ -3,7 +3,7 @@
  * operator issues keys with the CLI; a key that may only read lists (v1) and pages (v2), is
  * refused a cancel with 403 on both versions (counted, with the rate-limit headers), and its
  * 403s leave the list's tag as it was (304 again); a key that may cancel does, no client sees
- * the cancel's trail, and the runbook's step "who cancelled an order" (docs/operations.md), run
+ * the cancel's trail, and the runbook's step "who cancelled an order" (docs/runbooks.md), run
  * as written against the local API, names when, that key and that request.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,7 +15,7 @@ import { expectValidAgainstOpenApi } from '../support/openapi.ts';
 import { shellBlocks } from '../support/runbook.ts';
 
 /** The runbook's step: one command line of the operator CLI. */
-const RUNBOOK = shellBlocks('operations.md', '### Who cancelled an order').trim().split('\n');
+const RUNBOOK = shellBlocks('runbooks.md', '## Who cancelled an order').trim().split('\n');
 /** The order the runbook asks about. */
 const ORDER_ID = /^npm run admin -- orders show (\d+) /.exec(RUNBOOK[0] ?? '')?.[1] ?? '';
 

@@ -1,15 +1,14 @@
 /**
  * The figures the documents give that the code produces, held to the code: each function's
  * memory, timeout and DynamoDB grants (docs/architecture.md) against lib/functions.ts and the
- * synthesized roles; the stage settings docs/deploy.md lists against those infra/config.ts
- * reads; the provisioned concurrency table and its monthly sum (docs/deploy.md)
+ * synthesized roles (the stage settings, docs/settings.md, are made from their declarations:
+ * test/docs/reference.test.ts); the provisioned concurrency table and its monthly sum (docs/deploy.md)
  * against the production floors, the scaling factor and the memory sizes; the stages the local
  * API serves (docs/local.md) against the route tables. A document that goes stale fails here.
  */
 import type { Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
 import { PROVISIONED_SCALING, stageConfig } from '../../infra/config.ts';
-import { STAGE_SETTING_KEYS } from '../../infra/stage-settings.ts';
 import { API_STAGES } from '../../lib/api/routes.ts';
 import { TABLES, type TableName } from '../../lib/dynamodb/tables.ts';
 import { ALARM_POLL_MS } from '../../functions/deploy-hooks/bake.ts';
@@ -93,15 +92,6 @@ describe("docs/architecture.md's table of functions", () => {
     for (const stage of Object.values(stages)) {
       expect(grants(templates(stage).api, fn)).toEqual(documented);
     }
-  });
-});
-
-describe("docs/deploy.md's stage settings", () => {
-  it('lists every key the stage configuration reads, and no other', () => {
-    const keys = table(docs('deploy.md'), 'key', 'default', 'meaning').flatMap(([cell]) =>
-      [...cell!.matchAll(/`(\w+)`/g)].map((m) => m[1]),
-    );
-    expect(keys.sort()).toEqual([...STAGE_SETTING_KEYS].sort());
   });
 });
 

@@ -755,10 +755,10 @@ describe.each(STAGES)('safe deployments (%s)', (stage) => {
     expect(JSON.stringify(on('cloudwatch:DescribeAlarms'))).not.toContain('"*"');
   });
 
-  it('output the CodeDeploy application that docs/deploy.md watches', () => {
+  it('output the CodeDeploy application that docs/rollback.md watches', () => {
     const [output] = Object.values(api.findOutputs(STACK_OUTPUTS.deploymentApplication));
     expect(output).toBeDefined();
-    const text = docs('deploy.md');
+    const text = docs('rollback.md');
     for (const [, value] of text.matchAll(/--application-name\s+(\S+)/g)) {
       expect(STAGES.map(deploymentApplicationName)).toContain(value);
     }
@@ -1072,7 +1072,7 @@ describe('the runbooks, run with a stand-in AWS CLI against the synthesized prod
   });
 
   it("watches a deploy and stops it with rollback, on the groups the stage has; the alias by the function's output (not a listing cut at 100 resources)", async () => {
-    const calls = await runbook(shellBlocks('deploy.md', '### Watch a deploy and stop it'));
+    const calls = await runbook(shellBlocks('rollback.md', '## Watch a deploy and stop it'));
     expect(calls.map((c) => `${c[0]} ${c[1]}`)).toEqual([
       'deploy list-deployments',
       'deploy get-deployment',
@@ -1113,7 +1113,7 @@ describe('the runbooks, run with a stand-in AWS CLI against the synthesized prod
     ).stdout.trim();
 
   it('rolls a function back to the version the last passed deployment replaced (its rollback alias), not the version before, through CloudFormation: every parameter kept but the pin', async () => {
-    const { calls } = await fromFreshState(shellBlocks('deploy.md', '### Roll back at once'));
+    const { calls } = await fromFreshState(shellBlocks('rollback.md', '## Roll back at once'));
     expect(calls.map((c) => `${c[0]} ${c[1]}`)).toEqual([
       'cloudformation describe-stacks',
       'lambda get-alias',
@@ -1135,7 +1135,7 @@ describe('the runbooks, run with a stand-in AWS CLI against the synthesized prod
   });
 
   it('lets the next deploy (the fix) move live on from a rollback through CloudFormation, where one after a manual update-alias is refused', async () => {
-    await fromFreshState(shellBlocks('deploy.md', '### Roll back at once'));
+    await fromFreshState(shellBlocks('rollback.md', '## Roll back at once'));
     await standIn.run(nextDeploy);
     expect(await aliasNow()).toBe('10');
     // The rollback this runbook used to give: the alias moved by hand, CloudFormation not told.
@@ -1146,7 +1146,7 @@ describe('the runbooks, run with a stand-in AWS CLI against the synthesized prod
   });
 
   it('keeps a rollback rolled back: the next deploy of unchanged code does not move live back to the version found wrong, the fix does move it on, and the mark is cleared by its runbook', async () => {
-    await fromFreshState(shellBlocks('deploy.md', '### Roll back at once'));
+    await fromFreshState(shellBlocks('rollback.md', '## Roll back at once'));
     expect(await aliasNow()).toBe('5');
     // A routine deploy of something else: the template still names version 7, the one found wrong.
     await expect(
@@ -1154,14 +1154,14 @@ describe('the runbooks, run with a stand-in AWS CLI against the synthesized prod
     ).rejects.toThrow(/marked do-not-ship \(version 7\)/);
     expect(await aliasNow()).toBe('5');
     // The runbook run again, live on the good version: it stops, and marks nothing (not that one).
-    await expect(standIn.run(shellBlocks('deploy.md', '### Roll back at once'))).rejects.toThrow(
+    await expect(standIn.run(shellBlocks('rollback.md', '## Roll back at once'))).rejects.toThrow(
       /live already serves version 5: nothing to roll back/,
     );
     // The fix: a new version.
     await standIn.run(nextDeploy.replace('template.json', 'template-10.json'));
     expect(await aliasNow()).toBe('10');
     const { calls, stdout } = await standIn.run(
-      shellBlocks('deploy.md', '### Clear a do-not-ship mark'),
+      shellBlocks('rollback.md', '## Clear a do-not-ship mark'),
     );
     expect(stdout).toContain('7\trolled back from: do not serve again');
     expect(calls.map((c) => `${c[0]} ${c[1]}`)).toEqual([
@@ -1178,8 +1178,8 @@ describe('the runbooks, run with a stand-in AWS CLI against the synthesized prod
   });
 
   it('deploys with every stack parameter back to its default (a rollback pin does not outlive the next deploy)', () => {
-    const deploys = docs('deploy.md')
-      .split('\n')
+    const deploys = ['deploy.md', 'rollback.md', 'first-stage.md']
+      .flatMap((file) => docs(file).split('\n'))
       .filter((line) => /^\s*npx cdk deploy /.test(line));
     expect(deploys.length).toBeGreaterThanOrEqual(3);
     for (const line of deploys) expect(line).toContain('--no-previous-parameters');
@@ -1188,7 +1188,7 @@ describe('the runbooks, run with a stand-in AWS CLI against the synthesized prod
   it("publishes each function's rolled-back code by hand, with its CodeSha256, before a retry right after a rollback; and nothing while the stack is not rolled back", async () => {
     const withStatus = (status: string) =>
       standIn.run(
-        `echo '${JSON.stringify({ record: '7', alias: '7', pin: '', templateVersion: '10', stackStatus: status })}' > "$AWS_STAND_IN_FIXTURE.state"\n${shellBlocks('deploy.md', '### Deploy the same code again after a rollback')}`,
+        `echo '${JSON.stringify({ record: '7', alias: '7', pin: '', templateVersion: '10', stackStatus: status })}' > "$AWS_STAND_IN_FIXTURE.state"\n${shellBlocks('rollback.md', '## Deploy the same code again after a rollback')}`,
       );
     const { calls } = await withStatus('UPDATE_ROLLBACK_COMPLETE');
     expect(calls[0]).toEqual(expect.arrayContaining(['describe-stacks', 'Stacks[0].StackStatus']));
@@ -1208,7 +1208,7 @@ describe('the runbooks, run with a stand-in AWS CLI against the synthesized prod
   it('restores the orders: the live table from the stack, a restore waited for however long it takes, the copy deleted', async () => {
     // Steps 1, 2 and 7 (3 to 6 are the operator CLI's: test/admin/restore.test.ts).
     const calls = await runbook(
-      awsSteps('operations.md', '### Restore the orders to a point in time'),
+      awsSteps('runbooks.md', '## Restore the orders to a point in time'),
     );
     expect(calls.map((c) => `${c[0]} ${c[1]}`)).toEqual([
       'cloudformation describe-stacks',
@@ -1223,7 +1223,7 @@ describe('the runbooks, run with a stand-in AWS CLI against the synthesized prod
   });
 
   it("leads from a customer's request id to their key id in one command, with no tool but the AWS CLI and POSIX ones (no jq, no GNU date)", async () => {
-    const block = shellBlocks('operations.md', "### From a customer's request id to their key");
+    const block = shellBlocks('runbooks.md', "## From a customer's request id to their key");
     expect(block.trim().split('\n')).toHaveLength(1);
     const { stdout, calls } = await runbookOutput(block);
     expect(stdout.trim()).toBe('key_rbTbkLzCiXhA');
@@ -1233,7 +1233,7 @@ describe('the runbooks, run with a stand-in AWS CLI against the synthesized prod
   });
 
   it("flushes every API stage's authorizer cache after a revocation (each stage caches its own answers), on the stage's API", async () => {
-    const block = awsSteps('operations.md', '### A leaked key: make it stop working now');
+    const block = awsSteps('runbooks.md', '## A leaked key: make it stop working now');
     const calls = await runbook(block);
     expect(calls.map((c) => `${c[0]} ${c[1]}`)).toEqual([
       'cloudformation describe-stacks',
@@ -1253,9 +1253,7 @@ describe('the runbooks, run with a stand-in AWS CLI against the synthesized prod
   });
 
   it("lists who the alarms page: the topic from the stack's outputs, then its subscriptions", async () => {
-    const { calls, stdout } = await runbookOutput(
-      shellBlocks('operations.md', '## Alarms: what to do'),
-    );
+    const { calls, stdout } = await runbookOutput(shellBlocks('alarms.md', '## Who is paged'));
     expect(calls.map((c) => `${c[0]} ${c[1]}`)).toEqual([
       'cloudformation describe-stacks',
       'sns list-subscriptions-by-topic',
@@ -1299,7 +1297,7 @@ describe('the settings the documents give, as synth reads them', () => {
     (stage) => {
       const text = docs('deploy.md');
       const section = text.slice(
-        text.indexOf('**Concurrency.**'),
+        text.indexOf('### Concurrency'),
         text.indexOf('### Provisioned concurrency'),
       );
       const context = {
@@ -1327,17 +1325,17 @@ describe('the settings the documents give, as synth reads them', () => {
     },
   );
 
-  it("deploys a hotfix ignoring the alarms with docs/deploy.md's command, that one deploy only", () => {
-    const block = shellBlocks('deploy.md', '### A hotfix while an alarm is in ALARM');
+  it("deploys a hotfix ignoring the alarms with docs/rollback.md's command, that one deploy only", () => {
+    const block = shellBlocks('rollback.md', '## A hotfix while an alarm is in ALARM');
     const context = contextOf(block, 'production');
     expect(context).toEqual({ 'production:deployIgnoringAlarms': 'true' });
     expect(stageConfig('production', (key) => context[key], {}).deployment.ignoreAlarms).toBe(true);
     expect(stageConfig('production', () => undefined, {}).deployment.ignoreAlarms).toBe(false);
   });
 
-  it("subscribes docs/operations.md's alarm subscribers", () => {
-    const text = docs('operations.md');
-    const section = text.slice(text.indexOf('## Alarms: what to do'));
+  it("subscribes docs/alarms.md's alarm subscribers", () => {
+    const text = docs('alarms.md');
+    const section = text.slice(text.indexOf('## Who is paged'));
     const json = /```json\n([\s\S]*?)```/.exec(section)![1]!;
     const { context } = JSON.parse(json) as { context: Record<string, unknown> };
     expect(stageConfig('production', (key) => context[key], {}).alarmSubscriptions).toEqual([

@@ -795,7 +795,7 @@ describe("what each kind of version of cancelOrder meets (docs/deploy.md's table
     // When they differ, the message is the measured table's rows, to paste into the docs.
     expect(documented, measured).toEqual(computed);
     expect(
-      docSection('deploy.md', '#### What each kind of broken version meets').replace(/\s+/g, ' '),
+      docSection('deploy.md', '### What each kind of broken version meets').replace(/\s+/g, ' '),
     ).toContain(
       `with \`deploymentBakeMinutes\` ${REMEDY.bakeMinutes} it is caught in ${remedy[0]} of staging's deploys (${remedy[1]} with CloudWatch a minute late)`,
     );
