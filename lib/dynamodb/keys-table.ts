@@ -169,6 +169,24 @@ async function applied(write: Promise<unknown>): Promise<boolean> {
   }
 }
 
+/**
+ * The API keys on DynamoDB (the ports: lib/keys/key-store.ts): the authorizer finds a key by its
+ * hash, strongly consistent; the operators' CLI creates, lists, revokes, rotates and re-plans
+ * keys, each change a conditional write on the version it read (false when another change came
+ * first). Only a key's SHA-256 is stored, never the key.
+ *
+ * @example
+ * ```typescript
+ * import { createDocumentClient } from './client.ts';
+ * import { DynamoDbKeyStore } from './keys-table.ts';
+ * import { hashApiKey } from '../keys/api-key.ts';
+ *
+ * const keys = new DynamoDbKeyStore(createDocumentClient(), 'store-orders-dev-api-keys');
+ * const signal = AbortSignal.timeout(1_000);
+ * const record = await keys.findByHash(hashApiKey('sok_…the caller’s bearer token'), { signal });
+ * if (record?.status === 'active') console.log(record.keyId, record.plan);
+ * ```
+ */
 export class DynamoDbKeyStore implements KeyAdminStore {
   protected readonly client: DynamoDBDocumentClient;
   protected readonly tableName: string;

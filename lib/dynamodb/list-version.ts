@@ -87,6 +87,26 @@ const UNKNOWN_VERSION: ListVersion = { tag: undefined, recentWrites: 'all' };
 /** A version item's new nonce: every tag that covered it changes. */
 const nonce = (): string => randomBytes(12).toString('base64url');
 
+/**
+ * The list's version items (see above): `read` before a list, `around` a write of orders,
+ * `retag` after writes made by hand.
+ *
+ * @example
+ * ```typescript
+ * import { createDocumentClient } from './client.ts';
+ * import { DynamoDbListVersion } from './list-version.ts';
+ *
+ * const version = new DynamoDbListVersion(createDocumentClient(), 'store-orders-dev-orders');
+ * const signal = AbortSignal.timeout(2_000);
+ * const before = await version.read(signal); // before.tag: the list's ETag (none while a write runs)
+ * const cancelled = await version.around(
+ *   async () => ({ changed: true }), // the write of one order, conditional
+ *   (result) => result.changed, // whether it changed the list (a failed write counts as changed)
+ *   { signal, orderId: 9n },
+ * );
+ * console.log(before.tag, cancelled, (await version.read(signal)).tag); // another tag
+ * ```
+ */
 export class DynamoDbListVersion {
   private readonly client: DynamoDBDocumentClient;
   private readonly tableName: string;

@@ -121,9 +121,8 @@ export interface DynamoDbOrderPagesOptions {
  * import { DynamoDbOrderPages } from './order-pages.ts';
  * import { ORDER_INDEX_NAMES } from './tables.ts';
  *
- * const pages = new DynamoDbOrderPages(createDocumentClient(), 'store-orders-dev-orders', {
- *   indexes: new Set(ORDER_INDEX_NAMES),
- * });
+ * const [client, tableName] = [createDocumentClient(), 'store-orders-dev-orders'];
+ * const pages = new DynamoDbOrderPages(client, tableName, { indexes: new Set(ORDER_INDEX_NAMES) });
  * const plan = pages.plan({ statuses: ['pending'] }); // ordersByStatus, 8 partitions
  * let page = await pages.readPage({ plan, pageSize: 50 });
  * while (page.next) page = await pages.readPage({ plan, start: page.next, pageSize: 50 });
