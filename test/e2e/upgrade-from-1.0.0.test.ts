@@ -641,11 +641,14 @@ describe('the upgrade from release 1.0.0, every step of its how-to, under traffi
   }, 300_000);
 
   it('is a new stage at the end: the smoke passes with a key 1.0.0 issued', async () => {
+    // A failed smoke exits 1: its report is the failure's message, not a bare "Command failed".
     const { stdout } = await promisify(execFile)(
       process.execPath,
       [join(PROJECT_ROOT, 'smoke', 'smoke.ts'), '--base-url', `${base}/v1`, '--api-key', keys[0]!],
       { cwd: PROJECT_ROOT },
-    );
+    ).catch((error: { stdout?: string; stderr?: string }) => {
+      throw new Error(`smoke failed:\n${error.stdout ?? ''}${error.stderr ?? ''}`);
+    });
     expect(stdout).toMatch(/smoke: \d+ passed, 0 failed, 0 skipped$/m);
     expect(stdout).not.toContain('n/a');
   });
