@@ -183,6 +183,25 @@ describe('v2 pages while an index lags', () => {
       await sleep(POLL_MS);
     }
   }
+  /**
+   * A scenario's pollers, watching while the index lags `lagMs`; `end()` lets the index catch up,
+   * watches 3 s more (no 304 may confirm a page it missed), and stops them.
+   */
+  function lagging(scenario: string, lagMs: number): { end: () => Promise<void> } {
+    proxy.setLag(lagMs);
+    let done = false;
+    const watching = watch(scenario, () => done);
+    return {
+      end: async () => {
+        await proxy.catchUp();
+        caughtUp.set(scenario, performance.now());
+        await sleep(3_000);
+        done = true;
+        await watching;
+        proxy.setLag(0);
+      },
+    };
+  }
 
   /** Cancels a pending order shown on both pages (through v1: the other version). */
   async function cancelOne(): Promise<bigint> {
@@ -209,27 +228,18 @@ describe('v2 pages while an index lags', () => {
     'a cancel while the index lags %i s: its page is re-read, its 304s end when the page changes',
     async (lag) => {
       const scenario = `cancel, lag ${lag} s`;
-      proxy.setLag(lag * 1000);
-      let done = false;
-      const watching = watch(scenario, () => done);
+      const watched = lagging(scenario, lag * 1000);
       await sleep(1_000);
       await cancelOne();
       await sleep(lag * 1000 + 2_000);
-      await proxy.catchUp();
-      caughtUp.set(scenario, performance.now());
-      await sleep(3_000);
-      done = true;
-      await watching;
-      proxy.setLag(0);
+      await watched.end();
     },
     120_000,
   );
 
   it('an import (replacing orders) and a reindex while the index lags 5 s, by a CLI whose clock is 30 s behind', async () => {
     const scenario = 'import and reindex, lag 5 s, clock -30 s';
-    proxy.setLag(5_000);
-    let done = false;
-    const watching = watch(scenario, () => done);
+    const watched = lagging(scenario, 5_000);
     await sleep(1_000);
     // Two orders of the pending page replaced as shipped, one of the pet's shipped ones as
     // pending, and new orders.
@@ -282,12 +292,7 @@ describe('v2 pages while an index lags', () => {
     expect(reindexed.code, reindexed.stderr).toBe(0);
     changes.push({ id, status: 'cancelled', sent: reindexSent, acked: performance.now() });
     await sleep(7_000);
-    await proxy.catchUp();
-    caughtUp.set(scenario, performance.now());
-    await sleep(3_000);
-    done = true;
-    await watching;
-    proxy.setLag(0);
+    await watched.end();
   }, 120_000);
 
   it.each([
@@ -297,9 +302,7 @@ describe('v2 pages while an index lags', () => {
     'a ship by a CLI whose clock is 30 s %s, while the index lags 5 s',
     async (how, offset) => {
       const scenario = `ship, clock ${how}, lag 5 s`;
-      proxy.setLag(5_000);
-      let done = false;
-      const watching = watch(scenario, () => done);
+      const watched = lagging(scenario, 5_000);
       await sleep(1_000);
       // An order of the pending page, which only the version's notes make its page read again.
       const id = take(onPendingPage(false)[0]!);
@@ -310,12 +313,7 @@ describe('v2 pages while an index lags', () => {
       expect(shipped.code, shipped.stderr).toBe(0);
       changes.push({ id, status: 'shipped', sent, acked: performance.now() });
       await sleep(7_000);
-      await proxy.catchUp();
-      caughtUp.set(scenario, performance.now());
-      await sleep(3_000);
-      done = true;
-      await watching;
-      proxy.setLag(0);
+      await watched.end();
     },
     120_000,
   );

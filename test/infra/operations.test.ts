@@ -465,6 +465,17 @@ describe.each(STAGES)('safe deployments (%s)', (stage) => {
   const hooks = stack.deployments.hooks;
   const hookIds = { pre: idOf(stage, hooks.preTraffic), post: idOf(stage, hooks.postTraffic) };
   const resource = (id: string) => api.toJSON().Resources[id] as Resource;
+  /** The statements of the hooks' role's inline policies. */
+  const hookStatements = () =>
+    resources(api, 'AWS::IAM::Policy')
+      .filter(
+        ([, p]) =>
+          JSON.stringify(p.Properties.Roles) === JSON.stringify([ref(idOf(stage, hooks.role))]),
+      )
+      .flatMap(
+        ([, p]) =>
+          (p.Properties.PolicyDocument as { Statement: Record<string, unknown>[] }).Statement,
+      );
 
   it(`deploy each function with CodeDeploy, ${stage === 'production' ? 'a canary first' : 'all at once'}, called before any traffic moves and watched after the last shift, rolling back on failure, on a stop and on alarm`, () => {
     const configName = {
@@ -671,13 +682,7 @@ describe.each(STAGES)('safe deployments (%s)', (stage) => {
   });
 
   it("let the hooks invoke and delete any version of each function by a pattern granted once, never a version's own grant (no deploy's grant races its probe)", () => {
-    const roleId = idOf(stage, hooks.role);
-    const statements = resources(api, 'AWS::IAM::Policy')
-      .filter(([, p]) => JSON.stringify(p.Properties.Roles) === JSON.stringify([ref(roleId)]))
-      .flatMap(
-        ([, p]) =>
-          (p.Properties.PolicyDocument as { Statement: Record<string, unknown>[] }).Statement,
-      );
+    const statements = hookStatements();
     const text = JSON.stringify(statements);
     // No statement names a version (its ARN changes with every deploy).
     expect(text).not.toMatch(/CurrentVersion/);
@@ -701,13 +706,7 @@ describe.each(STAGES)('safe deployments (%s)', (stage) => {
   });
 
   it("let the hooks write the orders table only in the deploy check's partitions, read the do-not-ship mark but not write it, and read this stack's own record and the alarms they watch", () => {
-    const roleId = idOf(stage, hooks.role);
-    const statements = resources(api, 'AWS::IAM::Policy')
-      .filter(([, p]) => JSON.stringify(p.Properties.Roles) === JSON.stringify([ref(roleId)]))
-      .flatMap(
-        ([, p]) =>
-          (p.Properties.PolicyDocument as { Statement: Record<string, unknown>[] }).Statement,
-      );
+    const statements = hookStatements();
     // No managed policy beside it (an inline policy too large would overflow into one).
     expect(resources(api, 'AWS::IAM::ManagedPolicy')).toEqual([]);
     const on = (action: string) => statements.filter((st) => [st.Action].flat().includes(action));

@@ -79,9 +79,9 @@ import {
   type Outcome,
   type Published,
 } from '../support/deploy-traffic.ts';
+import { seeded } from '../../bench/statistics.ts';
 import type { AlarmQuery } from '../support/metric-math.ts';
 import { docSection, markdownTable } from '../support/runbook.ts';
-import { seededUniform } from '../support/seeded-random.ts';
 import { metricKey, MINUTE, SimulatedCloudWatch } from '../support/simulated-cloudwatch.ts';
 import { createTestTables, type TestTables } from '../support/tables.ts';
 import { templates, testApp } from '../infra/support.ts';
@@ -617,7 +617,7 @@ async function trial(
   context: Record<string, unknown> = {},
 ): Promise<Caught> {
   const [stack, recorded] = [stacks[stage], recordings[stage]];
-  const random = seededUniform(seed);
+  const random = seeded(seed);
   const shiftAt = BASE + Math.floor(random() * MINUTE);
   const behaviour = kind === 'healthy, DynamoDB slow' ? incident(shiftAt) : KINDS[kind];
   const oldBehaviour = kind === 'healthy, DynamoDB slow' ? incident(shiftAt) : KINDS.healthy;
