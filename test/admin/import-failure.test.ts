@@ -8,7 +8,7 @@ import { PassThrough } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { importValidated, writeOrders } from '../../admin/orders/import.ts';
-import { createDocumentClient } from '../../lib/dynamodb/client.ts';
+import { createOperatorClient } from '../../lib/dynamodb/client.ts';
 import { DynamoDbOrderStore } from '../../lib/dynamodb/orders-table.ts';
 import { DependencyFailure } from '../../lib/failures.ts';
 import type { Order } from '../../lib/orders/order.ts';
@@ -21,7 +21,8 @@ let t: TestTables;
 let client: DynamoDBDocumentClient;
 beforeEach(async () => {
   t = await createTestTables('admin-import-failure');
-  client = createDocumentClient({ endpoint: t.endpoint });
+  // The operator CLI's client, as `orders import` makes it (its attempts wait as the CLI's do).
+  client = createOperatorClient({ endpoint: t.endpoint });
 });
 afterEach(async () => {
   client.destroy();
