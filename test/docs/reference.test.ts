@@ -12,12 +12,8 @@ import { STAGE_SETTING_KEYS } from '../../infra/stage-settings.ts';
 import { ERROR_CATALOGUE } from '../../lib/api/errors.ts';
 import { STAGES } from '../../lib/deployment.ts';
 import { PROJECT_ROOT } from '../../local/local-stack.ts';
-import {
-  familyOf,
-  generatedParts,
-  pageAsWritten,
-  synthesizedAlarms,
-} from '../../scripts/reference-pages.ts';
+import { generatedParts, pageAsWritten } from '../../scripts/reference-pages.ts';
+import { familyOf, synthesizedAlarms } from '../../scripts/reference/alarms-page.ts';
 import { anchors } from '../support/markdown.ts';
 
 const page = (file: string) => readFileSync(join(PROJECT_ROOT, file), 'utf8');

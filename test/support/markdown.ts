@@ -5,6 +5,7 @@
 import { readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { PROJECT_ROOT } from '../../local/local-stack.ts';
+import { githubAnchor } from '../../scripts/reference/markdown.ts';
 
 /** Folders that hold no document of the repository's own. */
 const SKIPPED = new Set(['node_modules', 'cdk.out', 'dist', 'coverage', '.git', '.local']);
@@ -34,19 +35,11 @@ function headings(text: string): string[] {
     .flatMap((line) => /^#{1,6} (.*)$/.exec(line)?.slice(1) ?? []);
 }
 
-/** The anchor GitHub gives a heading: lower case, punctuation dropped, spaces to hyphens. */
-function slug(heading: string): string {
-  return heading
-    .toLowerCase()
-    .replace(/[^\p{L}\p{N} _-]/gu, '')
-    .replace(/ /g, '-');
-}
-
 /** The anchors of a document's headings; a repeated heading gets `-1`, `-2`… as on GitHub. */
 export function anchors(text: string): string[] {
   const seen = new Map<string, number>();
   return headings(text).map((heading) => {
-    const base = slug(heading);
+    const base = githubAnchor(heading);
     const count = seen.get(base) ?? 0;
     seen.set(base, count + 1);
     return count === 0 ? base : `${base}-${count}`;
